@@ -1,0 +1,70 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "exporter/app/cli.h"
+#include "exporter/config/config.h"
+#include "exporter/metrics/metrics.h"
+#include "exporter/probes/probe.h"
+#include "exporter/responders/http_server.h"
+#include "exporter/responders/udp_echo.h"
+#include "exporter/scheduler/scheduler.h"
+#include "exporter/topology/topology.h"
+
+namespace podnet::app {
+
+/// The running exporter: two event loops, each on its own thread, so that serving never
+/// disturbs probe timing (DESIGN.md):
+///  - the serving loop: HTTP server (/metrics, health, reload, /echo, /podnet/info), the UDP echo
+///    responder, signals (SIGHUP reload, SIGINT/SIGTERM stop) and configuration reloads;
+///  - the probe loop: the scheduler and every probe.
+/// A configuration is parsed and validated on the serving loop, then handed to the probe loop
+/// as a whole (std::shared_ptr<const Config>); a bad one never reaches it.
+class App {
+ public:
+  /// `config` has been loaded and validated already (main does it to exit 2 on problems).
+  App(Options options, std::shared_ptr<const config::Config> config);
+  ~App();
+
+  /// Binds the listeners, starts both loops and blocks until SIGINT/SIGTERM or Stop().
+  /// Returns the process exit code (1 when a listener cannot be bound).
+  int Run();
+
+  /// Asks Run() to return (thread-safe).
+  void Stop();
+
+  /// Re-reads the configuration file. On success the new configuration is applied; on failure
+  /// the running one is kept. Both set podnet_config_last_reload_successful. Serving loop only.
+  bool Reload(std::string* error);
+
+ private:
+  responders::HttpResponse Route(const responders::HttpRequest& req);
+  void Apply(std::shared_ptr<const config::Config> next);  // probe loop only
+
+  Options options_;
+  metrics::Metrics metrics_;
+  boost::asio::io_context serve_io_;
+  boost::asio::io_context probe_io_;
+
+  std::mutex config_mu_;
+  std::shared_ptr<const config::Config> config_;  // the running configuration
+
+  // Probe-loop state.
+  std::unique_ptr<probes::ProbeEnv> probe_env_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
+  std::shared_ptr<const config::Config> applied_;
+  std::vector<topology::Peer> peers_;
+
+  std::unique_ptr<responders::HttpServer> http_;
+  std::unique_ptr<responders::UdpEchoResponder> udp_echo_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace podnet::app

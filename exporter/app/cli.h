@@ -1,0 +1,30 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exporter/log/logging.h"
+
+namespace podnet::app {
+
+/// What the command line asked for (Prometheus flag conventions: `--flag=value` or
+/// `--flag value`; DESIGN.md "Command line").
+struct Options {
+  enum class Mode { kRun, kCheckConfig, kVersion, kHelp, kDnsExplain };
+  Mode mode = Mode::kRun;
+  std::string config_file;
+  std::optional<std::string> listen_address;  // --web.listen-address overrides the file's
+  spdlog::level::level_enum log_level = spdlog::level::info;
+  log::Format log_format = log::Format::kLogfmt;
+  std::optional<std::string> kubeconfig;
+};
+
+/// Parses argv[1..]. Returns std::nullopt and sets *error on an unknown flag, a missing value,
+/// a bad --log.level / --log.format, or a missing --config.file (exit code 2 for the caller).
+std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, std::string* error);
+
+/// The --help text.
+std::string Usage();
+
+}  // namespace podnet::app

@@ -1,0 +1,367 @@
+#include "exporter/config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace podnet::config {
+
+const char* RttProtocolName(RttProtocol p) { return p == RttProtocol::kIcmp ? "icmp" : "udp"; }
+
+std::string Error::ToString() const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line) + ":" + std::to_string(column);
+  out += ": ";
+  if (!key_path.empty()) out += key_path + ": ";
+  out += message;
+  return out;
+}
+
+namespace {
+
+// Sections that exist in the documented schema but whose probes are not built yet. Rejected with
+// a message saying so rather than silently ignored: a user who asks for a probe must get it.
+const std::map<std::string, std::string, std::less<>> kNotSupportedYet = {
+    {"probes.http", "the HTTP/gRPC latency probe"},
+    {"probes.burst", "the throughput burst probe"},
+    {"probes.dns", "the DNS amplification probe"},
+    {"peers.kubernetes", "Kubernetes peer discovery"},
+    {"responders.burst", "the iperf3-compatible burst responder"},
+};
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+
+// Walks the YAML tree, collecting every problem instead of stopping at the first one, so that
+// --config.check prints all of them in one run.
+class Decoder {
+ public:
+  Decoder(std::string file, const EnvLookup& env, std::vector<Error>* errors)
+      : file_(std::move(file)), env_(env), errors_(errors) {}
+
+  void Fail(const YAML::Node& at, const std::string& path, std::string message) {
+    Error e;
+    e.file = file_;
+    if (at.IsDefined()) {
+      YAML::Mark m = at.Mark();
+      if (m.line >= 0) {
+        e.line = m.line + 1;
+        e.column = m.column + 1;
+      }
+    }
+    e.key_path = path;
+    e.message = std::move(message);
+    errors_->push_back(std::move(e));
+  }
+
+  // Checks that `node` is a mapping (null counts as empty) whose keys are all in `known` and
+  // none repeated. Returns false when it is not a mapping at all.
+  bool CheckMap(const YAML::Node& node, const std::string& path,
+                std::initializer_list<std::string_view> known) {
+    if (node.IsNull()) return true;
+    if (!node.IsMap()) {
+      Fail(node, path, "must be a mapping");
+      return false;
+    }
+    std::set<std::string> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node& key = it->first;
+      if (!key.IsScalar()) {
+        Fail(key, path, "keys must be strings");
+        continue;
+      }
+      std::string name = key.Scalar();
+      std::string child = Join(path, name);
+      if (!seen.insert(name).second) {
+        Fail(key, child, "duplicate key");
+        continue;
+      }
+      if (auto ns = kNotSupportedYet.find(child); ns != kNotSupportedYet.end()) {
+        Fail(key, child, "not supported yet: " + ns->second + " is not implemented in this version");
+        continue;
+      }
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string list;
+        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        Fail(key, child, "unknown key (known keys: " + list + ")");
+      }
+    }
+    return true;
+  }
+
+  std::optional<std::string> String(const YAML::Node& node, const std::string& path) {
+    if (!node.IsScalar()) {
+      Fail(node, path, "must be a string");
+      return std::nullopt;
+    }
+    std::string err;
+    auto v = ExpandEnv(node.Scalar(), env_, &err);
+    if (!v) Fail(node, path, err);
+    return v;
+  }
+
+  std::optional<long long> Integer(const YAML::Node& node, const std::string& path, long long min,
+                                   long long max) {
+    auto s = String(node, path);
+    if (!s) return std::nullopt;
+    long long v = 0;
+    auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
+    if (s->empty() || ec != std::errc{} || ptr != s->data() + s->size()) {
+      Fail(node, path, "must be an integer, got " + Quote(*s));
+      return std::nullopt;
+    }
+    if (v < min || v > max) {
+      Fail(node, path,
+           "must be from " + std::to_string(min) + " to " + std::to_string(max) + ", got " + *s);
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<Duration> PositiveDuration(const YAML::Node& node, const std::string& path) {
+    auto s = String(node, path);
+    if (!s) return std::nullopt;
+    auto d = ParseDuration(*s);
+    if (!d) {
+      Fail(node, path, "invalid duration " + Quote(*s) + " (examples: 50ms, 10s, 15m, 1h30m)");
+      return std::nullopt;
+    }
+    if (d->count() <= 0) {
+      Fail(node, path, "must be a positive duration, got " + Quote(*s));
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  std::optional<net::HostPort> ListenAddress(const YAML::Node& node, const std::string& path) {
+    auto s = String(node, path);
+    if (!s) return std::nullopt;
+    std::string err;
+    auto hp = net::ParseHostPort(*s, &err);
+    if (!hp) Fail(node, path, err);
+    return hp;
+  }
+
+  static std::string Join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+ private:
+  std::string file_;
+  const EnvLookup& env_;
+  std::vector<Error>* errors_;
+};
+
+void DecodeSelf(Decoder& d, const YAML::Node& root, const YAML::Node& n, Config& c) {
+  if (!n.IsDefined() || n.IsNull()) {
+    d.Fail(root, "self", "required (self.name and self.node say who this probe Pod is)");
+    return;
+  }
+  if (!d.CheckMap(n, "self", {"name", "node", "zone"})) return;
+  struct Field {
+    const char* key;
+    std::string* out;
+    bool required;
+  };
+  for (const Field& f : {Field{"name", &c.self.name, true}, Field{"node", &c.self.node, true},
+                         Field{"zone", &c.self.zone, false}}) {
+    std::string path = std::string("self.") + f.key;
+    const YAML::Node v = n[f.key];
+    if (v.IsDefined() && !v.IsNull()) {
+      if (auto s = d.String(v, path)) *f.out = *s;
+    }
+    if (f.required && f.out->empty()) {
+      d.Fail(v.IsDefined() ? v : n, path, "required and must not be empty");
+    }
+  }
+}
+
+void DecodeResponders(Decoder& d, const YAML::Node& n, Config& c) {
+  if (!n.IsDefined() || !d.CheckMap(n, "responders", {"udp_echo"})) return;
+  const YAML::Node echo = n["udp_echo"];
+  if (!echo.IsDefined() || !d.CheckMap(echo, "responders.udp_echo", {"listen_address"})) return;
+  if (const YAML::Node la = echo["listen_address"]; la.IsDefined()) {
+    if (auto hp = d.ListenAddress(la, "responders.udp_echo.listen_address")) {
+      c.udp_echo_listen_address = *hp;
+    }
+  }
+}
+
+void DecodePeers(Decoder& d, const YAML::Node& n, Config& c) {
+  if (!n.IsDefined() || !d.CheckMap(n, "peers", {"static"})) return;
+  const YAML::Node list = n["static"];
+  if (!list.IsDefined() || list.IsNull()) return;
+  if (!list.IsSequence()) {
+    d.Fail(list, "peers.static", "must be a list of peers");
+    return;
+  }
+  std::map<std::string, std::string> names;                              // name → first path
+  std::map<std::pair<std::string, int>, std::string> endpoints;          // (address, port) → path
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node p = list[i];
+    std::string path = "peers.static[" + std::to_string(i) + "]";
+    if (!p.IsMap()) {
+      d.Fail(p, path, "must be a mapping with name and address");
+      continue;
+    }
+    d.CheckMap(p, path, {"name", "address", "port", "burst_port", "node", "zone"});
+    StaticPeer peer;
+    bool ok = true;
+    if (const YAML::Node v = p["name"]; v.IsDefined() && !v.IsNull()) {
+      auto s = d.String(v, path + ".name");
+      ok = ok && s && !s->empty();
+      if (s && s->empty()) d.Fail(v, path + ".name", "must not be empty");
+      if (s && !s->empty()) {
+        peer.name = *s;
+        auto [it, fresh] = names.emplace(*s, path);
+        if (!fresh) {
+          d.Fail(v, path + ".name", "duplicate peer name " + Quote(*s) + " (also " + it->second + ")");
+          ok = false;
+        }
+      }
+    } else {
+      d.Fail(p, path + ".name", "required");
+      ok = false;
+    }
+    if (const YAML::Node v = p["address"]; v.IsDefined() && !v.IsNull()) {
+      if (auto s = d.String(v, path + ".address")) {
+        if (auto ip = net::ParseIp(*s)) {
+          peer.address = *ip;
+        } else {
+          d.Fail(v, path + ".address", "must be an IPv4 or IPv6 address, got " + Quote(*s));
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    } else {
+      d.Fail(p, path + ".address", "required");
+      ok = false;
+    }
+    for (auto [key, out] : {std::pair<const char*, std::uint16_t*>{"port", &peer.port},
+                            std::pair<const char*, std::uint16_t*>{"burst_port", &peer.burst_port}}) {
+      if (const YAML::Node v = p[key]; v.IsDefined()) {
+        if (auto port = d.Integer(v, path + "." + key, 1, 65535)) {
+          *out = static_cast<std::uint16_t>(*port);
+        } else {
+          ok = false;
+        }
+      }
+    }
+    for (auto [key, out] : {std::pair<const char*, std::string*>{"node", &peer.node},
+                            std::pair<const char*, std::string*>{"zone", &peer.zone}}) {
+      if (const YAML::Node v = p[key]; v.IsDefined() && !v.IsNull()) {
+        if (auto s = d.String(v, path + "." + key)) *out = *s;
+      }
+    }
+    if (!ok) continue;
+    auto [it, fresh] = endpoints.emplace(std::pair{peer.address.to_string(), int{peer.port}}, path);
+    if (!fresh) {
+      d.Fail(p["address"], path + ".address",
+             "same address and port as " + it->second + " (one peer would be probed twice)");
+      continue;
+    }
+    c.static_peers.push_back(std::move(peer));
+  }
+}
+
+void DecodeRtt(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "probes.rtt";
+  if (!d.CheckMap(n, base, {"protocol", "interval", "count", "spacing", "timeout", "size"})) return;
+  RttOptions o;
+  if (const YAML::Node v = n["protocol"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".protocol")) {
+      if (*s == "icmp") {
+        o.protocol = RttProtocol::kIcmp;
+      } else if (*s == "udp") {
+        o.protocol = RttProtocol::kUdp;
+      } else {
+        d.Fail(v, base + ".protocol", "must be \"icmp\" or \"udp\", got " + Quote(*s));
+      }
+    }
+  }
+  for (auto [key, out] : {std::pair<const char*, Duration*>{"interval", &o.interval},
+                          std::pair<const char*, Duration*>{"spacing", &o.spacing},
+                          std::pair<const char*, Duration*>{"timeout", &o.timeout}}) {
+    if (const YAML::Node v = n[key]; v.IsDefined()) {
+      if (auto dur = d.PositiveDuration(v, base + "." + key)) *out = *dur;
+    }
+  }
+  if (const YAML::Node v = n["count"]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + ".count", 1, 10000)) o.count = static_cast<int>(*i);
+  }
+  if (const YAML::Node v = n["size"]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + ".size", 16, 9000)) o.size = static_cast<int>(*i);
+  }
+  // A train must end (last send + timeout) before the next one starts, or trains of one peer
+  // would overlap and the loss of one would be charged to the other.
+  Duration train = o.spacing * (o.count - 1) + o.timeout;
+  if (train > o.interval) {
+    d.Fail(n, base,
+           "a train lasts (count-1)*spacing + timeout = " + FormatDuration(train) +
+               ", longer than interval " + FormatDuration(o.interval));
+  }
+  c.rtt = o;
+}
+
+void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
+  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt"})) return;
+  if (const YAML::Node rtt = n["rtt"]; rtt.IsDefined()) DecodeRtt(d, rtt, c);
+}
+
+}  // namespace
+
+LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env) {
+  LoadResult result;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    Error err;
+    err.file = file;
+    err.line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
+    err.column = e.mark.column >= 0 ? e.mark.column + 1 : 0;
+    err.message = "malformed YAML: " + e.msg;
+    result.errors.push_back(std::move(err));
+    return result;
+  }
+  auto c = std::make_shared<Config>();
+  c->file = file;
+  Decoder d(file, env, &result.errors);
+  try {
+    if (!root.IsMap() && !root.IsNull()) {
+      d.Fail(root, "", "the configuration must be a mapping at the top level");
+      return result;
+    }
+    d.CheckMap(root, "", {"listen_address", "self", "responders", "peers", "probes"});
+    if (const YAML::Node la = root["listen_address"]; la.IsDefined()) {
+      if (auto hp = d.ListenAddress(la, "listen_address")) c->listen_address = *hp;
+    }
+    DecodeSelf(d, root, root["self"], *c);
+    DecodeResponders(d, root["responders"], *c);
+    DecodePeers(d, root["peers"], *c);
+    DecodeProbes(d, root["probes"], *c);
+  } catch (const YAML::Exception& e) {  // defensive: yaml-cpp throws on odd node shapes
+    d.Fail(root, "", std::string("unexpected YAML structure: ") + e.what());
+  }
+  if (result.errors.empty()) result.config = std::move(c);
+  return result;
+}
+
+LoadResult LoadFile(const std::string& path, const EnvLookup& env) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    LoadResult r;
+    r.errors.push_back(Error{path, 0, 0, "", "cannot read the file"});
+    return r;
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return Parse(buf.str(), path, env);
+}
+
+}  // namespace podnet::config

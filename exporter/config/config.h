@@ -1,0 +1,90 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exporter/config/env.h"
+#include "exporter/config/units.h"
+#include "exporter/net/address.h"
+
+namespace podnet::config {
+
+/// Who this probe Pod is. `node` is required; `zone` may be empty (path class `unknown` for
+/// peers that cannot be compared).
+struct Self {
+  std::string name;
+  std::string node;
+  std::string zone;
+
+  bool operator==(const Self&) const = default;
+};
+
+/// An explicit peer (peers.static[]). `address` is an IP literal.
+struct StaticPeer {
+  std::string name;
+  boost::asio::ip::address address;
+  std::uint16_t port = 9479;        // HTTP and UDP echo
+  std::uint16_t burst_port = 5201;  // iperf3-compatible burst responder
+  std::string node;
+  std::string zone;
+};
+
+enum class RttProtocol { kIcmp, kUdp };
+const char* RttProtocolName(RttProtocol p);  // "icmp" | "udp"
+
+/// probes.rtt: a train of `count` echo requests `spacing` apart, every `interval`; a request
+/// unanswered `timeout` after the train's last send is lost.
+struct RttOptions {
+  RttProtocol protocol = RttProtocol::kIcmp;
+  Duration interval = std::chrono::seconds(10);
+  int count = 20;
+  Duration spacing = std::chrono::milliseconds(50);
+  Duration timeout = std::chrono::seconds(1);
+  /// Payload bytes after the ICMP/UDP header (our 16-byte probe header included), as ping -s.
+  int size = 56;
+
+  bool operator==(const RttOptions&) const = default;
+};
+
+/// The whole configuration, validated. Shared read-only between threads once loaded.
+struct Config {
+  std::string file;  // where it was read from
+  net::HostPort listen_address{boost::asio::ip::address_v4::any(), 9479};
+  Self self;
+  net::HostPort udp_echo_listen_address{boost::asio::ip::address_v4::any(), 9479};
+  std::vector<StaticPeer> static_peers;
+  std::optional<RttOptions> rtt;  // absent = off
+};
+
+/// One problem found in a configuration file, e.g.
+/// "podnet.yaml:12:7: probes.rtt.interval: must be a positive duration, got \"0s\"".
+struct Error {
+  std::string file;
+  int line = 0;    // 1-based; 0 when the problem is not tied to a place (unreadable file)
+  int column = 0;  // 1-based
+  std::string key_path;  // e.g. "peers.static[2].address"; empty for syntax errors
+  std::string message;
+
+  std::string ToString() const;
+};
+
+/// The outcome of a load: a config, or every problem found (never both).
+struct LoadResult {
+  std::shared_ptr<const Config> config;
+  std::vector<Error> errors;
+  bool ok() const { return config != nullptr; }
+};
+
+/// Parses and validates YAML text as a podnet-exporter configuration (schema: DESIGN.md and
+/// config/podnet.yaml). Scalars have `${VAR}` expanded from `env` (see ExpandEnv) before they
+/// are interpreted. Unknown keys, duplicate keys, wrong types and out-of-range values are errors;
+/// sections of probe kinds not implemented yet are errors that say so. Never throws.
+LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
+
+/// Reads `path` and calls Parse. A file that cannot be read is one Error with line 0.
+LoadResult LoadFile(const std::string& path, const EnvLookup& env);
+
+}  // namespace podnet::config

@@ -1,0 +1,9 @@
+#include "exporter/discovery/static_peers.h"
+
+namespace podnet::discovery {
+
+std::vector<topology::Peer> StaticPeers(const config::Config& config) {
+  return topology::BuildPeers(config.self, config.static_peers);
+}
+
+}  // namespace podnet::discovery

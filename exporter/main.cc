@@ -1,0 +1,58 @@
+// podnet-exporter: Pod-to-Pod network latency by path class, for Prometheus.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "exporter/app/app.h"
+#include "exporter/app/cli.h"
+#include "exporter/config/config.h"
+#include "exporter/log/logging.h"
+#include "podnet/version.h"
+
+int main(int argc, char** argv) {
+  using podnet::app::Options;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string error;
+  auto options = podnet::app::ParseCommandLine(args, &error);
+  if (!options) {
+    std::cerr << "podnet-exporter: " << error << "\n";
+    return 2;
+  }
+  switch (options->mode) {
+    case Options::Mode::kHelp:
+      std::cout << podnet::app::Usage();
+      return 0;
+    case Options::Mode::kVersion:
+      std::cout << "podnet-exporter, version " << podnet::kVersion << " (revision "
+                << podnet::kRevision << ")\n";
+      return 0;
+    case Options::Mode::kDnsExplain:
+      std::cerr << "podnet-exporter: dns-explain: not supported yet (the DNS amplification "
+                   "probe is not implemented in this version)\n";
+      return 2;
+    case Options::Mode::kCheckConfig:
+    case Options::Mode::kRun:
+      break;
+  }
+  podnet::log::Setup(options->log_level, options->log_format);
+  auto loaded = podnet::config::LoadFile(options->config_file, podnet::config::ProcessEnv());
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) std::cerr << e.ToString() << "\n";
+    std::cerr << "podnet-exporter: " << loaded.errors.size() << " problem(s) in "
+              << options->config_file << "\n";
+    return 2;
+  }
+  if (options->mode == Options::Mode::kCheckConfig) {
+    const auto& c = *loaded.config;
+    std::cout << options->config_file << ": OK (self " << c.self.name << " on node "
+              << c.self.node << ", " << c.static_peers.size() << " static peers, rtt probe "
+              << (c.rtt ? "on" : "off") << ")\n";
+    return 0;
+  }
+  spdlog::info("starting podnet-exporter version {} (revision {})", podnet::kVersion,
+               podnet::kRevision);
+  podnet::app::App app(*options, loaded.config);
+  return app.Run();
+}

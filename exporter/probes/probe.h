@@ -1,0 +1,49 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+
+#include "exporter/config/config.h"
+#include "exporter/metrics/metrics.h"
+#include "exporter/topology/topology.h"
+
+namespace podnet::probes {
+
+/// One probe kind towards one peer. Lives on the probe loop; every method is called there.
+class PeerProbe {
+ public:
+  virtual ~PeerProbe() = default;
+
+  /// Starts one round (an RTT packet train, ...). Calls `done` exactly once when the round ends,
+  /// whatever its outcome; failures are counted, never thrown. A round ends within the kind's
+  /// own deadline (for RTT: (count-1)×spacing + timeout).
+  virtual void Run(std::function<void()> done) = 0;
+
+  /// Ends a round in progress early (its `done` is still called) and stops any later work.
+  virtual void Cancel() = 0;
+
+  /// Removes this peer's series of this kind. After it the probe touches no metric again.
+  virtual void RemoveSeries() = 0;
+};
+
+/// What a probe kind gets to work with.
+struct ProbeEnv {
+  boost::asio::io_context& io;  // the probe loop
+  metrics::Metrics& metrics;
+  config::Self self;
+};
+
+/// A probe kind set up for one configuration; it makes one PeerProbe per peer.
+class ProbeKind {
+ public:
+  virtual ~ProbeKind() = default;
+  virtual std::string_view name() const = 0;
+  /// Time between the starts of two rounds towards one peer.
+  virtual config::Duration interval() const = 0;
+  virtual std::shared_ptr<PeerProbe> ForPeer(const topology::Peer& peer) = 0;
+};
+
+}  // namespace podnet::probes

@@ -1,0 +1,21 @@
+#include "exporter/probes/registry.h"
+
+#include <array>
+
+#include "exporter/probes/rtt/rtt_probe.h"
+
+namespace podnet::probes {
+
+std::span<const ProbeKindEntry> ProbeKinds() {
+  static const std::array<ProbeKindEntry, 1> kKinds{{
+      {"rtt",
+       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
+         if (!c.rtt) return nullptr;
+         return rtt::MakeRttKind(*c.rtt, env);
+       },
+       [](const config::Config& a, const config::Config& b) { return a.rtt != b.rtt; }},
+  }};
+  return kKinds;
+}
+
+}  // namespace podnet::probes

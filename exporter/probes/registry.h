@@ -1,0 +1,24 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "exporter/probes/probe.h"
+
+namespace podnet::probes {
+
+/// One row of the table that wires probe kinds to their code (the only place that does).
+struct ProbeKindEntry {
+  std::string_view name;  // the key under `probes:` and the `probe` label value
+  /// Builds the kind for a configuration; nullptr when the configuration leaves it off.
+  std::function<std::shared_ptr<ProbeKind>(const config::Config&, ProbeEnv&)> make;
+  /// Whether two configurations set the kind up differently (then its probes are rebuilt).
+  std::function<bool(const config::Config&, const config::Config&)> changed;
+};
+
+/// Every probe kind this build has: rtt (more come with their issues: http, burst, dns).
+std::span<const ProbeKindEntry> ProbeKinds();
+
+}  // namespace podnet::probes

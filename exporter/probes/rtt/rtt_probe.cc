@@ -1,0 +1,530 @@
+#include "exporter/probes/rtt/rtt_probe.h"
+
+#include <linux/icmp.h>
+#include <linux/net_tstamp.h>
+#include <netinet/icmp6.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <random>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include "exporter/metrics/buckets.h"
+#include "exporter/net/timestamping.h"
+#include "exporter/probes/rtt/train.h"
+#include "exporter/probes/rtt/wire.h"
+
+namespace podnet::probes::rtt {
+namespace {
+
+using boost::asio::ip::address;
+
+// How a family's echo socket was opened.
+enum class SocketMode { kIcmpDatagram, kIcmpRaw, kUdp };
+
+const char* ModeName(SocketMode m) {
+  switch (m) {
+    case SocketMode::kIcmpDatagram:
+      return "ICMP datagram (ping_group_range)";
+    case SocketMode::kIcmpRaw:
+      return "ICMP raw";
+    case SocketMode::kUdp:
+      return "UDP";
+  }
+  return "?";
+}
+
+// Bytes on the wire above the payload: IP header + ICMP/UDP header (both 8 bytes).
+std::size_t HeaderBytes(bool v6) { return (v6 ? 40 : 20) + 8; }
+
+// One socket per address family. Owns the fd; reports replies and TX stamps to its kind.
+class EchoSocket {
+ public:
+  EchoSocket(boost::asio::io_context& io, int fd, SocketMode mode, bool v6)
+      : descriptor_(io, fd), mode_(mode), v6_(v6) {
+    ts_mode_ = net::EnableTimestamping(fd);
+  }
+  ~EchoSocket() { descriptor_.close(); }
+
+  int fd() { return descriptor_.native_handle(); }
+  SocketMode mode() const { return mode_; }
+  bool v6() const { return v6_; }
+  boost::asio::posix::stream_descriptor& descriptor() { return descriptor_; }
+  const net::TimestampingMode& ts_mode() const { return ts_mode_; }
+
+  // OPT_ID keys: the kernel numbers each datagram sent since timestamping was (re)armed. A send
+  // that fails may or may not have consumed a key, so after a failure the counter is re-armed
+  // (turning OPT_ID off and on resets it to 0) rather than guessed.
+  std::uint32_t next_tskey = 0;
+  struct KeyedSeq {
+    std::uint32_t key = 0;
+    std::uint16_t seq = 0;
+    bool valid = false;
+  };
+  std::array<KeyedSeq, 4096> tskey_ring{};
+
+  void RearmTxKeys() {
+    while (net::ReadTxStamp(fd())) {
+    }
+    unsigned flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_TX_SOFTWARE |
+                     SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY;
+    setsockopt(fd(), SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags);
+    ts_mode_ = net::EnableTimestamping(fd());
+    next_tskey = 0;
+    tskey_ring.fill(KeyedSeq{});
+  }
+
+ private:
+  boost::asio::posix::stream_descriptor descriptor_;
+  SocketMode mode_;
+  bool v6_;
+  net::TimestampingMode ts_mode_;
+};
+
+class RttPeerProbe;
+
+// Families registered once per process (prometheus-cpp merges a re-registration).
+struct RttFamilies {
+  explicit RttFamilies(prometheus::Registry& r)
+      : rtt(prometheus::BuildHistogram()
+                .Name("podnet_rtt_seconds")
+                .Help("Round-trip time of echo requests answered in time, from kernel TX to "
+                      "kernel RX timestamps.")
+                .Register(r)),
+        sent(prometheus::BuildCounter()
+                 .Name("podnet_rtt_packets_sent_total")
+                 .Help("Echo requests sent (send failures included: they are lost).")
+                 .Register(r)),
+        received(prometheus::BuildCounter()
+                     .Name("podnet_rtt_packets_received_total")
+                     .Help("Echo requests answered within the timeout.")
+                     .Register(r)),
+        duplicates(prometheus::BuildCounter()
+                       .Name("podnet_rtt_duplicate_replies_total")
+                       .Help("Extra replies to an echo request already answered.")
+                       .Register(r)),
+        reordered(prometheus::BuildCounter()
+                      .Name("podnet_rtt_reordered_replies_total")
+                      .Help("Replies that arrived after the reply to a later request of the "
+                            "same train.")
+                      .Register(r)),
+        late(prometheus::BuildCounter()
+                 .Name("podnet_rtt_late_replies_total")
+                 .Help("Replies that arrived after the timeout (counted as lost).")
+                 .Register(r)) {}
+  prometheus::Family<prometheus::Histogram>& rtt;
+  prometheus::Family<prometheus::Counter>& sent;
+  prometheus::Family<prometheus::Counter>& received;
+  prometheus::Family<prometheus::Counter>& duplicates;
+  prometheus::Family<prometheus::Counter>& reordered;
+  prometheus::Family<prometheus::Counter>& late;
+};
+
+class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
+ public:
+  RttKind(const config::RttOptions& options, ProbeEnv& env)
+      : options_(options),
+        env_(env),
+        families_(env.metrics.registry()),
+        rng_(std::random_device{}()) {
+    ident_ = static_cast<std::uint16_t>(rng_());
+  }
+
+  std::string_view name() const override { return "rtt"; }
+  config::Duration interval() const override { return options_.interval; }
+  std::shared_ptr<PeerProbe> ForPeer(const topology::Peer& peer) override;
+
+  const config::RttOptions& options() const { return options_; }
+  ProbeEnv& env() { return env_; }
+  RttFamilies& families() { return families_; }
+  const char* protocol() const { return config::RttProtocolName(options_.protocol); }
+
+  struct SendOutcome {
+    bool sent = false;
+    std::size_t wire_bytes = 0;
+    std::string error;  // reason label when !sent
+  };
+
+  // Sends request `index` of train `gen` of `probe`. Records the slot for reply matching.
+  SendOutcome Send(const std::shared_ptr<RttPeerProbe>& probe, std::uint32_t gen, int index,
+                   Train& train);
+
+ private:
+  struct Slot {
+    std::weak_ptr<RttPeerProbe> probe;
+    std::uint32_t gen = 0;
+    int index = 0;
+    std::uint64_t token = 0;
+  };
+
+  EchoSocket* SocketFor(bool v6);
+  std::unique_ptr<EchoSocket> Open(bool v6);
+  void ReadLoop(EchoSocket* s);
+  void DrainReplies(EchoSocket& s);
+  void DrainTxStamps(EchoSocket& s);
+
+  config::RttOptions options_;
+  ProbeEnv& env_;
+  RttFamilies families_;
+  std::mt19937_64 rng_;
+  std::uint16_t ident_ = 0;
+  std::uint16_t next_seq_ = 0;
+  std::array<Slot, 65536> slots_{};
+  std::unique_ptr<EchoSocket> sockets_[2];  // [0] IPv4, [1] IPv6
+  bool open_failed_[2] = {false, false};
+  std::vector<std::uint8_t> rx_buffer_ = std::vector<std::uint8_t>(65536);
+};
+
+class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPeerProbe> {
+ public:
+  RttPeerProbe(std::shared_ptr<RttKind> kind, const topology::Peer& peer)
+      : kind_(std::move(kind)), peer_(peer), timer_(kind_->env().io) {
+    auto labels = metrics::PeerLabels(kind_->env().self, peer);
+    auto with_protocol = labels;
+    with_protocol["protocol"] = kind_->protocol();
+    auto& f = kind_->families();
+    series_.emplace();
+    m_.rtt = &series_->Add(f.rtt, with_protocol, metrics::LatencyBuckets());
+    m_.sent = &series_->Add(f.sent, with_protocol);
+    m_.received = &series_->Add(f.received, with_protocol);
+    m_.duplicates = &series_->Add(f.duplicates, with_protocol);
+    m_.reordered = &series_->Add(f.reordered, with_protocol);
+    m_.late = &series_->Add(f.late, with_protocol);
+    auto with_probe = labels;
+    with_probe["probe"] = "rtt";
+    m_.sent_bytes = &series_->Add(kind_->env().metrics.probe_sent_bytes(), with_probe);
+    m_.received_bytes = &series_->Add(kind_->env().metrics.probe_received_bytes(), with_probe);
+    error_labels_ = with_probe;
+  }
+
+  void Run(std::function<void()> done) override {
+    if (cancelled_) {
+      done();
+      return;
+    }
+    done_ = std::move(done);
+    ++gen_;
+    train_ = std::make_unique<Train>(kind_->options().count);
+    start_ = std::chrono::steady_clock::now();
+    next_index_ = 0;
+    SendNext();
+  }
+
+  void Cancel() override {
+    cancelled_ = true;
+    timer_.cancel();
+    if (done_) std::exchange(done_, nullptr)();
+  }
+
+  void RemoveSeries() override {
+    if (series_) series_->RemoveAll();
+    series_.reset();
+  }
+
+  // A reply matched to train `gen`, request `index`.
+  void OnReply(std::uint32_t gen, int index, const address& from, std::int64_t rx_ns,
+               std::size_t wire_bytes) {
+    if (!series_ || gen != gen_ || !train_ || from != peer_.address) return;
+    m_.received_bytes->Increment(static_cast<double>(wire_bytes));
+    switch (train_->OnReply(index, rx_ns)) {
+      case Train::Reply::kDuplicate:
+        m_.duplicates->Increment();
+        break;
+      case Train::Reply::kReordered:
+        m_.reordered->Increment();
+        break;
+      case Train::Reply::kLate:
+        m_.late->Increment();
+        break;
+      case Train::Reply::kFirst:
+      case Train::Reply::kNotSent:
+        break;
+    }
+  }
+
+  void OnTxStamp(std::uint32_t gen, int index, std::int64_t ns) {
+    if (gen == gen_ && train_) train_->OnTxTimestamp(index, ns);
+  }
+
+  const topology::Peer& peer() const { return peer_; }
+
+  void CountError(const std::string& reason) {
+    if (!series_) return;
+    auto labels = error_labels_;
+    labels["reason"] = reason;
+    series_->Add(kind_->env().metrics.probe_errors(), labels).Increment();
+    SPDLOG_DEBUG("rtt: peer={} reason={}", peer_.name, reason);
+  }
+
+ private:
+  void SendNext() {
+    if (cancelled_) return;
+    int index = next_index_++;
+    auto outcome = kind_->Send(shared_from_this(), gen_, index, *train_);
+    if (series_) {
+      m_.sent->Increment();
+      if (outcome.sent) {
+        m_.sent_bytes->Increment(static_cast<double>(outcome.wire_bytes));
+      } else {
+        CountError(outcome.error);
+      }
+    }
+    if (next_index_ < train_->count()) {
+      timer_.expires_at(start_ + kind_->options().spacing * next_index_);
+    } else {
+      timer_.expires_after(kind_->options().timeout);
+    }
+    timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->cancelled_) return;
+      if (self->next_index_ < self->train_->count()) {
+        self->SendNext();
+      } else {
+        self->Finish();
+      }
+    });
+  }
+
+  void Finish() {
+    TrainResult r = train_->Close();
+    if (series_) {
+      m_.received->Increment(r.received);
+      for (double s : r.rtt_seconds) m_.rtt->Observe(s);
+    }
+    if (done_) std::exchange(done_, nullptr)();
+  }
+
+  struct Series {
+    prometheus::Histogram* rtt;
+    prometheus::Counter* sent;
+    prometheus::Counter* received;
+    prometheus::Counter* duplicates;
+    prometheus::Counter* reordered;
+    prometheus::Counter* late;
+    prometheus::Counter* sent_bytes;
+    prometheus::Counter* received_bytes;
+  };
+
+  std::shared_ptr<RttKind> kind_;
+  topology::Peer peer_;
+  boost::asio::steady_timer timer_;
+  std::optional<metrics::SeriesSet> series_;  // reset by RemoveSeries: no metric use after it
+  Series m_{};
+  prometheus::Labels error_labels_;
+  std::function<void()> done_;
+  std::unique_ptr<Train> train_;  // the current train; kept after Close to count late replies
+  std::uint32_t gen_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  int next_index_ = 0;
+  bool cancelled_ = false;
+};
+
+std::shared_ptr<PeerProbe> RttKind::ForPeer(const topology::Peer& peer) {
+  return std::make_shared<RttPeerProbe>(shared_from_this(), peer);
+}
+
+std::unique_ptr<EchoSocket> RttKind::Open(bool v6) {
+  int family = v6 ? AF_INET6 : AF_INET;
+  auto& io = env_.io;
+  auto finish = [&](int fd, SocketMode mode) {
+    int rcvbuf = 1 << 20;  // a train reply burst from many peers must not overflow
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    auto s = std::make_unique<EchoSocket>(io, fd, mode, v6);
+    spdlog::info("rtt: opened {} socket for IPv{} (kernel RX stamps: {}, TX stamps: {})",
+                 ModeName(mode), v6 ? 6 : 4, s->ts_mode().rx_kernel ? "yes" : "no",
+                 s->ts_mode().tx_kernel ? "yes" : "no");
+    return s;
+  };
+  if (options_.protocol == config::RttProtocol::kUdp) {
+    int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+    if (fd < 0) {
+      spdlog::error("rtt: cannot open UDP socket: {}", std::strerror(errno));
+      return nullptr;
+    }
+    return finish(fd, SocketMode::kUdp);
+  }
+  int proto = v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP;
+  int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
+  if (fd >= 0) return finish(fd, SocketMode::kIcmpDatagram);
+  int dgram_errno = errno;
+  fd = socket(family, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
+  if (fd < 0) {
+    spdlog::error(
+        "rtt: cannot open an ICMP socket for IPv{}: datagram: {} (is the group in "
+        "net.ipv4.ping_group_range?), raw: {} (needs CAP_NET_RAW); use protocol: udp instead",
+        v6 ? 6 : 4, std::strerror(dgram_errno), std::strerror(errno));
+    return nullptr;
+  }
+  // A raw socket sees every ICMP message of the host: let only echo replies through.
+  if (v6) {
+    icmp6_filter filter;
+    ICMP6_FILTER_SETBLOCKALL(&filter);
+    ICMP6_FILTER_SETPASS(kIcmp6EchoReply, &filter);
+    setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof filter);
+  } else {
+    icmp_filter filter{~(1u << kIcmpEchoReply)};
+    setsockopt(fd, SOL_RAW, ICMP_FILTER, &filter, sizeof filter);
+  }
+  return finish(fd, SocketMode::kIcmpRaw);
+}
+
+EchoSocket* RttKind::SocketFor(bool v6) {
+  int i = v6 ? 1 : 0;
+  if (!sockets_[i] && !open_failed_[i]) {
+    sockets_[i] = Open(v6);
+    if (sockets_[i]) {
+      ReadLoop(sockets_[i].get());
+    } else {
+      open_failed_[i] = true;  // logged once; every round counts reason="socket"
+    }
+  }
+  return sockets_[i].get();
+}
+
+RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, std::uint32_t gen,
+                                   int index, Train& train) {
+  SendOutcome out;
+  const topology::Peer& peer = probe->peer();
+  bool v6 = peer.address.is_v6();
+  EchoSocket* s = SocketFor(v6);
+  if (s == nullptr) {
+    train.OnSent(index, net::RealtimeNs());
+    out.error = "socket";
+    return out;
+  }
+  std::uint16_t seq = next_seq_++;
+  Slot& slot = slots_[seq];
+  slot.probe = probe;
+  slot.gen = gen;
+  slot.index = index;
+  slot.token = rng_();
+
+  Header h;
+  h.seq = seq;
+  h.token = slot.token;
+  auto payload = EncodePayload(h, static_cast<std::size_t>(options_.size));
+  std::vector<std::uint8_t> packet = s->mode() == SocketMode::kUdp
+                                         ? std::move(payload)
+                                         : EncodeIcmpEcho(v6, ident_, seq, payload);
+  sockaddr_storage dest{};
+  socklen_t dest_len = 0;
+  std::uint16_t port = s->mode() == SocketMode::kUdp ? peer.port : 0;
+  if (v6) {
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&dest);
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(port);
+    auto bytes = peer.address.to_v6().to_bytes();
+    std::memcpy(&sin6->sin6_addr, bytes.data(), bytes.size());
+    dest_len = sizeof *sin6;
+  } else {
+    auto* sin = reinterpret_cast<sockaddr_in*>(&dest);
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(port);
+    sin->sin_addr.s_addr = htonl(peer.address.to_v4().to_uint());
+    dest_len = sizeof *sin;
+  }
+  std::int64_t tx_user = net::RealtimeNs();
+  ssize_t n = sendto(s->fd(), packet.data(), packet.size(), 0,
+                     reinterpret_cast<sockaddr*>(&dest), dest_len);
+  train.OnSent(index, tx_user);  // a failed send is a lost request, as ping counts it
+  if (n < 0) {
+    out.error = "send_failed";
+    SPDLOG_DEBUG("rtt: send to {} failed: {}", peer.name, std::strerror(errno));
+    if (s->ts_mode().tx_kernel) s->RearmTxKeys();
+    return out;
+  }
+  out.sent = true;
+  out.wire_bytes = HeaderBytes(v6) + static_cast<std::size_t>(options_.size);
+  if (s->ts_mode().tx_kernel) {
+    std::uint32_t key = s->next_tskey++;
+    s->tskey_ring[key % s->tskey_ring.size()] = {key, seq, true};
+    DrainTxStamps(*s);  // software TX stamps of veth/loopback are queued within sendmsg
+  }
+  return out;
+}
+
+void RttKind::ReadLoop(EchoSocket* s) {
+  // EPOLLERR (a queued TX stamp) also completes a read wait, so one loop serves both queues.
+  s->descriptor().async_wait(
+      boost::asio::posix::stream_descriptor::wait_read,
+      [weak = weak_from_this(), s](boost::system::error_code ec) {
+        auto self = weak.lock();
+        if (ec || !self) return;
+        self->DrainTxStamps(*s);
+        self->DrainReplies(*s);
+        self->ReadLoop(s);
+      });
+}
+
+void RttKind::DrainTxStamps(EchoSocket& s) {
+  for (int i = 0; i < 1024; ++i) {
+    auto stamp = net::ReadTxStamp(s.fd());
+    if (!stamp) return;
+    const auto& ks = s.tskey_ring[stamp->key % s.tskey_ring.size()];
+    if (!ks.valid || ks.key != stamp->key) continue;
+    const Slot& slot = slots_[ks.seq];
+    if (auto probe = slot.probe.lock()) probe->OnTxStamp(slot.gen, slot.index, stamp->ns);
+  }
+}
+
+void RttKind::DrainReplies(EchoSocket& s) {
+  // Bounded per wake-up so a flood cannot monopolise the probe loop; the wait re-fires at once
+  // while data is left.
+  for (int i = 0; i < 256; ++i) {
+    net::Datagram d;
+    if (!net::ReceiveDatagram(s.fd(), rx_buffer_, &d)) return;
+    std::span<const std::uint8_t> data(rx_buffer_.data(), d.size);
+    address from;
+    std::uint16_t from_port = 0;
+    if (d.from.ss_family == AF_INET6) {
+      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&d.from);
+      boost::asio::ip::address_v6::bytes_type b;
+      std::memcpy(b.data(), &sin6->sin6_addr, b.size());
+      from = boost::asio::ip::address_v6(b);
+      from_port = ntohs(sin6->sin6_port);
+    } else if (d.from.ss_family == AF_INET) {
+      const auto* sin = reinterpret_cast<const sockaddr_in*>(&d.from);
+      from = boost::asio::ip::address_v4(ntohl(sin->sin_addr.s_addr));
+      from_port = ntohs(sin->sin_port);
+    } else {
+      continue;
+    }
+    std::span<const std::uint8_t> payload;
+    if (s.mode() == SocketMode::kUdp) {
+      payload = data;
+    } else {
+      auto echo = ParseIcmpEchoReply(s.v6(), s.mode() == SocketMode::kIcmpRaw && !s.v6(), data);
+      if (!echo) continue;
+      // Raw sockets see every echo reply of the host; the kernel demultiplexes ping sockets.
+      if (s.mode() == SocketMode::kIcmpRaw && echo->ident != ident_) continue;
+      payload = echo->payload;
+    }
+    auto h = DecodePayload(payload);
+    if (!h || h->kind != (s.mode() == SocketMode::kUdp ? Kind::kReply : Kind::kRequest)) {
+      continue;  // ICMP echo data comes back as sent (kind = request); UDP echo flips it
+    }
+    const Slot& slot = slots_[h->seq];
+    if (slot.token != h->token) continue;  // stale (seq reused) or forged
+    auto probe = slot.probe.lock();
+    if (!probe) continue;
+    if (s.mode() == SocketMode::kUdp && from_port != probe->peer().port) continue;
+    std::size_t wire = HeaderBytes(s.v6()) + payload.size();
+    probe->OnReply(slot.gen, slot.index, from, d.rx_ns, wire);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<ProbeKind> MakeRttKind(const config::RttOptions& options, ProbeEnv& env) {
+  return std::make_shared<RttKind>(options, env);
+}
+
+}  // namespace podnet::probes::rtt

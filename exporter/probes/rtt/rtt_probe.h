@@ -1,0 +1,30 @@
+#pragma once
+
+#include <memory>
+
+#include "exporter/config/config.h"
+#include "exporter/probes/probe.h"
+
+namespace podnet::probes::rtt {
+
+/// The RTT probe kind (probes.rtt): packet trains of ICMP echo requests (RFC 792 / RFC 4443) or
+/// UDP echo datagrams to the peers' UDP echo responders.
+///
+/// Sockets: one per address family, shared by all peers. ICMP uses an unprivileged datagram
+/// "ping" socket (socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP); allowed when the process's group is
+/// in net.ipv4.ping_group_range) and otherwise a raw socket (needs CAP_NET_RAW). A socket that
+/// cannot be opened makes every round fail with podnet_probe_errors_total{reason="socket"}.
+///
+/// Timing: RTT = kernel software RX stamp − kernel software TX stamp (SO_TIMESTAMPING), so
+/// neither our scheduler nor the serving thread is in the figure; without kernel stamps the
+/// user-space time next to sendmsg/recvmsg is used instead.
+///
+/// Series per peer (labels: metrics::PeerLabels + protocol="icmp"|"udp"): podnet_rtt_seconds,
+/// podnet_rtt_packets_sent_total, podnet_rtt_packets_received_total (in time),
+/// podnet_rtt_duplicate_replies_total, podnet_rtt_reordered_replies_total,
+/// podnet_rtt_late_replies_total (after the timeout: lost, as ping -W counts them),
+/// podnet_probe_{sent,received}_bytes_total{probe="rtt"} and podnet_probe_errors_total{probe="rtt"}
+/// with reason "socket" | "send_failed".
+std::shared_ptr<ProbeKind> MakeRttKind(const config::RttOptions& options, ProbeEnv& env);
+
+}  // namespace podnet::probes::rtt

@@ -1,0 +1,63 @@
+#include "exporter/probes/rtt/train.h"
+
+namespace podnet::probes::rtt {
+
+namespace {
+constexpr std::int64_t kMaxTxStampSkewNs = 1'000'000'000;
+}
+
+Train::Train(int count) : slots_(count > 0 ? count : 0) {}
+
+void Train::OnSent(int index, std::int64_t tx_user_ns) {
+  if (index < 0 || index >= count() || slots_[index].sent) return;
+  slots_[index].sent = true;
+  slots_[index].tx_user_ns = tx_user_ns;
+  ++result_.sent;
+}
+
+void Train::OnTxTimestamp(int index, std::int64_t tx_kernel_ns) {
+  if (index < 0 || index >= count()) return;
+  Slot& s = slots_[index];
+  // The stamp is taken in the driver after sendmsg began; anything else is a mismatched key.
+  if (!s.sent || tx_kernel_ns < s.tx_user_ns || tx_kernel_ns - s.tx_user_ns > kMaxTxStampSkewNs) {
+    return;
+  }
+  s.tx_kernel_ns = tx_kernel_ns;
+}
+
+Train::Reply Train::OnReply(int index, std::int64_t rx_ns) {
+  if (index < 0 || index >= count() || !slots_[index].sent) return Reply::kNotSent;
+  Slot& s = slots_[index];
+  if (s.answered) {
+    ++result_.duplicates;
+    return Reply::kDuplicate;
+  }
+  s.answered = true;
+  if (closed_) {
+    ++result_.late;
+    return Reply::kLate;
+  }
+  s.in_time = true;
+  s.rx_ns = rx_ns;
+  ++result_.received;
+  if (index < highest_answered_) {
+    ++result_.reordered;
+    return Reply::kReordered;
+  }
+  highest_answered_ = index;
+  return Reply::kFirst;
+}
+
+TrainResult Train::Close() {
+  closed_ = true;
+  result_.rtt_seconds.clear();
+  for (const Slot& s : slots_) {
+    if (!s.in_time) continue;
+    std::int64_t tx = s.tx_kernel_ns != 0 ? s.tx_kernel_ns : s.tx_user_ns;
+    std::int64_t rtt = s.rx_ns - tx;
+    if (rtt >= 0) result_.rtt_seconds.push_back(static_cast<double>(rtt) * 1e-9);
+  }
+  return result_;
+}
+
+}  // namespace podnet::probes::rtt

@@ -1,0 +1,100 @@
+#include "exporter/probes/rtt/wire.h"
+
+namespace podnet::probes::rtt {
+namespace {
+
+void Put16(std::uint8_t* p, std::uint16_t v) {
+  p[0] = static_cast<std::uint8_t>(v >> 8);
+  p[1] = static_cast<std::uint8_t>(v);
+}
+void Put32(std::uint8_t* p, std::uint32_t v) {
+  Put16(p, static_cast<std::uint16_t>(v >> 16));
+  Put16(p + 2, static_cast<std::uint16_t>(v));
+}
+void Put64(std::uint8_t* p, std::uint64_t v) {
+  Put32(p, static_cast<std::uint32_t>(v >> 32));
+  Put32(p + 4, static_cast<std::uint32_t>(v));
+}
+std::uint16_t Get16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] << 8 | p[1]); }
+std::uint32_t Get32(const std::uint8_t* p) {
+  return static_cast<std::uint32_t>(Get16(p)) << 16 | Get16(p + 2);
+}
+std::uint64_t Get64(const std::uint8_t* p) {
+  return static_cast<std::uint64_t>(Get32(p)) << 32 | Get32(p + 4);
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> EncodePayload(const Header& h, std::size_t size) {
+  std::vector<std::uint8_t> out(size < kHeaderSize ? kHeaderSize : size);
+  Put32(out.data(), kMagic);
+  out[4] = kVersion;
+  out[5] = static_cast<std::uint8_t>(h.kind);
+  Put16(out.data() + 6, h.seq);
+  Put64(out.data() + 8, h.token);
+  for (std::size_t i = kHeaderSize; i < out.size(); ++i) out[i] = static_cast<std::uint8_t>(i);
+  return out;
+}
+
+std::optional<Header> DecodePayload(std::span<const std::uint8_t> data) {
+  if (data.size() < kHeaderSize || Get32(data.data()) != kMagic || data[4] != kVersion) {
+    return std::nullopt;
+  }
+  std::uint8_t kind = data[5];
+  if (kind != static_cast<std::uint8_t>(Kind::kRequest) &&
+      kind != static_cast<std::uint8_t>(Kind::kReply)) {
+    return std::nullopt;
+  }
+  Header h;
+  h.kind = static_cast<Kind>(kind);
+  h.seq = Get16(data.data() + 6);
+  h.token = Get64(data.data() + 8);
+  return h;
+}
+
+bool MakeReply(std::span<std::uint8_t> data) {
+  auto h = DecodePayload(data);
+  if (!h || h->kind != Kind::kRequest) return false;
+  data[5] = static_cast<std::uint8_t>(Kind::kReply);
+  return true;
+}
+
+std::uint16_t InternetChecksum(std::span<const std::uint8_t> data) {
+  std::uint32_t sum = 0;
+  std::size_t i = 0;
+  for (; i + 1 < data.size(); i += 2) sum += Get16(data.data() + i);
+  if (i < data.size()) sum += static_cast<std::uint32_t>(data[i]) << 8;
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<std::uint16_t>(~sum);
+}
+
+std::vector<std::uint8_t> EncodeIcmpEcho(bool v6, std::uint16_t ident, std::uint16_t seq,
+                                         std::span<const std::uint8_t> payload) {
+  std::vector<std::uint8_t> out(8 + payload.size());
+  out[0] = v6 ? kIcmp6EchoRequest : kIcmpEchoRequest;
+  out[1] = 0;
+  Put16(out.data() + 4, ident);
+  Put16(out.data() + 6, seq);
+  std::copy(payload.begin(), payload.end(), out.begin() + 8);
+  if (!v6) Put16(out.data() + 2, InternetChecksum(out));
+  return out;
+}
+
+std::optional<IcmpEcho> ParseIcmpEchoReply(bool v6, bool with_ip_header,
+                                           std::span<const std::uint8_t> data) {
+  if (with_ip_header) {
+    if (data.empty() || (data[0] >> 4) != 4) return std::nullopt;
+    std::size_t ihl = static_cast<std::size_t>(data[0] & 0x0F) * 4;
+    if (ihl < 20 || data.size() < ihl) return std::nullopt;
+    data = data.subspan(ihl);
+  }
+  if (data.size() < 8) return std::nullopt;
+  if (data[0] != (v6 ? kIcmp6EchoReply : kIcmpEchoReply) || data[1] != 0) return std::nullopt;
+  IcmpEcho e;
+  e.ident = Get16(data.data() + 4);
+  e.seq = Get16(data.data() + 6);
+  e.payload = data.subspan(8);
+  return e;
+}
+
+}  // namespace podnet::probes::rtt

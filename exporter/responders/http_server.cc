@@ -1,0 +1,176 @@
+#include "exporter/responders/http_server.h"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+namespace podnet::responders {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+
+class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(boost::asio::io_context& io, const net::HostPort& listen, HttpHandler handler,
+       HttpLimits limits)
+      : io_(io), acceptor_(io), retry_(io), handler_(std::move(handler)), limits_(limits) {
+    tcp::endpoint ep(listen.address, listen.port);
+    acceptor_.open(ep.protocol());
+    if (listen.address.is_v6()) acceptor_.set_option(boost::asio::ip::v6_only(false));
+    acceptor_.set_option(boost::asio::socket_base::reuse_address(true));
+    acceptor_.bind(ep);
+    acceptor_.listen(boost::asio::socket_base::max_listen_connections);
+  }
+
+  void Start() { Accept(); }
+  void Stop() {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    retry_.cancel();
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  int open_connections() const { return open_; }
+
+  void SessionEnded() {
+    --open_;
+    if (paused_ && open_ < limits_.max_connections) {
+      paused_ = false;
+      Accept();
+    }
+  }
+
+  const HttpHandler& handler() const { return handler_; }
+  const HttpLimits& limits() const { return limits_; }
+
+ private:
+  void Accept();
+
+  boost::asio::io_context& io_;
+  tcp::acceptor acceptor_;
+  boost::asio::steady_timer retry_;  // after an accept error (EMFILE, ENFILE): no busy loop
+  HttpHandler handler_;
+  HttpLimits limits_;
+  int open_ = 0;
+  bool paused_ = false;
+};
+
+namespace {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<HttpServer::Impl> server)
+      : stream_(std::move(socket)), server_(std::move(server)) {}
+  ~Session() { server_->SessionEnded(); }
+
+  void Start() { Read(); }
+
+ private:
+  void Read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_->limits().max_header_bytes));
+    parser_->body_limit(server_->limits().max_body_bytes);
+    // Idle keep-alive and a slow (byte-at-a-time) request both hit this one deadline.
+    stream_.expires_after(std::chrono::seconds(first_ ? server_->limits().request_timeout_seconds
+                                                      : server_->limits().idle_timeout_seconds));
+    first_ = false;
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       self->OnRead(ec);
+                     });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == boost::asio::error::operation_aborted || ec == boost::asio::error::connection_reset) {
+      Close();
+      return;
+    }
+    if (ec) {
+      int status = ec == http::error::body_limit || ec == http::error::header_limit ? 413 : 400;
+      Reply(HttpResponse{status, "text/plain; charset=utf-8", ec.message() + "\n"}, false, 11);
+      return;
+    }
+    auto& req = parser_->get();
+    HttpRequest r{std::string(req.method_string()), std::string(req.target()), req.body()};
+    HttpResponse resp;
+    try {
+      resp = server_->handler()(r);
+    } catch (const std::exception& e) {  // a handler bug must not take the server down
+      spdlog::error("http: handler for {} failed: {}", r.target, e.what());
+      resp = HttpResponse{500, "text/plain; charset=utf-8", "internal error\n"};
+    }
+    Reply(std::move(resp), req.keep_alive(), req.version());
+  }
+
+  void Reply(HttpResponse resp, bool keep_alive, unsigned version) {
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(resp.status), version);
+    res->set(http::field::server, "podnet-exporter");
+    res->set(http::field::content_type, resp.content_type);
+    res->keep_alive(keep_alive);
+    res->body() = std::move(resp.body);
+    res->prepare_payload();
+    stream_.expires_after(std::chrono::seconds(server_->limits().request_timeout_seconds));
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+                        if (ec || !res->keep_alive()) {
+                          self->Close();
+                          return;
+                        }
+                        self->Read();
+                      });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_{8192};
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<HttpServer::Impl> server_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+void HttpServer::Impl::Accept() {
+  if (open_ >= limits_.max_connections) {
+    paused_ = true;  // resumed by SessionEnded; the kernel backlog holds the rest
+    return;
+  }
+  acceptor_.async_accept(io_, [self = shared_from_this()](beast::error_code ec, tcp::socket s) {
+    if (ec == boost::asio::error::operation_aborted || !self->acceptor_.is_open()) return;
+    if (ec) {
+      spdlog::warn("http: accept failed: {}", ec.message());
+      self->retry_.expires_after(std::chrono::milliseconds(100));
+      self->retry_.async_wait([self](beast::error_code ec) {
+        if (!ec) self->Accept();
+      });
+      return;
+    }
+    s.set_option(tcp::no_delay(true), ec);
+    ++self->open_;
+    std::make_shared<Session>(std::move(s), self)->Start();
+    self->Accept();
+  });
+}
+
+HttpServer::HttpServer(boost::asio::io_context& io, const net::HostPort& listen,
+                       HttpHandler handler, HttpLimits limits)
+    : impl_(std::make_shared<Impl>(io, listen, std::move(handler), limits)) {
+  impl_->Start();
+}
+
+HttpServer::~HttpServer() { impl_->Stop(); }
+
+std::uint16_t HttpServer::port() const { return impl_->port(); }
+int HttpServer::open_connections() const { return impl_->open_connections(); }
+
+}  // namespace podnet::responders

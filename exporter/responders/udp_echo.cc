@@ -1,0 +1,105 @@
+#include "exporter/responders/udp_echo.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <vector>
+
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <prometheus/counter.h>
+
+#include "exporter/probes/rtt/wire.h"
+
+namespace podnet::responders {
+
+class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(boost::asio::io_context& io, const net::HostPort& listen, prometheus::Registry& registry,
+       double rate)
+      : socket_(io), rate_(rate), tokens_(rate), last_refill_(std::chrono::steady_clock::now()) {
+    boost::asio::ip::udp::endpoint ep(listen.address, listen.port);
+    socket_.open(ep.protocol());
+    if (listen.address.is_v6()) socket_.set_option(boost::asio::ip::v6_only(false));
+    socket_.set_option(boost::asio::socket_base::reuse_address(true));
+    socket_.bind(ep);
+    socket_.non_blocking(true);
+    auto& family = prometheus::BuildCounter()
+                       .Name("podnet_responder_requests_total")
+                       .Help("Requests served by this Pod's responders, by outcome.")
+                       .Register(registry);
+    answered_ = &family.Add({{"responder", "udp_echo"}, {"result", "answered"}});
+    ignored_ = &family.Add({{"responder", "udp_echo"}, {"result", "ignored"}});
+    rate_limited_ = &family.Add({{"responder", "udp_echo"}, {"result", "rate_limited"}});
+  }
+
+  void Start() { Wait(); }
+  void Stop() {
+    boost::system::error_code ec;
+    socket_.close(ec);
+  }
+  std::uint16_t port() const { return socket_.local_endpoint().port(); }
+
+ private:
+  void Wait() {
+    socket_.async_wait(boost::asio::ip::udp::socket::wait_read,
+                       [weak = weak_from_this()](boost::system::error_code ec) {
+                         auto self = weak.lock();
+                         if (ec || !self) return;
+                         self->Drain();
+                         self->Wait();
+                       });
+  }
+
+  bool TakeToken() {
+    auto now = std::chrono::steady_clock::now();
+    double elapsed = std::chrono::duration<double>(now - last_refill_).count();
+    last_refill_ = now;
+    tokens_ = std::min(rate_, tokens_ + elapsed * rate_);  // burst up to one second's worth
+    if (tokens_ < 1) return false;
+    tokens_ -= 1;
+    return true;
+  }
+
+  void Drain() {
+    for (int i = 0; i < 256; ++i) {
+      boost::asio::ip::udp::endpoint from;
+      boost::system::error_code ec;
+      std::size_t n = socket_.receive_from(boost::asio::buffer(buffer_), from, 0, ec);
+      if (ec) return;  // would_block: drained
+      std::span<std::uint8_t> data(buffer_.data(), n);
+      if (!probes::rtt::MakeReply(data)) {
+        ignored_->Increment();
+        continue;
+      }
+      if (!TakeToken()) {
+        rate_limited_->Increment();
+        continue;
+      }
+      socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
+      if (!ec) answered_->Increment();
+    }
+  }
+
+  boost::asio::ip::udp::socket socket_;
+  std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(65536);
+  double rate_;
+  double tokens_;
+  std::chrono::steady_clock::time_point last_refill_;
+  prometheus::Counter* answered_;
+  prometheus::Counter* ignored_;
+  prometheus::Counter* rate_limited_;
+};
+
+UdpEchoResponder::UdpEchoResponder(boost::asio::io_context& io, const net::HostPort& listen,
+                                   prometheus::Registry& registry, double max_replies_per_second)
+    : impl_(std::make_shared<Impl>(io, listen, registry, max_replies_per_second)) {
+  impl_->Start();
+}
+
+UdpEchoResponder::~UdpEchoResponder() { impl_->Stop(); }
+
+std::uint16_t UdpEchoResponder::port() const { return impl_->port(); }
+
+}  // namespace podnet::responders

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "exporter/probes/probe.h"
+#include "exporter/topology/topology.h"
+
+namespace podnet::scheduler {
+
+/// Runs every probe kind towards every peer at the kind's interval, on the probe loop. Each
+/// (kind, peer) pair starts at a random phase within its first interval, so that N peers do not
+/// fire together, then runs at a fixed rate; a round still running when the next is due makes
+/// the next one skipped (counted), never overlapped. Not thread-safe: call on the probe loop.
+class Scheduler {
+ public:
+  explicit Scheduler(boost::asio::io_context& io);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  /// Replaces the probes of kind `name`: stops every running one and removes its series, then
+  /// starts `kind` (nullptr = the kind is off) towards each of `peers`.
+  void SetKind(std::string_view name, std::shared_ptr<probes::ProbeKind> kind,
+               const std::vector<topology::Peer>& peers);
+
+  /// Applies a peer change to every kind: removed peers' probes stop and their series go,
+  /// added peers' probes start. Kept peers are not touched (their rounds go on undisturbed).
+  void UpdatePeers(const topology::PeerDiff& diff);
+
+  /// Cancels everything (shutdown); series stay for a last scrape.
+  void StopAll();
+
+  /// Number of (kind, peer) pairs scheduled.
+  std::size_t size() const;
+  /// Rounds skipped because the previous round of the same pair was still running.
+  std::uint64_t skipped_rounds() const { return skipped_rounds_; }
+
+ private:
+  struct Target;
+  struct KindState {
+    std::shared_ptr<probes::ProbeKind> kind;
+    std::map<std::string, std::shared_ptr<Target>> targets;  // by peer name
+  };
+
+  void Start(KindState& state, const topology::Peer& peer);
+  void Arm(const std::shared_ptr<Target>& t);
+  static void Stop(Target& t, bool remove_series);
+
+  boost::asio::io_context& io_;
+  std::mt19937_64 rng_;
+  std::map<std::string, KindState, std::less<>> kinds_;
+  std::uint64_t skipped_rounds_ = 0;
+};
+
+}  // namespace podnet::scheduler

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/ip/address.hpp>
+
+#include "exporter/config/config.h"
+
+namespace podnet::topology {
+
+/// Where a peer sits relative to this probe Pod — the rung of the latency ladder.
+enum class PathClass { kSameNode, kSameZone, kCrossZone, kUnknown };
+
+/// The label value: "same_node" | "same_zone" | "cross_zone" | "unknown".
+std::string_view PathClassName(PathClass p);
+
+/// All path classes, in ladder order (for podnet_peers{path}, which reports zeros too).
+inline constexpr PathClass kAllPathClasses[] = {PathClass::kSameNode, PathClass::kSameZone,
+                                                PathClass::kCrossZone, PathClass::kUnknown};
+
+/// Classifies a peer: same node name → same_node; else both zones known and equal → same_zone;
+/// both known and different → cross_zone. An empty node on either side, or an empty zone where
+/// the nodes differ, gives unknown: a guess would put a series on the wrong rung.
+PathClass Classify(const config::Self& self, std::string_view peer_node,
+                   std::string_view peer_zone);
+
+/// A peer this Pod probes, with its path class. Two peers are the same peer only if every field
+/// is equal: a peer whose address or zone changes is a new peer (old series go, new ones come).
+struct Peer {
+  std::string name;
+  boost::asio::ip::address address;
+  std::uint16_t port = 9479;
+  std::uint16_t burst_port = 5201;
+  std::string node;
+  std::string zone;
+  PathClass path = PathClass::kUnknown;
+
+  bool operator==(const Peer&) const = default;
+};
+
+/// The peers of one configuration, in a stable order (by name). The prober never probes itself:
+/// a peer whose name equals self.name is left out (the DaemonSet's Service lists this Pod too).
+std::vector<Peer> BuildPeers(const config::Self& self,
+                             const std::vector<config::StaticPeer>& static_peers);
+
+/// What changed between two peer lists (both as BuildPeers returns them).
+struct PeerDiff {
+  std::vector<Peer> added;
+  std::vector<Peer> removed;
+  std::vector<Peer> kept;
+};
+PeerDiff Diff(const std::vector<Peer>& before, const std::vector<Peer>& after);
+
+}  // namespace podnet::topology

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs podnet-exporter's build dependencies (and, with --test, the real peers the test
+# suite runs against) from Debian 12's packages. Idempotent: apt is skipped when all are present.
+set -euo pipefail
+
+build_pkgs=(
+  cmake g++ make pkg-config
+  prometheus-cpp-dev libboost-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libc-ares-dev
+  nlohmann-json3-dev libssl-dev
+)
+test_pkgs=(
+  libgtest-dev libgmock-dev googletest
+  iproute2 iputils-ping ethtool prometheus tcpdump curl procps python3
+  prometheus-smokeping-prober
+)
+
+pkgs=("${build_pkgs[@]}")
+if [[ "${1:-}" == "--test" ]]; then
+  pkgs+=("${test_pkgs[@]}")
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  sudo_cmd=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >/dev/null
