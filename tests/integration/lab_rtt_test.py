@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""Lab integration test: podnet-exporter in a network-namespace lab, scraped by a real Prometheus.
+
+The lab (tests/lab/lab.sh) gives a client Pod and three peers: same node (bridge, no delay), same
+zone and cross zone (behind user-space delay lines). The peers run podnet-exporter as responders;
+the client runs it with the three as static peers. A real `prometheus` in the client namespace
+scrapes it; PromQL over the scraped data must show the ladder same_node < same_zone < cross_zone,
+each within tolerance of iputils `ping` on the same path in the same run, and no loss on healthy
+paths. Then: a peer's link goes down (100 % loss for it, the exporter keeps serving); a bad reload
+keeps the old peers probed; a good reload that drops a peer removes its series.
+
+Usage: lab_rtt_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
+Needs root (network namespaces). Every wait is bounded; the lab is torn down on every exit.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+PREFIX = "pnit%d" % (os.getpid() % 10000)
+NS = {k: "%s-%s" % (PREFIX, k) for k in ("client", "same", "zone", "cross")}
+ADDR = {"client": "10.213.0.1", "same": "10.213.0.2", "zone": "10.213.0.3", "cross": "10.213.0.4"}
+ADDR6 = {"client": "fd00:213::1", "same": "fd00:213::2", "zone": "fd00:213::3",
+         "cross": "fd00:213::4"}
+PATH_OF = {"same": "same_node", "zone": "same_zone", "cross": "cross_zone"}
+
+# RTT probe settings of the client: a train of 10 every 2 s.
+INTERVAL_S = 2
+PEER_LINE = ("    - {{ name: {name}, address: \"{addr}\", node: {node}, zone: {zone} }}\n")
+
+procs = []
+failures = []
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check(cond, what):
+    log(("ok     " if cond else "FAILED ") + what)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def run(*cmd, check_rc=True, timeout=60):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError("%s: rc=%d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
+    return r
+
+
+def in_ns(ns, *cmd, **kw):
+    return run("ip", "netns", "exec", ns, *cmd, **kw)
+
+
+def http(ns, url, method="GET", timeout=10):
+    r = in_ns(ns, "curl", "-s", "-m", str(timeout), "-X", method, "-o", "-", "-w", "\n%{http_code}",
+              url, check_rc=False, timeout=timeout + 5)
+    body, _, code = r.stdout.rpartition("\n")
+    return int(code or 0), body
+
+
+def promql(expr):
+    url = "http://127.0.0.1:9090/api/v1/query?query=" + urllib.parse.quote(expr)
+    code, body = http(NS["client"], url)
+    if code != 200:
+        raise RuntimeError("prometheus query failed (%d): %s\n%s" % (code, expr, body))
+    return json.loads(body)["data"]["result"]
+
+
+def by_label(result, label):
+    return {r["metric"].get(label, ""): float(r["value"][1]) for r in result}
+
+
+def start(ns, args, logfile):
+    f = open(logfile, "w")
+    p = subprocess.Popen(["ip", "netns", "exec", ns] + args, stdout=f, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    procs.append(p)
+    return p
+
+
+def wait_for(pred, timeout, what, step=0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if pred():
+                return True
+        except Exception:  # not up yet
+            pass
+        time.sleep(step)
+    raise RuntimeError("timed out after %ds waiting for %s" % (timeout, what))
+
+
+def ping_avg_ms(ns, addr, count=50):
+    flag = ["-6"] if ":" in addr else []
+    r = in_ns(ns, "ping", *flag, "-q", "-n", "-c", str(count), "-i", "0.02", "-W", "1", addr,
+              timeout=60)
+    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", r.stdout)
+    loss = re.search(r"([\d.]+)% packet loss", r.stdout)
+    return float(m.group(2)), float(loss.group(1))
+
+
+def write_client_config(path, peers, rtt=True, broken=False):
+    text = ("listen_address: \"0.0.0.0:9479\"\n"
+            "self: { name: client, node: node-a, zone: zone-a }\n"
+            "peers:\n  static:\n")
+    nodes = {"client": ("node-a", "zone-a"), "same": ("node-a", "zone-a"),
+             "zone": ("node-b", "zone-a"), "cross": ("node-c", "zone-b")}
+    for name in peers:
+        base = name.replace("-v6", "")
+        addr = ADDR6[base] if name.endswith("-v6") else ADDR[base]
+        node, zone = nodes[base]
+        text += PEER_LINE.format(name=name, addr=addr, node=node, zone=zone)
+    if rtt:
+        text += ("probes:\n  rtt: { protocol: icmp, interval: %ds, count: 10, spacing: 20ms, "
+                 "timeout: 500ms }\n" % INTERVAL_S)
+    if broken:
+        text += "  bogus_probe: { interval: 0s }\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--delayline", required=True)
+    ap.add_argument("--lab-script", required=True)
+    ap.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
+    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        log("SKIP: the lab needs root (network namespaces)")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="podnet-lab-")
+    env = dict(os.environ, PODNET_LAB_PREFIX=PREFIX, PODNET_DELAYLINE=args.delayline,
+               PODNET_LAB_MAX_SECONDS="600")
+    subprocess.run([args.lab_script, "up"], env=env, check=True, timeout=120)
+    try:
+        return scenario(args, tmp)
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+        subprocess.run([args.lab_script, "down"], env=env, timeout=120)
+        if failures:
+            for name in os.listdir(tmp):
+                if name.endswith(".log"):
+                    log("---- %s (tail)" % name)
+                    with open(os.path.join(tmp, name)) as f:
+                        log("".join(f.readlines()[-30:]))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def scenario(args, tmp):
+    # Peers: podnet-exporter as responders only (no probes section: probing off).
+    for name in ("same", "zone", "cross"):
+        cfg = os.path.join(tmp, name + ".yaml")
+        with open(cfg, "w") as f:
+            f.write("self: { name: %s, node: n-%s, zone: z }\n" % (name, name))
+        start(NS[name], [args.exporter, "--config.file=" + cfg], os.path.join(tmp, name + ".log"))
+    client_cfg = os.path.join(tmp, "client.yaml")
+    # The client lists itself too: the prober must never probe itself.
+    all_peers = ["client", "same", "zone", "cross", "cross-v6"]
+    write_client_config(client_cfg, all_peers)
+    start(NS["client"], [args.exporter, "--config.file=" + client_cfg, "--log.level=debug"],
+          os.path.join(tmp, "client.log"))
+    for name in ("client", "same", "zone", "cross"):
+        wait_for(lambda n=name: http(NS[n], "http://127.0.0.1:9479/-/ready")[0] == 200, 20,
+                 "%s exporter ready" % name)
+
+    prom_cfg = os.path.join(tmp, "prometheus.yml")
+    with open(prom_cfg, "w") as f:
+        f.write("global: { scrape_interval: 1s, evaluation_interval: 1s }\n"
+                "scrape_configs:\n  - job_name: podnet\n"
+                "    static_configs: [ { targets: ['127.0.0.1:9479'] } ]\n")
+    start(NS["client"], [args.prometheus, "--config.file=" + prom_cfg,
+                         "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
+                         "--web.listen-address=127.0.0.1:9090"], os.path.join(tmp, "prom.log"))
+    wait_for(lambda: http(NS["client"], "http://127.0.0.1:9090/-/ready")[0] == 200, 60,
+             "prometheus ready")
+
+    # iputils ping on the same paths, in the same run, while the exporter probes.
+    ping = {}
+    for name in ("same", "zone", "cross"):
+        ping[name], loss = ping_avg_ms(NS["client"], ADDR[name])
+        check(loss == 0, "ping to %s: no loss (%.0f%%)" % (name, loss))
+    log("ping avg ms: " + ", ".join("%s=%.3f" % (k, v) for k, v in ping.items()))
+
+    # Let the exporter run ~8 trains per peer and Prometheus scrape them.
+    time.sleep(8 * INTERVAL_S)
+    code, body = http(NS["client"], "http://127.0.0.1:9479/metrics")
+    check(code == 200, "/metrics answers 200")
+    r = subprocess.run([args.promtool, "check", "metrics"], input=body, capture_output=True,
+                       text=True)
+    check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
+          "promtool check metrics: no problem %s" % (r.stdout + r.stderr).strip())
+    check('peer="client"' not in body, "the prober does not probe itself")
+
+    mean = by_label(promql('sum by (path) (podnet_rtt_seconds_sum{peer!="cross-v6"}) / '
+                           'sum by (path) (podnet_rtt_seconds_count{peer!="cross-v6"})'), "path")
+    p50 = by_label(promql('histogram_quantile(0.5, sum by (path, le) '
+                          '(podnet_rtt_seconds_bucket{peer!="cross-v6"}))'), "path")
+    log("exporter mean ms: " + ", ".join("%s=%.3f" % (k, v * 1e3) for k, v in mean.items()))
+    log("exporter p50 ms (histogram): " + ", ".join("%s=%.3f" % (k, v * 1e3)
+                                                     for k, v in p50.items()))
+    ok = all(p in mean for p in PATH_OF.values())
+    check(ok, "Prometheus has RTT for all three path classes")
+    if ok:
+        check(mean["same_node"] < mean["same_zone"] < mean["cross_zone"],
+              "ladder from Prometheus (mean): same_node < same_zone < cross_zone")
+        check(p50["same_node"] < p50["same_zone"] < p50["cross_zone"],
+              "ladder from Prometheus (histogram p50): same_node < same_zone < cross_zone")
+        for name, path in PATH_OF.items():
+            ours = mean[path] * 1e3
+            # Tolerance: 25 % of ping's figure or 60 µs, whichever is larger. ping times from
+            # user space before sendmsg; we time from the kernel's TX stamp, so ours may be lower.
+            tol = max(0.25 * ping[name], 0.060)
+            check(abs(ours - ping[name]) <= tol,
+                  "%s: exporter %.3f ms vs ping %.3f ms (tolerance %.3f ms)"
+                  % (path, ours, ping[name], tol))
+
+    sent = by_label(promql("podnet_rtt_packets_sent_total"), "peer")
+    recv = by_label(promql("podnet_rtt_packets_received_total"), "peer")
+    late = by_label(promql("podnet_rtt_late_replies_total"), "peer")
+    for peer in ("same", "zone", "cross", "cross-v6"):
+        s, rcv = sent.get(peer, 0), recv.get(peer, 0)
+        # One train may be in flight at scrape time: sent counts it, received not yet.
+        check(s >= 30 and s - rcv <= 10 and late.get(peer, 0) == 0,
+              "%s: no loss on a healthy path (sent %d, received %d)" % (peer, s, rcv))
+    peers = by_label(promql("podnet_peers"), "path")
+    check(peers.get("same_node") == 1 and peers.get("same_zone") == 1
+          and peers.get("cross_zone") == 2, "podnet_peers by path: %s" % peers)
+
+    # Link down: the cross-zone peer's interface goes down in its own namespace.
+    out = run("ip", "-n", NS["cross"], "-o", "-4", "addr", "show").stdout
+    iface = re.search(r"^\d+: (\S+)\s+inet 10\.213", out, re.M).group(1).split("@")[0]
+    run("ip", "-n", NS["cross"], "link", "set", iface, "down")
+    time.sleep(4 * INTERVAL_S + 2)
+    window = "%ds" % (3 * INTERVAL_S)
+    inc_sent = by_label(promql("increase(podnet_rtt_packets_sent_total[%s])" % window), "peer")
+    inc_recv = by_label(promql("increase(podnet_rtt_packets_received_total[%s])" % window), "peer")
+    check(inc_sent.get("cross", 0) > 0 and inc_recv.get("cross", 1) == 0,
+          "link down: 100%% loss to cross (sent +%.0f, received +%.0f)"
+          % (inc_sent.get("cross", 0), inc_recv.get("cross", -1)))
+    check(inc_recv.get("same", 0) > 0 and inc_recv.get("zone", 0) > 0,
+          "link down: the other peers are still answered")
+    check(http(NS["client"], "http://127.0.0.1:9479/-/healthy")[0] == 200,
+          "link down: the exporter keeps serving")
+    run("ip", "-n", NS["cross"], "link", "set", iface, "up")
+
+    # A bad reload keeps the running configuration and its peers.
+    write_client_config(client_cfg, ["same", "zone"], broken=True)
+    code, body = http(NS["client"], "http://127.0.0.1:9479/-/reload", method="POST")
+    check(code == 500 and "bogus_probe" in body,
+          "bad reload answers 500 naming the bad key: %s" % body.strip().splitlines()[-1:])
+    _, metrics = http(NS["client"], "http://127.0.0.1:9479/metrics")
+    check("podnet_config_last_reload_successful 0" in metrics,
+          "bad reload sets podnet_config_last_reload_successful 0")
+    before = by_label(promql("podnet_rtt_packets_sent_total"), "peer")
+    time.sleep(2 * INTERVAL_S + 1)
+    after = by_label(promql("podnet_rtt_packets_sent_total"), "peer")
+    check(all(after.get(p, 0) > before.get(p, 0) for p in ("same", "zone", "cross")),
+          "after a bad reload the old peers are still probed")
+
+    # A good reload (SIGHUP) that drops the cross-zone peers removes their series.
+    write_client_config(client_cfg, ["same", "zone"])
+    client = procs[3]
+    os.kill(client.pid, signal.SIGHUP)  # `ip netns exec` exec()s: the pid is the exporter's
+    time.sleep(2)
+    _, metrics = http(NS["client"], "http://127.0.0.1:9479/metrics")
+    check("podnet_config_last_reload_successful 1" in metrics, "SIGHUP reload succeeds")
+    check('peer="cross"' not in metrics and 'peer="cross-v6"' not in metrics,
+          "a removed peer's series are gone")
+    check('peer="same"' in metrics and 'peer="zone"' in metrics, "kept peers' series stay")
+    check(client.poll() is None, "the client exporter is still running")
+
+    log("%d passed, %d failed" % (len(passed_checks()), len(failures)))
+    return 1 if failures else 0
+
+
+_all = []
+_orig_check = check
+
+
+def check(cond, what):  # noqa: F811 - counts every check for the closing line
+    _all.append(what)
+    return _orig_check(cond, what)
+
+
+def passed_checks():
+    return [w for w in _all if w not in failures]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
