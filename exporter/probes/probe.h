@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string_view>
@@ -17,10 +18,13 @@ class PeerProbe {
  public:
   virtual ~PeerProbe() = default;
 
-  /// Starts one round (an RTT packet train, ...). Calls `done` exactly once when the round ends,
-  /// whatever its outcome; failures are counted, never thrown. A round ends within the kind's
-  /// own deadline (for RTT: (count-1)×spacing + timeout).
-  virtual void Run(std::function<void()> done) = 0;
+  /// Starts one round (an RTT packet train, ...) that was due at `scheduled` (the round's
+  /// intended start: its sends and deadlines are laid out from it, not from when the loop got
+  /// round to it). Calls `done` exactly once when the round ends, whatever its outcome; failures
+  /// are counted, never thrown. A round ends within the kind's own deadline (for RTT:
+  /// (count-1)×spacing + timeout after `scheduled`).
+  virtual void Run(std::chrono::steady_clock::time_point scheduled,
+                   std::function<void()> done) = 0;
 
   /// Ends a round in progress early (its `done` is still called) and stops any later work.
   virtual void Cancel() = 0;

@@ -1,5 +1,7 @@
 #include "exporter/scheduler/scheduler.h"
 
+#include <algorithm>
+
 #include <boost/asio/steady_timer.hpp>
 
 namespace podnet::scheduler {
@@ -15,7 +17,8 @@ struct Scheduler::Target {
   bool stopped = false;
 };
 
-Scheduler::Scheduler(boost::asio::io_context& io) : io_(io), rng_(std::random_device{}()) {}
+Scheduler::Scheduler(boost::asio::io_context& io)
+    : io_(io), rng_(std::random_device{}()), epoch_(std::chrono::steady_clock::now()) {}
 
 Scheduler::~Scheduler() { StopAll(); }
 
@@ -64,8 +67,13 @@ void Scheduler::Start(KindState& state, const topology::Peer& peer) {
   t->peer = peer;
   t->probe = state.kind->ForPeer(peer);
   t->interval = state.kind->interval();
-  std::uniform_int_distribution<std::int64_t> phase(0, t->interval.count() - 1);
-  t->next = std::chrono::steady_clock::now() + config::Duration(phase(rng_));
+  // A random slot of the grid within one interval from now, counted from the epoch so that
+  // targets started at different times still share slots.
+  auto now = std::chrono::steady_clock::now();
+  std::int64_t slots = std::max<std::int64_t>(1, t->interval / kPhaseGrid);
+  std::uniform_int_distribution<std::int64_t> slot(1, slots);
+  auto elapsed_slots = (now - epoch_) / kPhaseGrid;
+  t->next = epoch_ + kPhaseGrid * (elapsed_slots + slot(rng_));
   state.targets[peer.name] = t;
   Arm(t);
 }
@@ -76,7 +84,7 @@ void Scheduler::Arm(const std::shared_ptr<Target>& t) {
     auto t = weak.lock();
     if (ec || !t || t->stopped) return;
     t->running = true;
-    t->probe->Run([this, weak] {
+    t->probe->Run(t->next, [this, weak] {
       auto t = weak.lock();
       if (!t) return;
       t->running = false;

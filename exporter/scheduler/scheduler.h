@@ -18,6 +18,12 @@ namespace podnet::scheduler {
 /// (kind, peer) pair starts at a random phase within its first interval, so that N peers do not
 /// fire together, then runs at a fixed rate; a round still running when the next is due makes
 /// the next one skipped (counted), never overlapped. Not thread-safe: call on the probe loop.
+///
+/// Phases are multiples of kPhaseGrid from one epoch, so rounds (and, with round spacings and
+/// timeouts, their later sends and deadlines) that fall in the same grid slot share one wake-up
+/// of the loop: 1,000 peers at 1 round/s cost ~200 wake-ups/s instead of thousands. Accuracy is
+/// untouched: RTT comes from kernel timestamps, not from when a send was scheduled.
+inline constexpr std::chrono::milliseconds kPhaseGrid{5};
 class Scheduler {
  public:
   explicit Scheduler(boost::asio::io_context& io);
@@ -55,6 +61,7 @@ class Scheduler {
 
   boost::asio::io_context& io_;
   std::mt19937_64 rng_;
+  std::chrono::steady_clock::time_point epoch_;  // origin of the phase grid
   std::map<std::string, KindState, std::less<>> kinds_;
   std::uint64_t skipped_rounds_ = 0;
 };

@@ -205,7 +205,8 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     error_labels_ = with_probe;
   }
 
-  void Run(std::function<void()> done) override {
+  void Run(std::chrono::steady_clock::time_point scheduled,
+           std::function<void()> done) override {
     if (cancelled_) {
       done();
       return;
@@ -213,7 +214,7 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     done_ = std::move(done);
     ++gen_;
     train_ = std::make_unique<Train>(kind_->options().count);
-    start_ = std::chrono::steady_clock::now();
+    start_ = scheduled;
     next_index_ = 0;
     SendNext();
   }
