@@ -109,6 +109,11 @@ def ping_avg_ms(ns, addr, count=50):
     return float(m.group(2)), float(loss.group(1))
 
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
 def write_client_config(path, peers, rtt=True, broken=False):
     text = ("listen_address: \"0.0.0.0:9479\"\n"
             "self: { name: client, node: node-a, zone: zone-a }\n"
@@ -246,6 +251,30 @@ def scenario(args, tmp):
     peers = by_label(promql("podnet_peers"), "path")
     check(peers.get("same_node") == 1 and peers.get("same_zone") == 1
           and peers.get("cross_zone") == 2, "podnet_peers by path: %s" % peers)
+
+    # A flood of the client's responders from the same-node Pod (idle HTTP connections past the
+    # server's limit, UDP garbage as fast as Python can send) must not grow its memory without
+    # bound, stop it serving, or starve its probes.
+    client_pid = procs[3].pid
+    rss_before = rss_kib(client_pid)
+    recv_before = by_label(promql("podnet_rtt_packets_received_total"), "peer")
+    flood = in_ns(NS["same"], sys.executable, os.path.join(os.path.dirname(__file__), "flood.py"),
+                  "--host", ADDR["client"], "--connections", "300", "--seconds", "6",
+                  timeout=60)
+    log("flood: " + flood.stdout.strip())
+    rss_after = rss_kib(client_pid)
+    check(rss_after - rss_before < 16 * 1024,
+          "flood: client RSS %d -> %d KiB (growth < 16 MiB)" % (rss_before, rss_after))
+    check(http(NS["client"], "http://127.0.0.1:9479/-/healthy")[0] == 200,
+          "flood: the exporter still serves")
+    time.sleep(INTERVAL_S + 1)
+    recv_after = by_label(promql("podnet_rtt_packets_received_total"), "peer")
+    check(all(recv_after.get(p, 0) > recv_before.get(p, 0) for p in ("same", "zone", "cross")),
+          "flood: the probes went on")
+    _, metrics = http(NS["client"], "http://127.0.0.1:9479/metrics")
+    m = re.search(r'podnet_responder_requests_total\{[^}]*result="ignored"[^}]*\} (\S+)', metrics)
+    check(m is not None and float(m.group(1)) > 0,
+          "flood: the UDP echo responder ignored the junk (%s)" % (m.group(1) if m else None))
 
     # Link down: the cross-zone peer's interface goes down in its own namespace.
     out = run("ip", "-n", NS["cross"], "-o", "-4", "addr", "show").stdout
