@@ -299,8 +299,17 @@ void DecodeRtt(Decoder& d, const YAML::Node& n, Config& c) {
   }
   // A train must end (last send + timeout) before the next one starts, or trains of one peer
   // would overlap and the loss of one would be charged to the other.
-  Duration train = o.spacing * (o.count - 1) + o.timeout;
-  if (train > o.interval) {
+  // Checked arithmetic: 999 * 1y does not fit in 64-bit nanoseconds and must not wrap round
+  // to a short (or negative) train that passes the check.
+  std::int64_t train_ns = 0;
+  bool overflow =
+      __builtin_mul_overflow(o.spacing.count(), std::int64_t{o.count - 1}, &train_ns) ||
+      __builtin_add_overflow(train_ns, o.timeout.count(), &train_ns);
+  if (overflow) {
+    d.Fail(n, base,
+           "a train lasts (count-1)*spacing + timeout, more than 292 years, longer than "
+           "interval " + FormatDuration(o.interval));
+  } else if (Duration train(train_ns); train > o.interval) {
     d.Fail(n, base,
            "a train lasts (count-1)*spacing + timeout = " + FormatDuration(train) +
                ", longer than interval " + FormatDuration(o.interval));

@@ -1,5 +1,9 @@
 #include "exporter/metrics/metrics.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -67,10 +71,53 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                                .Register(*registry_);
 }
 
+namespace {
+
+// prometheus-cpp 1.0 writes doubles with precision 16, so a bucket bound whose nearest double
+// is not within half a 16th digit of the decimal comes out long: 8e-05 (8.0000000000000007e-05)
+// as le="8.000000000000001e-05", 6e-04 as le="0.0005999999999999999" - no double prints short
+// there. `le` is part of the series identity, so rewrite each value as the shortest text that
+// reads back to the same double (as client_golang writes it): rules and dashboards can name
+// the bucket, and a library upgrade does not rename the bucket series.
+std::string ShortenLeLabels(const std::string& text) {
+  static constexpr std::string_view kLe = "le=\"";
+  std::string out;
+  out.reserve(text.size());
+  std::size_t pos = 0;
+  for (std::size_t at = text.find(kLe); at != std::string::npos; at = text.find(kLe, at + 1)) {
+    if (at == 0 || (text[at - 1] != '{' && text[at - 1] != ',')) continue;  // e.g. scale="
+    std::size_t begin = at + kLe.size();
+    std::size_t end = text.find('"', begin);
+    if (end == std::string::npos) break;
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(text.data() + begin, text.data() + end, v);
+    if (ec != std::errc{} || ptr != text.data() + end || !std::isfinite(v)) continue;  // +Inf
+    // The shortest digits, in the style the serializer chose (%g with precision 16: scientific
+    // when the exponent is below -4 or at least 16), so that good values stay as they were.
+    char buf[64];
+    auto sci = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+    if (sci.ec != std::errc{}) continue;
+    int exponent = std::atoi(std::find(buf, sci.ptr, 'e') + 1);
+    char* last = sci.ptr;
+    if (exponent >= -4 && exponent < 16) {
+      auto fixed = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
+      if (fixed.ec != std::errc{}) continue;
+      last = fixed.ptr;
+    }
+    out.append(text, pos, begin - pos);
+    out.append(buf, last);
+    pos = end;
+  }
+  out.append(text, pos, std::string::npos);
+  return out;
+}
+
+}  // namespace
+
 std::string Metrics::Serialize() const {
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, registry_->Collect());
-  return out.str();
+  return ShortenLeLabels(out.str());
 }
 
 void Metrics::SetPeers(const std::vector<topology::Peer>& peers) {

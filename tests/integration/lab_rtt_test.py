@@ -173,6 +173,10 @@ def main():
 
 
 def scenario(args, tmp):
+    # The client Pod may open unprivileged ICMP "ping" sockets (as a DaemonSet's Pod sysctl
+    # would allow); the unit tests cover raw sockets.
+    run("ip", "netns", "exec", NS["client"], "sysctl", "-q", "-w",
+        "net.ipv4.ping_group_range=0 2147483647")
     # Peers: podnet-exporter as responders only (no probes section: probing off).
     for name in ("same", "zone", "cross"):
         cfg = os.path.join(tmp, name + ".yaml")
@@ -216,6 +220,16 @@ def scenario(args, tmp):
     check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
           "promtool check metrics: no problem %s" % (r.stdout + r.stderr).strip())
     check('peer="client"' not in body, "the prober does not probe itself")
+    with open(os.path.join(tmp, "client.log")) as f:
+        client_log = f.read()
+    check("opened ICMP datagram (ping_group_range) socket for IPv4" in client_log
+          and "opened ICMP datagram (ping_group_range) socket for IPv6" in client_log,
+          "the client uses unprivileged ICMP datagram sockets (v4 and v6)")
+    stamps = {(m.group(1), m.group(2)): float(m.group(3)) for m in re.finditer(
+        r'podnet_rtt_timestamps_total\{direction="(\w+)",source="(\w+)"\} (\S+)', body)}
+    check(stamps.get(("tx", "kernel"), 0) > 0 and stamps.get(("rx", "kernel"), 0) > 0
+          and stamps.get(("rx", "user"), 1) == 0,
+          "RTTs are timed from kernel TX and RX stamps: %s" % stamps)
 
     mean = by_label(promql('sum by (path) (podnet_rtt_seconds_sum{peer!="cross-v6"}) / '
                            'sum by (path) (podnet_rtt_seconds_count{peer!="cross-v6"})'), "path")

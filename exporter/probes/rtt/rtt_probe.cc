@@ -119,13 +119,27 @@ struct RttFamilies {
         late(prometheus::BuildCounter()
                  .Name("podnet_rtt_late_replies_total")
                  .Help("Replies that arrived after the timeout (counted as lost).")
-                 .Register(r)) {}
+                 .Register(r)) {
+    auto& stamps = prometheus::BuildCounter()
+                       .Name("podnet_rtt_timestamps_total")
+                       .Help("Where the times of measured RTTs came from: the kernel "
+                             "(SO_TIMESTAMPING) or user space next to the system call.")
+                       .Register(r);
+    tx_kernel = &stamps.Add({{"direction", "tx"}, {"source", "kernel"}});
+    tx_user = &stamps.Add({{"direction", "tx"}, {"source", "user"}});
+    rx_kernel = &stamps.Add({{"direction", "rx"}, {"source", "kernel"}});
+    rx_user = &stamps.Add({{"direction", "rx"}, {"source", "user"}});
+  }
   prometheus::Family<prometheus::Histogram>& rtt;
   prometheus::Family<prometheus::Counter>& sent;
   prometheus::Family<prometheus::Counter>& received;
   prometheus::Family<prometheus::Counter>& duplicates;
   prometheus::Family<prometheus::Counter>& reordered;
   prometheus::Family<prometheus::Counter>& late;
+  prometheus::Counter* tx_kernel;
+  prometheus::Counter* tx_user;
+  prometheus::Counter* rx_kernel;
+  prometheus::Counter* rx_user;
 };
 
 class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
@@ -299,6 +313,9 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     if (series_) {
       m_.received->Increment(r.received);
       for (double s : r.rtt_seconds) m_.rtt->Observe(s);
+      auto& f = kind_->families();
+      f.tx_kernel->Increment(r.tx_kernel_stamped);
+      f.tx_user->Increment(static_cast<double>(r.rtt_seconds.size()) - r.tx_kernel_stamped);
     }
     if (done_) std::exchange(done_, nullptr)();
   }
@@ -518,6 +535,7 @@ void RttKind::DrainReplies(EchoSocket& s) {
     if (!probe) continue;
     if (s.mode() == SocketMode::kUdp && from_port != probe->peer().port) continue;
     std::size_t wire = HeaderBytes(s.v6()) + payload.size();
+    (d.rx_kernel ? families_.rx_kernel : families_.rx_user)->Increment();
     probe->OnReply(slot.gen, slot.index, from, d.rx_ns, wire);
   }
 }

@@ -51,11 +51,14 @@ Train::Reply Train::OnReply(int index, std::int64_t rx_ns) {
 TrainResult Train::Close() {
   closed_ = true;
   result_.rtt_seconds.clear();
+  result_.tx_kernel_stamped = 0;
   for (const Slot& s : slots_) {
     if (!s.in_time) continue;
     std::int64_t tx = s.tx_kernel_ns != 0 ? s.tx_kernel_ns : s.tx_user_ns;
     std::int64_t rtt = s.rx_ns - tx;
-    if (rtt >= 0) result_.rtt_seconds.push_back(static_cast<double>(rtt) * 1e-9);
+    if (rtt < 0) continue;
+    result_.rtt_seconds.push_back(static_cast<double>(rtt) * 1e-9);
+    if (s.tx_kernel_ns != 0) ++result_.tx_kernel_stamped;
   }
   return result_;
 }
