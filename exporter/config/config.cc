@@ -335,6 +335,9 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
     err.line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
     err.column = e.mark.column >= 0 ? e.mark.column + 1 : 0;
     err.message = "malformed YAML: " + e.msg;
+    if (e.msg.find("flow") != std::string::npos && text.find("${") != std::string::npos) {
+      err.message += " (inside { } or [ ], quote values with ${VAR}: \"${VAR}\")";
+    }
     result.errors.push_back(std::move(err));
     return result;
   }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -97,7 +96,10 @@ std::string ShortenLeLabels(const std::string& text) {
     char buf[64];
     auto sci = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
     if (sci.ec != std::errc{}) continue;
-    int exponent = std::atoi(std::find(buf, sci.ptr, 'e') + 1);
+    const char* e = std::find(buf, sci.ptr, 'e');
+    int exponent = 0;
+    if (e == sci.ptr) continue;
+    std::from_chars(e + (e[1] == '+' ? 2 : 1), sci.ptr, exponent);  // "e-05", "e+21"
     char* last = sci.ptr;
     if (exponent >= -4 && exponent < 16) {
       auto fixed = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The command line as a user meets it: flags, --config.check, exit codes, logging formats,
+reload over HTTP, on loopback only (port 0 is not possible for a fixed config, so a free port is
+picked first). Usage: cli_test.py --exporter BIN --config-dir config/
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+results = []
+
+
+def check(cond, what):
+    print(("ok     " if cond else "FAILED ") + what, flush=True)
+    results.append(bool(cond))
+
+
+def run(exe, *args, env=None):
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=30, env=env)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url, method="GET"):
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--config-dir", required=True)
+    a = ap.parse_args()
+    exe = a.exporter
+    tmp = tempfile.mkdtemp(prefix="podnet-cli-")
+
+    r = run(exe, "--version")
+    check(r.returncode == 0 and r.stdout.startswith("podnet-exporter, version "),
+          "--version prints the version: %r" % r.stdout.strip())
+    r = run(exe, "--help")
+    check(r.returncode == 0 and "--config.file" in r.stdout, "--help prints usage")
+    r = run(exe, "--no-such-flag")
+    check(r.returncode == 2 and "unknown flag --no-such-flag" in r.stderr, "unknown flag: exit 2")
+    r = run(exe, "--config.file=x.yaml", "--log.level=loud")
+    check(r.returncode == 2 and "--log.level" in r.stderr, "bad --log.level: exit 2")
+    r = run(exe)
+    check(r.returncode == 2 and "--config.file is required" in r.stderr, "missing --config.file")
+
+    default = os.path.join(a.config_dir, "podnet.yaml")
+    r = run(exe, "--config.file", default, "--config.check")
+    check(r.returncode == 0 and "OK" in r.stdout, "the default configuration checks OK")
+
+    bad = os.path.join(tmp, "bad.yaml")
+    with open(bad, "w") as f:
+        f.write("self:\n  name: x\n  node: n\nprobes:\n  rtt:\n    interval: 0s\n"
+                "    count: many\n  http: {}\n")
+    r = run(exe, "--config.file=" + bad, "--config.check")
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 2, "--config.check on a bad file: exit 2")
+    check(any(l.startswith(bad + ":6:15: probes.rtt.interval: must be a positive duration")
+              for l in lines), "error names file:line:column and key (interval): %s" % lines)
+    check(any(l.startswith(bad + ":7:12: probes.rtt.count: must be an integer") for l in lines),
+          "every problem is reported (count)")
+    check(any(":8:3: probes.http: not supported yet" in l for l in lines),
+          "an unimplemented probe section says not supported yet")
+    r = run(exe, "--config.file=" + bad)
+    check(r.returncode == 2, "starting with a bad file: exit 2")
+    flow = os.path.join(tmp, "flow.yaml")
+    with open(flow, "w") as f:
+        f.write("self: { name: ${POD}, node: n }\n")
+    r = run(exe, "--config.file=" + flow, "--config.check")
+    check(r.returncode == 2 and "quote values with ${VAR}" in r.stderr,
+          "unquoted ${VAR} in a flow mapping: a hint to quote it")
+
+    # ${VAR} expansion, JSON logs, reload over HTTP, SIGHUP.
+    port = free_port()
+    cfg = os.path.join(tmp, "run.yaml")
+    body = ("listen_address: \"127.0.0.1:%d\"\n"
+            "self:\n  name: ${TEST_POD}\n  node: ${TEST_NODE:-fallback-node}\n  zone: z\n"
+            "responders: { udp_echo: { listen_address: \"127.0.0.1:%d\" } }\n"
+            "peers:\n  static:\n    - { name: lo, address: 127.0.0.1, port: %d, node: other, zone: z }\n"
+            "probes:\n  rtt: { protocol: udp, interval: 1s, count: 3, spacing: 10ms, timeout: 200ms }\n"
+            % (port, port, port))
+    with open(cfg, "w") as f:
+        f.write(body)
+    env = dict(os.environ, TEST_POD="pod-from-env")
+    env.pop("TEST_NODE", None)
+    p = subprocess.Popen([exe, "--config.file=" + cfg, "--log.format=json"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        base = "http://127.0.0.1:%d" % port
+        deadline = time.time() + 10
+        code = 0
+        while time.time() < deadline and code != 200:
+            try:
+                code, _ = get(base + "/-/ready")
+            except OSError:
+                time.sleep(0.2)
+        check(code == 200, "/-/ready answers 200")
+        code, info = get(base + "/podnet/info")
+        info = json.loads(info) if code == 200 else {}
+        check(info.get("name") == "pod-from-env" and info.get("node") == "fallback-node",
+              "${VAR} and ${VAR:-default} expanded: %s" % info)
+        code, page = get(base + "/")
+        check(code == 200 and "/metrics" in page, "landing page links /metrics")
+        code, echo = get(base + "/echo")
+        check(code == 200 and 60 <= len(echo) <= 90, "/echo: a small fixed body (%d bytes)"
+              % len(echo))
+        check(get(base + "/-/reload")[0] == 405, "GET /-/reload is refused (405)")
+        time.sleep(2.5)
+        code, metrics = get(base + "/metrics")
+        check('podnet_rtt_packets_received_total{path="same_zone",peer="lo"' in metrics
+              and 'protocol="udp"' in metrics, "UDP echo RTT to the own responder is measured")
+        with open(cfg, "w") as f:
+            f.write(body + "bogus: 1\n")
+        code, text = get(base + "/-/reload", "POST")
+        check(code == 500 and ":12:1: bogus: unknown key" in text, "bad reload: 500 with the "
+              "problem: %r" % text.strip()[-80:])
+        check("podnet_config_last_reload_successful 0" in get(base + "/metrics")[1],
+              "bad reload sets podnet_config_last_reload_successful 0")
+        with open(cfg, "w") as f:
+            f.write(body)
+        p.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        check("podnet_config_last_reload_successful 1" in get(base + "/metrics")[1],
+              "SIGHUP reloads a good file")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+    check(p.returncode == 0, "SIGTERM: clean exit 0 (rc=%s)" % p.returncode)
+    log_lines = [l for l in err.splitlines() if l.strip()]
+    parsed = []
+    for l in log_lines:
+        try:
+            parsed.append(json.loads(l))
+        except ValueError:
+            parsed.append(None)
+    check(log_lines and all(isinstance(x, dict) and {"ts", "level", "msg"} <= set(x)
+                            for x in parsed), "--log.format=json: every line is a JSON object")
+    check(any(x and "reload failed" in x.get("msg", "") for x in parsed),
+          "the failed reload is logged")
+    failed = results.count(False)
+    print("%d passed, %d failed" % (len(results) - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
