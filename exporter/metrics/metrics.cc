@@ -26,6 +26,7 @@ prometheus::Labels PeerLabels(const config::Self& self, const topology::Peer& pe
 void SeriesSet::RemoveAll() {
   for (auto& remove : removers_) remove();
   removers_.clear();
+  added_.clear();
 }
 
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {

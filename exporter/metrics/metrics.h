@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,15 +35,22 @@ class SeriesSet {
   template <typename T, typename... Args>
   T& Add(prometheus::Family<T>& family, const prometheus::Labels& labels, Args&&... args) {
     T& metric = family.Add(labels, std::forward<Args>(args)...);
-    removers_.push_back([&family, &metric] { family.Remove(&metric); });
+    // Remembered once: a counter bumped through Add on every failure must not grow this set.
+    if (added_.insert(&metric).second) {
+      removers_.push_back([&family, &metric] { family.Remove(&metric); });
+    }
     return metric;
   }
 
   /// Removes every series added through this set from its family.
   void RemoveAll();
 
+  /// Number of distinct series remembered.
+  std::size_t size() const { return removers_.size(); }
+
  private:
   std::vector<std::function<void()>> removers_;
+  std::set<const void*> added_;
 };
 
 /// The registry and the families shared by all probes. Thread-safe as prometheus-cpp is:

@@ -73,14 +73,52 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_->limits().max_header_bytes));
     parser_->body_limit(server_->limits().max_body_bytes);
-    // Idle keep-alive and a slow (byte-at-a-time) request both hit this one deadline.
-    stream_.expires_after(std::chrono::seconds(first_ ? server_->limits().request_timeout_seconds
-                                                      : server_->limits().idle_timeout_seconds));
+    header_bytes_ = 0;
+    header_done_ = false;
+    // Between keep-alive requests the connection may idle for idle_timeout until the next
+    // request's first byte; from then on (and on a new connection from the start) the whole
+    // request must arrive within request_timeout, however slowly it trickles in.
+    if (!first_ && buffer_.size() == 0) {
+      stream_.expires_after(std::chrono::seconds(server_->limits().idle_timeout_seconds));
+      stream_.async_read_some(
+          buffer_.prepare(512), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+            if (ec) {  // idle timeout, or the client went away
+              self->Close();
+              return;
+            }
+            self->buffer_.commit(n);
+            self->ReadRequest();
+          });
+      return;
+    }
+    ReadRequest();
+  }
+
+  void ReadRequest() {
     first_ = false;
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->OnRead(ec);
-                     });
+    stream_.expires_after(std::chrono::seconds(server_->limits().request_timeout_seconds));
+    ReadSome();
+  }
+
+  // Piece by piece, counting the header's bytes: Beast 1.74 checks header_limit only against
+  // the part of the header not parsed yet, so a header of many small fields would pass it.
+  void ReadSome() {
+    http::async_read_some(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          if (!ec && !self->header_done_) {
+            self->header_bytes_ += n;
+            self->header_done_ = self->parser_->is_header_done();
+            if (self->header_bytes_ > self->server_->limits().max_header_bytes) {
+              ec = http::error::header_limit;
+            }
+          }
+          if (ec || self->parser_->is_done()) {
+            self->OnRead(ec);
+            return;
+          }
+          self->ReadSome();
+        });
   }
 
   void OnRead(beast::error_code ec) {
@@ -136,6 +174,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::Impl> server_;
   bool first_ = true;
+  std::size_t header_bytes_ = 0;  // of the request being read, while its header is
+  bool header_done_ = false;
 };
 
 }  // namespace

@@ -30,8 +30,9 @@ struct HttpLimits {
   int max_connections = 128;       // further connections wait in the kernel's accept backlog
   std::size_t max_header_bytes = 8192;
   std::size_t max_body_bytes = 65536;
-  int idle_timeout_seconds = 30;   // keep-alive idle and slow (byte-at-a-time) clients cut off
-  int request_timeout_seconds = 10;  // a whole request must arrive within this
+  int idle_timeout_seconds = 30;   // a keep-alive connection may wait this for its next request
+  int request_timeout_seconds = 10;  // a whole request must arrive within this (from its first
+                                     // byte; slow byte-at-a-time clients are cut off)
 };
 
 /// The one HTTP/1.1 server of the exporter (Boost.Beast): /metrics, health, reload, /echo and

@@ -22,7 +22,8 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     boost::asio::ip::udp::endpoint ep(listen.address, listen.port);
     socket_.open(ep.protocol());
     if (listen.address.is_v6()) socket_.set_option(boost::asio::ip::v6_only(false));
-    socket_.set_option(boost::asio::socket_base::reuse_address(true));
+    // No SO_REUSEADDR: for UDP it lets a second socket bind the same port and silently take
+    // its datagrams (there is no TIME_WAIT to wait out); a port in use must fail here.
     socket_.bind(ep);
     socket_.non_blocking(true);
     auto& family = prometheus::BuildCounter()

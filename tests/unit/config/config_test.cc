@@ -1,1 +1,549 @@
+#include "exporter/config/config.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+namespace podnet::config {
+namespace {
+
+using namespace std::chrono_literals;
+using boost::asio::ip::make_address;
+
+using Vars = std::map<std::string, std::string>;
+
+EnvLookup FakeEnv(Vars vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string Dump(const std::vector<Error>& errors) {
+  std::string out;
+  for (const auto& e : errors) out += "  " + e.ToString() + "\n";
+  return out.empty() ? "  (no errors)\n" : out;
+}
+
+// The lines every file below starts with (lines 1-3), so that error locations in the tables
+// can be counted from a known place.
+const std::string kSelf =
+    "self:\n"
+    "  name: pod-a\n"
+    "  node: node-a\n";
+
+// --------------------------------------------------------------------------------------------
+// Valid files.
+
+StaticPeer MakePeer(std::string name, const char* address, std::uint16_t port,
+                    std::uint16_t burst_port, std::string node, std::string zone) {
+  StaticPeer p;
+  p.name = std::move(name);
+  p.address = make_address(address);
+  p.port = port;
+  p.burst_port = burst_port;
+  p.node = std::move(node);
+  p.zone = std::move(zone);
+  return p;
+}
+
+RttOptions MakeRtt(RttProtocol protocol, Duration interval, int count, Duration spacing,
+                   Duration timeout, int size) {
+  RttOptions o;
+  o.protocol = protocol;
+  o.interval = interval;
+  o.count = count;
+  o.spacing = spacing;
+  o.timeout = timeout;
+  o.size = size;
+  return o;
+}
+
+struct Expected {
+  net::HostPort listen{make_address("0.0.0.0"), 9479};
+  Self self;
+  net::HostPort udp_echo{make_address("0.0.0.0"), 9479};
+  std::vector<StaticPeer> peers;
+  std::optional<RttOptions> rtt;
+};
+
+struct ValidCase {
+  std::string name;
+  std::string text;
+  Vars env;
+  Expected want;
+};
+
+void PrintTo(const ValidCase& c, std::ostream* os) { *os << c.name; }
+
+Expected Want(Self self) {
+  Expected e;
+  e.self = std::move(self);
+  return e;
+}
+
+std::vector<ValidCase> ValidCases() {
+  std::vector<ValidCase> cases;
+
+  cases.push_back({"minimal", kSelf, {}, Want({"pod-a", "node-a", ""})});
+
+  {
+    Expected e = Want({"pod-a", "node-a", "zone-a"});
+    e.listen = {make_address("127.0.0.1"), 9100};
+    e.udp_echo = {make_address("::"), 9101};
+    e.peers = {MakePeer("srv-same", "10.0.2.72", 9200, 5300, "node-a", "zone-a"),
+               MakePeer("srv-far", "10.0.3.9", 9479, 5201, "node-c", "zone-b"),
+               // Same address as srv-far on another port: a second responder, not a duplicate.
+               MakePeer("srv-far-2", "10.0.3.9", 9480, 5201, "node-c", "zone-b")};
+    e.rtt = MakeRtt(RttProtocol::kUdp, 15s, 10, 100ms, 2s, 64);
+    cases.push_back({"full",
+                     "listen_address: \"127.0.0.1:9100\"\n"
+                     "self:\n"
+                     "  name: pod-a\n"
+                     "  node: node-a\n"
+                     "  zone: zone-a\n"
+                     "responders:\n"
+                     "  udp_echo:\n"
+                     "    listen_address: \"[::]:9101\"\n"
+                     "peers:\n"
+                     "  static:\n"
+                     "    - name: srv-same\n"
+                     "      address: 10.0.2.72\n"
+                     "      port: 9200\n"
+                     "      burst_port: 5300\n"
+                     "      node: node-a\n"
+                     "      zone: zone-a\n"
+                     "    - name: srv-far\n"
+                     "      address: 10.0.3.9\n"
+                     "      node: node-c\n"
+                     "      zone: zone-b\n"
+                     "    - name: srv-far-2\n"
+                     "      address: 10.0.3.9\n"
+                     "      port: 9480\n"
+                     "      node: node-c\n"
+                     "      zone: zone-b\n"
+                     "probes:\n"
+                     "  rtt:\n"
+                     "    protocol: udp\n"
+                     "    interval: 15s\n"
+                     "    count: 10\n"
+                     "    spacing: 100ms\n"
+                     "    timeout: 2s\n"
+                     "    size: 64\n",
+                     {},
+                     e});
+  }
+
+  {
+    Expected e = Want({"pod-$1", "fallback-node", "zone-real"});
+    e.listen = {make_address("0.0.0.0"), 9555};
+    e.peers = {MakePeer("srv", "10.1.2.3", 9479, 5201, "node-b", "")};
+    e.rtt = MakeRtt(RttProtocol::kIcmp, 20s, 20, 50ms, 1s, 56);
+    cases.push_back({"env_expansion",
+                     "listen_address: \":${PORT}\"\n"
+                     "self:\n"
+                     "  name: pod-$$${POD_INDEX}\n"
+                     "  node: ${NODE_NAME:-fallback-node}\n"
+                     "  zone: ${POD_ZONE:-zone-default}\n"
+                     "peers:\n"
+                     "  static:\n"
+                     "    - name: srv\n"
+                     "      address: ${PEER_IP}\n"
+                     "      node: node-b\n"
+                     "      zone: ${UNSET_ZONE}\n"
+                     "probes:\n"
+                     "  rtt:\n"
+                     "    interval: ${RTT_INTERVAL}\n",
+                     {{"PORT", "9555"},
+                      {"POD_INDEX", "1"},
+                      {"POD_ZONE", "zone-real"},
+                      {"PEER_IP", "10.1.2.3"},
+                      {"RTT_INTERVAL", "20s"}},
+                     e});
+  }
+
+  {
+    Expected e = Want({"pod-a", "node-a", ""});
+    e.peers = {MakePeer("v6-full", "fd00::1", 9479, 5201, "", ""),
+               MakePeer("v6-loopback", "::1", 9000, 5201, "node-a", "")};
+    cases.push_back({"ipv6_peer",
+                     kSelf +
+                         "peers:\n"
+                         "  static:\n"
+                         "    - {name: v6-full, address: \"fd00::1\"}\n"
+                         "    - {name: v6-loopback, address: \"::1\", port: 9000, node: node-a}\n",
+                     {},
+                     e});
+  }
+
+  {
+    Expected e = Want({"pod-a", "node-a", "zone-a"});
+    e.udp_echo = {make_address("0.0.0.0"), 9479};
+    e.peers = {MakePeer("srv-same", "10.0.2.72", 9479, 5201, "node-a", "zone-a")};
+    e.rtt = MakeRtt(RttProtocol::kIcmp, 10s, 20, 50ms, 1s, 56);
+    cases.push_back({"flow_style_maps",
+                     "self: { name: pod-a, node: node-a, zone: zone-a }\n"
+                     "responders:\n"
+                     "  udp_echo: { listen_address: \"0.0.0.0:9479\" }\n"
+                     "peers:\n"
+                     "  static:\n"
+                     "    - { name: srv-same, address: 10.0.2.72, node: node-a, zone: zone-a }\n"
+                     "probes:\n"
+                     "  rtt:   { protocol: icmp, interval: 10s, count: 20, spacing: 50ms, "
+                     "timeout: 1s }\n",
+                     {},
+                     e});
+  }
+
+  {
+    Expected e = Want({"probe-7", "node-7", ""});
+    e.peers = {MakePeer("srv", "10.9.8.7", 9479, 5201, "", "")};
+    cases.push_back({"env_in_flow_maps_quoted",
+                     "self: {name: \"${POD_NAME}\", node: \"${NODE_NAME}\"}\n"
+                     "peers:\n"
+                     "  static:\n"
+                     "    - {name: srv, address: \"${PEER_IP}\"}\n",
+                     {{"POD_NAME", "probe-7"}, {"NODE_NAME", "node-7"}, {"PEER_IP", "10.9.8.7"}},
+                     e});
+  }
+
+  {
+    // An empty rtt section turns the probe on with its defaults.
+    Expected e = Want({"pod-a", "node-a", ""});
+    e.rtt = RttOptions{};
+    cases.push_back({"empty_rtt_section_uses_defaults", kSelf + "probes:\n  rtt:\n", {}, e});
+  }
+
+  {
+    // A train that exactly fills the interval is allowed: 4*250ms + 1s = 2s.
+    Expected e = Want({"pod-a", "node-a", ""});
+    e.rtt = MakeRtt(RttProtocol::kIcmp, 2s, 5, 250ms, 1s, 56);
+    cases.push_back({"train_exactly_interval",
+                     kSelf + "probes:\n  rtt: {interval: 2s, count: 5, spacing: 250ms, timeout: 1s}\n",
+                     {},
+                     e});
+  }
+  return cases;
+}
+
+class ValidConfigTest : public testing::TestWithParam<ValidCase> {};
+
+TEST_P(ValidConfigTest, Parses) {
+  const ValidCase& c = GetParam();
+  LoadResult r = Parse(c.text, "test.yaml", FakeEnv(c.env));
+  ASSERT_TRUE(r.ok()) << "errors:\n" << Dump(r.errors);
+  EXPECT_TRUE(r.errors.empty());
+  const Config& got = *r.config;
+  const Expected& want = c.want;
+  EXPECT_EQ(got.file, "test.yaml");
+  EXPECT_EQ(got.listen_address.address, want.listen.address);
+  EXPECT_EQ(got.listen_address.port, want.listen.port);
+  EXPECT_EQ(got.self, want.self);
+  EXPECT_EQ(got.udp_echo_listen_address.address, want.udp_echo.address);
+  EXPECT_EQ(got.udp_echo_listen_address.port, want.udp_echo.port);
+  ASSERT_EQ(got.static_peers.size(), want.peers.size());
+  for (std::size_t i = 0; i < want.peers.size(); ++i) {
+    SCOPED_TRACE("peer " + std::to_string(i));
+    EXPECT_EQ(got.static_peers[i].name, want.peers[i].name);
+    EXPECT_EQ(got.static_peers[i].address, want.peers[i].address);
+    EXPECT_EQ(got.static_peers[i].port, want.peers[i].port);
+    EXPECT_EQ(got.static_peers[i].burst_port, want.peers[i].burst_port);
+    EXPECT_EQ(got.static_peers[i].node, want.peers[i].node);
+    EXPECT_EQ(got.static_peers[i].zone, want.peers[i].zone);
+  }
+  ASSERT_EQ(got.rtt.has_value(), want.rtt.has_value());
+  if (want.rtt) {
+    EXPECT_EQ(got.rtt->protocol, want.rtt->protocol);
+    EXPECT_EQ(got.rtt->interval, want.rtt->interval);
+    EXPECT_EQ(got.rtt->count, want.rtt->count);
+    EXPECT_EQ(got.rtt->spacing, want.rtt->spacing);
+    EXPECT_EQ(got.rtt->timeout, want.rtt->timeout);
+    EXPECT_EQ(got.rtt->size, want.rtt->size);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, ValidConfigTest, testing::ValuesIn(ValidCases()),
+                         [](const auto& info) { return info.param.name; });
+
+// --------------------------------------------------------------------------------------------
+// Invalid files: each must be rejected with an error that names the place, the key path and
+// the problem. `prefix` is "test.yaml:LINE:COL: key.path: " (what ToString starts with);
+// `message` must occur in the rest.
+
+struct InvalidCase {
+  std::string name;
+  std::string text;
+  std::string prefix;
+  std::string message;
+};
+
+void PrintTo(const InvalidCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<InvalidCase> InvalidCases() {
+  const std::string rtt = kSelf + "probes:\n  rtt:\n";        // options on line 6, column 5
+  const std::string peers = kSelf + "peers:\n  static:\n";    // first peer on line 6
+  return {
+      // Syntax.
+      {"malformed_yaml_unclosed_flow_list", kSelf + "peers:\n  static: [\n", "test.yaml:",
+       "malformed YAML"},
+      {"malformed_yaml_bad_indentation", "self:\n  name: pod-a\n node: node-a\n", "test.yaml:3:",
+       "malformed YAML"},
+      {"top_level_list", "- self\n- peers\n", "test.yaml:1:1: ",
+       "the configuration must be a mapping at the top level"},
+      // Wrong types.
+      {"list_where_map_wanted", "self:\n  - pod-a\n", "test.yaml:2:3: self: ",
+       "must be a mapping"},
+      {"probes_is_a_list", kSelf + "probes:\n  - rtt\n", "test.yaml:5:3: probes: ",
+       "must be a mapping"},
+      {"map_where_string_wanted", "self:\n  name: {first: pod-a}\n  node: node-a\n",
+       "test.yaml:2:9: self.name: ", "must be a string"},
+      {"static_peers_is_a_map", peers + "    name: srv\n", "test.yaml:6:5: peers.static: ",
+       "must be a list of peers"},
+      // Durations.
+      {"zero_interval", rtt + "    interval: 0s\n", "test.yaml:6:15: probes.rtt.interval: ",
+       "must be a positive duration, got \"0s\""},
+      {"zero_spacing_bare_0", rtt + "    spacing: 0\n", "test.yaml:6:14: probes.rtt.spacing: ",
+       "must be a positive duration, got \"0\""},
+      {"negative_timeout", rtt + "    timeout: -1s\n", "test.yaml:6:14: probes.rtt.timeout: ",
+       "invalid duration \"-1s\""},
+      {"fractional_duration", rtt + "    interval: 1.5s\n", "test.yaml:6:15: probes.rtt.interval: ",
+       "invalid duration \"1.5s\""},
+      {"units_out_of_order", rtt + "    interval: 1s1m\n", "test.yaml:6:15: probes.rtt.interval: ",
+       "invalid duration \"1s1m\""},
+      {"duration_without_unit", rtt + "    timeout: 10\n", "test.yaml:6:14: probes.rtt.timeout: ",
+       "invalid duration \"10\""},
+      // Sizes and integers.
+      {"size_too_small", rtt + "    size: 8\n", "test.yaml:6:11: probes.rtt.size: ",
+       "must be from 16 to 9000, got 8"},
+      {"size_too_big", rtt + "    size: 9001\n", "test.yaml:6:11: probes.rtt.size: ",
+       "must be from 16 to 9000, got 9001"},
+      {"size_with_unit", rtt + "    size: 1kB\n", "test.yaml:6:11: probes.rtt.size: ",
+       "must be an integer, got \"1kB\""},
+      {"count_zero", rtt + "    count: 0\n", "test.yaml:6:12: probes.rtt.count: ",
+       "must be from 1 to 10000, got 0"},
+      {"count_too_big", rtt + "    count: 10001\n", "test.yaml:6:12: probes.rtt.count: ",
+       "must be from 1 to 10000, got 10001"},
+      {"count_fraction", rtt + "    count: 2.5\n", "test.yaml:6:12: probes.rtt.count: ",
+       "must be an integer, got \"2.5\""},
+      {"protocol_unknown", rtt + "    protocol: tcp\n", "test.yaml:6:15: probes.rtt.protocol: ",
+       "must be \"icmp\" or \"udp\", got \"tcp\""},
+      {"train_longer_than_interval",
+       rtt + "    interval: 1s\n    count: 20\n    spacing: 50ms\n    timeout: 1s\n",
+       "test.yaml:6:5: probes.rtt: ",
+       "a train lasts (count-1)*spacing + timeout = 1s950ms, longer than interval 1s"},
+      // 999 * 1y does not fit in 64-bit nanoseconds: must not wrap round to a short train.
+      {"train_overflows", rtt + "    interval: 1s\n    count: 1000\n    spacing: 1y\n",
+       "test.yaml:6:5: probes.rtt: ", "a train lasts"},
+      // Keys.
+      {"unknown_top_level_key", kSelf + "scrape_interval: 10s\n", "test.yaml:4:1: scrape_interval: ",
+       "unknown key (known keys: listen_address, self, responders, peers, probes)"},
+      {"unknown_nested_key", rtt + "    jitter: 1ms\n", "test.yaml:6:5: probes.rtt.jitter: ",
+       "unknown key (known keys: protocol, interval, count, spacing, timeout, size)"},
+      {"unknown_key_in_self", kSelf + "  zon: zone-a\n", "test.yaml:4:3: self.zon: ",
+       "unknown key"},
+      {"unknown_key_in_peer", peers + "    - {name: a, address: 10.0.0.1, zones: z}\n",
+       "test.yaml:6:36: peers.static[0].zones: ", "unknown key"},
+      {"duplicate_key", kSelf + "  node: node-b\n", "test.yaml:4:3: self.node: ", "duplicate key"},
+      {"duplicate_nested_key", rtt + "    count: 5\n    count: 6\n",
+       "test.yaml:7:5: probes.rtt.count: ", "duplicate key"},
+      // Peers.
+      {"duplicate_peer_name",
+       peers + "    - {name: srv, address: 10.0.0.1}\n    - {name: srv, address: 10.0.0.2}\n",
+       "test.yaml:7:14: peers.static[1].name: ",
+       "duplicate peer name \"srv\" (also peers.static[0])"},
+      {"duplicate_address_and_port",
+       peers + "    - {name: a, address: 10.0.0.1}\n    - {name: b, address: 10.0.0.1}\n",
+       "test.yaml:7:26: peers.static[1].address: ", "same address and port as peers.static[0]"},
+      {"duplicate_ipv6_written_differently",
+       peers + "    - {name: a, address: \"fd00::1\"}\n"
+               "    - {name: b, address: \"fd00:0:0:0::1\", port: 9479}\n",
+       "test.yaml:7:26: peers.static[1].address: ", "same address and port as peers.static[0]"},
+      {"bad_ip_address", peers + "    - {name: a, address: 10.0.0.256}\n",
+       "test.yaml:6:26: peers.static[0].address: ",
+       "must be an IPv4 or IPv6 address, got \"10.0.0.256\""},
+      {"hostname_as_address", peers + "    - {name: a, address: srv.example.com}\n",
+       "test.yaml:6:26: peers.static[0].address: ",
+       "must be an IPv4 or IPv6 address, got \"srv.example.com\""},
+      {"peer_without_address", peers + "    - {name: a}\n",
+       "test.yaml:6:7: peers.static[0].address: ", "required"},
+      {"port_zero", peers + "    - {name: a, address: 10.0.0.1, port: 0}\n",
+       "test.yaml:6:42: peers.static[0].port: ", "must be from 1 to 65535, got 0"},
+      {"port_too_big", peers + "    - {name: a, address: 10.0.0.1, port: 65536}\n",
+       "test.yaml:6:42: peers.static[0].port: ", "must be from 1 to 65535, got 65536"},
+      // Self.
+      {"missing_self", "probes:\n  rtt: {}\n", "test.yaml:1:1: self: ", "required"},
+      {"empty_file", "", "test.yaml", "self: required"},
+      {"missing_self_node", "self:\n  name: pod-a\n", "test.yaml:2:3: self.node: ",
+       "required and must not be empty"},
+      {"empty_self_name", "self:\n  name: \"\"\n  node: node-a\n", "test.yaml:2:9: self.name: ",
+       "required and must not be empty"},
+      {"self_name_from_unset_variable", "self:\n  name: ${POD_NAME}\n  node: node-a\n",
+       "test.yaml:2:9: self.name: ", "required and must not be empty"},
+      // Sections documented in DESIGN.md but not built yet.
+      {"probes_http_not_supported", kSelf + "probes:\n  http: {interval: 30s}\n",
+       "test.yaml:5:3: probes.http: ", "not supported yet"},
+      {"probes_burst_not_supported", kSelf + "probes:\n  burst: {interval: 15m}\n",
+       "test.yaml:5:3: probes.burst: ", "not supported yet"},
+      {"probes_dns_not_supported", kSelf + "probes:\n  dns: {interval: 30s}\n",
+       "test.yaml:5:3: probes.dns: ", "not supported yet"},
+      {"peers_kubernetes_not_supported", kSelf + "peers:\n  kubernetes: {namespace: podnet}\n",
+       "test.yaml:5:3: peers.kubernetes: ", "not supported yet"},
+      {"responders_burst_not_supported",
+       kSelf + "responders:\n  burst: {listen_address: \"0.0.0.0:5201\"}\n",
+       "test.yaml:5:3: responders.burst: ", "not supported yet"},
+      // Listen addresses.
+      {"listen_address_hostname", kSelf + "listen_address: \"localhost:9479\"\n",
+       "test.yaml:4:17: listen_address: ", "host must be an IP address, got \"localhost\""},
+      {"listen_address_without_port", kSelf + "listen_address: 0.0.0.0\n",
+       "test.yaml:4:17: listen_address: ", "expected \"HOST:PORT\""},
+      {"listen_address_port_out_of_range", kSelf + "listen_address: \":65536\"\n",
+       "test.yaml:4:17: listen_address: ", "port must be a number from 0 to 65535"},
+      {"udp_echo_ipv6_without_brackets",
+       kSelf + "responders:\n  udp_echo:\n    listen_address: \"::1:9479\"\n",
+       "test.yaml:6:21: responders.udp_echo.listen_address: ", "an IPv6 host needs brackets"},
+      // Environment expansion.
+      {"unterminated_variable", "self:\n  name: \"${POD_NAME\"\n  node: node-a\n",
+       "test.yaml:2:9: self.name: ", "unterminated \"${\" in \"${POD_NAME\""},
+      {"bad_variable_name", "self:\n  name: ${POD-NAME}\n  node: node-a\n",
+       "test.yaml:2:9: self.name: ", "bad environment variable name \"POD-NAME\""},
+      // In a flow mapping an unquoted ${VAR} is a YAML syntax error; the message says what to do.
+      {"unquoted_variable_in_flow_map", "self: {name: ${POD_NAME}, node: node-a}\n",
+       "test.yaml:1:", "quote values with ${VAR}: \"${VAR}\""},
+  };
+}
+
+class InvalidConfigTest : public testing::TestWithParam<InvalidCase> {};
+
+TEST_P(InvalidConfigTest, IsRejectedWithLocatedError) {
+  const InvalidCase& c = GetParam();
+  LoadResult r = Parse(c.text, "test.yaml", FakeEnv({}));
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.config, nullptr);
+  ASSERT_FALSE(r.errors.empty());
+  bool found = false;
+  for (const auto& e : r.errors) {
+    EXPECT_EQ(e.file, "test.yaml");
+    std::string s = e.ToString();
+    if (s.rfind(c.prefix, 0) == 0 && s.find(c.message, c.prefix.size()) != std::string::npos) {
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found) << "wanted an error starting with '" << c.prefix << "' containing '"
+                     << c.message << "'; got:\n"
+                     << Dump(r.errors);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, InvalidConfigTest, testing::ValuesIn(InvalidCases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(ConfigTest, ErrorToStringFormat) {
+  EXPECT_EQ((Error{"podnet.yaml", 12, 7, "probes.rtt.interval", "must be positive"}).ToString(),
+            "podnet.yaml:12:7: probes.rtt.interval: must be positive");
+  EXPECT_EQ((Error{"podnet.yaml", 3, 1, "", "malformed YAML: x"}).ToString(),
+            "podnet.yaml:3:1: malformed YAML: x");
+  EXPECT_EQ((Error{"/etc/podnet.yaml", 0, 0, "", "cannot read the file"}).ToString(),
+            "/etc/podnet.yaml: cannot read the file");
+}
+
+TEST(ConfigTest, ReportsEveryProblemOfOneFile) {
+  const std::string text =
+      "listen_address: nowhere\n"                    // 1
+      "self:\n"                                      // 2
+      "  name: \"\"\n"                               // 3
+      "  node: node-a\n"                             // 4
+      "peers:\n"                                     // 5
+      "  static:\n"                                  // 6
+      "    - {name: a, address: 10.0.0.300}\n"       // 7
+      "probes:\n"                                    // 8
+      "  rtt:\n"                                     // 9
+      "    interval: 0s\n"                           // 10
+      "    count: -1\n"                              // 11
+      "  dns: {}\n"                                  // 12
+      "extra: 1\n";                                  // 13
+  LoadResult r = Parse(text, "test.yaml", FakeEnv({}));
+  EXPECT_FALSE(r.ok());
+  std::vector<std::string> want = {
+      "test.yaml:1:17: listen_address: ",
+      "test.yaml:3:9: self.name: ",
+      "test.yaml:7:26: peers.static[0].address: ",
+      "test.yaml:10:15: probes.rtt.interval: ",
+      "test.yaml:11:12: probes.rtt.count: ",
+      "test.yaml:12:3: probes.dns: ",
+      "test.yaml:13:1: extra: ",
+  };
+  for (const auto& prefix : want) {
+    int matches = 0;
+    for (const auto& e : r.errors) matches += e.ToString().rfind(prefix, 0) == 0 ? 1 : 0;
+    EXPECT_EQ(matches, 1) << prefix << "\n" << Dump(r.errors);
+  }
+  EXPECT_EQ(r.errors.size(), want.size()) << Dump(r.errors);
+}
+
+// The repository root, from this file's path (tests/unit/config/config_test.cc).
+std::string SourceRoot() {
+  std::string here = __FILE__;
+  for (int i = 0; i < 4; ++i) here = here.substr(0, here.rfind('/'));
+  return here;
+}
+
+TEST(ConfigTest, ShippedDefaultConfigLoads) {
+  const std::string path = SourceRoot() + "/config/podnet.yaml";
+  if (!std::ifstream(path)) GTEST_SKIP() << "no " << path;
+  // Without the Downward API variables the defaults in the file apply.
+  LoadResult r = LoadFile(path, FakeEnv({}));
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  EXPECT_FALSE(r.config->self.name.empty());
+  EXPECT_FALSE(r.config->self.node.empty());
+  ASSERT_TRUE(r.config->rtt.has_value());
+  // With them, they win.
+  LoadResult k = LoadFile(path, FakeEnv({{"POD_NAME", "podnet-x1"},
+                                         {"NODE_NAME", "ip-10-0-1-1"},
+                                         {"POD_ZONE", "ap-northeast-2a"}}));
+  ASSERT_TRUE(k.ok()) << Dump(k.errors);
+  EXPECT_EQ(k.config->self, (Self{"podnet-x1", "ip-10-0-1-1", "ap-northeast-2a"}));
+}
+
+TEST(ConfigTest, LoadFileMissing) {
+  const std::string path = "/nonexistent-podnet-dir/podnet.yaml";
+  LoadResult r = LoadFile(path, FakeEnv({}));
+  EXPECT_FALSE(r.ok());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].file, path);
+  EXPECT_EQ(r.errors[0].line, 0);
+  EXPECT_EQ(r.errors[0].ToString(), path + ": cannot read the file");
+}
+
+TEST(ConfigTest, LoadFileReadsAndNamesTheFile) {
+  char path[] = "/tmp/podnet-config-test-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    std::ofstream out(path);
+    out << kSelf << "bogus: 1\n";
+  }
+  LoadResult bad = LoadFile(path, FakeEnv({}));
+  ASSERT_EQ(bad.errors.size(), 1u) << Dump(bad.errors);
+  EXPECT_EQ(bad.errors[0].ToString().rfind(std::string(path) + ":4:1: bogus: ", 0), 0u)
+      << bad.errors[0].ToString();
+  {
+    std::ofstream out(path);
+    out << kSelf;
+  }
+  LoadResult good = LoadFile(path, FakeEnv({}));
+  std::remove(path);
+  ASSERT_TRUE(good.ok()) << Dump(good.errors);
+  EXPECT_EQ(good.config->file, path);
+  EXPECT_EQ(good.config->self.name, "pod-a");
+}
+
+}  // namespace
+}  // namespace podnet::config

@@ -1,1 +1,228 @@
+#include "exporter/topology/topology.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+namespace podnet::topology {
+namespace {
+
+using boost::asio::ip::make_address;
+
+// --------------------------------------------------------------------------------------------
+// Classify
+
+struct ClassifyCase {
+  std::string name;
+  config::Self self;
+  std::string peer_node;
+  std::string peer_zone;
+  PathClass want;
+};
+
+void PrintTo(const ClassifyCase& c, std::ostream* os) { *os << c.name; }
+
+class ClassifyTest : public testing::TestWithParam<ClassifyCase> {};
+
+TEST_P(ClassifyTest, Classifies) {
+  const auto& c = GetParam();
+  EXPECT_EQ(PathClassName(Classify(c.self, c.peer_node, c.peer_zone)), PathClassName(c.want));
+}
+
+const config::Self kSelfA{"pod-a", "node-1", "zone-a"};
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ClassifyTest,
+    testing::Values(
+        ClassifyCase{"same_node", kSelfA, "node-1", "zone-a", PathClass::kSameNode},
+        // The node decides: a zone label that disagrees (or is missing) cannot move a peer on
+        // the same node to another rung.
+        ClassifyCase{"same_node_other_zone_label", kSelfA, "node-1", "zone-b",
+                     PathClass::kSameNode},
+        ClassifyCase{"same_node_peer_zone_unknown", kSelfA, "node-1", "", PathClass::kSameNode},
+        ClassifyCase{"same_node_self_zone_unknown", {"pod-a", "node-1", ""}, "node-1", "zone-a",
+                     PathClass::kSameNode},
+        ClassifyCase{"same_node_both_zones_unknown", {"pod-a", "node-1", ""}, "node-1", "",
+                     PathClass::kSameNode},
+        ClassifyCase{"same_zone", kSelfA, "node-2", "zone-a", PathClass::kSameZone},
+        ClassifyCase{"cross_zone", kSelfA, "node-3", "zone-b", PathClass::kCrossZone},
+        ClassifyCase{"peer_node_empty", kSelfA, "", "zone-a", PathClass::kUnknown},
+        ClassifyCase{"self_node_empty", {"pod-a", "", "zone-a"}, "node-1", "zone-a",
+                     PathClass::kUnknown},
+        // Two empty node names are not "the same node".
+        ClassifyCase{"both_nodes_empty", {"pod-a", "", "zone-a"}, "", "zone-a",
+                     PathClass::kUnknown},
+        ClassifyCase{"peer_zone_empty_other_node", kSelfA, "node-2", "", PathClass::kUnknown},
+        ClassifyCase{"self_zone_empty_other_node", {"pod-a", "node-1", ""}, "node-2", "zone-a",
+                     PathClass::kUnknown},
+        // Two empty zones are not "the same zone".
+        ClassifyCase{"both_zones_empty_other_node", {"pod-a", "node-1", ""}, "node-2", "",
+                     PathClass::kUnknown}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(PathClassTest, LabelValues) {
+  EXPECT_EQ(PathClassName(PathClass::kSameNode), "same_node");
+  EXPECT_EQ(PathClassName(PathClass::kSameZone), "same_zone");
+  EXPECT_EQ(PathClassName(PathClass::kCrossZone), "cross_zone");
+  EXPECT_EQ(PathClassName(PathClass::kUnknown), "unknown");
+  // kAllPathClasses lists every class once, in ladder order.
+  std::vector<std::string_view> names;
+  for (auto p : kAllPathClasses) names.push_back(PathClassName(p));
+  EXPECT_EQ(names, (std::vector<std::string_view>{"same_node", "same_zone", "cross_zone",
+                                                  "unknown"}));
+}
+
+// --------------------------------------------------------------------------------------------
+// BuildPeers
+
+config::StaticPeer SP(std::string name, const char* address, std::string node, std::string zone,
+                      std::uint16_t port = 9479, std::uint16_t burst_port = 5201) {
+  config::StaticPeer p;
+  p.name = std::move(name);
+  p.address = make_address(address);
+  p.port = port;
+  p.burst_port = burst_port;
+  p.node = std::move(node);
+  p.zone = std::move(zone);
+  return p;
+}
+
+Peer P(std::string name, const char* address, std::string node, std::string zone, PathClass path,
+       std::uint16_t port = 9479, std::uint16_t burst_port = 5201) {
+  Peer p;
+  p.name = std::move(name);
+  p.address = make_address(address);
+  p.port = port;
+  p.burst_port = burst_port;
+  p.node = std::move(node);
+  p.zone = std::move(zone);
+  p.path = path;
+  return p;
+}
+
+std::vector<std::string> Names(const std::vector<Peer>& peers) {
+  std::vector<std::string> out;
+  for (const auto& p : peers) out.push_back(p.name);
+  return out;
+}
+
+TEST(BuildPeersTest, SkipsSelfSortsByNameAndClassifies) {
+  std::vector<config::StaticPeer> in = {
+      SP("zeta", "10.0.0.9", "node-3", "zone-b", 9000, 6000),
+      SP("pod-a", "10.0.0.1", "node-1", "zone-a"),  // this Pod itself
+      SP("alpha", "10.0.0.2", "node-1", "zone-a"),
+      SP("mid", "fd00::5", "node-2", "zone-a"),
+      SP("beta", "10.0.0.4", "", ""),
+  };
+  auto peers = BuildPeers(kSelfA, in);
+  EXPECT_EQ(Names(peers), (std::vector<std::string>{"alpha", "beta", "mid", "zeta"}));
+  ASSERT_EQ(peers.size(), 4u);
+  EXPECT_EQ(peers[0], P("alpha", "10.0.0.2", "node-1", "zone-a", PathClass::kSameNode));
+  EXPECT_EQ(peers[1], P("beta", "10.0.0.4", "", "", PathClass::kUnknown));
+  EXPECT_EQ(peers[2], P("mid", "fd00::5", "node-2", "zone-a", PathClass::kSameZone));
+  EXPECT_EQ(peers[3],
+            P("zeta", "10.0.0.9", "node-3", "zone-b", PathClass::kCrossZone, 9000, 6000));
+}
+
+TEST(BuildPeersTest, SelfIsMatchedByNameOnly) {
+  // A peer on this node with another name is probed; a peer with this Pod's name is not,
+  // wherever it claims to be.
+  std::vector<config::StaticPeer> in = {SP("pod-a", "10.9.9.9", "node-7", "zone-z"),
+                                        SP("pod-b", "10.0.0.1", "node-1", "zone-a")};
+  EXPECT_EQ(Names(BuildPeers(kSelfA, in)), (std::vector<std::string>{"pod-b"}));
+  EXPECT_TRUE(BuildPeers(kSelfA, {}).empty());
+  EXPECT_TRUE(BuildPeers(kSelfA, {SP("pod-a", "10.0.0.1", "node-1", "zone-a")}).empty());
+}
+
+TEST(BuildPeersTest, OrderDoesNotDependOnInputOrder) {
+  std::vector<config::StaticPeer> in = {SP("c", "10.0.0.3", "n", "z"),
+                                        SP("a", "10.0.0.1", "n", "z"),
+                                        SP("b", "10.0.0.2", "n", "z")};
+  auto first = BuildPeers(kSelfA, in);
+  std::reverse(in.begin(), in.end());
+  EXPECT_EQ(BuildPeers(kSelfA, in), first);
+  EXPECT_EQ(Names(first), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+// --------------------------------------------------------------------------------------------
+// Diff
+
+struct DiffCase {
+  std::string name;
+  std::vector<Peer> before;
+  std::vector<Peer> after;
+  std::vector<Peer> added;
+  std::vector<Peer> removed;
+  std::vector<Peer> kept;
+};
+
+void PrintTo(const DiffCase& c, std::ostream* os) { *os << c.name; }
+
+class DiffTest : public testing::TestWithParam<DiffCase> {};
+
+TEST_P(DiffTest, Diffs) {
+  const auto& c = GetParam();
+  PeerDiff d = Diff(c.before, c.after);
+  EXPECT_EQ(d.added, c.added) << "added: " << testing::PrintToString(Names(d.added));
+  EXPECT_EQ(d.removed, c.removed) << "removed: " << testing::PrintToString(Names(d.removed));
+  EXPECT_EQ(d.kept, c.kept) << "kept: " << testing::PrintToString(Names(d.kept));
+}
+
+const Peer kA = P("a", "10.0.0.1", "node-1", "zone-a", PathClass::kSameNode);
+const Peer kB = P("b", "10.0.0.2", "node-2", "zone-a", PathClass::kSameZone);
+const Peer kC = P("c", "10.0.0.3", "node-3", "zone-b", PathClass::kCrossZone);
+const Peer kD = P("d", "10.0.0.4", "node-4", "zone-b", PathClass::kCrossZone);
+// c after its node moved to zone-a: the same name, a different peer.
+const Peer kCZoneChanged = P("c", "10.0.0.3", "node-3", "zone-a", PathClass::kSameZone);
+const Peer kCAddressChanged = P("c", "10.0.0.33", "node-3", "zone-b", PathClass::kCrossZone);
+const Peer kCPortChanged = P("c", "10.0.0.3", "node-3", "zone-b", PathClass::kCrossZone, 9480);
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, DiffTest,
+    testing::Values(
+        DiffCase{"both_empty", {}, {}, {}, {}, {}},
+        DiffCase{"all_new", {}, {kA, kB}, {kA, kB}, {}, {}},
+        DiffCase{"all_gone", {kA, kB}, {}, {}, {kA, kB}, {}},
+        DiffCase{"unchanged", {kA, kB, kC}, {kA, kB, kC}, {}, {}, {kA, kB, kC}},
+        DiffCase{"added_removed_kept", {kA, kB, kC}, {kB, kC, kD}, {kD}, {kA}, {kB, kC}},
+        DiffCase{"zone_changed_is_removed_and_added",
+                 {kA, kB, kC},
+                 {kA, kB, kCZoneChanged},
+                 {kCZoneChanged},
+                 {kC},
+                 {kA, kB}},
+        DiffCase{"address_changed_is_removed_and_added",
+                 {kC},
+                 {kCAddressChanged},
+                 {kCAddressChanged},
+                 {kC},
+                 {}},
+        DiffCase{"port_changed_is_removed_and_added", {kC, kD}, {kCPortChanged, kD},
+                 {kCPortChanged}, {kC}, {kD}},
+        DiffCase{"mixed", {kA, kC, kD}, {kB, kCZoneChanged, kD}, {kB, kCZoneChanged}, {kA, kC},
+                 {kD}}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(DiffTest, AppliedToBuildPeersOutput) {
+  config::Self self{"pod-a", "node-1", "zone-a"};
+  auto before = BuildPeers(self, {SP("b", "10.0.0.2", "node-2", "zone-a"),
+                                  SP("c", "10.0.0.3", "node-3", "zone-b")});
+  // c's node is relabelled to zone-a; d appears; b is unchanged.
+  auto after = BuildPeers(self, {SP("d", "10.0.0.4", "node-1", "zone-a"),
+                                 SP("c", "10.0.0.3", "node-3", "zone-a"),
+                                 SP("b", "10.0.0.2", "node-2", "zone-a")});
+  PeerDiff d = Diff(before, after);
+  EXPECT_EQ(Names(d.kept), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(Names(d.removed), (std::vector<std::string>{"c"}));
+  EXPECT_EQ(Names(d.added), (std::vector<std::string>{"c", "d"}));
+  ASSERT_EQ(d.removed.size(), 1u);
+  EXPECT_EQ(d.removed[0].path, PathClass::kCrossZone);
+  ASSERT_EQ(d.added.size(), 2u);
+  EXPECT_EQ(d.added[0].path, PathClass::kSameZone);
+  EXPECT_EQ(d.added[1].path, PathClass::kSameNode);
+}
+
+}  // namespace
+}  // namespace podnet::topology

@@ -1,1 +1,310 @@
+#include "exporter/probes/rtt/wire.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+namespace podnet::probes::rtt {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+// --------------------------------------------------------------------------------------------
+// The probe payload.
+
+struct PayloadCase {
+  Kind kind;
+  std::uint16_t seq;
+  std::uint64_t token;
+  std::size_t size;
+};
+
+class PayloadTest : public testing::TestWithParam<PayloadCase> {};
+
+TEST_P(PayloadTest, EncodesTheDocumentedLayoutAndRoundTrips) {
+  const auto& c = GetParam();
+  Bytes p = EncodePayload({c.kind, c.seq, c.token}, c.size);
+  ASSERT_EQ(p.size(), std::max(c.size, kHeaderSize));
+  // wire.h: magic "PNET" | version | kind | seq | token, network byte order.
+  EXPECT_EQ(std::string(p.begin(), p.begin() + 4), "PNET");
+  EXPECT_EQ(p[4], 1);
+  EXPECT_EQ(p[5], static_cast<std::uint8_t>(c.kind));
+  EXPECT_EQ(p[6], c.seq >> 8);
+  EXPECT_EQ(p[7], c.seq & 0xFF);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(p[8 + i], static_cast<std::uint8_t>(c.token >> (56 - 8 * i))) << "token byte " << i;
+  }
+  auto h = DecodePayload(p);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->kind, c.kind);
+  EXPECT_EQ(h->seq, c.seq);
+  EXPECT_EQ(h->token, c.token);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, PayloadTest,
+                         testing::Values(PayloadCase{Kind::kRequest, 0, 0, 16},
+                                         PayloadCase{Kind::kRequest, 1, 0x0102030405060708, 56},
+                                         PayloadCase{Kind::kReply, 0xFFFF, ~0ULL, 1472},
+                                         PayloadCase{Kind::kReply, 0x1234, 42, 17},
+                                         // Shorter than the header: padded up to it.
+                                         PayloadCase{Kind::kRequest, 7, 7, 0},
+                                         PayloadCase{Kind::kRequest, 7, 7, 15}));
+
+TEST(PayloadTest, PaddingIsTheSameForEveryHeader) {
+  // Only the header may differ between two payloads of one size (the rest is a fixed pattern).
+  Bytes a = EncodePayload({Kind::kRequest, 1, 1}, 64);
+  Bytes b = EncodePayload({Kind::kReply, 2, 99}, 64);
+  EXPECT_EQ(Bytes(a.begin() + kHeaderSize, a.end()), Bytes(b.begin() + kHeaderSize, b.end()));
+}
+
+struct DecodeRejectCase {
+  std::string name;
+  std::size_t truncate_to;  // SIZE_MAX: keep all
+  std::size_t corrupt_at;   // SIZE_MAX: nothing
+  std::uint8_t value;
+};
+
+void PrintTo(const DecodeRejectCase& c, std::ostream* os) { *os << c.name; }
+
+class DecodeRejectTest : public testing::TestWithParam<DecodeRejectCase> {};
+
+TEST_P(DecodeRejectTest, Rejects) {
+  const auto& c = GetParam();
+  Bytes p = EncodePayload({Kind::kRequest, 5, 6}, 32);
+  if (c.truncate_to != SIZE_MAX) p.resize(c.truncate_to);
+  if (c.corrupt_at != SIZE_MAX) p[c.corrupt_at] = c.value;
+  EXPECT_FALSE(DecodePayload(p).has_value());
+  Bytes before = p;
+  EXPECT_FALSE(MakeReply(p));
+  EXPECT_EQ(p, before) << "MakeReply must leave what it rejects untouched";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, DecodeRejectTest,
+    testing::Values(DecodeRejectCase{"empty", 0, SIZE_MAX, 0},
+                    DecodeRejectCase{"one_byte_short", 15, SIZE_MAX, 0},
+                    DecodeRejectCase{"magic_only", 4, SIZE_MAX, 0},
+                    DecodeRejectCase{"wrong_magic_first_byte", SIZE_MAX, 0, 'p'},
+                    DecodeRejectCase{"wrong_magic_last_byte", SIZE_MAX, 3, 'X'},
+                    DecodeRejectCase{"version_0", SIZE_MAX, 4, 0},
+                    DecodeRejectCase{"version_2", SIZE_MAX, 4, 2},
+                    DecodeRejectCase{"kind_0", SIZE_MAX, 5, 0},
+                    DecodeRejectCase{"kind_3", SIZE_MAX, 5, 3}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(MakeReplyTest, FlipsAValidRequestOnly) {
+  Bytes req = EncodePayload({Kind::kRequest, 300, 0xABCDEF}, 64);
+  Bytes data = req;
+  ASSERT_TRUE(MakeReply(data));
+  auto h = DecodePayload(data);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->kind, Kind::kReply);
+  EXPECT_EQ(h->seq, 300);
+  EXPECT_EQ(h->token, 0xABCDEFu);
+  // Only the kind byte changed.
+  for (std::size_t i = 0; i < req.size(); ++i) {
+    if (i != 5) {
+      EXPECT_EQ(data[i], req[i]) << "byte " << i;
+    }
+  }
+  // A reply is never answered again: two responders cannot echo each other in a loop.
+  Bytes reply = data;
+  EXPECT_FALSE(MakeReply(data));
+  EXPECT_EQ(data, reply);
+}
+
+TEST(MakeReplyTest, RejectsArbitraryTraffic) {
+  std::string text = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  Bytes data(text.begin(), text.end());
+  Bytes before = data;
+  EXPECT_FALSE(MakeReply(data));
+  EXPECT_EQ(data, before);
+}
+
+// --------------------------------------------------------------------------------------------
+// The Internet checksum.
+
+struct ChecksumCase {
+  std::string name;
+  Bytes data;
+  std::uint16_t want;
+};
+
+void PrintTo(const ChecksumCase& c, std::ostream* os) { *os << c.name; }
+
+class ChecksumTest : public testing::TestWithParam<ChecksumCase> {};
+
+TEST_P(ChecksumTest, MatchesReference) {
+  const auto& c = GetParam();
+  EXPECT_EQ(InternetChecksum(c.data), c.want) << std::hex << InternetChecksum(c.data);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ChecksumTest,
+    testing::Values(
+        // RFC 1071 §3: the words 0001 f203 f4f5 f6f7 sum to ddf2 (end-around carry); the
+        // checksum is its complement.
+        ChecksumCase{"rfc1071_example", {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7}, 0x220d},
+        // An odd length is padded with a zero byte: 0001 + f203 + f400 = 1e604 → e605 → 19fa.
+        ChecksumCase{"odd_length", {0x00, 0x01, 0xf2, 0x03, 0xf4}, 0x19fa},
+        // A textbook IPv4 header (192.168.0.1 → 192.168.0.199) with its checksum field zeroed.
+        ChecksumCase{"ipv4_header",
+                     {0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00,
+                      0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7},
+                     0xb861},
+        ChecksumCase{"empty", {}, 0xffff},
+        ChecksumCase{"all_ones_word", {0xff, 0xff}, 0x0000},
+        // ffff + ffff + 0002 = 20000 → 0002 → fffd.
+        ChecksumCase{"end_around_carry", {0xff, 0xff, 0xff, 0xff, 0x00, 0x02}, 0xfffd},
+        // ffff + ffff + 0001 = 1ffff → 10000 → 0001 (the fold itself carries) → fffe.
+        ChecksumCase{"carry_folds_twice", {0xff, 0xff, 0xff, 0xff, 0x00, 0x01}, 0xfffe}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(ChecksumTest, DataWithItsChecksumSumsToZero) {
+  Bytes hdr = {0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
+               0xb8, 0x61, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7};
+  EXPECT_EQ(InternetChecksum(hdr), 0);
+}
+
+// --------------------------------------------------------------------------------------------
+// ICMP echo.
+
+Bytes Payload() { return EncodePayload({Kind::kRequest, 9, 0x1122334455667788}, 24); }
+
+TEST(IcmpEchoTest, EncodeV4) {
+  Bytes payload = Payload();
+  Bytes m = EncodeIcmpEcho(false, 0xBEEF, 0x0102, payload);
+  ASSERT_EQ(m.size(), 8 + payload.size());
+  EXPECT_EQ(m[0], 8);  // RFC 792 echo request
+  EXPECT_EQ(m[1], 0);
+  EXPECT_EQ(m[4], 0xBE);
+  EXPECT_EQ(m[5], 0xEF);
+  EXPECT_EQ(m[6], 0x01);
+  EXPECT_EQ(m[7], 0x02);
+  EXPECT_EQ(Bytes(m.begin() + 8, m.end()), payload);
+  // A correct checksum makes the checksum of the whole message zero.
+  EXPECT_EQ(InternetChecksum(m), 0);
+}
+
+TEST(IcmpEchoTest, EncodeV4OddPayload) {
+  Bytes payload = {1, 2, 3};
+  Bytes m = EncodeIcmpEcho(false, 1, 2, payload);
+  EXPECT_EQ(InternetChecksum(m), 0);
+}
+
+TEST(IcmpEchoTest, EncodeV6LeavesChecksumToTheKernel) {
+  Bytes payload = Payload();
+  Bytes m = EncodeIcmpEcho(true, 0x0A0B, 0xFFFE, payload);
+  ASSERT_EQ(m.size(), 8 + payload.size());
+  EXPECT_EQ(m[0], 128);  // RFC 4443 echo request
+  EXPECT_EQ(m[1], 0);
+  EXPECT_EQ(m[2], 0);
+  EXPECT_EQ(m[3], 0);
+  EXPECT_EQ(m[4], 0x0A);
+  EXPECT_EQ(m[5], 0x0B);
+  EXPECT_EQ(m[6], 0xFF);
+  EXPECT_EQ(m[7], 0xFE);
+  EXPECT_EQ(Bytes(m.begin() + 8, m.end()), payload);
+}
+
+// An echo reply as a peer would send it: the request with its type changed.
+Bytes ReplyFor(bool v6, std::uint16_t ident, std::uint16_t seq, const Bytes& payload) {
+  Bytes m = EncodeIcmpEcho(v6, ident, seq, payload);
+  m[0] = v6 ? kIcmp6EchoReply : kIcmpEchoReply;
+  return m;
+}
+
+// An IPv4 header of `ihl` 32-bit words (options filled with NOPs) in front of `icmp`.
+Bytes WithIpv4Header(const Bytes& icmp, int ihl) {
+  Bytes out(static_cast<std::size_t>(ihl) * 4, 0x01);
+  out[0] = static_cast<std::uint8_t>(0x40 | ihl);
+  out[1] = 0;
+  std::size_t total = out.size() + icmp.size();
+  out[2] = static_cast<std::uint8_t>(total >> 8);
+  out[3] = static_cast<std::uint8_t>(total);
+  out[8] = 64;  // TTL
+  out[9] = 1;   // ICMP
+  out.insert(out.end(), icmp.begin(), icmp.end());
+  return out;
+}
+
+struct ParseCase {
+  std::string name;
+  bool v6;
+  bool with_ip_header;
+  Bytes data;
+  bool ok;
+};
+
+void PrintTo(const ParseCase& c, std::ostream* os) { *os << c.name; }
+
+class ParseIcmpEchoReplyTest : public testing::TestWithParam<ParseCase> {};
+
+TEST_P(ParseIcmpEchoReplyTest, Parses) {
+  const auto& c = GetParam();
+  auto e = ParseIcmpEchoReply(c.v6, c.with_ip_header, c.data);
+  ASSERT_EQ(e.has_value(), c.ok);
+  if (!c.ok) return;
+  EXPECT_EQ(e->ident, 0x4242);
+  EXPECT_EQ(e->seq, 0x0307);
+  EXPECT_EQ(Bytes(e->payload.begin(), e->payload.end()), Payload());
+  // The payload points into the caller's buffer, after the headers.
+  EXPECT_EQ(e->payload.data() + e->payload.size(), c.data.data() + c.data.size());
+}
+
+Bytes V4Reply() { return ReplyFor(false, 0x4242, 0x0307, Payload()); }
+Bytes V6Reply() { return ReplyFor(true, 0x4242, 0x0307, Payload()); }
+Bytes Truncated(Bytes b, std::size_t n) {
+  b.resize(n);
+  return b;
+}
+Bytes WithByte(Bytes b, std::size_t i, std::uint8_t v) {
+  b[i] = v;
+  return b;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ParseIcmpEchoReplyTest,
+    testing::Values(
+        ParseCase{"v4_datagram_socket", false, false, V4Reply(), true},
+        ParseCase{"v4_raw_ihl5", false, true, WithIpv4Header(V4Reply(), 5), true},
+        ParseCase{"v4_raw_ihl6_options", false, true, WithIpv4Header(V4Reply(), 6), true},
+        ParseCase{"v4_raw_ihl15", false, true, WithIpv4Header(V4Reply(), 15), true},
+        ParseCase{"v6", true, false, V6Reply(), true},
+        ParseCase{"v4_echo_request_rejected", false, false,
+                  EncodeIcmpEcho(false, 0x4242, 0x0307, Payload()), false},
+        ParseCase{"v4_dest_unreachable_rejected", false, false, WithByte(V4Reply(), 0, 3), false},
+        ParseCase{"v4_nonzero_code_rejected", false, false, WithByte(V4Reply(), 1, 1), false},
+        ParseCase{"v6_echo_request_rejected", true, false,
+                  EncodeIcmpEcho(true, 0x4242, 0x0307, Payload()), false},
+        ParseCase{"v6_parser_rejects_v4_reply_type", true, false, V4Reply(), false},
+        ParseCase{"v4_parser_rejects_v6_reply_type", false, false, V6Reply(), false},
+        ParseCase{"empty", false, false, {}, false},
+        ParseCase{"truncated_icmp_header", false, false, Truncated(V4Reply(), 7), false},
+        ParseCase{"v6_truncated_icmp_header", true, false, Truncated(V6Reply(), 7), false},
+        ParseCase{"raw_empty", false, true, {}, false},
+        ParseCase{"raw_truncated_ip_header", false, true,
+                  Truncated(WithIpv4Header(V4Reply(), 6), 23), false},
+        ParseCase{"raw_truncated_icmp_after_ip_header", false, true,
+                  Truncated(WithIpv4Header(V4Reply(), 6), 24 + 7), false},
+        ParseCase{"raw_ihl_below_5", false, true, WithByte(WithIpv4Header(V4Reply(), 5), 0, 0x44),
+                  false},
+        ParseCase{"raw_not_ipv4", false, true, WithByte(WithIpv4Header(V4Reply(), 5), 0, 0x65),
+                  false},
+        // Without the IP header flag an IPv4 header is not skipped: 0x45 is no echo reply.
+        ParseCase{"ip_header_not_expected", false, false, WithIpv4Header(V4Reply(), 5), false}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(IcmpEchoTest, HeaderOnlyReplyHasEmptyPayload) {
+  Bytes m = ReplyFor(false, 1, 2, {});
+  auto e = ParseIcmpEchoReply(false, false, m);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->ident, 1);
+  EXPECT_EQ(e->seq, 2);
+  EXPECT_TRUE(e->payload.empty());
+}
+
+}  // namespace
+}  // namespace podnet::probes::rtt

@@ -1,0 +1,333 @@
+#include "exporter/probes/rtt/rtt_probe.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+
+#include "exporter/metrics/metrics.h"
+#include "exporter/responders/udp_echo.h"
+#include "tests/unit/testing/loop.h"
+
+namespace podnet::probes::rtt {
+namespace {
+
+using namespace std::chrono_literals;
+using podnet::testing::CounterValue;
+using podnet::testing::FindSeries;
+using podnet::testing::LoopThread;
+
+const config::Self kSelf{"probe-a", "node-1", "zone-a"};
+
+config::RttOptions Options(config::RttProtocol protocol) {
+  config::RttOptions o;
+  o.protocol = protocol;
+  o.interval = 10s;
+  o.count = 5;
+  o.spacing = 10ms;
+  o.timeout = 200ms;
+  o.size = 56;
+  return o;
+}
+
+topology::Peer MakePeer(std::string name, const char* address, std::uint16_t port,
+                        std::string node = "node-1", std::string zone = "zone-a") {
+  topology::Peer p;
+  p.name = std::move(name);
+  p.address = boost::asio::ip::make_address(address);
+  p.port = port;
+  p.node = std::move(node);
+  p.zone = std::move(zone);
+  p.path = topology::Classify(kSelf, p.node, p.zone);
+  return p;
+}
+
+// A UDP port on 127.0.0.1 that nothing listens on (bound, then released).
+std::uint16_t FreeUdpPort() {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+bool CanOpen(int family, int type, int protocol) {
+  int fd = socket(family, type, protocol);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+bool IcmpAvailable(bool v6) {
+  int family = v6 ? int{AF_INET6} : int{AF_INET};
+  int proto = v6 ? int{IPPROTO_ICMPV6} : int{IPPROTO_ICMP};
+  return CanOpen(family, SOCK_DGRAM, proto) || CanOpen(family, SOCK_RAW, proto);
+}
+
+bool Ipv6LoopbackWorks() {
+  int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+class RttProbeTest : public ::testing::Test {
+ protected:
+  // The UDP echo responder runs on a loop of its own, as the serving loop does in the exporter.
+  std::uint16_t StartResponder(const char* address = "127.0.0.1") {
+    net::HostPort hp{boost::asio::ip::make_address(address), 0};
+    responder_ = responder_loop_.Run([&] {
+      return std::make_unique<responders::UdpEchoResponder>(responder_loop_.io(), hp,
+                                                            responder_registry_);
+    });
+    return responder_->port();
+  }
+
+  void TearDown() override {
+    if (responder_) responder_loop_.Run([&] { responder_.reset(); });
+    responder_loop_.Stop();
+  }
+
+  // Runs one round of each probe at once on the probe loop (this thread); returns how many
+  // times each `done` was called. Gives up after `limit`.
+  std::vector<int> RunRounds(const std::vector<std::shared_ptr<PeerProbe>>& probes,
+                             std::chrono::milliseconds limit = 3000ms) {
+    std::vector<int> done(probes.size(), 0);
+    auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+      probes[i]->Run(now, [&done, i] { ++done[i]; });
+    }
+    auto deadline = now + limit;
+    auto all_done = [&] {
+      for (int d : done) {
+        if (d == 0) return false;
+      }
+      return true;
+    };
+    io_.restart();
+    while (!all_done() && std::chrono::steady_clock::now() < deadline) io_.run_one_for(50ms);
+    return done;
+  }
+
+  prometheus::Labels Labels(const topology::Peer& peer, const char* protocol) {
+    auto l = metrics::PeerLabels(kSelf, peer);
+    l["protocol"] = protocol;
+    return l;
+  }
+
+  double Counter(const std::string& name, const prometheus::Labels& labels) {
+    return CounterValue(metrics_.registry(), name, labels);
+  }
+
+  double BytesCounter(const std::string& name, const topology::Peer& peer) {
+    auto l = metrics::PeerLabels(kSelf, peer);
+    l["probe"] = "rtt";
+    return CounterValue(metrics_.registry(), name, l);
+  }
+
+  // The checks of a round towards a peer that answered every request.
+  void ExpectAllAnswered(const topology::Peer& peer, const char* protocol, int count) {
+    auto labels = Labels(peer, protocol);
+    EXPECT_EQ(Counter("podnet_rtt_packets_sent_total", labels), count);
+    EXPECT_EQ(Counter("podnet_rtt_packets_received_total", labels), count);
+    EXPECT_EQ(Counter("podnet_rtt_duplicate_replies_total", labels), 0);
+    EXPECT_EQ(Counter("podnet_rtt_reordered_replies_total", labels), 0);
+    EXPECT_EQ(Counter("podnet_rtt_late_replies_total", labels), 0);
+    auto h = FindSeries(metrics_.registry(), "podnet_rtt_seconds", labels);
+    ASSERT_TRUE(h.has_value());
+    EXPECT_EQ(h->histogram.sample_count, static_cast<std::uint64_t>(count));
+    // Every RTT at most 50 ms (the le="0.05" bucket holds them all) and at least 1 µs on
+    // average (the histogram cannot show single values below its first bound).
+    bool found_50ms = false;
+    for (const auto& b : h->histogram.bucket) {
+      if (b.upper_bound == 0.05) {
+        found_50ms = true;
+        EXPECT_EQ(b.cumulative_count, static_cast<std::uint64_t>(count));
+      }
+    }
+    EXPECT_TRUE(found_50ms);
+    EXPECT_GE(h->histogram.sample_sum, count * 1e-6);
+    EXPECT_LE(h->histogram.sample_sum, count * 0.05);
+    // Bytes on the wire: IP header + ICMP/UDP header + payload, each way.
+    double per_packet = (peer.address.is_v6() ? 40 : 20) + 8 + 56;
+    EXPECT_EQ(BytesCounter("podnet_probe_sent_bytes_total", peer), count * per_packet);
+    EXPECT_EQ(BytesCounter("podnet_probe_received_bytes_total", peer), count * per_packet);
+    // Each measured RTT was timed from one TX and one RX stamp, kernel or user space.
+    auto stamps = [&](const char* direction) {
+      return Counter("podnet_rtt_timestamps_total", {{"direction", direction}, {"source", "kernel"}}) +
+             Counter("podnet_rtt_timestamps_total", {{"direction", direction}, {"source", "user"}});
+    };
+    EXPECT_EQ(stamps("tx"), count);
+    EXPECT_EQ(stamps("rx"), count);
+  }
+
+  bool SeriesOf(const std::string& peer_name) {
+    return metrics_.Serialize().find("peer=\"" + peer_name + "\"") != std::string::npos;
+  }
+
+  prometheus::Registry responder_registry_;
+  LoopThread responder_loop_;
+  std::unique_ptr<responders::UdpEchoResponder> responder_;
+
+  boost::asio::io_context io_;  // the probe loop
+  metrics::Metrics metrics_;
+  ProbeEnv env_{io_, metrics_, kSelf};
+};
+
+TEST_F(RttProbeTest, UdpEchoAllAnswered) {
+  std::uint16_t port = StartResponder();
+  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  EXPECT_EQ(kind->name(), "rtt");
+  EXPECT_EQ(kind->interval(), 10s);
+  auto peer = MakePeer("udp-peer", "127.0.0.1", port);
+  auto probe = kind->ForPeer(peer);
+  auto start = std::chrono::steady_clock::now();
+  auto done = RunRounds({probe});
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(done, std::vector<int>{1});
+  // The round lasts (count-1)*spacing + timeout = 240 ms.
+  EXPECT_GE(took, 230ms);
+  EXPECT_LE(took, 1000ms);
+  ExpectAllAnswered(peer, "udp", 5);
+  EXPECT_EQ(responder_registry_.Collect().empty(), false);
+  EXPECT_EQ(CounterValue(responder_registry_, "podnet_responder_requests_total",
+                         {{"result", "answered"}}),
+            5);
+  // Every series carries the peer labels of DESIGN.md.
+  auto h = FindSeries(metrics_.registry(), "podnet_rtt_seconds", Labels(peer, "udp"));
+  ASSERT_TRUE(h.has_value());
+  std::map<std::string, std::string> labels;
+  for (const auto& l : h->label) labels[l.name] = l.value;
+  EXPECT_EQ(labels, (std::map<std::string, std::string>{{"source_node", "node-1"},
+                                                        {"source_zone", "zone-a"},
+                                                        {"peer", "udp-peer"},
+                                                        {"peer_node", "node-1"},
+                                                        {"peer_zone", "zone-a"},
+                                                        {"path", "same_node"},
+                                                        {"protocol", "udp"}}));
+}
+
+TEST_F(RttProbeTest, UdpSecondRoundAddsUp) {
+  std::uint16_t port = StartResponder();
+  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto peer = MakePeer("udp-peer", "127.0.0.1", port);
+  auto probe = kind->ForPeer(peer);
+  ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
+  ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
+  ExpectAllAnswered(peer, "udp", 10);
+}
+
+TEST_F(RttProbeTest, UdpNothingListening) {
+  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto peer = MakePeer("dead-peer", "127.0.0.1", FreeUdpPort(), "node-2", "zone-b");
+  auto probe = kind->ForPeer(peer);
+  ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
+  auto labels = Labels(peer, "udp");
+  EXPECT_EQ(Counter("podnet_rtt_packets_sent_total", labels), 5);
+  EXPECT_EQ(Counter("podnet_rtt_packets_received_total", labels), 0);
+  auto h = FindSeries(metrics_.registry(), "podnet_rtt_seconds", labels);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->histogram.sample_count, 0u);
+  EXPECT_EQ(BytesCounter("podnet_probe_received_bytes_total", peer), 0);
+  EXPECT_EQ(metrics::PeerLabels(kSelf, peer).at("path"), "cross_zone");
+}
+
+TEST_F(RttProbeTest, RepliesGoToTheirOwnPeer) {
+  // Two peers share the kind's socket: one answers, one does not.
+  std::uint16_t port = StartResponder();
+  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto live = MakePeer("live", "127.0.0.1", port);
+  auto dead = MakePeer("dead", "127.0.0.1", FreeUdpPort());
+  auto done = RunRounds({kind->ForPeer(live), kind->ForPeer(dead)});
+  ASSERT_EQ(done, (std::vector<int>{1, 1}));
+  EXPECT_EQ(Counter("podnet_rtt_packets_received_total", Labels(live, "udp")), 5);
+  EXPECT_EQ(Counter("podnet_rtt_packets_received_total", Labels(dead, "udp")), 0);
+  EXPECT_EQ(Counter("podnet_rtt_packets_sent_total", Labels(dead, "udp")), 5);
+}
+
+TEST_F(RttProbeTest, RemoveSeriesRemovesOnlyThatPeer) {
+  std::uint16_t port = StartResponder();
+  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto gone = MakePeer("gone-peer", "127.0.0.1", port);
+  auto stays = MakePeer("staying-peer", "127.0.0.1", FreeUdpPort());
+  auto gone_probe = kind->ForPeer(gone);
+  auto stays_probe = kind->ForPeer(stays);
+  ASSERT_EQ(RunRounds({gone_probe, stays_probe}), (std::vector<int>{1, 1}));
+  ASSERT_TRUE(SeriesOf("gone-peer"));
+  ASSERT_TRUE(SeriesOf("staying-peer"));
+  gone_probe->RemoveSeries();
+  std::string text = metrics_.Serialize();
+  EXPECT_EQ(text.find("peer=\"gone-peer\""), std::string::npos) << text;
+  EXPECT_TRUE(SeriesOf("staying-peer"));
+  // After RemoveSeries the probe touches no metric again, even if it runs.
+  ASSERT_EQ(RunRounds({gone_probe}), std::vector<int>{1});
+  EXPECT_FALSE(SeriesOf("gone-peer"));
+}
+
+TEST_F(RttProbeTest, CancelEndsTheRoundOnce) {
+  std::uint16_t port = StartResponder();
+  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto peer = MakePeer("udp-peer", "127.0.0.1", port);
+  auto probe = kind->ForPeer(peer);
+  int done = 0;
+  probe->Run(std::chrono::steady_clock::now(), [&] { ++done; });
+  probe->Cancel();
+  EXPECT_EQ(done, 1);
+  io_.restart();
+  io_.run_for(400ms);  // longer than the round would have lasted
+  EXPECT_EQ(done, 1);
+  EXPECT_LT(Counter("podnet_rtt_packets_sent_total", Labels(peer, "udp")), 5);
+  // A cancelled probe's later rounds end at once.
+  int again = 0;
+  probe->Run(std::chrono::steady_clock::now(), [&] { ++again; });
+  EXPECT_EQ(again, 1);
+}
+
+struct IcmpCase {
+  std::string name;
+  const char* address;
+};
+
+void PrintTo(const IcmpCase& c, std::ostream* os) { *os << c.name; }
+
+class RttIcmpTest : public RttProbeTest, public ::testing::WithParamInterface<IcmpCase> {};
+
+TEST_P(RttIcmpTest, LoopbackAllAnswered) {
+  const auto& c = GetParam();
+  bool v6 = boost::asio::ip::make_address(c.address).is_v6();
+  // Root (raw socket) or a group in net.ipv4.ping_group_range (datagram "ping" socket).
+  if (!IcmpAvailable(v6)) GTEST_SKIP() << "no ICMP socket can be opened: run as root";
+  if (v6 && !Ipv6LoopbackWorks()) GTEST_SKIP() << "no IPv6 loopback here";
+  auto kind = MakeRttKind(Options(config::RttProtocol::kIcmp), env_);
+  auto peer = MakePeer("icmp-peer", c.address, 9479);
+  auto probe = kind->ForPeer(peer);
+  ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
+  ExpectAllAnswered(peer, "icmp", 5);
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total", {{"peer", "icmp-peer"}}),
+            -1)
+      << "no error series expected";
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, RttIcmpTest,
+                         ::testing::Values(IcmpCase{"ipv4", "127.0.0.1"},
+                                           IcmpCase{"ipv6", "::1"}),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace podnet::probes::rtt

@@ -1,0 +1,444 @@
+#include "exporter/responders/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/testing/loop.h"
+
+namespace podnet::responders {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using podnet::testing::Eventually;
+using podnet::testing::LoopThread;
+
+// ---------------------------------------------------------------------------------------------
+// A blocking HTTP/1.1 client on a plain socket. Every read has a deadline.
+
+struct Response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+};
+
+class Conn {
+ public:
+  explicit Conn(std::uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    // A connection the server has not accepted yet still completes: the kernel's backlog.
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  ~Conn() { Close(); }
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  bool connected() const { return connected_; }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+  bool Send(const std::string& data) {
+    std::size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  // The next response, or std::nullopt when the connection ends or `timeout` passes first.
+  std::optional<Response> Read(std::chrono::milliseconds timeout = 2000ms) {
+    auto deadline = Clock::now() + timeout;
+    std::size_t header_end;
+    while ((header_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+      if (!Fill(deadline)) return std::nullopt;
+    }
+    Response r;
+    std::string head = buffer_.substr(0, header_end);
+    std::size_t line_end = head.find("\r\n");
+    std::string status_line = head.substr(0, line_end);
+    if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12) return std::nullopt;
+    r.status = std::stoi(status_line.substr(9, 3));
+    std::size_t pos = line_end == std::string::npos ? head.size() : line_end + 2;
+    while (pos < head.size()) {
+      std::size_t end = head.find("\r\n", pos);
+      if (end == std::string::npos) end = head.size();
+      std::string line = head.substr(pos, end - pos);
+      std::size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string name = line.substr(0, colon);
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
+        std::string value = line.substr(colon + 1);
+        value.erase(0, value.find_first_not_of(' '));
+        r.headers[name] = value;
+      }
+      pos = end + 2;
+    }
+    std::size_t length = r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : 0;
+    std::size_t body_start = header_end + 4;
+    while (buffer_.size() < body_start + length) {
+      if (!Fill(deadline)) return std::nullopt;
+    }
+    r.body = buffer_.substr(body_start, length);
+    buffer_.erase(0, body_start + length);
+    return r;
+  }
+
+  // Whether the server closes the connection within `timeout` (bytes it sends first are
+  // skipped). A reset counts as closed.
+  bool ClosedWithin(std::chrono::milliseconds timeout) {
+    auto deadline = Clock::now() + timeout;
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() < 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      int n = poll(&p, 1, static_cast<int>(left.count()));
+      if (n == 0) return false;
+      if (n < 0) continue;
+      char buf[4096];
+      ssize_t got = recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+      if (got == 0) return true;
+      if (got < 0 && errno != EAGAIN && errno != EINTR) return true;
+    }
+  }
+
+ private:
+  bool Fill(Clock::time_point deadline) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char buf[4096];
+    ssize_t n = recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+    if (n <= 0) return n < 0 && (errno == EAGAIN || errno == EINTR);
+    buffer_.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string buffer_;
+};
+
+std::string Get(const std::string& target, const std::string& extra_headers = "",
+                const std::string& version = "HTTP/1.1") {
+  return "GET " + target + " " + version + "\r\nHost: localhost\r\n" + extra_headers + "\r\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void Start(HttpLimits limits = {}) {
+    net::HostPort hp{boost::asio::ip::make_address("127.0.0.1"), 0};
+    server_ = loop_.Run([&] {
+      return std::make_unique<HttpServer>(
+          loop_.io(), hp, [this](const HttpRequest& r) { return Handle(r); }, limits);
+    });
+    port_ = server_->port();
+    ASSERT_NE(port_, 0);
+  }
+
+  void TearDown() override {
+    if (server_) {
+      // Every client socket is closed by now; let the sessions see it and end on the loop,
+      // so none is left to be destroyed with the io_context.
+      EXPECT_TRUE(Eventually([&] { return OpenConnections() == 0; }, 3000ms))
+          << OpenConnections() << " sessions left";
+      loop_.Run([&] { server_.reset(); });
+    }
+    loop_.Stop();
+  }
+
+  HttpResponse Handle(const HttpRequest& r) {
+    ++requests_;
+    if (r.target == "/throw") throw std::runtime_error("handler bug");
+    if (r.method == "POST") return {201, "text/plain", "got " + std::to_string(r.body.size())};
+    return {200, "text/plain; charset=utf-8", "hello " + r.method + " " + r.target};
+  }
+
+  int OpenConnections() {
+    return loop_.Run([&] { return server_->open_connections(); });
+  }
+
+  LoopThread loop_;
+  std::unique_ptr<HttpServer> server_;
+  std::uint16_t port_ = 0;
+  std::atomic<int> requests_{0};
+};
+
+TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  Start();
+  Conn c(port_);
+  ASSERT_TRUE(c.connected());
+  for (const char* target : {"/echo", "/podnet/info", "/metrics?x=1"}) {
+    ASSERT_TRUE(c.Send(Get(target)));
+    auto r = c.Read();
+    ASSERT_TRUE(r.has_value()) << target;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, std::string("hello GET ") + target);
+    EXPECT_EQ(r->headers["content-type"], "text/plain; charset=utf-8");
+    EXPECT_NE(r->headers["connection"], "close");
+  }
+  EXPECT_EQ(requests_, 3);
+  EXPECT_EQ(OpenConnections(), 1);
+  // Two pipelined requests in one segment get two responses in order.
+  ASSERT_TRUE(c.Send(Get("/one") + Get("/two")));
+  auto one = c.Read();
+  auto two = c.Read();
+  ASSERT_TRUE(one && two);
+  EXPECT_EQ(one->body, "hello GET /one");
+  EXPECT_EQ(two->body, "hello GET /two");
+  c.Close();
+  EXPECT_TRUE(Eventually([&] { return OpenConnections() == 0; }));
+}
+
+struct KeepAliveCase {
+  std::string name;
+  std::string version;
+  std::string headers;
+  bool closes;
+};
+
+void PrintTo(const KeepAliveCase& c, std::ostream* os) { *os << c.name; }
+
+class HttpKeepAliveTest : public HttpServerTest,
+                          public ::testing::WithParamInterface<KeepAliveCase> {};
+
+TEST_P(HttpKeepAliveTest, HonoursTheClient) {
+  const auto& c = GetParam();
+  Start();
+  Conn conn(port_);
+  ASSERT_TRUE(conn.Send(Get("/", c.headers, c.version)));
+  auto r = conn.Read();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(conn.ClosedWithin(c.closes ? 1000ms : 200ms), c.closes);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, HttpKeepAliveTest,
+    ::testing::Values(KeepAliveCase{"http11_default", "HTTP/1.1", "", false},
+                      KeepAliveCase{"http11_close", "HTTP/1.1", "Connection: close\r\n", true},
+                      KeepAliveCase{"http10_default", "HTTP/1.0", "", true},
+                      KeepAliveCase{"http10_keep_alive", "HTTP/1.0", "Connection: keep-alive\r\n",
+                                    false}),
+    [](const auto& info) { return info.param.name; });
+
+TEST_F(HttpServerTest, PostBodiesReachTheHandler) {
+  Start();  // max_body_bytes 65536
+  Conn c(port_);
+  // Empty, small, and a body much larger than one read, all on one keep-alive connection.
+  for (std::size_t size : {std::size_t{0}, std::size_t{1000}, std::size_t{65536}}) {
+    ASSERT_TRUE(c.Send("POST /-/reload HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                       std::to_string(size) + "\r\n\r\n" + std::string(size, 'x')));
+    auto r = c.Read();
+    ASSERT_TRUE(r.has_value()) << size;
+    EXPECT_EQ(r->status, 201);
+    EXPECT_EQ(r->body, "got " + std::to_string(size));
+  }
+}
+
+struct BadRequestCase {
+  std::string name;
+  std::string request;
+};
+
+void PrintTo(const BadRequestCase& c, std::ostream* os) { *os << c.name; }
+
+class HttpBadRequestTest : public HttpServerTest,
+                           public ::testing::WithParamInterface<BadRequestCase> {};
+
+TEST_P(HttpBadRequestTest, RejectedAndClosed) {
+  HttpLimits limits;
+  limits.max_header_bytes = 1024;
+  limits.max_body_bytes = 4096;
+  Start(limits);
+  Conn c(port_);
+  ASSERT_TRUE(c.Send(GetParam().request));
+  auto r = c.Read();
+  ASSERT_TRUE(r.has_value()) << "no response before the connection ended";
+  EXPECT_TRUE(r->status == 400 || r->status == 413) << r->status;
+  EXPECT_TRUE(c.ClosedWithin(1000ms));
+  EXPECT_EQ(requests_, 0) << "the handler must not see a rejected request";
+  // The server goes on serving others.
+  Conn next(port_);
+  ASSERT_TRUE(next.Send(Get("/after")));
+  auto ok = next.Read();
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->status, 200);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, HttpBadRequestTest,
+    ::testing::Values(
+        BadRequestCase{"header_larger_than_limit",
+                       "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'a') + "\r\n\r\n"},
+        BadRequestCase{"many_headers_larger_than_limit",
+                       [] {
+                         std::string r = "GET / HTTP/1.1\r\nHost: x\r\n";
+                         for (int i = 0; i < 100; ++i) r += "X-H" + std::to_string(i) + ": 0123456789\r\n";
+                         return r + "\r\n";
+                       }()},
+        BadRequestCase{"body_larger_than_limit",
+                       "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" +
+                           std::string(5000, 'b')},
+        BadRequestCase{"not_http", "HELLO THERE\r\n\r\n"},
+        BadRequestCase{"bad_content_length", "POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST_F(HttpServerTest, HandlerExceptionIs500AndServerGoesOn) {
+  Start();
+  Conn c(port_);
+  ASSERT_TRUE(c.Send(Get("/throw")));
+  auto r = c.Read();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 500);
+  ASSERT_TRUE(c.Send(Get("/fine")));
+  auto r2 = c.Read();
+  ASSERT_TRUE(r2.has_value());
+  EXPECT_EQ(r2->status, 200);
+}
+
+TEST_F(HttpServerTest, MaxConnectionsHoldsFurtherOnesUntilOneCloses) {
+  HttpLimits limits;
+  limits.max_connections = 2;
+  Start(limits);
+  Conn a(port_), b(port_);
+  for (Conn* c : {&a, &b}) {
+    ASSERT_TRUE(c->Send(Get("/held")));
+    ASSERT_TRUE(c->Read().has_value());
+  }
+  EXPECT_EQ(OpenConnections(), 2);
+  Conn third(port_);
+  ASSERT_TRUE(third.connected());  // the kernel's backlog completes the handshake
+  ASSERT_TRUE(third.Send(Get("/third")));
+  EXPECT_FALSE(third.Read(300ms).has_value()) << "a third connection was served";
+  EXPECT_EQ(OpenConnections(), 2);
+  EXPECT_EQ(requests_, 2);
+  // The two held connections are still served meanwhile.
+  ASSERT_TRUE(b.Send(Get("/still")));
+  ASSERT_TRUE(b.Read().has_value());
+  a.Close();
+  auto r = third.Read(2000ms);
+  ASSERT_TRUE(r.has_value()) << "the waiting connection was not served after one closed";
+  EXPECT_EQ(r->body, "hello GET /third");
+  EXPECT_EQ(OpenConnections(), 2);
+}
+
+TEST_F(HttpServerTest, IdleKeepAliveConnectionClosed) {
+  HttpLimits limits;
+  limits.idle_timeout_seconds = 1;
+  limits.request_timeout_seconds = 5;
+  Start(limits);
+  Conn c(port_);
+  ASSERT_TRUE(c.Send(Get("/")));
+  ASSERT_TRUE(c.Read().has_value());
+  auto start = Clock::now();
+  EXPECT_FALSE(c.ClosedWithin(500ms)) << "closed before the idle timeout";
+  EXPECT_TRUE(c.ClosedWithin(2500ms)) << "idle connection kept open";
+  auto took = Clock::now() - start;
+  EXPECT_GE(took, 900ms);
+  EXPECT_LE(took, 3s);
+  EXPECT_TRUE(Eventually([&] { return OpenConnections() == 0; }));
+}
+
+// Sends `request` one byte every `gap` until the server closes the connection (or it is all
+// sent); returns how long the server let it go on, and whether all bytes went out.
+std::pair<Clock::duration, bool> SendSlowly(Conn& c, const std::string& request,
+                                            std::chrono::milliseconds gap,
+                                            std::chrono::milliseconds give_up) {
+  auto start = Clock::now();
+  for (char ch : request) {
+    if (!c.Send(std::string(1, ch))) return {Clock::now() - start, false};
+    if (c.ClosedWithin(gap)) return {Clock::now() - start, false};
+    if (Clock::now() - start > give_up) break;
+  }
+  return {Clock::now() - start, true};
+}
+
+struct SlowCase {
+  std::string name;
+  bool after_keepalive_request;  // the slow request is the second on its connection
+};
+
+void PrintTo(const SlowCase& c, std::ostream* os) { *os << c.name; }
+
+class HttpSlowClientTest : public HttpServerTest, public ::testing::WithParamInterface<SlowCase> {};
+
+TEST_P(HttpSlowClientTest, CutOffAfterRequestTimeout) {
+  HttpLimits limits;
+  limits.request_timeout_seconds = 1;
+  limits.idle_timeout_seconds = 30;  // must not stretch the time a request may take
+  Start(limits);
+  Conn c(port_);
+  if (GetParam().after_keepalive_request) {
+    ASSERT_TRUE(c.Send(Get("/fast")));
+    ASSERT_TRUE(c.Read().has_value());
+  }
+  // 60 bytes at 100 ms each would take 6 s.
+  std::string request = Get("/slow", "X-Pad: " + std::string(20, 'p') + "\r\n");
+  auto [took, all_sent] = SendSlowly(c, request, 100ms, 4000ms);
+  EXPECT_FALSE(all_sent) << "a byte-at-a-time client was not cut off";
+  EXPECT_LE(took, 2500ms);
+  EXPECT_GE(took, 800ms);
+  EXPECT_EQ(requests_, GetParam().after_keepalive_request ? 1 : 0);
+  EXPECT_TRUE(Eventually([&] { return OpenConnections() == 0; }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, HttpSlowClientTest,
+                         ::testing::Values(SlowCase{"first_request", false},
+                                           SlowCase{"after_keepalive_request", true}),
+                         [](const auto& info) { return info.param.name; });
+
+TEST_F(HttpServerTest, SilentNewConnectionClosedAfterRequestTimeout) {
+  HttpLimits limits;
+  limits.request_timeout_seconds = 1;
+  limits.idle_timeout_seconds = 30;
+  Start(limits);
+  Conn c(port_);
+  auto start = Clock::now();
+  EXPECT_TRUE(c.ClosedWithin(2500ms));
+  EXPECT_GE(Clock::now() - start, 800ms);
+}
+
+TEST_F(HttpServerTest, BindToPortInUseThrows) {
+  Start();
+  net::HostPort hp{boost::asio::ip::make_address("127.0.0.1"), port_};
+  EXPECT_THROW(loop_.Run([&] {
+                 return std::make_unique<HttpServer>(
+                     loop_.io(), hp, [](const HttpRequest&) { return HttpResponse{}; });
+               }),
+               boost::system::system_error);
+}
+
+}  // namespace
+}  // namespace podnet::responders

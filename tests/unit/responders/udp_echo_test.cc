@@ -1,0 +1,299 @@
+#include "exporter/responders/udp_echo.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/system/system_error.hpp>
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "exporter/probes/rtt/wire.h"
+#include "tests/unit/testing/loop.h"
+
+namespace podnet::responders {
+namespace {
+
+using namespace std::chrono_literals;
+using Bytes = std::vector<std::uint8_t>;
+using podnet::testing::CounterValue;
+using podnet::testing::Eventually;
+using podnet::testing::LoopThread;
+namespace wire = probes::rtt;
+
+constexpr const char* kFamily = "podnet_responder_requests_total";
+
+// A plain UDP client socket with a receive timeout, so that no test can hang.
+class Client {
+ public:
+  explicit Client(bool v6 = false) : v6_(v6) {
+    fd_ = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    SetTimeout(1000ms);
+  }
+  ~Client() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+
+  void SetTimeout(std::chrono::milliseconds t) {
+    timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+
+  bool SendTo(const Bytes& data, std::uint16_t port) {
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (v6_) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      a->sin6_family = AF_INET6;
+      a->sin6_port = htons(port);
+      a->sin6_addr = in6addr_loopback;
+      len = sizeof *a;
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      a->sin_family = AF_INET;
+      a->sin_port = htons(port);
+      a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      len = sizeof *a;
+    }
+    return sendto(fd_, data.data(), data.size(), 0, reinterpret_cast<sockaddr*>(&ss), len) ==
+           static_cast<ssize_t>(data.size());
+  }
+
+  // One datagram and the port it came from; std::nullopt on timeout.
+  std::optional<std::pair<Bytes, std::uint16_t>> Receive() {
+    Bytes buf(65536);
+    sockaddr_storage from{};
+    socklen_t len = sizeof from;
+    ssize_t n = recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
+    if (n < 0) return std::nullopt;
+    buf.resize(static_cast<std::size_t>(n));
+    std::uint16_t port = from.ss_family == AF_INET6
+                             ? ntohs(reinterpret_cast<sockaddr_in6*>(&from)->sin6_port)
+                             : ntohs(reinterpret_cast<sockaddr_in*>(&from)->sin_port);
+    return std::pair{std::move(buf), port};
+  }
+
+ private:
+  int fd_ = -1;
+  bool v6_;
+};
+
+Bytes Request(std::uint16_t seq, std::uint64_t token, std::size_t size = 56) {
+  return wire::EncodePayload({wire::Kind::kRequest, seq, token}, size);
+}
+
+class UdpEchoTest : public ::testing::Test {
+ protected:
+  void Start(double rate = 20000, const char* listen = "127.0.0.1") {
+    net::HostPort hp{boost::asio::ip::make_address(listen), 0};
+    responder_ = loop_.Run(
+        [&] { return std::make_unique<UdpEchoResponder>(loop_.io(), hp, registry_, rate); });
+    port_ = responder_->port();
+    ASSERT_NE(port_, 0);
+  }
+
+  void TearDown() override {
+    loop_.Run([&] { responder_.reset(); });
+    loop_.Stop();
+  }
+
+  double Count(const char* result) {
+    return CounterValue(registry_, kFamily, {{"responder", "udp_echo"}, {"result", result}});
+  }
+
+  prometheus::Registry registry_;
+  LoopThread loop_;
+  std::unique_ptr<UdpEchoResponder> responder_;
+  std::uint16_t port_ = 0;
+};
+
+TEST_F(UdpEchoTest, AnswersRequestsWithReplyKind) {
+  Start();
+  Client c;
+  ASSERT_TRUE(c.ok());
+  // Sizes: the bare header, ping's default, a full 1500-byte Ethernet frame's UDP payload.
+  std::uint16_t seq = 0;
+  for (std::size_t size : {std::size_t{16}, std::size_t{56}, std::size_t{1472}}) {
+    SCOPED_TRACE("size " + std::to_string(size));
+    ++seq;
+    Bytes req = Request(seq, 0xC0FFEE00 + seq, size);
+    ASSERT_TRUE(c.SendTo(req, port_));
+    auto got = c.Receive();
+    ASSERT_TRUE(got.has_value()) << "no reply";
+    EXPECT_EQ(got->second, port_) << "the reply must come from the responder's port";
+    auto h = wire::DecodePayload(got->first);
+    ASSERT_TRUE(h.has_value());
+    EXPECT_EQ(h->kind, wire::Kind::kReply);
+    EXPECT_EQ(h->seq, seq);
+    EXPECT_EQ(h->token, 0xC0FFEE00 + seq);
+    // Everything but the kind byte comes back as sent.
+    Bytes want = req;
+    want[5] = static_cast<std::uint8_t>(wire::Kind::kReply);
+    EXPECT_EQ(got->first, want);
+  }
+  EXPECT_TRUE(Eventually([&] { return Count("answered") == 3; })) << Count("answered");
+  EXPECT_EQ(Count("ignored"), 0);
+  EXPECT_EQ(Count("rate_limited"), 0);
+}
+
+struct BadDatagram {
+  std::string name;
+  Bytes data;
+};
+
+void PrintTo(const BadDatagram& c, std::ostream* os) { *os << c.name; }
+
+class UdpEchoIgnoresTest : public UdpEchoTest, public ::testing::WithParamInterface<BadDatagram> {};
+
+TEST_P(UdpEchoIgnoresTest, DoesNotAnswer) {
+  Start();
+  Client c;
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.SendTo(GetParam().data, port_));
+  // A valid request sent after it: its reply must be the first datagram that comes back (the
+  // responder reads in order), so the bad one was not answered.
+  ASSERT_TRUE(c.SendTo(Request(77, 0x77), port_));
+  auto got = c.Receive();
+  ASSERT_TRUE(got.has_value());
+  auto h = wire::DecodePayload(got->first);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->token, 0x77u) << "the bad datagram was answered";
+  // And nothing else arrives.
+  c.SetTimeout(150ms);
+  EXPECT_FALSE(c.Receive().has_value());
+  EXPECT_TRUE(Eventually([&] { return Count("ignored") == 1 && Count("answered") == 1; }))
+      << "ignored " << Count("ignored") << " answered " << Count("answered");
+  EXPECT_EQ(Count("rate_limited"), 0);
+}
+
+Bytes Truncated(Bytes b, std::size_t n) {
+  b.resize(n);
+  return b;
+}
+
+Bytes WithByte(Bytes b, std::size_t i, std::uint8_t v) {
+  b[i] = v;
+  return b;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, UdpEchoIgnoresTest,
+    ::testing::Values(
+        BadDatagram{"garbage", Bytes{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', ' ',
+                                     'g', 'a', 'r', 'b', 'a', 'g', 'e', '!'}},
+        BadDatagram{"reply_kind", wire::EncodePayload({wire::Kind::kReply, 1, 2}, 56)},
+        BadDatagram{"short", Truncated(Request(1, 2), 15)},
+        BadDatagram{"wrong_magic", WithByte(Request(1, 2), 0, 'X')},
+        BadDatagram{"wrong_version", WithByte(Request(1, 2), 4, 9)},
+        BadDatagram{"empty", Bytes{}}),
+    [](const auto& info) { return info.param.name; });
+
+TEST_F(UdpEchoTest, RateLimited) {
+  Start(/*rate=*/10);
+  Client c;
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(c.SendTo(Request(i, 1000 + i), port_));
+  int answers = 0;
+  c.SetTimeout(300ms);
+  while (c.Receive()) ++answers;
+  // At most one second's worth of burst plus what refills while the 100 go out.
+  EXPECT_GE(answers, 1);
+  EXPECT_LE(answers, 20);
+  ASSERT_TRUE(Eventually([&] { return Count("answered") + Count("rate_limited") == 100; }))
+      << "answered " << Count("answered") << " rate_limited " << Count("rate_limited");
+  EXPECT_EQ(Count("answered"), answers);
+  EXPECT_EQ(Count("ignored"), 0);
+  // The limit is a rate, not a quota: after a pause, requests are answered again.
+  std::this_thread::sleep_for(250ms);
+  c.SetTimeout(1000ms);
+  ASSERT_TRUE(c.SendTo(Request(500, 500), port_));
+  auto got = c.Receive();
+  ASSERT_TRUE(got.has_value()) << "not answered after the bucket refilled";
+  EXPECT_EQ(wire::DecodePayload(got->first)->token, 500u);
+}
+
+TEST_F(UdpEchoTest, IgnoredDatagramsDoNotSpendTheRate) {
+  Start(/*rate=*/5);
+  Client c;
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(c.SendTo(Bytes(40, 0xAB), port_));
+  ASSERT_TRUE(c.SendTo(Request(1, 1), port_));
+  auto got = c.Receive();
+  ASSERT_TRUE(got.has_value()) << "garbage must not use up the replies";
+  EXPECT_TRUE(Eventually([&] { return Count("ignored") == 50; })) << Count("ignored");
+}
+
+TEST_F(UdpEchoTest, SeriesAreInTheExposition) {
+  Start();
+  Client c;
+  ASSERT_TRUE(c.SendTo(Request(1, 1), port_));
+  ASSERT_TRUE(c.Receive().has_value());
+  ASSERT_TRUE(c.SendTo(Bytes{1, 2, 3}, port_));
+  ASSERT_TRUE(Eventually([&] { return Count("ignored") == 1; }));
+  // Through the text format, as a scrape sees it.
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_.Collect());
+  std::string text = out.str();
+  EXPECT_NE(text.find(std::string(kFamily) + "{responder=\"udp_echo\",result=\"answered\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(std::string(kFamily) + "{responder=\"udp_echo\",result=\"ignored\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find(std::string(kFamily) + "{responder=\"udp_echo\",result=\"rate_limited\"} 0\n"),
+      std::string::npos)
+      << text;
+}
+
+bool Ipv6LoopbackWorks() {
+  int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+TEST_F(UdpEchoTest, Ipv6WildcardAlsoAnswersIpv4) {
+  if (!Ipv6LoopbackWorks()) GTEST_SKIP() << "no IPv6 loopback here";
+  Start(20000, "::");
+  for (bool v6 : {false, true}) {
+    SCOPED_TRACE(v6 ? "IPv6 client" : "IPv4 client");
+    Client c(v6);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.SendTo(Request(3, 33), port_));
+    auto got = c.Receive();
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(wire::DecodePayload(got->first)->kind, wire::Kind::kReply);
+  }
+}
+
+TEST_F(UdpEchoTest, PortInUseThrows) {
+  // udp_echo.h: a listen address that cannot be bound throws (a start-up error). A second
+  // responder on the same port must not silently share the port and take some of its traffic.
+  Start();
+  net::HostPort hp{boost::asio::ip::make_address("127.0.0.1"), port_};
+  prometheus::Registry other;
+  EXPECT_THROW(loop_.Run([&] {
+                 return std::make_unique<UdpEchoResponder>(loop_.io(), hp, other, 100.0);
+               }),
+               boost::system::system_error);
+}
+
+}  // namespace
+}  // namespace podnet::responders

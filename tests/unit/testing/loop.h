@@ -1,0 +1,102 @@
+#pragma once
+
+// Helpers shared by the loopback tests: an io_context on its own thread, and reading series
+// back from a prometheus-cpp registry.
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <prometheus/registry.h>
+
+namespace podnet::testing {
+
+/// An io_context running on a thread of its own, as the exporter's serving loop does. Objects
+/// that live on the loop are made and destroyed through Run, never from the test thread.
+class LoopThread {
+ public:
+  LoopThread() : work_(boost::asio::make_work_guard(io_)), thread_([this] { io_.run(); }) {}
+  ~LoopThread() { Stop(); }
+  LoopThread(const LoopThread&) = delete;
+  LoopThread& operator=(const LoopThread&) = delete;
+
+  boost::asio::io_context& io() { return io_; }
+
+  /// Runs `f` on the loop and waits for its result (exceptions are rethrown here).
+  template <typename F>
+  std::invoke_result_t<F> Run(F&& f) {
+    std::packaged_task<std::invoke_result_t<F>()> task(std::forward<F>(f));
+    auto result = task.get_future();
+    boost::asio::post(io_, [&task] { task(); });
+    return result.get();
+  }
+
+  void Stop() {
+    if (!thread_.joinable()) return;
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+/// Whether `have` carries every label of `want` (and maybe more).
+inline bool HasLabels(const prometheus::ClientMetric& m, const prometheus::Labels& want) {
+  for (const auto& [name, value] : want) {
+    bool found = false;
+    for (const auto& l : m.label) found = found || (l.name == name && l.value == value);
+    if (!found) return false;
+  }
+  return true;
+}
+
+/// The one series of family `name` that has `labels`; std::nullopt when there is none.
+/// Fails the test when there are several.
+inline std::optional<prometheus::ClientMetric> FindSeries(prometheus::Registry& registry,
+                                                          const std::string& name,
+                                                          const prometheus::Labels& labels) {
+  std::optional<prometheus::ClientMetric> found;
+  int n = 0;
+  for (const auto& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const auto& m : family.metric) {
+      if (HasLabels(m, labels)) {
+        found = m;
+        ++n;
+      }
+    }
+  }
+  if (n > 1) return std::nullopt;
+  return found;
+}
+
+/// A counter's value, or -1 when the series does not exist.
+inline double CounterValue(prometheus::Registry& registry, const std::string& name,
+                           const prometheus::Labels& labels) {
+  auto m = FindSeries(registry, name, labels);
+  return m ? m->counter.value : -1;
+}
+
+/// Polls `done` until it is true or `timeout` passes; returns its last value.
+inline bool Eventually(const std::function<bool()>& done,
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+}  // namespace podnet::testing
