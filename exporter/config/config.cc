@@ -11,7 +11,9 @@
 
 namespace podnet::config {
 
-const char* RttProtocolName(RttProtocol p) { return p == RttProtocol::kIcmp ? "icmp" : "udp"; }
+using probes::rtt::RttOptions;
+using probes::rtt::RttProtocol;
+
 
 std::string Error::ToString() const {
   std::string out = file;

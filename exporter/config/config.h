@@ -9,6 +9,7 @@
 #include "exporter/config/env.h"
 #include "exporter/config/units.h"
 #include "exporter/net/address.h"
+#include "exporter/probes/rtt/rtt_options.h"
 
 namespace podnet::config {
 
@@ -32,23 +33,6 @@ struct StaticPeer {
   std::string zone;
 };
 
-enum class RttProtocol { kIcmp, kUdp };
-const char* RttProtocolName(RttProtocol p);  // "icmp" | "udp"
-
-/// probes.rtt: a train of `count` echo requests `spacing` apart, every `interval`; a request
-/// unanswered `timeout` after the train's last send is lost.
-struct RttOptions {
-  RttProtocol protocol = RttProtocol::kIcmp;
-  Duration interval = std::chrono::seconds(10);
-  int count = 20;
-  Duration spacing = std::chrono::milliseconds(50);
-  Duration timeout = std::chrono::seconds(1);
-  /// Payload bytes after the ICMP/UDP header (our 16-byte probe header included), as ping -s.
-  int size = 56;
-
-  bool operator==(const RttOptions&) const = default;
-};
-
 /// The whole configuration, validated. Shared read-only between threads once loaded.
 struct Config {
   std::string file;  // where it was read from
@@ -56,7 +40,7 @@ struct Config {
   Self self;
   net::HostPort udp_echo_listen_address{boost::asio::ip::address_v4::any(), 9479};
   std::vector<StaticPeer> static_peers;
-  std::optional<RttOptions> rtt;  // absent = off
+  std::optional<probes::rtt::RttOptions> rtt;  // probes.rtt; absent = off
 };
 
 /// One problem found in a configuration file, e.g.

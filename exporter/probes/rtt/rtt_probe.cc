@@ -144,7 +144,7 @@ struct RttFamilies {
 
 class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
  public:
-  RttKind(const config::RttOptions& options, ProbeEnv& env)
+  RttKind(const RttOptions& options, ProbeEnv& env)
       : options_(options),
         env_(env),
         families_(env.metrics.registry()),
@@ -156,10 +156,10 @@ class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
   config::Duration interval() const override { return options_.interval; }
   std::shared_ptr<PeerProbe> ForPeer(const topology::Peer& peer) override;
 
-  const config::RttOptions& options() const { return options_; }
+  const RttOptions& options() const { return options_; }
   ProbeEnv& env() { return env_; }
   RttFamilies& families() { return families_; }
-  const char* protocol() const { return config::RttProtocolName(options_.protocol); }
+  const char* protocol() const { return RttProtocolName(options_.protocol); }
 
   struct SendOutcome {
     bool sent = false;
@@ -185,7 +185,7 @@ class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
   void DrainReplies(EchoSocket& s);
   void DrainTxStamps(EchoSocket& s);
 
-  config::RttOptions options_;
+  RttOptions options_;
   ProbeEnv& env_;
   RttFamilies families_;
   std::mt19937_64 rng_;
@@ -361,7 +361,7 @@ std::unique_ptr<EchoSocket> RttKind::Open(bool v6) {
                  s->ts_mode().tx_kernel ? "yes" : "no");
     return s;
   };
-  if (options_.protocol == config::RttProtocol::kUdp) {
+  if (options_.protocol == RttProtocol::kUdp) {
     int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
     if (fd < 0) {
       spdlog::error("rtt: cannot open UDP socket: {}", std::strerror(errno));
@@ -542,7 +542,9 @@ void RttKind::DrainReplies(EchoSocket& s) {
 
 }  // namespace
 
-std::shared_ptr<ProbeKind> MakeRttKind(const config::RttOptions& options, ProbeEnv& env) {
+const char* RttProtocolName(RttProtocol p) { return p == RttProtocol::kIcmp ? "icmp" : "udp"; }
+
+std::shared_ptr<ProbeKind> MakeRttKind(const RttOptions& options, ProbeEnv& env) {
   return std::make_shared<RttKind>(options, env);
 }
 

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "exporter/config/config.h"
+#include "exporter/probes/rtt/rtt_options.h"
 #include "exporter/probes/probe.h"
 
 namespace podnet::probes::rtt {
@@ -25,6 +26,6 @@ namespace podnet::probes::rtt {
 /// podnet_rtt_late_replies_total (after the timeout: lost, as ping -W counts them),
 /// podnet_probe_{sent,received}_bytes_total{probe="rtt"} and podnet_probe_errors_total{probe="rtt"}
 /// with reason "socket" | "send_failed".
-std::shared_ptr<ProbeKind> MakeRttKind(const config::RttOptions& options, ProbeEnv& env);
+std::shared_ptr<ProbeKind> MakeRttKind(const RttOptions& options, ProbeEnv& env);
 
 }  // namespace podnet::probes::rtt

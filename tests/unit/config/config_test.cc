@@ -16,6 +16,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using boost::asio::ip::make_address;
+using probes::rtt::RttOptions;
+using probes::rtt::RttProtocol;
 
 using Vars = std::map<std::string, std::string>;
 

@@ -27,8 +27,8 @@ using podnet::testing::LoopThread;
 
 const config::Self kSelf{"probe-a", "node-1", "zone-a"};
 
-config::RttOptions Options(config::RttProtocol protocol) {
-  config::RttOptions o;
+RttOptions Options(RttProtocol protocol) {
+  RttOptions o;
   o.protocol = protocol;
   o.interval = 10s;
   o.count = 5;
@@ -192,7 +192,7 @@ class RttProbeTest : public ::testing::Test {
 
 TEST_F(RttProbeTest, UdpEchoAllAnswered) {
   std::uint16_t port = StartResponder();
-  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
   EXPECT_EQ(kind->name(), "rtt");
   EXPECT_EQ(kind->interval(), 10s);
   auto peer = MakePeer("udp-peer", "127.0.0.1", port);
@@ -225,7 +225,7 @@ TEST_F(RttProbeTest, UdpEchoAllAnswered) {
 
 TEST_F(RttProbeTest, UdpSecondRoundAddsUp) {
   std::uint16_t port = StartResponder();
-  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
   auto peer = MakePeer("udp-peer", "127.0.0.1", port);
   auto probe = kind->ForPeer(peer);
   ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
@@ -234,7 +234,7 @@ TEST_F(RttProbeTest, UdpSecondRoundAddsUp) {
 }
 
 TEST_F(RttProbeTest, UdpNothingListening) {
-  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
   auto peer = MakePeer("dead-peer", "127.0.0.1", FreeUdpPort(), "node-2", "zone-b");
   auto probe = kind->ForPeer(peer);
   ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
@@ -251,7 +251,7 @@ TEST_F(RttProbeTest, UdpNothingListening) {
 TEST_F(RttProbeTest, RepliesGoToTheirOwnPeer) {
   // Two peers share the kind's socket: one answers, one does not.
   std::uint16_t port = StartResponder();
-  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
   auto live = MakePeer("live", "127.0.0.1", port);
   auto dead = MakePeer("dead", "127.0.0.1", FreeUdpPort());
   auto done = RunRounds({kind->ForPeer(live), kind->ForPeer(dead)});
@@ -263,7 +263,7 @@ TEST_F(RttProbeTest, RepliesGoToTheirOwnPeer) {
 
 TEST_F(RttProbeTest, RemoveSeriesRemovesOnlyThatPeer) {
   std::uint16_t port = StartResponder();
-  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
   auto gone = MakePeer("gone-peer", "127.0.0.1", port);
   auto stays = MakePeer("staying-peer", "127.0.0.1", FreeUdpPort());
   auto gone_probe = kind->ForPeer(gone);
@@ -282,7 +282,7 @@ TEST_F(RttProbeTest, RemoveSeriesRemovesOnlyThatPeer) {
 
 TEST_F(RttProbeTest, CancelEndsTheRoundOnce) {
   std::uint16_t port = StartResponder();
-  auto kind = MakeRttKind(Options(config::RttProtocol::kUdp), env_);
+  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
   auto peer = MakePeer("udp-peer", "127.0.0.1", port);
   auto probe = kind->ForPeer(peer);
   int done = 0;
@@ -314,7 +314,7 @@ TEST_P(RttIcmpTest, LoopbackAllAnswered) {
   // Root (raw socket) or a group in net.ipv4.ping_group_range (datagram "ping" socket).
   if (!IcmpAvailable(v6)) GTEST_SKIP() << "no ICMP socket can be opened: run as root";
   if (v6 && !Ipv6LoopbackWorks()) GTEST_SKIP() << "no IPv6 loopback here";
-  auto kind = MakeRttKind(Options(config::RttProtocol::kIcmp), env_);
+  auto kind = MakeRttKind(Options(RttProtocol::kIcmp), env_);
   auto peer = MakePeer("icmp-peer", c.address, 9479);
   auto probe = kind->ForPeer(peer);
   ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <chrono>
+
+#include "exporter/config/units.h"
+
+namespace podnet::probes::rtt {
+
+enum class RttProtocol { kIcmp, kUdp };
+const char* RttProtocolName(RttProtocol p);  // "icmp" | "udp"
+
+/// probes.rtt: a train of `count` echo requests `spacing` apart, every `interval`; a request
+/// unanswered `timeout` after the train's last send is lost.
+struct RttOptions {
+  RttProtocol protocol = RttProtocol::kIcmp;
+  config::Duration interval = std::chrono::seconds(10);
+  int count = 20;
+  config::Duration spacing = std::chrono::milliseconds(50);
+  config::Duration timeout = std::chrono::seconds(1);
+  /// Payload bytes after the ICMP/UDP header (our 16-byte probe header included), as ping -s.
+  int size = 56;
+
+  bool operator==(const RttOptions&) const = default;
+};
+
+}  // namespace podnet::probes::rtt
