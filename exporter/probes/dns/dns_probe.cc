@@ -73,7 +73,7 @@ class LookupTarget : public PeerProbe, public std::enable_shared_from_this<Looku
   LookupTarget(std::shared_ptr<DnsKind> kind, std::string name, bool absolute, Libc libc);
   void Run(std::chrono::steady_clock::time_point, std::function<void()> done) override;
   void Cancel() override {
-    if (auto l = lookup_.lock()) l->Cancel();
+    if (auto l = lookup_) l->Cancel();
   }
   void RemoveSeries() override {
     removed_ = true;
@@ -89,7 +89,7 @@ class LookupTarget : public PeerProbe, public std::enable_shared_from_this<Looku
   Libc libc_;
   prometheus::Labels labels_;
   std::shared_ptr<ChannelPool> pool_;
-  std::weak_ptr<Lookup> lookup_;
+  std::shared_ptr<Lookup> lookup_;  // the round in flight
   metrics::SeriesSet series_;
   bool removed_ = false;
 };
@@ -181,6 +181,7 @@ void LookupTarget::Run(std::chrono::steady_clock::time_point, std::function<void
   ResolvConf conf = kind_->Load(libc_, series_);
   lookup_ = Lookup::Start(kind_->env().io, pool_, conf, libc_, FormName(name_, absolute_),
                           [self = shared_from_this(), done](LookupOutcome o) {
+                            self->lookup_.reset();
                             if (!self->removed_) self->Record(o);
                             done();
                           });

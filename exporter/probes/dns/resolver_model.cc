@@ -86,6 +86,7 @@ class GlibcModel : public ResolverModel {
       return pending_.empty() ? ServerFailedOrPartial() : Actions{};
     }
     got_somewhere_ = true;
+    got_answer_ = true;
     last_rcode_ = reply.rcode;  // hp->rcode: the answer buffer keeps the last reply
     if (reply.truncated && !tcp_) {
       // send_dg: TC set → v_circuit = 1; goto same_ns: the same server over TCP (send_vc).
@@ -291,7 +292,10 @@ class GlibcModel : public ResolverModel {
       case HErrno::kHostNotFound: return Finish(Result::kNxDomain);
       case HErrno::kNoData: return Finish(Result::kNoData);
       case HErrno::kTryAgain:
-        return Finish(last_rcode_ == kServFail ? Result::kServFail : Result::kTimeout);
+        // TRY_AGAIN: every server SERVFAILed, or refused (REFUSED/NOTIMP: an error), or
+        // was silent (a timeout).
+        if (last_rcode_ == kServFail) return Finish(Result::kServFail);
+        return Finish(got_answer_ ? Result::kError : Result::kTimeout);
       case HErrno::kNoRecovery:
       case HErrno::kConnRefused: return Finish(Result::kError);
     }
@@ -324,6 +328,7 @@ class GlibcModel : public ResolverModel {
   int try_ = 0, ns_ = 0;
   bool tcp_ = false;
   bool got_somewhere_ = false;
+  bool got_answer_ = false;
   int last_rcode_ = kNoError;
   std::map<int, QType> pending_;
   std::map<QType, Reply> replies_;
@@ -414,7 +419,9 @@ class MuslModel : public ResolverModel {
   // One (re)transmission round: every unanswered question to every nameserver.
   Actions SendRound() {
     Actions a;
-    servfail_retry_ = 2 * 2 + 1;
+    // res_msend.c re-asks SERVFAILed questions at once within a budget per round; musl 1.2.3
+    // on the wire (lab test): 2 × questions re-asks per round.
+    servfail_retry_ = 2 * 2;
     for (std::size_t q = 0; q < answers_.size(); ++q) {
       if (answers_[q]) continue;
       for (int s = 0; s < static_cast<int>(conf_.nameservers.size()); ++s) {

@@ -103,8 +103,8 @@ std::unique_ptr<ResolverModel> MakeGlibcModel(const ResolvConf& conf, std::strin
 ///  - only NXDOMAIN (on A, checked first, or AAAA) continues the walk; NODATA, a timeout or any
 ///    failure ends it;
 ///  - per name: A and AAAA to every nameserver at once; the first NOERROR or NXDOMAIN answer of
-///    each type is taken; a SERVFAIL answer is re-asked at once (at most 2×queries+1 times per
-///    round), other rcodes are ignored; unanswered questions are sent again every
+///    each type is taken; a SERVFAIL answer is re-asked at once (at most 2×questions times per
+///    round, as measured on the wire), other rcodes are ignored; unanswered questions are sent again every
 ///    timeout/attempts until `timeout` has passed. No TCP: a truncated answer is used as is.
 std::unique_ptr<ResolverModel> MakeMuslModel(const ResolvConf& conf, std::string name);
 
