@@ -349,6 +349,13 @@ def main():
                      "the exporter's %s lookups" % variant, step=0.5)
             s = scrape(port)
             check(p.poll() is None, "%s: exporter still running" % variant)
+            if shutil.which("promtool"):
+                text = in_ns("curl", "-s", "-m", "5", "http://127.0.0.1:%d/metrics" % port,
+                             timeout=10).stdout
+                r = subprocess.run(["promtool", "check", "metrics"], input=text,
+                                   capture_output=True, text=True, timeout=30)
+                check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
+                      "%s: promtool check metrics is clean %s" % (variant, r.stdout + r.stderr))
             for n in names:
                 for form in ("as_written", "absolute"):
                     for res in ("glibc", "musl"):

@@ -520,6 +520,8 @@ TEST(ConfigTest, ShippedDefaultConfigLoads) {
   EXPECT_FALSE(r.config->self.name.empty());
   EXPECT_FALSE(r.config->self.node.empty());
   ASSERT_TRUE(r.config->rtt.has_value());
+  ASSERT_TRUE(r.config->dns.has_value());
+  EXPECT_EQ(r.config->dns->resolv_conf, "/etc/resolv.conf");
   // With them, they win.
   LoadResult k = LoadFile(path, FakeEnv({{"POD_NAME", "podnet-x1"},
                                          {"NODE_NAME", "ip-10-0-1-1"},
