@@ -39,10 +39,7 @@ server:
   access-control: 127.0.0.0/8 allow
   module-config: "iterator"
   num-threads: 1
-  local-zone: "." static
-  local-data: "kubernetes.default.svc.cluster.local. 30 IN A 10.96.0.1"
-  local-data: "sts.ap-northeast-2.amazonaws.com. 30 IN A 52.95.194.61"
-  local-data: "sts.ap-northeast-2.amazonaws.com. 30 IN AAAA 2406:da00:ff00::34"
+  include: "$PWD/tests/lab/unbound-zones.conf"
 CONF
 ip netns exec "$ns" unbound -d -c "$tmp/unbound.conf" >"$tmp/unbound.log" 2>&1 &
 unbound_pid=$!

@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 
+ZONES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab",
+                                     "unbound-zones.conf"))
 NS = "pndns%d" % (os.getpid() % 100000)
 SEARCH = "podnet.svc.cluster.local svc.cluster.local cluster.local ap-northeast-2.compute.internal"
 UNBOUND_CONF = """server:
@@ -49,14 +51,7 @@ UNBOUND_CONF = """server:
   access-control: 127.0.0.0/8 allow
   module-config: "iterator"
   num-threads: 1
-  local-zone: "." static
-  local-data: "kubernetes.default.svc.cluster.local. 30 IN A 10.96.0.1"
-  local-data: "sts.ap-northeast-2.amazonaws.com. 30 IN A 52.95.194.61"
-  local-data: "sts.ap-northeast-2.amazonaws.com. 30 IN AAAA 2406:da00:ff00::34"
-  local-data: "www.amazon.com. 30 IN A 18.65.3.100"
-  local-data: "www.amazon.com. 30 IN AAAA 2600:9000:2100::1"
-  local-data: "web.a.test. 30 IN TXT \\"only text here: NODATA for A and AAAA\\""
-  local-data: "web.b.test. 30 IN A 10.1.2.3"
+  include: "{zones}"
 """
 
 # (variant, resolv.conf text, names)
@@ -297,7 +292,7 @@ def main():
         run("ip", "netns", "add", NS)
         run("ip", "-n", NS, "link", "set", "lo", "up")
         with open(os.path.join(tmp, "unbound.conf"), "w") as f:
-            f.write(UNBOUND_CONF.format(dir=tmp))
+            f.write(UNBOUND_CONF.format(dir=tmp, zones=ZONES))
         start(["unbound", "-d", "-c", os.path.join(tmp, "unbound.conf")],
               os.path.join(tmp, "unbound.log"))
         for mode, addr in FAULTS:

@@ -54,13 +54,16 @@ int ExplainLookup(const std::string& name, const std::string& resolv_conf_path, 
   io.run();
   if (!got) outcome.error = "lookup did not complete";
 
-  out << fmt::format("{:>10}  {:<5} {:<48} {:<22} {}\n", "t(ms)", "type", "question", "server",
+  out << fmt::format("{:>10}  {:<5} {:<56} {:<18} {}\n", "t(ms)", "type", "question", "server",
                      "answer");
   int nxdomain = 0, nodata = 0;
+  // Times from the first packet, as a capture shows them.
+  std::chrono::nanoseconds t0 = outcome.queries.empty() ? std::chrono::nanoseconds(0)
+                                                        : outcome.queries.front().sent_at;
   for (const auto& q : outcome.queries) {
     std::string answer = "no answer (TIMEOUT)";
     if (q.reply && q.reply->kind == Reply::Kind::kConnRefused) {
-      answer = fmt::format("connection refused at {:.3f} ms", Ms(q.replied_at));
+      answer = fmt::format("connection refused at {:.3f} ms", Ms(q.replied_at - t0));
     } else if (q.reply) {
       const Reply& r = *q.reply;
       std::string what = RcodeName(r.rcode);
@@ -71,15 +74,17 @@ int ExplainLookup(const std::string& name, const std::string& resolv_conf_path, 
       if (r.rcode == kNxDomain) ++nxdomain;
       answer = fmt::format("{}{}{} at {:.3f} ms (+{:.3f})", what,
                            r.ancount ? fmt::format(", {} answers", r.ancount) : "",
-                           r.truncated ? ", TC" : "", Ms(q.replied_at),
+                           r.truncated ? ", TC" : "", Ms(q.replied_at - t0),
                            Ms(q.replied_at - q.sent_at));
     }
-    out << fmt::format("{:>10.3f}  {:<5} {:<48} {:<22} {}\n", Ms(q.sent_at), QTypeName(q.query.qtype),
+    out << fmt::format("{:>10.3f}  {:<5} {:<56} {:<18} {}\n", Ms(q.sent_at - t0), QTypeName(q.query.qtype),
                        q.query.name, q.server + (q.query.tcp ? "/tcp" : ""), answer);
   }
-  out << fmt::format("\nresult {}: {} questions ({} NXDOMAIN, {} NODATA) in {:.3f} ms\n",
-                     ResultName(outcome.result), outcome.queries.size(), nxdomain, nodata,
-                     Ms(outcome.duration));
+  out << fmt::format(
+      "\nresult {}: {} questions ({} NXDOMAIN, {} NODATA) in {:.3f} ms ({:.3f} ms of it on the "
+      "wire)\n",
+      ResultName(outcome.result), outcome.queries.size(), nxdomain, nodata, Ms(outcome.duration),
+      Ms(outcome.duration - t0));
   if (!outcome.error.empty()) out << "error: " << outcome.error << "\n";
   return outcome.result == Result::kSuccess ? 0 : 1;
 }

@@ -79,6 +79,8 @@ void Lookup::Apply(Actions a) {
       return;
     }
     outcome_.queries[index].bytes = len;
+    // c-ares wrote the datagram inside Send (opening the socket first on a channel's first use).
+    outcome_.queries[index].sent_at = Now();
     if (finished_) return;
   }
   if (a.done) {
