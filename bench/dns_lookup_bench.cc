@@ -5,12 +5,11 @@
 //   ours <resolver> lookups=N questions=Q wall_us=W cpu_ms_per_1000=C failures=F
 #include <sys/resource.h>
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include <boost/asio/io_context.hpp>
 
 #include "exporter/probes/dns/lookup.h"
 

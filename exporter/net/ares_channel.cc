@@ -1,6 +1,7 @@
 #include "exporter/net/ares_channel.h"
 
 #include <arpa/nameser.h>
+
 #include <cstring>
 #include <mutex>
 

@@ -1,8 +1,9 @@
 #include "exporter/probes/dns/dns_probe.h"
 
+#include <spdlog/spdlog.h>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/address.h"
@@ -170,7 +171,10 @@ class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
 
 LookupTarget::LookupTarget(std::shared_ptr<DnsKind> kind, std::string name, bool absolute,
                            Libc libc)
-    : kind_(std::move(kind)), name_(std::move(name)), absolute_(absolute), libc_(libc),
+    : kind_(std::move(kind)),
+      name_(std::move(name)),
+      absolute_(absolute),
+      libc_(libc),
       pool_(std::make_shared<ChannelPool>(kind_->env().io)) {
   labels_ = {{"name", name_},
              {"form", absolute_ ? "absolute" : "as_written"},
@@ -220,8 +224,8 @@ void LookupTarget::Record(const LookupOutcome& o) {
     spdlog::debug("dns {}: {}", FormName(name_, absolute_), o.error);
   }
   spdlog::debug("dns lookup name={} resolver={} result={} queries={} duration={:.6f}s",
-                FormName(name_, absolute_), LibcName(libc_), ResultName(o.result),
-                o.queries.size(), seconds);
+                FormName(name_, absolute_), LibcName(libc_), ResultName(o.result), o.queries.size(),
+                seconds);
 }
 
 ServersTarget::ServersTarget(std::shared_ptr<DnsKind> kind)
@@ -242,28 +246,25 @@ void ServersTarget::Run(std::chrono::steady_clock::time_point, std::function<voi
       continue;
     }
     std::string server = net::FormatHostPort(ns.address, ns.port);
-    int len = ch->Send(name, static_cast<std::uint16_t>(QType::kA), false,
-                       [weak = weak_from_this(), server, start](int status, const unsigned char*,
-                                                                int) {
-                         auto self = weak.lock();
-                         if (!self || !self->done_) return;
-                         if (status == ARES_SUCCESS && !self->removed_) {
-                           double s = std::chrono::duration<double>(
-                                          std::chrono::steady_clock::now() - start)
-                                          .count();
-                           self->series_
-                               .Add(self->kind_->families().server_rtt, {{"server", server}},
-                                    metrics::LatencyBuckets())
-                               .Observe(s);
-                         } else if (status != ARES_ECANCELLED && status != ARES_EDESTRUCTION &&
-                                    !self->removed_) {
-                           self->kind_->Error(self->series_, "server_no_answer");
-                         }
-                         if (--self->outstanding_ == 0) {
-                           boost::asio::post(self->kind_->env().io,
-                                             [self] { self->Complete(); });
-                         }
-                       });
+    int len = ch->Send(
+        name, static_cast<std::uint16_t>(QType::kA), false,
+        [weak = weak_from_this(), server, start](int status, const unsigned char*, int) {
+          auto self = weak.lock();
+          if (!self || !self->done_) return;
+          if (status == ARES_SUCCESS && !self->removed_) {
+            double s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            self->series_
+                .Add(self->kind_->families().server_rtt, {{"server", server}},
+                     metrics::LatencyBuckets())
+                .Observe(s);
+          } else if (status != ARES_ECANCELLED && status != ARES_EDESTRUCTION && !self->removed_) {
+            self->kind_->Error(self->series_, "server_no_answer");
+          }
+          if (--self->outstanding_ == 0) {
+            boost::asio::post(self->kind_->env().io, [self] { self->Complete(); });
+          }
+        });
     if (len > 0) ++outstanding_;
   }
   if (outstanding_ == 0) {

@@ -1,7 +1,8 @@
 #include "exporter/probes/dns/explain.h"
 
-#include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
+
+#include <boost/asio/io_context.hpp>
 
 #include "exporter/net/address.h"
 #include "exporter/probes/dns/lookup.h"
@@ -9,7 +10,9 @@
 namespace podnet::probes::dns {
 namespace {
 
-double Ms(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double Ms(std::chrono::nanoseconds d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 std::string Join(const std::vector<std::string>& v) {
   std::string s;
@@ -24,11 +27,12 @@ int ExplainLookup(const std::string& name, const std::string& resolv_conf_path, 
   bool readable = true;
   ResolvConf conf = LoadResolvConf(resolv_conf_path, libc, config::ProcessEnv(), &readable);
   std::vector<std::string> servers;
-  for (const auto& ns : conf.nameservers) servers.push_back(net::FormatHostPort(ns.address, ns.port));
+  for (const auto& ns : conf.nameservers)
+    servers.push_back(net::FormatHostPort(ns.address, ns.port));
   out << fmt::format("{} as {} reads it{}:\n", resolv_conf_path, LibcName(libc),
                      readable ? "" : " (unreadable: defaults)");
-  out << fmt::format("  nameservers {}\n  search {}\n  ndots:{} timeout:{} attempts:{}", Join(servers),
-                     Join(conf.search), conf.ndots, conf.timeout_s, conf.attempts);
+  out << fmt::format("  nameservers {}\n  search {}\n  ndots:{} timeout:{} attempts:{}",
+                     Join(servers), Join(conf.search), conf.ndots, conf.timeout_s, conf.attempts);
   if (libc == Libc::kGlibc) {
     std::vector<std::string> flags;
     if (conf.rotate) flags.push_back("rotate");
@@ -58,8 +62,8 @@ int ExplainLookup(const std::string& name, const std::string& resolv_conf_path, 
                      "answer");
   int nxdomain = 0, nodata = 0;
   // Times from the first packet, as a capture shows them.
-  std::chrono::nanoseconds t0 = outcome.queries.empty() ? std::chrono::nanoseconds(0)
-                                                        : outcome.queries.front().sent_at;
+  std::chrono::nanoseconds t0 =
+      outcome.queries.empty() ? std::chrono::nanoseconds(0) : outcome.queries.front().sent_at;
   for (const auto& q : outcome.queries) {
     std::string answer = "no answer (TIMEOUT)";
     if (q.reply && q.reply->kind == Reply::Kind::kConnRefused) {
@@ -77,8 +81,9 @@ int ExplainLookup(const std::string& name, const std::string& resolv_conf_path, 
                            r.truncated ? ", TC" : "", Ms(q.replied_at - t0),
                            Ms(q.replied_at - q.sent_at));
     }
-    out << fmt::format("{:>10.3f}  {:<5} {:<56} {:<18} {}\n", Ms(q.sent_at - t0), QTypeName(q.query.qtype),
-                       q.query.name, q.server + (q.query.tcp ? "/tcp" : ""), answer);
+    out << fmt::format("{:>10.3f}  {:<5} {:<56} {:<18} {}\n", Ms(q.sent_at - t0),
+                       QTypeName(q.query.qtype), q.query.name,
+                       q.server + (q.query.tcp ? "/tcp" : ""), answer);
   }
   out << fmt::format(
       "\nresult {}: {} questions ({} NXDOMAIN, {} NODATA) in {:.3f} ms ({:.3f} ms of it on the "

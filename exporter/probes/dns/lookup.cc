@@ -26,9 +26,8 @@ void ChannelPool::CancelAll() {
 }
 
 std::shared_ptr<Lookup> Lookup::Start(boost::asio::io_context& io,
-                                      std::shared_ptr<ChannelPool> pool,
-                                      const ResolvConf& conf, Libc libc, const std::string& name,
-                                      Done done) {
+                                      std::shared_ptr<ChannelPool> pool, const ResolvConf& conf,
+                                      Libc libc, const std::string& name, Done done) {
   std::shared_ptr<Lookup> l(new Lookup(io, std::move(pool), conf, libc, name, std::move(done)));
   // A stuck model or wire layer must not hold the target forever.
   l->guard_.expires_after(l->model_->MaxDuration() + std::chrono::seconds(1));
@@ -41,8 +40,15 @@ std::shared_ptr<Lookup> Lookup::Start(boost::asio::io_context& io,
 
 Lookup::Lookup(boost::asio::io_context& io, std::shared_ptr<ChannelPool> pool,
                const ResolvConf& conf, Libc libc, const std::string& name, Done done)
-    : io_(io), pool_(std::move(pool)), conf_(conf), libc_(libc), model_(MakeModel(libc, conf, name)),
-      deadline_(io), guard_(io), start_(std::chrono::steady_clock::now()), done_(std::move(done)) {}
+    : io_(io),
+      pool_(std::move(pool)),
+      conf_(conf),
+      libc_(libc),
+      model_(MakeModel(libc, conf, name)),
+      deadline_(io),
+      guard_(io),
+      start_(std::chrono::steady_clock::now()),
+      done_(std::move(done)) {}
 
 std::chrono::nanoseconds Lookup::Now() const { return std::chrono::steady_clock::now() - start_; }
 
@@ -67,11 +73,11 @@ void Lookup::Apply(Actions a) {
     outcome_.queries.push_back(rec);
     by_id_[q.id] = index;
     bool edns = libc_ == Libc::kGlibc && conf_.edns0;
-    int len = ch->Send(q.name, static_cast<std::uint16_t>(q.qtype), edns,
-                       [weak = weak_from_this(), index](int status, const unsigned char* abuf,
-                                                        int alen) {
-                         if (auto l = weak.lock()) l->OnReply(index, status, abuf, alen);
-                       });
+    int len =
+        ch->Send(q.name, static_cast<std::uint16_t>(q.qtype), edns,
+                 [weak = weak_from_this(), index](int status, const unsigned char* abuf, int alen) {
+                   if (auto l = weak.lock()) l->OnReply(index, status, abuf, alen);
+                 });
     if (len < 0) {
       outcome_.queries.pop_back();
       outcome_.error = "c-ares cannot encode the name " + q.name;

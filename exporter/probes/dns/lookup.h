@@ -1,5 +1,7 @@
 #pragma once
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -8,9 +10,6 @@
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "exporter/net/ares_channel.h"
 #include "exporter/probes/dns/resolv_conf.h"
@@ -59,16 +58,14 @@ class Lookup : public std::enable_shared_from_this<Lookup> {
  public:
   using Done = std::function<void(LookupOutcome)>;
   static std::shared_ptr<Lookup> Start(boost::asio::io_context& io,
-                                       std::shared_ptr<ChannelPool> pool,
-                                       const ResolvConf& conf, Libc libc, const std::string& name,
-                                       Done done);
+                                       std::shared_ptr<ChannelPool> pool, const ResolvConf& conf,
+                                       Libc libc, const std::string& name, Done done);
   /// Ends the lookup now (`done` is still called, with what happened so far).
   void Cancel();
 
  private:
   Lookup(boost::asio::io_context& io, std::shared_ptr<ChannelPool> pool, const ResolvConf& conf,
-         Libc libc,
-         const std::string& name, Done done);
+         Libc libc, const std::string& name, Done done);
   void Apply(Actions a);
   void OnReply(std::size_t index, int status, const unsigned char* abuf, int alen);
   void Finish(std::optional<Result> forced);

@@ -61,14 +61,22 @@ void GlibcOptions(const std::vector<std::string>& words, ResolvConf& c) {
         num("attempts:", 5, &c.attempts)) {
       continue;
     }
-    if (o == "rotate") c.rotate = true;
-    else if (o == "single-request") c.single_request = true;
-    else if (o == "single-request-reopen") c.single_request_reopen = true;
-    else if (o == "edns0") c.edns0 = true;
-    else if (o == "use-vc") c.use_vc = true;
-    else if (o == "no-aaaa") c.no_aaaa = true;
-    else if (o == "trust-ad") c.trust_ad = true;
-    else if (o == "no-tld-query") c.no_tld_query = true;
+    if (o == "rotate")
+      c.rotate = true;
+    else if (o == "single-request")
+      c.single_request = true;
+    else if (o == "single-request-reopen")
+      c.single_request_reopen = true;
+    else if (o == "edns0")
+      c.edns0 = true;
+    else if (o == "use-vc")
+      c.use_vc = true;
+    else if (o == "no-aaaa")
+      c.no_aaaa = true;
+    else if (o == "trust-ad")
+      c.trust_ad = true;
+    else if (o == "no-tld-query")
+      c.no_tld_query = true;
     // Anything else (debug, inet6, no-reload, unknown words) changes nothing we model.
   }
 }

@@ -1,11 +1,10 @@
 #pragma once
 
+#include <boost/asio/ip/address.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/asio/ip/address.hpp>
 
 #include "exporter/config/env.h"
 

@@ -11,24 +11,37 @@ const char* QTypeName(QType t) { return t == QType::kA ? "A" : "AAAA"; }
 
 std::string RcodeName(int rcode) {
   switch (rcode) {
-    case kNoError: return "NOERROR";
-    case kFormErr: return "FORMERR";
-    case kServFail: return "SERVFAIL";
-    case kNxDomain: return "NXDOMAIN";
-    case kNotImp: return "NOTIMP";
-    case kRefused: return "REFUSED";
-    default: return "RCODE" + std::to_string(rcode);
+    case kNoError:
+      return "NOERROR";
+    case kFormErr:
+      return "FORMERR";
+    case kServFail:
+      return "SERVFAIL";
+    case kNxDomain:
+      return "NXDOMAIN";
+    case kNotImp:
+      return "NOTIMP";
+    case kRefused:
+      return "REFUSED";
+    default:
+      return "RCODE" + std::to_string(rcode);
   }
 }
 
 const char* ResultName(Result r) {
   switch (r) {
-    case Result::kSuccess: return "success";
-    case Result::kNxDomain: return "nxdomain";
-    case Result::kNoData: return "nodata";
-    case Result::kServFail: return "servfail";
-    case Result::kTimeout: return "timeout";
-    case Result::kError: return "error";
+    case Result::kSuccess:
+      return "success";
+    case Result::kNxDomain:
+      return "nxdomain";
+    case Result::kNoData:
+      return "nodata";
+    case Result::kServFail:
+      return "servfail";
+    case Result::kTimeout:
+      return "timeout";
+    case Result::kError:
+      return "error";
   }
   return "error";
 }
@@ -58,8 +71,8 @@ class GlibcModel : public ResolverModel {
  public:
   GlibcModel(const ResolvConf& conf, std::string name)
       : conf_(conf), name_(std::move(name)), shape_(Shape(name_)) {
-    qtypes_ = conf_.no_aaaa ? std::vector<QType>{QType::kA}
-                            : std::vector<QType>{QType::kA, QType::kAAAA};
+    qtypes_ =
+        conf_.no_aaaa ? std::vector<QType>{QType::kA} : std::vector<QType>{QType::kA, QType::kAAAA};
     sequential_ = qtypes_.size() > 1 && (conf_.single_request || conf_.single_request_reopen);
   }
 
@@ -201,10 +214,14 @@ class GlibcModel : public ResolverModel {
     if (good(hp) || good(hp2)) return NameDone(HErrno::kSuccess);
     int rc = hp->rcode == kNoError ? hp2->rcode : hp->rcode;
     switch (rc) {
-      case kNxDomain: return NameDone(HErrno::kHostNotFound);
-      case kServFail: return NameDone(HErrno::kTryAgain);
-      case kNoError: return NameDone(HErrno::kNoData);
-      default: return NameDone(HErrno::kNoRecovery);
+      case kNxDomain:
+        return NameDone(HErrno::kHostNotFound);
+      case kServFail:
+        return NameDone(HErrno::kTryAgain);
+      case kNoError:
+        return NameDone(HErrno::kNoData);
+      default:
+        return NameDone(HErrno::kNoRecovery);
     }
   }
 
@@ -288,16 +305,20 @@ class GlibcModel : public ResolverModel {
 
   Actions FinishWith(HErrno h) {
     switch (h) {
-      case HErrno::kSuccess: return Finish(Result::kSuccess);
-      case HErrno::kHostNotFound: return Finish(Result::kNxDomain);
-      case HErrno::kNoData: return Finish(Result::kNoData);
+      case HErrno::kSuccess:
+        return Finish(Result::kSuccess);
+      case HErrno::kHostNotFound:
+        return Finish(Result::kNxDomain);
+      case HErrno::kNoData:
+        return Finish(Result::kNoData);
       case HErrno::kTryAgain:
         // TRY_AGAIN: every server SERVFAILed, or refused (REFUSED/NOTIMP: an error), or
         // was silent (a timeout).
         if (last_rcode_ == kServFail) return Finish(Result::kServFail);
         return Finish(got_answer_ ? Result::kError : Result::kTimeout);
       case HErrno::kNoRecovery:
-      case HErrno::kConnRefused: return Finish(Result::kError);
+      case HErrno::kConnRefused:
+        return Finish(Result::kError);
     }
     return Finish(Result::kError);
   }
@@ -401,8 +422,7 @@ class MuslModel : public ResolverModel {
 
  private:
   WireQuery Make(std::size_t q, int server) {
-    WireQuery w{next_id_++, candidates_[index_], q == 0 ? QType::kA : QType::kAAAA, server,
-                false};
+    WireQuery w{next_id_++, candidates_[index_], q == 0 ? QType::kA : QType::kAAAA, server, false};
     sent_[w.id] = {q, server};
     return w;
   }

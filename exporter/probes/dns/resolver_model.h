@@ -17,8 +17,14 @@ enum class QType : std::uint16_t { kA = 1, kAAAA = 28 };
 const char* QTypeName(QType t);  // "A" | "AAAA"
 
 /// DNS response codes (RFC 1035 4.1.1, RFC 2136).
-enum Rcode : int { kNoError = 0, kFormErr = 1, kServFail = 2, kNxDomain = 3, kNotImp = 4,
-                   kRefused = 5 };
+enum Rcode : int {
+  kNoError = 0,
+  kFormErr = 1,
+  kServFail = 2,
+  kNxDomain = 3,
+  kNotImp = 4,
+  kRefused = 5
+};
 /// "NOERROR", "SERVFAIL", ... as DNS names them; "RCODE<n>" for others.
 std::string RcodeName(int rcode);
 
@@ -35,9 +41,9 @@ struct WireQuery {
 /// What came back for one WireQuery.
 struct Reply {
   enum class Kind {
-    kAnswer,         // a parsed response: rcode, ancount, truncated are valid
-    kConnRefused,    // ICMP port unreachable / TCP RST (glibc: ECONNREFUSED)
-    kNoAnswer,       // the wire layer gave up without a usable response (dropped, garbage)
+    kAnswer,       // a parsed response: rcode, ancount, truncated are valid
+    kConnRefused,  // ICMP port unreachable / TCP RST (glibc: ECONNREFUSED)
+    kNoAnswer,     // the wire layer gave up without a usable response (dropped, garbage)
   };
   Kind kind = Kind::kAnswer;
   int rcode = kNoError;
@@ -104,8 +110,9 @@ std::unique_ptr<ResolverModel> MakeGlibcModel(const ResolvConf& conf, std::strin
 ///    failure ends it;
 ///  - per name: A and AAAA to every nameserver at once; the first NOERROR or NXDOMAIN answer of
 ///    each type is taken; a SERVFAIL answer is re-asked at once (at most 2×questions times per
-///    round, as measured on the wire), other rcodes are ignored; unanswered questions are sent again every
-///    timeout/attempts until `timeout` has passed. No TCP: a truncated answer is used as is.
+///    round, as measured on the wire), other rcodes are ignored; unanswered questions are sent
+///    again every timeout/attempts until `timeout` has passed. No TCP: a truncated answer is used
+///    as is.
 std::unique_ptr<ResolverModel> MakeMuslModel(const ResolvConf& conf, std::string name);
 
 std::unique_ptr<ResolverModel> MakeModel(Libc libc, const ResolvConf& conf, std::string name);

@@ -27,9 +27,9 @@ TEST(ResolvConfTest, KubernetesPod) {
       "ap-northeast-2.compute.internal\nnameserver 172.20.0.10\noptions ndots:5\n",
       Libc::kGlibc, Env({}));
   EXPECT_EQ(Servers(c), std::vector<std::string>{"172.20.0.10"});
-  EXPECT_EQ(c.search, (std::vector<std::string>{"podnet.svc.cluster.local", "svc.cluster.local",
-                                                "cluster.local",
-                                                "ap-northeast-2.compute.internal"}));
+  EXPECT_EQ(c.search,
+            (std::vector<std::string>{"podnet.svc.cluster.local", "svc.cluster.local",
+                                      "cluster.local", "ap-northeast-2.compute.internal"}));
   EXPECT_EQ(c.ndots, 5);
   EXPECT_EQ(c.timeout_s, 5);
   EXPECT_EQ(c.attempts, 2);
@@ -64,14 +64,13 @@ TEST(ResolvConfTest, CommentsAndKeywordsNeedABlank) {
 }
 
 TEST(ResolvConfTest, LastOfSearchAndDomainWins) {
-  auto g = ParseResolvConf("search a.example b.example\ndomain c.example d.example\n",
-                           Libc::kGlibc, Env({}));
-  EXPECT_EQ(g.search, std::vector<std::string>{"c.example"});  // glibc: domain = one entry
-  auto m = ParseResolvConf("search a.example b.example\ndomain c.example d.example\n",
-                           Libc::kMusl, Env({}));
-  EXPECT_EQ(m.search, (std::vector<std::string>{"c.example", "d.example"}));  // musl: the line
-  auto s = ParseResolvConf("domain c.example\nsearch a.example b.example\n", Libc::kGlibc,
+  auto g = ParseResolvConf("search a.example b.example\ndomain c.example d.example\n", Libc::kGlibc,
                            Env({}));
+  EXPECT_EQ(g.search, std::vector<std::string>{"c.example"});  // glibc: domain = one entry
+  auto m = ParseResolvConf("search a.example b.example\ndomain c.example d.example\n", Libc::kMusl,
+                           Env({}));
+  EXPECT_EQ(m.search, (std::vector<std::string>{"c.example", "d.example"}));  // musl: the line
+  auto s = ParseResolvConf("domain c.example\nsearch a.example b.example\n", Libc::kGlibc, Env({}));
   EXPECT_EQ(s.search, (std::vector<std::string>{"a.example", "b.example"}));
 }
 
@@ -105,7 +104,8 @@ INSTANTIATE_TEST_SUITE_P(
     Table, OptionsTest,
     ::testing::Values(
         OptionCase{"glibc_ndots", "ndots:5", Libc::kGlibc, With([](auto& c) { c.ndots = 5; })},
-        OptionCase{"glibc_ndots_cap", "ndots:99", Libc::kGlibc, With([](auto& c) { c.ndots = 15; })},
+        OptionCase{"glibc_ndots_cap", "ndots:99", Libc::kGlibc,
+                   With([](auto& c) { c.ndots = 15; })},
         OptionCase{"glibc_timeout_cap", "timeout:99", Libc::kGlibc,
                    With([](auto& c) { c.timeout_s = 30; })},
         OptionCase{"glibc_attempts_cap", "attempts:9", Libc::kGlibc,

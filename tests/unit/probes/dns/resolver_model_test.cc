@@ -34,10 +34,17 @@ struct Zone {
     Behaviour b = servers.at(static_cast<std::size_t>(q.server));
     Reply r;
     switch (b) {
-      case Behaviour::kDrop: return std::nullopt;
-      case Behaviour::kServFail: r.rcode = kServFail; return r;
-      case Behaviour::kRefused: r.rcode = kRefused; return r;
-      case Behaviour::kConnRefused: r.kind = Reply::Kind::kConnRefused; return r;
+      case Behaviour::kDrop:
+        return std::nullopt;
+      case Behaviour::kServFail:
+        r.rcode = kServFail;
+        return r;
+      case Behaviour::kRefused:
+        r.rcode = kRefused;
+        return r;
+      case Behaviour::kConnRefused:
+        r.kind = Reply::Kind::kConnRefused;
+        return r;
       case Behaviour::kTruncateUdp:
         if (!q.tcp) {
           r.truncated = true;
@@ -45,7 +52,8 @@ struct Zone {
         }
         r.ancount = 1;
         return r;
-      case Behaviour::kZone: break;
+      case Behaviour::kZone:
+        break;
     }
     std::string n = q.name;
     if (!n.empty() && n.back() == '.') n.pop_back();
@@ -133,7 +141,9 @@ TEST_P(ModelTest, Walk) {
   }
 }
 
-std::string Ndots(int n) { return std::string(kSearch) + "options ndots:" + std::to_string(n) + "\n"; }
+std::string Ndots(int n) {
+  return std::string(kSearch) + "options ndots:" + std::to_string(n) + "\n";
+}
 
 const Libc G = Libc::kGlibc;
 const Libc M = Libc::kMusl;
@@ -143,35 +153,94 @@ INSTANTIATE_TEST_SUITE_P(
     Reference, ModelTest,
     ::testing::Values(
         // The table (ndots:5, 4 search domains).
-        Case{"glibc_sts_ndots5", Ndots(5), "sts.ap-northeast-2.amazonaws.com", G, 10,
-             Result::kSuccess, {B::kZone}, 8},
-        Case{"musl_sts_ndots5", Ndots(5), "sts.ap-northeast-2.amazonaws.com", M, 10,
-             Result::kSuccess, {B::kZone}, 8},
-        Case{"glibc_sts_absolute", Ndots(5), "sts.ap-northeast-2.amazonaws.com.", G, 2,
-             Result::kSuccess, {B::kZone}, 0},
-        Case{"musl_sts_absolute", Ndots(5), "sts.ap-northeast-2.amazonaws.com.", M, 2,
-             Result::kSuccess, {B::kZone}, 0},
-        Case{"glibc_k8s_default_ndots5", Ndots(5), "kubernetes.default", G, 4, Result::kSuccess,
-             {B::kZone}, 2},
-        Case{"musl_k8s_default_ndots5", Ndots(5), "kubernetes.default", M, 4, Result::kSuccess,
-             {B::kZone}, 2},
-        Case{"glibc_k8s_fqdn_ndots5", Ndots(5), "kubernetes.default.svc.cluster.local", G, 10,
-             Result::kSuccess, {B::kZone}, 8},
-        Case{"musl_k8s_fqdn_ndots5", Ndots(5), "kubernetes.default.svc.cluster.local", M, 10,
-             Result::kSuccess, {B::kZone}, 8},
-        Case{"glibc_www_ndots5", Ndots(5), "www.amazon.com", G, 10, Result::kSuccess, {B::kZone},
+        Case{"glibc_sts_ndots5",
+             Ndots(5),
+             "sts.ap-northeast-2.amazonaws.com",
+             G,
+             10,
+             Result::kSuccess,
+             {B::kZone},
              8},
-        Case{"musl_www_ndots5", Ndots(5), "www.amazon.com", M, 10, Result::kSuccess, {B::kZone},
+        Case{"musl_sts_ndots5",
+             Ndots(5),
+             "sts.ap-northeast-2.amazonaws.com",
+             M,
+             10,
+             Result::kSuccess,
+             {B::kZone},
              8},
+        Case{"glibc_sts_absolute",
+             Ndots(5),
+             "sts.ap-northeast-2.amazonaws.com.",
+             G,
+             2,
+             Result::kSuccess,
+             {B::kZone},
+             0},
+        Case{"musl_sts_absolute",
+             Ndots(5),
+             "sts.ap-northeast-2.amazonaws.com.",
+             M,
+             2,
+             Result::kSuccess,
+             {B::kZone},
+             0},
+        Case{"glibc_k8s_default_ndots5",
+             Ndots(5),
+             "kubernetes.default",
+             G,
+             4,
+             Result::kSuccess,
+             {B::kZone},
+             2},
+        Case{"musl_k8s_default_ndots5",
+             Ndots(5),
+             "kubernetes.default",
+             M,
+             4,
+             Result::kSuccess,
+             {B::kZone},
+             2},
+        Case{"glibc_k8s_fqdn_ndots5",
+             Ndots(5),
+             "kubernetes.default.svc.cluster.local",
+             G,
+             10,
+             Result::kSuccess,
+             {B::kZone},
+             8},
+        Case{"musl_k8s_fqdn_ndots5",
+             Ndots(5),
+             "kubernetes.default.svc.cluster.local",
+             M,
+             10,
+             Result::kSuccess,
+             {B::kZone},
+             8},
+        Case{
+            "glibc_www_ndots5", Ndots(5), "www.amazon.com", G, 10, Result::kSuccess, {B::kZone}, 8},
+        Case{"musl_www_ndots5", Ndots(5), "www.amazon.com", M, 10, Result::kSuccess, {B::kZone}, 8},
         // ndots:1: external names drop to 2; kubernetes.default leaks upstream first.
         Case{"glibc_sts_ndots1", Ndots(1), "sts.ap-northeast-2.amazonaws.com", G, 2,
              Result::kSuccess},
         Case{"musl_sts_ndots1", Ndots(1), "sts.ap-northeast-2.amazonaws.com", M, 2,
              Result::kSuccess},
-        Case{"glibc_k8s_default_ndots1", Ndots(1), "kubernetes.default", G, 6, Result::kSuccess,
-             {B::kZone}, 4},
-        Case{"musl_k8s_default_ndots1", Ndots(1), "kubernetes.default", M, 2, Result::kNxDomain,
-             {B::kZone}, 2},
+        Case{"glibc_k8s_default_ndots1",
+             Ndots(1),
+             "kubernetes.default",
+             G,
+             6,
+             Result::kSuccess,
+             {B::kZone},
+             4},
+        Case{"musl_k8s_default_ndots1",
+             Ndots(1),
+             "kubernetes.default",
+             M,
+             2,
+             Result::kNxDomain,
+             {B::kZone},
+             2},
         // Absolute names never search, even when not found.
         Case{"glibc_absolute_nxdomain", Ndots(5), "nope.example.", G, 2, Result::kNxDomain},
         Case{"musl_absolute_nxdomain", Ndots(5), "nope.example.", M, 2, Result::kNxDomain},
@@ -190,8 +259,8 @@ INSTANTIATE_TEST_SUITE_P(
              Result::kSuccess},
         Case{"musl_ignores_no_aaaa", Ndots(5) + "options no-aaaa\n", "www.amazon.com", M, 10,
              Result::kSuccess},
-        Case{"glibc_single_request", Ndots(5) + "options single-request\n", "www.amazon.com", G,
-             10, Result::kSuccess},
+        Case{"glibc_single_request", Ndots(5) + "options single-request\n", "www.amazon.com", G, 10,
+             Result::kSuccess},
         Case{"glibc_root_in_search", "search . a.test\noptions ndots:2\n", "nope.example", G, 4,
              Result::kNxDomain}),
     [](const auto& info) { return info.param.label; });
@@ -201,41 +270,100 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // SERVFAIL: glibc re-asks per attempt and walks on to the next name; musl re-asks at
         // once within its budget (2 + 4 per round), never accepts it, and ends with EAI_AGAIN.
-        Case{"glibc_servfail", "search lab.test\noptions attempts:2\n", "faulty.example", G, 8,
-             Result::kServFail, {B::kServFail}},
-        Case{"musl_servfail", "search lab.test\noptions attempts:2\n", "faulty.example", M, 12,
-             Result::kServFail, {B::kServFail}},
+        Case{"glibc_servfail",
+             "search lab.test\noptions attempts:2\n",
+             "faulty.example",
+             G,
+             8,
+             Result::kServFail,
+             {B::kServFail}},
+        Case{"musl_servfail",
+             "search lab.test\noptions attempts:2\n",
+             "faulty.example",
+             M,
+             12,
+             Result::kServFail,
+             {B::kServFail}},
         // REFUSED: glibc passes it on to the next server / attempt, then the walk stops but the
         // as-is name (not yet tried) still goes; musl ignores it and times out.
-        Case{"glibc_refused", "search lab.test\noptions attempts:2\n", "faulty.example", G, 8,
-             Result::kError, {B::kRefused}},
-        Case{"glibc_refused_ndots5", "search lab.test\noptions attempts:2 ndots:5\n",
-             "faulty.example", G, 8, Result::kError, {B::kRefused}},
-        Case{"musl_refused", "search lab.test\noptions attempts:2\n", "faulty.example", M, 4,
-             Result::kTimeout, {B::kRefused}},
+        Case{"glibc_refused",
+             "search lab.test\noptions attempts:2\n",
+             "faulty.example",
+             G,
+             8,
+             Result::kError,
+             {B::kRefused}},
+        Case{"glibc_refused_ndots5",
+             "search lab.test\noptions attempts:2 ndots:5\n",
+             "faulty.example",
+             G,
+             8,
+             Result::kError,
+             {B::kRefused}},
+        Case{"musl_refused",
+             "search lab.test\noptions attempts:2\n",
+             "faulty.example",
+             M,
+             4,
+             Result::kTimeout,
+             {B::kRefused}},
         // Silence: attempts × nameservers per name (glibc), rounds × nameservers (musl).
-        Case{"glibc_timeout", "search lab.test\noptions attempts:2\n", "faulty.example", G, 8,
-             Result::kTimeout, {B::kDrop}},
-        Case{"glibc_timeout_two_servers", "search lab.test\noptions attempts:3\n",
-             "faulty.example", G, 24, Result::kTimeout, {B::kDrop, B::kDrop}},
-        Case{"musl_timeout", "search lab.test\noptions attempts:2\n", "faulty.example", M, 4,
-             Result::kTimeout, {B::kDrop}},
+        Case{"glibc_timeout",
+             "search lab.test\noptions attempts:2\n",
+             "faulty.example",
+             G,
+             8,
+             Result::kTimeout,
+             {B::kDrop}},
+        Case{"glibc_timeout_two_servers",
+             "search lab.test\noptions attempts:3\n",
+             "faulty.example",
+             G,
+             24,
+             Result::kTimeout,
+             {B::kDrop, B::kDrop}},
+        Case{"musl_timeout",
+             "search lab.test\noptions attempts:2\n",
+             "faulty.example",
+             M,
+             4,
+             Result::kTimeout,
+             {B::kDrop}},
         // 5 s / 3 attempts = 1666 ms: rounds at 0, 1666, 3332 and 4998 ms (< 5000): 4 rounds.
-        Case{"musl_timeout_two_servers", "search lab.test\noptions attempts:3\n",
-             "faulty.example", M, 16, Result::kTimeout, {B::kDrop, B::kDrop}},
+        Case{"musl_timeout_two_servers",
+             "search lab.test\noptions attempts:3\n",
+             "faulty.example",
+             M,
+             16,
+             Result::kTimeout,
+             {B::kDrop, B::kDrop}},
         // One silent server of two: glibc moves on to the second; musl asked both at once.
-        Case{"glibc_first_server_silent", Ndots(5), "www.amazon.com.", G, 4, Result::kSuccess,
+        Case{"glibc_first_server_silent",
+             Ndots(5),
+             "www.amazon.com.",
+             G,
+             4,
+             Result::kSuccess,
              {B::kDrop, B::kZone}},
-        Case{"musl_first_server_silent", Ndots(5), "www.amazon.com.", M, 4, Result::kSuccess,
+        Case{"musl_first_server_silent",
+             Ndots(5),
+             "www.amazon.com.",
+             M,
+             4,
+             Result::kSuccess,
              {B::kDrop, B::kZone}},
         // Truncated: glibc re-asks both over TCP; musl takes the empty truncated answer.
         Case{"glibc_tc_tcp", "", "faulty.example.", G, 4, Result::kSuccess, {B::kTruncateUdp}},
-        Case{"musl_tc_used_as_is", "", "faulty.example.", M, 2, Result::kNoData,
-             {B::kTruncateUdp}},
+        Case{"musl_tc_used_as_is", "", "faulty.example.", M, 2, Result::kNoData, {B::kTruncateUdp}},
         // ECONNREFUSED from every server and attempt: the as-is try just fails (its h_errno is
         // saved), the first search domain aborts the walk.
-        Case{"glibc_connrefused", "search lab.test\nsearch lab.test other.test\noptions attempts:2\n",
-             "faulty.example", G, 8, Result::kError, {B::kConnRefused}}),
+        Case{"glibc_connrefused",
+             "search lab.test\nsearch lab.test other.test\noptions attempts:2\n",
+             "faulty.example",
+             G,
+             8,
+             Result::kError,
+             {B::kConnRefused}}),
     [](const auto& info) { return info.param.label; });
 
 TEST(ModelBoundTest, MaxDuration) {
