@@ -5,9 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <set>
-
 #include <boost/asio/ip/udp.hpp>
+#include <set>
 
 namespace podnet::probes::dns {
 namespace {
@@ -20,7 +19,8 @@ class LoopbackDns {
  public:
   LoopbackDns(boost::asio::io_context& io, std::set<std::string> exists, bool drop = false)
       : socket_(io, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)),
-        exists_(std::move(exists)), drop_(drop) {
+        exists_(std::move(exists)),
+        drop_(drop) {
     Receive();
   }
   std::uint16_t port() const { return socket_.local_endpoint().port(); }
@@ -58,8 +58,15 @@ class LoopbackDns {
       out[3] |= 3;  // NXDOMAIN
     } else {
       out[7] = 1;
-      std::vector<unsigned char> rr = {0xc0, 0x0c, static_cast<unsigned char>(qtype >> 8),
-                                       static_cast<unsigned char>(qtype & 0xff), 0, 1, 0, 0, 0,
+      std::vector<unsigned char> rr = {0xc0,
+                                       0x0c,
+                                       static_cast<unsigned char>(qtype >> 8),
+                                       static_cast<unsigned char>(qtype & 0xff),
+                                       0,
+                                       1,
+                                       0,
+                                       0,
+                                       0,
                                        30};
       std::size_t rdlen = qtype == 28 ? 16 : 4;
       rr.push_back(0);
