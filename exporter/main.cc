@@ -10,6 +10,7 @@
 #include "exporter/config/config.h"
 #include "exporter/log/logging.h"
 #include "exporter/net/address.h"
+#include "exporter/probes/dns/explain.h"
 #include "podnet/version.h"
 
 int main(int argc, char** argv) {
@@ -30,9 +31,9 @@ int main(int argc, char** argv) {
                 << podnet::kRevision << ")\n";
       return 0;
     case Options::Mode::kDnsExplain:
-      std::cerr << "podnet-exporter: dns-explain: not supported yet (the DNS amplification "
-                   "probe is not implemented in this version)\n";
-      return 2;
+      return podnet::probes::dns::ExplainLookup(
+          options->dns_name, options->resolv_conf,
+          *podnet::probes::dns::ParseLibc(options->resolver), std::cout);
     case Options::Mode::kCheckConfig:
     case Options::Mode::kRun:
       break;
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
     const auto& c = *loaded.config;
     std::cout << options->config_file << ": OK (self " << c.self.name << " on node "
               << c.self.node << ", " << c.static_peers.size() << " static peers, rtt probe "
-              << (c.rtt ? "on" : "off") << ")\n";
+              << (c.rtt ? "on" : "off") << ", dns probe " << (c.dns ? "on" : "off") << ")\n";
     return 0;
   }
   spdlog::info("starting podnet-exporter version {} (revision {})", podnet::kVersion,

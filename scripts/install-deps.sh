@@ -12,6 +12,7 @@ test_pkgs=(
   libgtest-dev libgmock-dev googletest
   iproute2 iputils-ping ethtool prometheus tcpdump curl procps python3
   prometheus-smokeping-prober
+  unbound musl-tools
 )
 
 pkgs=("${build_pkgs[@]}")

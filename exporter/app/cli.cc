@@ -21,21 +21,76 @@ flags:
   --version                      print the version and exit
   -h, --help                     print this help and exit
 
+dns-explain: performs one lookup of NAME the way the C library would (glibc, the default, or
+musl) under the resolv.conf (default /etc/resolv.conf) and prints every question it sends, its
+answer and timing, and the result.
+
 exit codes: 0 ok, 1 a listener cannot be bound, 2 bad flags or bad configuration.
-dns-explain is not supported yet in this version.
 SIGHUP or POST /-/reload reloads the configuration; a bad file keeps the running one.
 )";
 }
+
+namespace {
+
+// dns-explain NAME [--resolv-conf=PATH] [--resolver=glibc|musl] (args[0] is "dns-explain").
+std::optional<Options> ParseDnsExplain(const std::vector<std::string>& args, std::string* error) {
+  Options o;
+  o.mode = Options::Mode::kDnsExplain;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      o.mode = Options::Mode::kHelp;
+      return o;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      if (!o.dns_name.empty()) {
+        *error = "dns-explain takes one NAME, got \"" + o.dns_name + "\" and \"" + arg + "\"";
+        return std::nullopt;
+      }
+      o.dns_name = arg;
+      continue;
+    }
+    std::string name = arg;
+    std::optional<std::string> value;
+    if (auto eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    if (name != "--resolv-conf" && name != "--resolver") {
+      *error = "dns-explain: unknown flag " + arg + " (see --help)";
+      return std::nullopt;
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) {
+        *error = "flag " + name + " needs a value";
+        return std::nullopt;
+      }
+      value = args[++i];
+    }
+    if (name == "--resolv-conf") {
+      o.resolv_conf = *value;
+    } else if (*value == "glibc" || *value == "musl") {
+      o.resolver = *value;
+    } else {
+      *error = "--resolver must be glibc or musl, got \"" + *value + "\"";
+      return std::nullopt;
+    }
+  }
+  if (o.dns_name.empty()) {
+    *error = "dns-explain needs a NAME (see --help)";
+    return std::nullopt;
+  }
+  return o;
+}
+
+}  // namespace
 
 std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, std::string* error) {
   Options o;
   bool check = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
-    if (i == 0 && arg == "dns-explain") {
-      o.mode = Options::Mode::kDnsExplain;
-      return o;
-    }
+    if (i == 0 && arg == "dns-explain") return ParseDnsExplain(args, error);
     if (arg == "-h" || arg == "--help") {
       o.mode = Options::Mode::kHelp;
       return o;

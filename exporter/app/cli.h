@@ -18,6 +18,10 @@ struct Options {
   spdlog::level::level_enum log_level = spdlog::level::info;
   log::Format log_format = log::Format::kLogfmt;
   std::optional<std::string> kubeconfig;
+  // dns-explain NAME [--resolv-conf=PATH] [--resolver=glibc|musl]
+  std::string dns_name;
+  std::string resolv_conf = "/etc/resolv.conf";
+  std::string resolver = "glibc";
 };
 
 /// Parses argv[1..]. Returns std::nullopt and sets *error on an unknown flag, a missing value,

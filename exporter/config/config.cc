@@ -34,7 +34,6 @@ namespace {
 const std::map<std::string, std::string, std::less<>> kNotSupportedYet = {
     {"probes.http", "the HTTP/gRPC latency probe"},
     {"probes.burst", "the throughput burst probe"},
-    {"probes.dns", "the DNS amplification probe"},
     {"peers.kubernetes", "Kubernetes peer discovery"},
     {"responders.burst", "the iperf3-compatible burst responder"},
 };
@@ -336,9 +335,88 @@ void DecodeRtt(Decoder& d, const YAML::Node& n, Config& c) {
   c.rtt = o;
 }
 
+// A host name as getaddrinfo takes it: 1..253 characters (one trailing dot allowed), labels of
+// 1..63 characters, no blanks.
+bool ValidDnsName(const std::string& name) {
+  std::string n = name;
+  if (!n.empty() && n.back() == '.') n.pop_back();
+  if (n.empty() || n.size() > 253) return false;
+  std::size_t label = 0;
+  for (char ch : n) {
+    if (ch == '.') {
+      if (label == 0) return false;
+      label = 0;
+    } else if (ch <= ' ' || ch == 0x7f || ch == '|') {
+      return false;
+    } else if (++label > 63) {
+      return false;
+    }
+  }
+  return label > 0;
+}
+
+void DecodeDns(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "probes.dns";
+  if (!d.CheckMap(n, base, {"interval", "resolv_conf", "resolvers", "names"})) return;
+  probes::dns::DnsOptions o;
+  if (const YAML::Node v = n["interval"]; v.IsDefined()) {
+    if (auto dur = d.PositiveDuration(v, base + ".interval")) o.interval = *dur;
+  }
+  if (const YAML::Node v = n["resolv_conf"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".resolv_conf")) {
+      if (s->empty()) {
+        d.Fail(v, base + ".resolv_conf", "must not be empty");
+      } else {
+        o.resolv_conf = *s;
+      }
+    }
+  }
+  if (const YAML::Node v = n["resolvers"]; v.IsDefined()) {
+    o.resolvers.clear();
+    if (!v.IsSequence() || v.size() == 0) {
+      d.Fail(v, base + ".resolvers", "must be a non-empty list of glibc, musl");
+    } else {
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        std::string path = base + ".resolvers[" + std::to_string(i) + "]";
+        auto s = d.String(v[i], path);
+        if (!s) continue;
+        auto libc = probes::dns::ParseLibc(*s);
+        if (!libc) {
+          d.Fail(v[i], path, "must be \"glibc\" or \"musl\", got " + Quote(*s));
+        } else if (std::find(o.resolvers.begin(), o.resolvers.end(), *libc) !=
+                   o.resolvers.end()) {
+          d.Fail(v[i], path, "duplicate resolver " + Quote(*s));
+        } else {
+          o.resolvers.push_back(*libc);
+        }
+      }
+    }
+  }
+  const YAML::Node names = n["names"];
+  if (!names.IsDefined() || names.IsNull() || !names.IsSequence() || names.size() == 0) {
+    d.Fail(names.IsDefined() ? names : n, base + ".names",
+           "required: a non-empty list of names to look up");
+  } else {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      std::string path = base + ".names[" + std::to_string(i) + "]";
+      auto s = d.String(names[i], path);
+      if (!s) continue;
+      if (!ValidDnsName(*s)) {
+        d.Fail(names[i], path, "not a valid DNS name: " + Quote(*s));
+      } else if (std::find(o.names.begin(), o.names.end(), *s) != o.names.end()) {
+        d.Fail(names[i], path, "duplicate name " + Quote(*s));
+      } else {
+        o.names.push_back(*s);
+      }
+    }
+  }
+  c.dns = o;
+}
+
 void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt"})) return;
+  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt", "dns"})) return;
   if (const YAML::Node rtt = n["rtt"]; rtt.IsDefined()) DecodeRtt(d, rtt, c);
+  if (const YAML::Node dns = n["dns"]; dns.IsDefined()) DecodeDns(d, dns, c);
 }
 
 }  // namespace

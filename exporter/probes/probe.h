@@ -3,7 +3,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
@@ -48,6 +50,12 @@ class ProbeKind {
   /// Time between the starts of two rounds towards one peer.
   virtual config::Duration interval() const = 0;
   virtual std::shared_ptr<PeerProbe> ForPeer(const topology::Peer& peer) = 0;
+
+  /// Kinds whose targets are not peers (dns: one per name × form × resolver) name them here;
+  /// the scheduler then runs ForTarget(key) for each key instead of ForPeer, and peer changes
+  /// do not touch them. Empty (the default): one probe per peer.
+  virtual std::vector<std::string> Targets() const { return {}; }
+  virtual std::shared_ptr<PeerProbe> ForTarget(const std::string& key) { return nullptr; }
 };
 
 }  // namespace podnet::probes

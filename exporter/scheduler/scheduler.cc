@@ -32,11 +32,21 @@ void Scheduler::SetKind(std::string_view name, std::shared_ptr<probes::ProbeKind
   if (!kind) return;
   KindState& state = kinds_[std::string(name)];
   state.kind = std::move(kind);
+  if (auto keys = state.kind->Targets(); !keys.empty()) {
+    state.fixed_targets = true;
+    for (const auto& key : keys) {
+      topology::Peer target;
+      target.name = key;
+      Start(state, target, state.kind->ForTarget(key));
+    }
+    return;
+  }
   for (const auto& p : peers) Start(state, p);
 }
 
 void Scheduler::UpdatePeers(const topology::PeerDiff& diff) {
   for (auto& [name, state] : kinds_) {
+    if (state.fixed_targets) continue;
     // Removed first: a changed peer is removed and added under the same name and labels may
     // overlap, so its old series must be gone before the new probe creates them again.
     for (const auto& p : diff.removed) {
@@ -62,10 +72,11 @@ std::size_t Scheduler::size() const {
   return n;
 }
 
-void Scheduler::Start(KindState& state, const topology::Peer& peer) {
+void Scheduler::Start(KindState& state, const topology::Peer& peer,
+                      std::shared_ptr<probes::PeerProbe> probe) {
   auto t = std::make_shared<Target>(io_);
   t->peer = peer;
-  t->probe = state.kind->ForPeer(peer);
+  t->probe = probe ? std::move(probe) : state.kind->ForPeer(peer);
   t->interval = state.kind->interval();
   // A random slot of the grid within one interval from now, counted from the epoch so that
   // targets started at different times still share slots.

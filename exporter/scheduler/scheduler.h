@@ -32,7 +32,8 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   /// Replaces the probes of kind `name`: stops every running one and removes its series, then
-  /// starts `kind` (nullptr = the kind is off) towards each of `peers`.
+  /// starts `kind` (nullptr = the kind is off) towards each of `peers`, or towards each of its
+  /// own kind->Targets() when it has some (those kinds ignore peers and UpdatePeers).
   void SetKind(std::string_view name, std::shared_ptr<probes::ProbeKind> kind,
                const std::vector<topology::Peer>& peers);
 
@@ -52,10 +53,12 @@ class Scheduler {
   struct Target;
   struct KindState {
     std::shared_ptr<probes::ProbeKind> kind;
-    std::map<std::string, std::shared_ptr<Target>> targets;  // by peer name
+    std::map<std::string, std::shared_ptr<Target>> targets;  // by peer name (or target key)
+    bool fixed_targets = false;  // the kind's own Targets(), not peers
   };
 
-  void Start(KindState& state, const topology::Peer& peer);
+  void Start(KindState& state, const topology::Peer& peer,
+             std::shared_ptr<probes::PeerProbe> probe = nullptr);
   void Arm(const std::shared_ptr<Target>& t);
   static void Stop(Target& t, bool remove_series);
 

@@ -6,6 +6,7 @@ picked first). Usage: cli_test.py --exporter BIN --config-dir config/
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -60,6 +61,25 @@ def main():
     check(r.returncode == 2 and "--log.level" in r.stderr, "bad --log.level: exit 2")
     r = run(exe)
     check(r.returncode == 2 and "--config.file is required" in r.stderr, "missing --config.file")
+
+    # dns-explain: flags, and one walk against a nameserver on loopback that does not exist
+    # (connection refused or silence: bounded by timeout:1 attempts:1, never outside DNS).
+    r = run(exe, "dns-explain")
+    check(r.returncode == 2 and "needs a NAME" in r.stderr, "dns-explain without NAME: exit 2")
+    r = run(exe, "dns-explain", "a.example", "--resolver=bionic")
+    check(r.returncode == 2 and "--resolver" in r.stderr, "dns-explain bad --resolver: exit 2")
+    rc = os.path.join(tmp, "resolv.conf")
+    with open(rc, "w") as f:
+        f.write("nameserver 127.0.0.1\nsearch lab.test\noptions timeout:1 attempts:1\n")
+    for res, questions in (("glibc", 4), ("musl", 2)):
+        t0 = time.time()
+        r = run(exe, "dns-explain", "nothing.invalid", "--resolv-conf", rc, "--resolver", res)
+        took = time.time() - t0
+        check(r.returncode == 1 and "%s reads it" % res in r.stdout
+              and "nothing.invalid" in r.stdout and re.search(r"result \w+: %d questions"
+                                                            % questions, r.stdout)
+              and took < 6, "dns-explain %s prints the walk (%d questions) in %.1f s:\n%s"
+              % (res, questions, took, r.stdout))
 
     default = os.path.join(a.config_dir, "podnet.yaml")
     r = run(exe, "--config.file", default, "--config.check")

@@ -394,8 +394,23 @@ std::vector<InvalidCase> InvalidCases() {
        "test.yaml:5:3: probes.http: ", "not supported yet"},
       {"probes_burst_not_supported", kSelf + "probes:\n  burst: {interval: 15m}\n",
        "test.yaml:5:3: probes.burst: ", "not supported yet"},
-      {"probes_dns_not_supported", kSelf + "probes:\n  dns: {interval: 30s}\n",
-       "test.yaml:5:3: probes.dns: ", "not supported yet"},
+      // probes.dns.
+      {"dns_names_required", kSelf + "probes:\n  dns: {interval: 30s}\n",
+       "test.yaml:5:8: probes.dns.names: ", "required: a non-empty list of names"},
+      {"dns_names_empty", kSelf + "probes:\n  dns: {names: []}\n",
+       "test.yaml:5:16: probes.dns.names: ", "required: a non-empty list of names"},
+      {"dns_bad_resolver", kSelf + "probes:\n  dns: {names: [a.b], resolvers: [bionic]}\n",
+       "test.yaml:5:35: probes.dns.resolvers[0]: ", "must be \"glibc\" or \"musl\", got \"bionic\""},
+      {"dns_duplicate_resolver", kSelf + "probes:\n  dns: {names: [a.b], resolvers: [musl, musl]}\n",
+       "test.yaml:5:41: probes.dns.resolvers[1]: ", "duplicate resolver \"musl\""},
+      {"dns_bad_name", kSelf + "probes:\n  dns: {names: [\"a..b\"]}\n",
+       "test.yaml:5:17: probes.dns.names[0]: ", "not a valid DNS name: \"a..b\""},
+      {"dns_duplicate_name", kSelf + "probes:\n  dns: {names: [a.b, a.b]}\n",
+       "test.yaml:5:22: probes.dns.names[1]: ", "duplicate name \"a.b\""},
+      {"dns_zero_interval", kSelf + "probes:\n  dns: {names: [a.b], interval: 0s}\n",
+       "test.yaml:5:33: probes.dns.interval: ", "must be a positive duration"},
+      {"dns_unknown_key", kSelf + "probes:\n  dns: {names: [a.b], ndots: 5}\n",
+       "test.yaml:5:23: probes.dns.ndots: ", "unknown key"},
       {"peers_kubernetes_not_supported", kSelf + "peers:\n  kubernetes: {namespace: podnet}\n",
        "test.yaml:5:3: peers.kubernetes: ", "not supported yet"},
       {"responders_burst_not_supported",
@@ -478,7 +493,7 @@ TEST(ConfigTest, ReportsEveryProblemOfOneFile) {
       "test.yaml:7:26: peers.static[0].address: ",
       "test.yaml:10:15: probes.rtt.interval: ",
       "test.yaml:11:12: probes.rtt.count: ",
-      "test.yaml:12:3: probes.dns: ",
+      "test.yaml:12:8: probes.dns.names: ",
       "test.yaml:13:1: extra: ",
   };
   for (const auto& prefix : want) {
@@ -505,6 +520,8 @@ TEST(ConfigTest, ShippedDefaultConfigLoads) {
   EXPECT_FALSE(r.config->self.name.empty());
   EXPECT_FALSE(r.config->self.node.empty());
   ASSERT_TRUE(r.config->rtt.has_value());
+  ASSERT_TRUE(r.config->dns.has_value());
+  EXPECT_EQ(r.config->dns->resolv_conf, "/etc/resolv.conf");
   // With them, they win.
   LoadResult k = LoadFile(path, FakeEnv({{"POD_NAME", "podnet-x1"},
                                          {"NODE_NAME", "ip-10-0-1-1"},
@@ -575,6 +592,29 @@ TEST(ConfigTest, LoadFileReadsAndNamesTheFile) {
   ASSERT_TRUE(good.ok()) << Dump(good.errors);
   EXPECT_EQ(good.config->file, path);
   EXPECT_EQ(good.config->self.name, "pod-a");
+}
+
+TEST(ConfigTest, DnsSection) {
+  using podnet::probes::dns::Libc;
+  LoadResult r = Parse(kSelf +
+                           "probes:\n  dns:\n    interval: 15s\n    resolv_conf: /tmp/r.conf\n"
+                           "    resolvers: [musl]\n"
+                           "    names: [kubernetes.default, \"sts.ap-northeast-2.amazonaws.com.\"]\n",
+                       "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  ASSERT_TRUE(r.config->dns.has_value());
+  EXPECT_EQ(r.config->dns->interval, 15s);
+  EXPECT_EQ(r.config->dns->resolv_conf, "/tmp/r.conf");
+  EXPECT_EQ(r.config->dns->resolvers, std::vector<Libc>{Libc::kMusl});
+  EXPECT_EQ(r.config->dns->names,
+            (std::vector<std::string>{"kubernetes.default", "sts.ap-northeast-2.amazonaws.com."}));
+  // Defaults: every 30 s, /etc/resolv.conf, both resolvers.
+  LoadResult d = Parse(kSelf + "probes:\n  dns: {names: [a.example]}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(d.ok()) << Dump(d.errors);
+  EXPECT_EQ(d.config->dns->interval, 30s);
+  EXPECT_EQ(d.config->dns->resolv_conf, "/etc/resolv.conf");
+  EXPECT_EQ(d.config->dns->resolvers, (std::vector<Libc>{Libc::kGlibc, Libc::kMusl}));
+  EXPECT_FALSE(d.config->rtt.has_value());
 }
 
 }  // namespace

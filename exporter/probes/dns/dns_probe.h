@@ -1,0 +1,27 @@
+#pragma once
+
+#include <memory>
+
+#include "exporter/probes/dns/dns_options.h"
+#include "exporter/probes/probe.h"
+
+namespace podnet::probes::dns {
+
+/// The DNS amplification probe kind (probes.dns). Its targets are not peers: one per
+/// (name, form, resolver) — form "as_written" or "absolute" — plus one "servers" target that
+/// times each nameserver directly. Each round performs one lookup through the resolver model
+/// (resolver_model.h), which decides every question; c-ares puts them on the wire.
+///
+/// Series (labels name, form, resolver): podnet_dns_lookup_duration_seconds (histogram),
+/// podnet_dns_lookups_total{result}, podnet_dns_queries_total{qtype},
+/// podnet_dns_responses_total{rcode} (rcode "TIMEOUT" for a question unanswered when the lookup
+/// ended), podnet_dns_queries_per_lookup (gauge, last lookup); podnet_dns_server_rtt_seconds
+/// {server}; podnet_probe_{sent,received}_bytes_total{probe="dns"} (DNS messages + IP/UDP or
+/// IP/TCP headers, without TCP handshakes); podnet_probe_errors_total{probe="dns"} with reason
+/// "resolv_conf" (unreadable file: libc defaults used) or "channel" (c-ares setup failed).
+std::shared_ptr<ProbeKind> MakeDnsKind(const DnsOptions& options, ProbeEnv& env);
+
+/// Builds the query name of a form: "absolute" appends a trailing dot when there is none.
+std::string FormName(const std::string& name, bool absolute);
+
+}  // namespace podnet::probes::dns

@@ -1,0 +1,147 @@
+#include "exporter/probes/dns/lookup.h"
+
+#include <boost/asio/post.hpp>
+
+#include "exporter/net/address.h"
+
+namespace podnet::probes::dns {
+
+net::AresChannel* ChannelPool::Get(const ResolvConf::Nameserver& ns, bool tcp, std::string* error) {
+  auto key = std::make_tuple(ns.address.to_string(), ns.port, tcp);
+  auto& c = channels_[key];
+  if (!c) {
+    net::AresChannel::Options o;
+    o.server = ns.address;
+    o.port = ns.port;
+    o.tcp = tcp;
+    c = net::AresChannel::Create(io_, o, error);
+  }
+  return c.get();
+}
+
+void ChannelPool::CancelAll() {
+  for (auto& [key, c] : channels_) {
+    if (c) c->Cancel();
+  }
+}
+
+std::shared_ptr<Lookup> Lookup::Start(boost::asio::io_context& io,
+                                      std::shared_ptr<ChannelPool> pool, const ResolvConf& conf,
+                                      Libc libc, const std::string& name, Done done) {
+  std::shared_ptr<Lookup> l(new Lookup(io, std::move(pool), conf, libc, name, std::move(done)));
+  // A stuck model or wire layer must not hold the target forever.
+  l->guard_.expires_after(l->model_->MaxDuration() + std::chrono::seconds(1));
+  l->guard_.async_wait([weak = std::weak_ptr<Lookup>(l)](boost::system::error_code ec) {
+    if (auto l = weak.lock(); l && !ec) l->Finish(Result::kTimeout);
+  });
+  l->Apply(l->model_->Start());
+  return l;
+}
+
+Lookup::Lookup(boost::asio::io_context& io, std::shared_ptr<ChannelPool> pool,
+               const ResolvConf& conf, Libc libc, const std::string& name, Done done)
+    : io_(io),
+      pool_(std::move(pool)),
+      conf_(conf),
+      libc_(libc),
+      model_(MakeModel(libc, conf, name)),
+      deadline_(io),
+      guard_(io),
+      start_(std::chrono::steady_clock::now()),
+      done_(std::move(done)) {}
+
+std::chrono::nanoseconds Lookup::Now() const { return std::chrono::steady_clock::now() - start_; }
+
+void Lookup::Cancel() { Finish(std::nullopt); }
+
+void Lookup::Apply(Actions a) {
+  if (finished_) return;
+  for (const WireQuery& q : a.send) {
+    const auto& ns = conf_.nameservers.at(static_cast<std::size_t>(q.server));
+    std::string err;
+    net::AresChannel* ch = pool_->Get(ns, q.tcp, &err);
+    QueryRecord rec;
+    rec.query = q;
+    rec.server = net::FormatHostPort(ns.address, ns.port);
+    rec.sent_at = Now();
+    if (!ch) {
+      outcome_.error = err;
+      Finish(Result::kError);
+      return;
+    }
+    std::size_t index = outcome_.queries.size();
+    outcome_.queries.push_back(rec);
+    by_id_[q.id] = index;
+    bool edns = libc_ == Libc::kGlibc && conf_.edns0;
+    int len =
+        ch->Send(q.name, static_cast<std::uint16_t>(q.qtype), edns,
+                 [weak = weak_from_this(), index](int status, const unsigned char* abuf, int alen) {
+                   if (auto l = weak.lock()) l->OnReply(index, status, abuf, alen);
+                 });
+    if (len < 0) {
+      outcome_.queries.pop_back();
+      outcome_.error = "c-ares cannot encode the name " + q.name;
+      Finish(Result::kError);
+      return;
+    }
+    outcome_.queries[index].bytes = len;
+    // c-ares wrote the datagram inside Send (opening the socket first on a channel's first use).
+    outcome_.queries[index].sent_at = Now();
+    if (finished_) return;
+  }
+  if (a.done) {
+    Finish(std::nullopt);
+    return;
+  }
+  if (a.wait) {
+    deadline_.expires_after(*a.wait);
+    deadline_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto l = weak.lock();
+      if (!l || ec || l->finished_) return;
+      l->Apply(l->model_->OnDeadline());
+    });
+  }
+}
+
+void Lookup::OnReply(std::size_t index, int status, const unsigned char* abuf, int alen) {
+  if (finished_ || index >= outcome_.queries.size()) return;
+  if (status == ARES_ECANCELLED || status == ARES_EDESTRUCTION) return;
+  Reply r;
+  if (status == ARES_SUCCESS && abuf && alen >= 12) {
+    r.kind = Reply::Kind::kAnswer;
+    r.rcode = abuf[3] & 0x0f;
+    r.truncated = (abuf[2] & 0x02) != 0;
+    r.ancount = (abuf[6] << 8) | abuf[7];
+  } else if (status == ARES_ECONNREFUSED) {
+    r.kind = Reply::Kind::kConnRefused;
+  } else {
+    r.kind = Reply::Kind::kNoAnswer;
+  }
+  QueryRecord& rec = outcome_.queries[index];
+  if (r.kind != Reply::Kind::kNoAnswer) {
+    rec.reply = r;
+    rec.replied_at = Now();
+    rec.reply_bytes = status == ARES_SUCCESS ? alen : 0;
+  }
+  Apply(model_->OnReply(rec.query.id, r));
+}
+
+void Lookup::Finish(std::optional<Result> forced) {
+  if (finished_) return;
+  finished_ = true;
+  deadline_.cancel();
+  guard_.cancel();
+  outcome_.duration = Now();
+  outcome_.result = forced ? *forced : model_->result();
+  // Posted: we may be inside ares_process_fd, where cancelling the channel is not safe.
+  boost::asio::post(io_, [self = shared_from_this()] {
+    self->pool_->CancelAll();
+    if (self->done_) {
+      auto done = std::move(self->done_);
+      self->done_ = nullptr;
+      done(std::move(self->outcome_));
+    }
+  });
+}
+
+}  // namespace podnet::probes::dns

@@ -1,0 +1,88 @@
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "exporter/net/ares_channel.h"
+#include "exporter/probes/dns/resolv_conf.h"
+#include "exporter/probes/dns/resolver_model.h"
+
+namespace podnet::probes::dns {
+
+/// c-ares channels by (nameserver, port, transport), made on first use and kept for the next
+/// lookups of one target. Lookups sharing a pool must not overlap (CancelAll ends them all).
+class ChannelPool {
+ public:
+  explicit ChannelPool(boost::asio::io_context& io) : io_(io) {}
+  /// nullptr and *error set when c-ares cannot make the channel.
+  net::AresChannel* Get(const ResolvConf::Nameserver& ns, bool tcp, std::string* error);
+  void CancelAll();
+
+ private:
+  boost::asio::io_context& io_;
+  std::map<std::tuple<std::string, std::uint16_t, bool>, std::unique_ptr<net::AresChannel>>
+      channels_;
+};
+
+/// One question as it went on the wire, and what came back (times from the lookup's start).
+struct QueryRecord {
+  WireQuery query;
+  std::string server;  // "10.0.0.10:53"
+  std::chrono::nanoseconds sent_at{0};
+  std::optional<Reply> reply;  // nullopt: none before the lookup ended (TIMEOUT)
+  std::chrono::nanoseconds replied_at{0};
+  int bytes = 0;        // DNS message sent
+  int reply_bytes = 0;  // DNS message received
+};
+
+struct LookupOutcome {
+  Result result = Result::kError;
+  std::chrono::nanoseconds duration{0};
+  std::vector<QueryRecord> queries;  // in the order they were sent
+  std::string error;                 // set with Result::kError from our side (c-ares setup)
+};
+
+/// Performs one lookup of `name` as `libc` would under `conf`: the model decides every question,
+/// c-ares sends each (one try, to the model's nameserver), and the replies and deadlines go back
+/// to the model until it says the walk is over. Bounded: the model's MaxDuration() + 1 s at most.
+/// `done` is called once, posted to `io` (never from inside a c-ares callback).
+class Lookup : public std::enable_shared_from_this<Lookup> {
+ public:
+  using Done = std::function<void(LookupOutcome)>;
+  static std::shared_ptr<Lookup> Start(boost::asio::io_context& io,
+                                       std::shared_ptr<ChannelPool> pool, const ResolvConf& conf,
+                                       Libc libc, const std::string& name, Done done);
+  /// Ends the lookup now (`done` is still called, with what happened so far).
+  void Cancel();
+
+ private:
+  Lookup(boost::asio::io_context& io, std::shared_ptr<ChannelPool> pool, const ResolvConf& conf,
+         Libc libc, const std::string& name, Done done);
+  void Apply(Actions a);
+  void OnReply(std::size_t index, int status, const unsigned char* abuf, int alen);
+  void Finish(std::optional<Result> forced);
+  std::chrono::nanoseconds Now() const;
+
+  boost::asio::io_context& io_;
+  std::shared_ptr<ChannelPool> pool_;
+  ResolvConf conf_;
+  Libc libc_;
+  std::unique_ptr<ResolverModel> model_;
+  std::map<int, std::size_t> by_id_;  // model id → index in outcome_.queries
+  boost::asio::steady_timer deadline_;
+  boost::asio::steady_timer guard_;
+  std::chrono::steady_clock::time_point start_;
+  LookupOutcome outcome_;
+  Done done_;
+  bool finished_ = false;
+};
+
+}  // namespace podnet::probes::dns

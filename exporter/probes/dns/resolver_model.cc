@@ -1,0 +1,505 @@
+#include "exporter/probes/dns/resolver_model.h"
+
+#include <algorithm>
+#include <map>
+
+namespace podnet::probes::dns {
+
+using std::chrono::milliseconds;
+
+const char* QTypeName(QType t) { return t == QType::kA ? "A" : "AAAA"; }
+
+std::string RcodeName(int rcode) {
+  switch (rcode) {
+    case kNoError:
+      return "NOERROR";
+    case kFormErr:
+      return "FORMERR";
+    case kServFail:
+      return "SERVFAIL";
+    case kNxDomain:
+      return "NXDOMAIN";
+    case kNotImp:
+      return "NOTIMP";
+    case kRefused:
+      return "REFUSED";
+    default:
+      return "RCODE" + std::to_string(rcode);
+  }
+}
+
+const char* ResultName(Result r) {
+  switch (r) {
+    case Result::kSuccess:
+      return "success";
+    case Result::kNxDomain:
+      return "nxdomain";
+    case Result::kNoData:
+      return "nodata";
+    case Result::kServFail:
+      return "servfail";
+    case Result::kTimeout:
+      return "timeout";
+    case Result::kError:
+      return "error";
+  }
+  return "error";
+}
+
+namespace {
+
+struct NameShape {
+  int dots = 0;
+  bool trailing_dot = false;
+};
+
+NameShape Shape(const std::string& name) {
+  NameShape s;
+  s.dots = static_cast<int>(std::count(name.begin(), name.end(), '.'));
+  s.trailing_dot = !name.empty() && name.back() == '.';
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// glibc
+// ---------------------------------------------------------------------------------------------
+
+// h_errno values of __res_context_query (netdb.h) plus ECONNREFUSED from __res_context_send.
+enum class HErrno { kSuccess, kHostNotFound, kNoData, kTryAgain, kNoRecovery, kConnRefused };
+
+class GlibcModel : public ResolverModel {
+ public:
+  GlibcModel(const ResolvConf& conf, std::string name)
+      : conf_(conf), name_(std::move(name)), shape_(Shape(name_)) {
+    qtypes_ =
+        conf_.no_aaaa ? std::vector<QType>{QType::kA} : std::vector<QType>{QType::kA, QType::kAAAA};
+    sequential_ = qtypes_.size() > 1 && (conf_.single_request || conf_.single_request_reopen);
+  }
+
+  Actions Start() override {
+    if (shape_.dots >= conf_.ndots || shape_.trailing_dot) {
+      phase_ = Phase::kAsIsFirst;
+      return BeginName(name_);
+    }
+    return AfterAsIsFirst();
+  }
+
+  Actions OnReply(int id, const Reply& reply) override {
+    auto it = pending_.find(id);
+    if (done_ || it == pending_.end()) return {};
+    QType qt = it->second;
+    pending_.erase(it);
+    Actions a;
+    if (reply.kind == Reply::Kind::kConnRefused) {
+      // send_dg: ECONNREFUSED on this server → next server; gotsomewhere stays as it is.
+      return NextServer();
+    }
+    if (reply.kind == Reply::Kind::kNoAnswer) {  // lost: as if its time ran out
+      got_somewhere_ = true;
+      return pending_.empty() ? ServerFailedOrPartial() : Actions{};
+    }
+    got_somewhere_ = true;
+    got_answer_ = true;
+    last_rcode_ = reply.rcode;  // hp->rcode: the answer buffer keeps the last reply
+    if (reply.truncated && !tcp_) {
+      // send_dg: TC set → v_circuit = 1; goto same_ns: the same server over TCP (send_vc).
+      tcp_ = true;
+      return SendToServer();
+    }
+    bool bad = reply.rcode == kServFail || reply.rcode == kNotImp || reply.rcode == kRefused;
+    if (!bad) replies_[qt] = reply;
+    answered_.push_back(qt);
+    if (sequential_ && qt == qtypes_.front() && answered_.size() == 1) {
+      // single-request: the second question goes out once the first is answered.
+      a.send.push_back(Make(qtypes_[1]));
+      return a;
+    }
+    if (!pending_.empty()) return {};
+    if (replies_.empty()) return NextServer();  // every reply SERVFAIL/NOTIMP/REFUSED
+    return NameAnswered();
+  }
+
+  Actions OnDeadline() override {
+    if (done_) return {};
+    got_somewhere_ = true;  // send_dg: a timeout sets *gotsomewhere
+    return ServerFailedOrPartial();
+  }
+
+  Result result() const override { return result_; }
+
+  milliseconds MaxDuration() const override {
+    // Every name tried: as-is + search list (+ as-is); each costs attempts × Σ server timeouts
+    // (×2 with single-request, the second question starting after the first's timeout).
+    milliseconds per_name{0};
+    for (int ns = 0; ns < Nscount(); ++ns) per_name += ServerTimeout(ns);
+    per_name *= conf_.attempts * (sequential_ ? 2 : 1);
+    return per_name * static_cast<int>(conf_.search.size() + 1);
+  }
+
+ private:
+  enum class Phase { kAsIsFirst, kSearch, kAsIsLast };
+
+  int Nscount() const { return static_cast<int>(conf_.nameservers.size()); }
+
+  // res_send.c send_dg: "seconds = (statp->retrans << ns); if (ns > 0) seconds /= nscount;
+  // if (seconds <= 0) seconds = 1".
+  milliseconds ServerTimeout(int ns) const {
+    long s = static_cast<long>(conf_.timeout_s) << ns;
+    if (ns > 0) s /= Nscount();
+    return milliseconds(std::max(1L, s) * 1000);
+  }
+
+  WireQuery Make(QType qt) {
+    WireQuery q{next_id_++, current_, qt, ns_, tcp_ || conf_.use_vc};
+    pending_[q.id] = qt;
+    return q;
+  }
+
+  // __res_context_querydomain → __res_context_query → __res_context_send for one name.
+  Actions BeginName(std::string name) {
+    current_ = std::move(name);
+    try_ = 0;
+    ns_ = 0;
+    tcp_ = false;
+    return SendToServer();
+  }
+
+  Actions SendToServer() {
+    pending_.clear();
+    replies_.clear();
+    answered_.clear();
+    Actions a;
+    if (sequential_) {
+      a.send.push_back(Make(qtypes_.front()));
+    } else {
+      for (QType qt : qtypes_) a.send.push_back(Make(qt));
+    }
+    a.wait = ServerTimeout(ns_);
+    return a;
+  }
+
+  // The server's time is up, or its last outstanding question was lost: a reply in hand is
+  // used as it is (send_dg: "one of them was received"), otherwise the next server.
+  Actions ServerFailedOrPartial() {
+    pending_.clear();
+    if (!replies_.empty()) return NameAnswered();
+    return NextServer();
+  }
+
+  Actions NextServer() {
+    pending_.clear();
+    tcp_ = false;
+    if (++ns_ >= Nscount()) {
+      ns_ = 0;
+      if (++try_ >= conf_.attempts) {
+        // __res_context_send returns -1: TRY_AGAIN, or ECONNREFUSED when no server ever
+        // answered nor timed out.
+        return NameFailed(got_somewhere_ ? HErrno::kTryAgain : HErrno::kConnRefused);
+      }
+    }
+    return SendToServer();
+  }
+
+  // __res_context_query's verdict on the replies in hand (hp = first, hp2 = second or hp).
+  Actions NameAnswered() {
+    const Reply* hp = nullptr;
+    const Reply* hp2 = nullptr;
+    for (QType qt : qtypes_) {
+      auto it = replies_.find(qt);
+      if (it == replies_.end()) continue;
+      (hp ? hp2 : hp) = &it->second;
+    }
+    if (!hp2) hp2 = hp;
+    auto good = [](const Reply* r) { return r->rcode == kNoError && r->ancount > 0; };
+    if (good(hp) || good(hp2)) return NameDone(HErrno::kSuccess);
+    int rc = hp->rcode == kNoError ? hp2->rcode : hp->rcode;
+    switch (rc) {
+      case kNxDomain:
+        return NameDone(HErrno::kHostNotFound);
+      case kServFail:
+        return NameDone(HErrno::kTryAgain);
+      case kNoError:
+        return NameDone(HErrno::kNoData);
+      default:
+        return NameDone(HErrno::kNoRecovery);
+    }
+  }
+
+  Actions NameFailed(HErrno h) { return NameDone(h); }
+
+  // __res_context_search: what the outcome of one name means for the walk.
+  Actions NameDone(HErrno h) {
+    pending_.clear();
+    h_errno_ = h;
+    if (h == HErrno::kSuccess) return Finish(Result::kSuccess);
+    switch (phase_) {
+      case Phase::kAsIsFirst:
+        if (shape_.trailing_dot) return FinishWith(h);
+        saved_herrno_ = h;
+        tried_as_is_ = true;
+        return AfterAsIsFirst();
+      case Phase::kSearch: {
+        if (h == HErrno::kConnRefused) return Finish(Result::kError);
+        bool walk_on = false;
+        if (h == HErrno::kNoData) {
+          got_nodata_ = true;
+          walk_on = true;
+        } else if (h == HErrno::kHostNotFound) {
+          walk_on = true;
+        } else if (h == HErrno::kTryAgain && last_rcode_ == kServFail) {
+          got_servfail_ = true;
+          walk_on = true;
+        }
+        if (walk_on) {
+          if (auto a = NextSearchDomain()) return *a;
+        }
+        return AsIsLast();
+      }
+      case Phase::kAsIsLast:
+        return FinishWalk();
+    }
+    return Finish(Result::kError);
+  }
+
+  Actions AfterAsIsFirst() {
+    // Search when the name has no dot (RES_DEFNAMES) or has dots and no trailing dot
+    // (RES_DNSRCH); both are on by default.
+    if (!shape_.trailing_dot) {
+      phase_ = Phase::kSearch;
+      domain_index_ = 0;
+      if (auto a = NextSearchDomain()) return *a;
+    }
+    return AsIsLast();
+  }
+
+  std::optional<Actions> NextSearchDomain() {
+    if (domain_index_ >= conf_.search.size()) return std::nullopt;
+    std::string d = conf_.search[domain_index_++];
+    searched_ = true;
+    if (!d.empty() && d[0] == '.') d.erase(0, 1);
+    if (d.empty()) root_on_list_ = true;
+    return BeginName(name_ + "." + d);
+  }
+
+  Actions AsIsLast() {
+    if ((shape_.dots > 0 || !searched_ || !conf_.no_tld_query) &&
+        !(tried_as_is_ || root_on_list_)) {
+      phase_ = Phase::kAsIsLast;
+      return BeginName(name_);
+    }
+    return FinishWalk();
+  }
+
+  Actions FinishWalk() {
+    HErrno h = h_errno_;
+    if (saved_herrno_) {
+      h = *saved_herrno_;
+    } else if (got_nodata_) {
+      h = HErrno::kNoData;
+    } else if (got_servfail_) {
+      h = HErrno::kTryAgain;
+      last_rcode_ = kServFail;
+    }
+    return FinishWith(h);
+  }
+
+  Actions FinishWith(HErrno h) {
+    switch (h) {
+      case HErrno::kSuccess:
+        return Finish(Result::kSuccess);
+      case HErrno::kHostNotFound:
+        return Finish(Result::kNxDomain);
+      case HErrno::kNoData:
+        return Finish(Result::kNoData);
+      case HErrno::kTryAgain:
+        // TRY_AGAIN: every server SERVFAILed, or refused (REFUSED/NOTIMP: an error), or
+        // was silent (a timeout).
+        if (last_rcode_ == kServFail) return Finish(Result::kServFail);
+        return Finish(got_answer_ ? Result::kError : Result::kTimeout);
+      case HErrno::kNoRecovery:
+      case HErrno::kConnRefused:
+        return Finish(Result::kError);
+    }
+    return Finish(Result::kError);
+  }
+
+  Actions Finish(Result r) {
+    done_ = true;
+    result_ = r;
+    pending_.clear();
+    Actions a;
+    a.done = true;
+    return a;
+  }
+
+  ResolvConf conf_;
+  std::string name_;
+  NameShape shape_;
+  std::vector<QType> qtypes_;
+  bool sequential_ = false;
+
+  Phase phase_ = Phase::kSearch;
+  std::size_t domain_index_ = 0;
+  bool searched_ = false, root_on_list_ = false, tried_as_is_ = false;
+  bool got_nodata_ = false, got_servfail_ = false;
+  std::optional<HErrno> saved_herrno_;
+  HErrno h_errno_ = HErrno::kHostNotFound;
+
+  std::string current_;
+  int try_ = 0, ns_ = 0;
+  bool tcp_ = false;
+  bool got_somewhere_ = false;
+  bool got_answer_ = false;
+  int last_rcode_ = kNoError;
+  std::map<int, QType> pending_;
+  std::map<QType, Reply> replies_;
+  std::vector<QType> answered_;
+
+  int next_id_ = 1;
+  bool done_ = false;
+  Result result_ = Result::kError;
+};
+
+// ---------------------------------------------------------------------------------------------
+// musl
+// ---------------------------------------------------------------------------------------------
+
+class MuslModel : public ResolverModel {
+ public:
+  MuslModel(const ResolvConf& conf, std::string name) : conf_(conf) {
+    NameShape s = Shape(name);
+    std::string bare = name;
+    if (s.trailing_dot) bare.pop_back();
+    if (s.dots < conf_.ndots && !s.trailing_dot) {
+      for (const auto& d : conf_.search) candidates_.push_back(bare + "." + d);
+    }
+    candidates_.push_back(bare);
+    total_ = milliseconds(1000L * conf_.timeout_s);
+    // res_msend.c: retry_interval = timeout / attempts (ms).
+    retry_ = milliseconds(conf_.attempts > 0 ? total_.count() / conf_.attempts : total_.count());
+    if (retry_.count() <= 0) retry_ = total_;
+  }
+
+  Actions Start() override { return BeginName(); }
+
+  Actions OnReply(int id, const Reply& reply) override {
+    auto it = sent_.find(id);
+    if (done_ || it == sent_.end()) return {};
+    auto [q, server] = it->second;
+    if (reply.kind != Reply::Kind::kAnswer) return {};  // musl ignores what it cannot parse
+    if (reply.rcode == kServFail) {
+      saw_servfail_ = true;
+      Actions a;
+      if (servfail_retry_ > 0 && !answers_[q]) {
+        --servfail_retry_;
+        a.send.push_back(Make(q, server));
+      }
+      return a;
+    }
+    if (reply.rcode != kNoError && reply.rcode != kNxDomain) return {};  // ignored
+    if (answers_[q]) return {};  // the first usable answer wins
+    answers_[q] = reply;
+    for (const auto& a : answers_) {
+      if (!a) return {};
+    }
+    return NameDone();
+  }
+
+  Actions OnDeadline() override {
+    if (done_) return {};
+    elapsed_ += retry_;
+    if (elapsed_ >= total_) return NameDone();
+    Actions a = SendRound();
+    a.wait = std::min(retry_, total_ - elapsed_);
+    return a;
+  }
+
+  Result result() const override { return result_; }
+
+  milliseconds MaxDuration() const override {
+    return total_ * static_cast<int>(candidates_.size());
+  }
+
+ private:
+  WireQuery Make(std::size_t q, int server) {
+    WireQuery w{next_id_++, candidates_[index_], q == 0 ? QType::kA : QType::kAAAA, server, false};
+    sent_[w.id] = {q, server};
+    return w;
+  }
+
+  Actions BeginName() {
+    answers_.assign(2, std::nullopt);
+    sent_.clear();
+    elapsed_ = milliseconds(0);
+    Actions a = SendRound();
+    a.wait = std::min(retry_, total_);
+    return a;
+  }
+
+  // One (re)transmission round: every unanswered question to every nameserver.
+  Actions SendRound() {
+    Actions a;
+    // res_msend.c re-asks SERVFAILed questions at once within a budget per round; musl 1.2.3
+    // on the wire (lab test): 2 × questions re-asks per round.
+    servfail_retry_ = 2 * 2;
+    for (std::size_t q = 0; q < answers_.size(); ++q) {
+      if (answers_[q]) continue;
+      for (int s = 0; s < static_cast<int>(conf_.nameservers.size()); ++s) {
+        a.send.push_back(Make(q, s));
+      }
+    }
+    return a;
+  }
+
+  // lookup_name.c name_from_dns: A's reply checked first, then AAAA's.
+  Actions NameDone() {
+    int records = 0;
+    for (const auto& ans : answers_) {
+      if (!ans) return Finish(saw_servfail_ ? Result::kServFail : Result::kTimeout);  // EAI_AGAIN
+      if (ans->rcode == kNxDomain) {
+        // "return 0": try the next candidate, if any.
+        if (++index_ < candidates_.size()) return BeginName();
+        return Finish(Result::kNxDomain);
+      }
+      records += ans->ancount;
+    }
+    return Finish(records > 0 ? Result::kSuccess : Result::kNoData);
+  }
+
+  Actions Finish(Result r) {
+    done_ = true;
+    result_ = r;
+    Actions a;
+    a.done = true;
+    return a;
+  }
+
+  ResolvConf conf_;
+  std::vector<std::string> candidates_;
+  std::size_t index_ = 0;
+  milliseconds total_{0}, retry_{0}, elapsed_{0};
+  std::vector<std::optional<Reply>> answers_;
+  std::map<int, std::pair<std::size_t, int>> sent_;  // id → (question, server)
+  int servfail_retry_ = 0;
+  bool saw_servfail_ = false;
+  int next_id_ = 1;
+  bool done_ = false;
+  Result result_ = Result::kError;
+};
+
+}  // namespace
+
+std::unique_ptr<ResolverModel> MakeGlibcModel(const ResolvConf& conf, std::string name) {
+  return std::make_unique<GlibcModel>(conf, std::move(name));
+}
+
+std::unique_ptr<ResolverModel> MakeMuslModel(const ResolvConf& conf, std::string name) {
+  return std::make_unique<MuslModel>(conf, std::move(name));
+}
+
+std::unique_ptr<ResolverModel> MakeModel(Libc libc, const ResolvConf& conf, std::string name) {
+  if (libc == Libc::kGlibc) return MakeGlibcModel(conf, std::move(name));
+  return MakeMuslModel(conf, std::move(name));
+}
+
+}  // namespace podnet::probes::dns

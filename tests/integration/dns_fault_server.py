@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""A misbehaving DNS server for the fault tests (python3 stdlib only).
+
+Usage: dns_fault_server.py --listen ADDR --port N --mode MODE [--max-seconds S]
+MODE: drop (never answers), servfail, refused, tc (UDP answers are empty with TC set; TCP
+answers carry one A / AAAA record), garbage (random bytes of random length), ok (one record).
+Listens on UDP and TCP; logs one line per question to stdout ("udp A name"). Exits after
+--max-seconds (default 600) so a lost test cannot leave it running.
+"""
+import argparse
+import os
+import select
+import socket
+import struct
+import sys
+import time
+
+
+def parse_question(msg):
+    """(id, flags, qname, qtype, question bytes) or None."""
+    if len(msg) < 12:
+        return None
+    qid, flags, qd = struct.unpack("!HHH", msg[:6])
+    if qd < 1:
+        return None
+    i, labels = 12, []
+    while i < len(msg) and msg[i] != 0:
+        n = msg[i]
+        if n & 0xC0 or i + 1 + n > len(msg):
+            return None
+        labels.append(msg[i + 1:i + 1 + n].decode("ascii", "replace"))
+        i += 1 + n
+    if i + 5 > len(msg):
+        return None
+    qtype = struct.unpack("!H", msg[i + 1:i + 3])[0]
+    return qid, flags, ".".join(labels), qtype, msg[12:i + 5]
+
+
+def answer(q, rcode, tc=False, records=False):
+    qid, flags, _, qtype, question = q
+    rd = flags & 0x0100
+    out_flags = 0x8000 | rd | 0x0080 | (0x0200 if tc else 0) | rcode
+    rr = b""
+    an = 0
+    if records and qtype in (1, 28):
+        data = socket.inet_pton(socket.AF_INET, "10.9.9.9") if qtype == 1 else \
+            socket.inet_pton(socket.AF_INET6, "fd00:9::9")
+        rr = b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, 60, len(data)) + data
+        an = 1
+    return struct.pack("!HHHHHH", qid, out_flags, 1, an, 0, 0) + question + rr
+
+
+def reply_for(mode, q, tcp):
+    if mode == "drop":
+        return None
+    if mode == "garbage":
+        return os.urandom(3 + os.urandom(1)[0] % 40)
+    if mode == "servfail":
+        return answer(q, 2)
+    if mode == "refused":
+        return answer(q, 5)
+    if mode == "tc":
+        return answer(q, 0, records=True) if tcp else answer(q, 0, tc=True)
+    return answer(q, 0, records=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--listen", required=True)
+    ap.add_argument("--port", type=int, default=53)
+    ap.add_argument("--mode", required=True,
+                    choices=["drop", "servfail", "refused", "tc", "garbage", "ok"])
+    ap.add_argument("--max-seconds", type=float, default=600)
+    a = ap.parse_args()
+    fam = socket.AF_INET6 if ":" in a.listen else socket.AF_INET
+    udp = socket.socket(fam, socket.SOCK_DGRAM)
+    udp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    udp.bind((a.listen, a.port))
+    tcp = socket.socket(fam, socket.SOCK_STREAM)
+    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    tcp.bind((a.listen, a.port))
+    tcp.listen(16)
+    print("ready", flush=True)
+    end = time.time() + a.max_seconds
+    conns = []
+    while time.time() < end:
+        r, _, _ = select.select([udp, tcp] + conns, [], [], 0.5)
+        for s in r:
+            if s is udp:
+                msg, peer = udp.recvfrom(4096)
+                q = parse_question(msg)
+                if not q:
+                    continue
+                print("udp %d %s" % (q[3], q[2]), flush=True)
+                out = reply_for(a.mode, q, False)
+                if out is not None:
+                    udp.sendto(out, peer)
+            elif s is tcp:
+                c, _ = tcp.accept()
+                c.settimeout(2)
+                conns.append(c)
+            else:
+                try:
+                    hdr = s.recv(2)
+                    if len(hdr) < 2:
+                        raise OSError("closed")
+                    n = struct.unpack("!H", hdr)[0]
+                    msg = b""
+                    while len(msg) < n:
+                        chunk = s.recv(n - len(msg))
+                        if not chunk:
+                            raise OSError("closed")
+                        msg += chunk
+                    q = parse_question(msg)
+                    if not q:
+                        continue
+                    print("tcp %d %s" % (q[3], q[2]), flush=True)
+                    out = reply_for(a.mode, q, True)
+                    if out is not None:
+                        s.sendall(struct.pack("!H", len(out)) + out)
+                except OSError:
+                    s.close()
+                    conns.remove(s)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

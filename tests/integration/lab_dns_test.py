@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""Lab integration test: DNS query amplification against the truth.
+
+A network namespace holds a real `unbound` (127.0.0.1:53) serving the zones of the issue's
+reference (cluster.local, amazonaws.com, amazon.com; every other name NXDOMAIN, nothing
+forwarded) and fault servers (dns_fault_server.py) on 127.0.0.21.. . The namespace's resolv.conf
+is /etc/netns/<ns>/resolv.conf, which `ip netns exec` mounts over /etc/resolv.conf.
+
+For every case (a resolv.conf and a name, as written and absolute):
+  1. real glibc getaddrinfo(AF_UNSPEC) and real musl (static) do one lookup each, and
+     `tcpdump --immediate-mode` counts the questions each put on the wire (between marker
+     queries);
+  2. `podnet-exporter dns-explain` does the same lookup with each model: its questions on the
+     wire must equal the libc's;
+  3. the exporter itself runs with probes.dns on that resolv.conf: its
+     podnet_dns_queries_per_lookup{name,form,resolver} must equal the captured count, and its
+     result label must agree with the libc's success or failure.
+Faults (no answer, SERVFAIL, REFUSED, TC → TCP, garbage): the same comparison, plus results
+and rcodes counted, no crash, each lookup within the model's bound.
+
+Usage: lab_dns_test.py --exporter BIN --glibc BIN --musl BIN --fault-server PY
+Root only (exit 77 otherwise). DNS traffic stays inside the namespace. Every wait is bounded.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ZONES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab",
+                                     "unbound-zones.conf"))
+NS = "pndns%d" % (os.getpid() % 100000)
+SEARCH = "podnet.svc.cluster.local svc.cluster.local cluster.local ap-northeast-2.compute.internal"
+UNBOUND_CONF = """server:
+  interface: 127.0.0.1
+  port: 53
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "{dir}"
+  pidfile: ""
+  use-syslog: no
+  logfile: ""
+  do-ip6: no
+  do-tcp: yes
+  access-control: 127.0.0.0/8 allow
+  module-config: "iterator"
+  num-threads: 1
+  include: "{zones}"
+"""
+
+# (variant, resolv.conf text, names)
+VARIANTS = [
+    ("ndots5", "search %s\noptions ndots:5\nnameserver 127.0.0.1\n" % SEARCH,
+     ["sts.ap-northeast-2.amazonaws.com", "kubernetes.default",
+      "kubernetes.default.svc.cluster.local", "www.amazon.com"]),
+    ("ndots1", "nameserver 127.0.0.1\nsearch %s\noptions ndots:1\n" % SEARCH,
+     ["kubernetes.default", "sts.ap-northeast-2.amazonaws.com"]),
+    ("nodata", "nameserver 127.0.0.1\nsearch a.test b.test\n", ["web"]),
+]
+# Faults: one misbehaving nameserver each; ndots:1, one search domain, 1 s × 2 attempts.
+FAULTS = [("drop", "127.0.0.21"), ("servfail", "127.0.0.22"), ("refused", "127.0.0.23"),
+          ("tc", "127.0.0.24"), ("garbage", "127.0.0.25")]
+FAULT_NAME = "faulty.example"
+# Results the models must report (glibc, musl).
+FAULT_RESULTS = {"drop": ("timeout", "timeout"), "servfail": ("servfail", "servfail"),
+                 "refused": ("error", "timeout"), "tc": ("success", "nodata"),
+                 "garbage": ("timeout", "timeout")}
+
+procs = []
+failures = []
+rows = []
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check(cond, what):
+    log(("ok     " if cond else "FAILED ") + what)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def run(*cmd, check_rc=True, timeout=60):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError("%s: rc=%d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
+    return r
+
+
+def in_ns(*cmd, **kw):
+    return run("ip", "netns", "exec", NS, *cmd, **kw)
+
+
+def start(args, logfile):
+    f = open(logfile, "w")
+    p = subprocess.Popen(["ip", "netns", "exec", NS] + args, stdout=f, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    procs.append(p)
+    return p
+
+
+def stop(p):
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=10)
+
+
+def wait_for(pred, timeout, what, step=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if pred():
+                return True
+        except Exception:
+            pass
+        time.sleep(step)
+    raise RuntimeError("timed out after %ds waiting for %s" % (timeout, what))
+
+
+def set_resolv_conf(text):
+    os.makedirs("/etc/netns/%s" % NS, exist_ok=True)
+    with open("/etc/netns/%s/resolv.conf" % NS, "w") as f:
+        f.write(text)
+
+
+class Capture:
+    """tcpdump on the namespace's lo writing every packet to port 53 (pcap, flushed per packet);
+    questions are read back from UDP datagrams and from reassembled TCP streams (a TCP segment
+    may carry several length-prefixed messages, which tcpdump's text output does not show)."""
+
+    def __init__(self, tmp):
+        self.path = os.path.join(tmp, "dns.pcap")
+        self.proc = start(["tcpdump", "-i", "lo", "-n", "-U", "--immediate-mode", "-s", "0",
+                           "-w", self.path, "dst port 53"], os.path.join(tmp, "tcpdump.log"))
+        self.seq = 0
+        wait_for(lambda: "listening on" in open(os.path.join(tmp, "tcpdump.log")).read(), 10,
+                 "tcpdump")
+
+    def marker(self):
+        self.seq += 1
+        name = "marker-%d-%d.invalid" % (os.getpid(), self.seq)
+        in_ns("python3", "-c",
+              "import socket,struct;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);"
+              "q=struct.pack('!HHHHHH',1,0x100,1,0,0,0)+b''.join(bytes([len(l)])+l.encode() "
+              "for l in %r.split('.'))+b'\\0\\0\\1\\0\\1';s.sendto(q,('127.0.0.1',53))" % name)
+        return name
+
+    @staticmethod
+    def question(msg):
+        if len(msg) < 12:
+            return None
+        i, labels = 12, []
+        while i < len(msg) and msg[i] != 0:
+            n = msg[i]
+            labels.append(msg[i + 1:i + 1 + n].decode("ascii", "replace"))
+            i += 1 + n
+        if i + 3 > len(msg):
+            return None
+        qtype = struct.unpack("!H", msg[i + 1:i + 3])[0]
+        return ({1: "A", 28: "AAAA"}.get(qtype, str(qtype)), ".".join(labels) + ".")
+
+    def questions(self):
+        """Every question in capture order: (qtype, name, transport)."""
+        data = open(self.path, "rb").read()
+        out, streams, pos = [], {}, 24
+        while pos + 16 <= len(data):
+            incl = struct.unpack("<I", data[pos + 8:pos + 12])[0]
+            pkt = data[pos + 16:pos + 16 + incl]
+            pos += 16 + incl
+            if len(pkt) < 14 + 20 or pkt[12:14] != b"\x08\x00":
+                continue
+            ip = pkt[14:]
+            ihl = (ip[0] & 15) * 4
+            proto = ip[9]
+            l4 = ip[ihl:]
+            if proto == 17:
+                q = self.question(l4[8:])
+                if q:
+                    out.append(q + ("udp",))
+            elif proto == 6:
+                sport = struct.unpack("!H", l4[0:2])[0]
+                key = (ip[12:16], sport, ip[16:20])
+                payload = l4[(l4[12] >> 4) * 4:]
+                if not payload:
+                    continue
+                buf = streams.get(key, b"") + payload
+                while len(buf) >= 2 and len(buf) >= 2 + struct.unpack("!H", buf[:2])[0]:
+                    n = struct.unpack("!H", buf[:2])[0]
+                    q = self.question(buf[2:2 + n])
+                    if q:
+                        out.append(q + ("tcp",))
+                    buf = buf[2 + n:]
+                streams[key] = buf
+        return out
+
+    def count(self, begin, end):
+        """Questions between two markers: (total, [(qtype, name, transport)])."""
+        wait_for(lambda: any(end in q[1] for q in self.questions()), 10, "capture of " + end)
+        qs = self.questions()
+        i = next(k for k, q in enumerate(qs) if begin in q[1])
+        j = next(k for k, q in enumerate(qs) if end in q[1])
+        return j - i - 1, qs[i + 1:j]
+
+
+def captured(cap, cmd, timeout=60):
+    a = cap.marker()
+    t0 = time.time()
+    r = in_ns(*cmd, check_rc=False, timeout=timeout)
+    elapsed = time.time() - t0
+    b = cap.marker()
+    n, qs = cap.count(a, b)
+    return n, qs, r, elapsed
+
+
+def scrape(port):
+    r = in_ns("curl", "-s", "-m", "5", "http://127.0.0.1:%d/metrics" % port, check_rc=False,
+              timeout=10)
+    samples = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("#") or not line.startswith("podnet_"):
+            continue
+        m = re.match(r"(\w+)(\{(.*)\})? (\S+)$", line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        samples.setdefault(m.group(1), []).append((labels, float(m.group(4))))
+    return samples
+
+
+def value(samples, metric, **labels):
+    for l, v in samples.get(metric, []):
+        if all(l.get(k) == x for k, x in labels.items()):
+            return v
+    return None
+
+
+def lookups_done(samples, names):
+    for n in names:
+        for form in ("as_written", "absolute"):
+            for res in ("glibc", "musl"):
+                total = sum(v for l, v in samples.get("podnet_dns_lookups_total", [])
+                            if l.get("name") == n and l.get("form") == form
+                            and l.get("resolver") == res)
+                if total < 1:
+                    return False
+    return True
+
+
+def exporter_config(path, port, resolv_conf, names, interval):
+    with open(path, "w") as f:
+        f.write('listen_address: "127.0.0.1:%d"\n' % port)
+        f.write("self: { name: dns-lab, node: node-a, zone: zone-a }\n")
+        f.write('responders:\n  udp_echo: { listen_address: "127.0.0.1:%d" }\n' % port)
+        f.write("probes:\n  dns:\n    interval: %s\n    resolv_conf: %s\n" % (interval, resolv_conf))
+        f.write("    resolvers: [glibc, musl]\n    names: [%s]\n" % ", ".join(names))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--glibc", required=True)
+    ap.add_argument("--musl", required=True)
+    ap.add_argument("--fault-server", required=True)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        log("SKIP: needs root (network namespaces)")
+        return 77
+    for tool in ("unbound", "tcpdump", "curl"):
+        if not shutil.which(tool):
+            log("SKIP: %s not installed (scripts/install-deps.sh --test)" % tool)
+            return 77
+    if not os.path.exists(a.musl):
+        log("SKIP: no musl binary (musl-tools not installed)")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="pndns-")
+    try:
+        run("ip", "netns", "add", NS)
+        run("ip", "-n", NS, "link", "set", "lo", "up")
+        with open(os.path.join(tmp, "unbound.conf"), "w") as f:
+            f.write(UNBOUND_CONF.format(dir=tmp, zones=ZONES))
+        start(["unbound", "-d", "-c", os.path.join(tmp, "unbound.conf")],
+              os.path.join(tmp, "unbound.log"))
+        for mode, addr in FAULTS:
+            start(["python3", a.fault_server, "--listen", addr, "--port", "53", "--mode", mode,
+                   "--max-seconds", "600"], os.path.join(tmp, "fault-%s.log" % mode))
+        set_resolv_conf("nameserver 127.0.0.1\n")
+        wait_for(lambda: in_ns(a.glibc, "www.amazon.com.", check_rc=False).returncode == 0, 20,
+                 "unbound to answer")
+        cap = Capture(tmp)
+
+        # Phase 1: the truth (glibc, musl) and our own wire (dns-explain) per case.
+        truth = {}  # (variant, name, form, resolver) -> (count, ok)
+        cases = [(v, conf, names) for v, conf, names in VARIANTS]
+        cases += [("fault-" + mode, "nameserver %s\nsearch lab.test\noptions timeout:1 attempts:2\n"
+                   % addr, [FAULT_NAME]) for mode, addr in FAULTS]
+        for variant, conf, names in cases:
+            set_resolv_conf(conf)
+            conf_path = os.path.join(tmp, variant + ".conf")
+            with open(conf_path, "w") as f:
+                f.write(conf)
+            for n in names:
+                for form, qname in (("as_written", n), ("absolute", n + ".")):
+                    for res, binary in (("glibc", a.glibc), ("musl", a.musl)):
+                        cnt, qs, r, _ = captured(cap, [binary, qname])
+                        truth[(variant, n, form, res)] = (cnt, r.returncode == 0)
+                        ours, oqs, er, elapsed = captured(
+                            cap, [a.exporter, "dns-explain", qname, "--resolv-conf", conf_path,
+                                  "--resolver", res])
+                        check(ours == cnt and sorted(oqs) == sorted(qs),
+                              "%s %s %s %s: dns-explain put %d questions on the wire, %s %d"
+                              % (variant, qname, form, res, ours, res, cnt))
+                        if ours != cnt:
+                            log("  %s: %s\n  ours: %s\n%s" % (res, qs, oqs, er.stdout))
+
+        # Phase 2: the exporter's own metrics.
+        exporters = []
+        port = 19500
+        for variant, conf, names in cases:
+            port += 1
+            conf_path = os.path.join(tmp, variant + ".conf")
+            cfg = os.path.join(tmp, variant + ".yaml")
+            exporter_config(cfg, port, conf_path, names,
+                            "10s" if variant.startswith("fault") else "2s")
+            p = start([a.exporter, "--config.file=" + cfg, "--log.level=debug"],
+                      os.path.join(tmp, variant + ".log"))
+            exporters.append((variant, names, port, p))
+        for variant, names, port, p in exporters:
+            wait_for(lambda: lookups_done(scrape(port), names), 60,
+                     "the exporter's %s lookups" % variant, step=0.5)
+            s = scrape(port)
+            check(p.poll() is None, "%s: exporter still running" % variant)
+            if shutil.which("promtool"):
+                text = in_ns("curl", "-s", "-m", "5", "http://127.0.0.1:%d/metrics" % port,
+                             timeout=10).stdout
+                r = subprocess.run(["promtool", "check", "metrics"], input=text,
+                                   capture_output=True, text=True, timeout=30)
+                check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
+                      "%s: promtool check metrics is clean %s" % (variant, r.stdout + r.stderr))
+            for n in names:
+                for form in ("as_written", "absolute"):
+                    for res in ("glibc", "musl"):
+                        cnt, ok = truth[(variant, n, form, res)]
+                        got = value(s, "podnet_dns_queries_per_lookup", name=n, form=form,
+                                    resolver=res)
+                        success = value(s, "podnet_dns_lookups_total", name=n, form=form,
+                                        resolver=res, result="success") or 0
+                        rows.append((variant, n, form, res, cnt, got))
+                        check(got == cnt, "%s %s %s %s: podnet_dns_queries_per_lookup %s, "
+                              "captured %d" % (variant, n, form, res, got, cnt))
+                        check((success > 0) == ok, "%s %s %s %s: exporter result %s, libc %s"
+                              % (variant, n, form, res, "success" if success else "failure",
+                                 "found" if ok else "not found"))
+            if variant.startswith("fault-"):
+                mode = variant[len("fault-"):]
+                for res, want in zip(("glibc", "musl"), FAULT_RESULTS[mode]):
+                    got = value(s, "podnet_dns_lookups_total", name=FAULT_NAME, form="as_written",
+                                resolver=res, result=want)
+                    check(got is not None and got >= 1,
+                          "fault %s %s: result=\"%s\" counted" % (mode, res, want))
+                rc = {"drop": "TIMEOUT", "servfail": "SERVFAIL", "refused": "REFUSED",
+                      "tc": "NOERROR", "garbage": "TIMEOUT"}[mode]
+                got = value(s, "podnet_dns_responses_total", name=FAULT_NAME, form="as_written",
+                            resolver="glibc", rcode=rc)
+                check(got is not None and got >= 1, "fault %s: rcode=\"%s\" counted" % (mode, rc))
+            stop(p)
+            check(p.returncode in (0, -15), "%s: exporter exited cleanly (rc %s)"
+                  % (variant, p.returncode))
+            if variant.startswith("fault-"):
+                # Bounded: every lookup within the model's bound (glibc: 2 names × 2 attempts ×
+                # 1 s; musl: 2 names × 1 s), read from the debug log once the exporter has
+                # exited (its stdout is block-buffered into the file).
+                for res, bound in (("glibc", 4.0), ("musl", 2.0)):
+                    durs = [float(m) for m in re.findall(
+                        r"dns lookup name=%s resolver=%s result=\S+ queries=\d+ "
+                        r"duration=([\d.]+)s" % (re.escape(FAULT_NAME), res),
+                        open(os.path.join(tmp, variant + ".log")).read())]
+                    check(durs and max(durs) <= bound + 0.5,
+                          "%s %s: %d lookups, the longest %.3f s (bound %.1f s)"
+                          % (variant, res, len(durs), max(durs or [0]), bound))
+
+        log("\n%-10s %-38s %-10s %-6s %8s %6s" % ("case", "name", "form", "libc", "captured",
+                                                  "model"))
+        for r in rows:
+            log("%-10s %-38s %-10s %-6s %8d %6s" % (r[0], r[1], r[2], r[3], r[4],
+                                                   "%d" % r[5] if r[5] is not None else "-"))
+    finally:
+        for p in reversed(procs):
+            stop(p)
+        run("ip", "netns", "del", NS, check_rc=False)
+        shutil.rmtree("/etc/netns/%s" % NS, ignore_errors=True)
+        if failures:
+            log("logs kept in %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        log("\n%d check(s) failed:\n  %s" % (len(failures), "\n  ".join(failures)))
+        return 1
+    log("\nall checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+// The resolver models against a scripted zone: every row of the issue's reference, both
+// resolvers, ndots 1 and 5, and the rcode-driven stops. The lab test checks the same rows
+// against real glibc and musl on the wire.
+#include "exporter/probes/dns/resolver_model.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <set>
+
+namespace podnet::probes::dns {
+namespace {
+
+const char* kSearch =
+    "search podnet.svc.cluster.local svc.cluster.local cluster.local "
+    "ap-northeast-2.compute.internal\n";
+
+// What a nameserver does with one question.
+enum class Behaviour { kZone, kDrop, kServFail, kRefused, kTruncateUdp, kConnRefused };
+
+struct Zone {
+  // name (no trailing dot) → the types it has.
+  std::map<std::string, std::set<QType>> records = {
+      {"kubernetes.default.svc.cluster.local", {QType::kA}},
+      {"sts.ap-northeast-2.amazonaws.com", {QType::kA, QType::kAAAA}},
+      {"www.amazon.com", {QType::kA, QType::kAAAA}},
+      {"web.a.test", {}},  // exists, no address: NODATA
+      {"web.b.test", {QType::kA}},
+  };
+  std::vector<Behaviour> servers = {Behaviour::kZone};
+
+  std::optional<Reply> Answer(const WireQuery& q) const {
+    Behaviour b = servers.at(static_cast<std::size_t>(q.server));
+    Reply r;
+    switch (b) {
+      case Behaviour::kDrop:
+        return std::nullopt;
+      case Behaviour::kServFail:
+        r.rcode = kServFail;
+        return r;
+      case Behaviour::kRefused:
+        r.rcode = kRefused;
+        return r;
+      case Behaviour::kConnRefused:
+        r.kind = Reply::Kind::kConnRefused;
+        return r;
+      case Behaviour::kTruncateUdp:
+        if (!q.tcp) {
+          r.truncated = true;
+          return r;
+        }
+        r.ancount = 1;
+        return r;
+      case Behaviour::kZone:
+        break;
+    }
+    std::string n = q.name;
+    if (!n.empty() && n.back() == '.') n.pop_back();
+    auto it = records.find(n);
+    if (it == records.end()) {
+      r.rcode = kNxDomain;
+    } else {
+      r.ancount = it->second.count(q.qtype) ? 1 : 0;
+    }
+    return r;
+  }
+};
+
+struct Walk {
+  Result result;
+  std::vector<WireQuery> sent;
+  int deadlines = 0;
+};
+
+// Runs a model to its end: replies are delivered in send order; when none is left to deliver,
+// the deadline fires. Bounded (1,000 events).
+Walk Drive(ResolverModel& m, const Zone& zone) {
+  Walk w;
+  std::deque<std::pair<int, Reply>> inbox;
+  auto take = [&](const Actions& a) {
+    for (const auto& q : a.send) {
+      w.sent.push_back(q);
+      if (auto r = zone.Answer(q)) inbox.emplace_back(q.id, *r);
+    }
+    return a.done;
+  };
+  bool done = take(m.Start());
+  for (int i = 0; !done && i < 1000; ++i) {
+    if (!inbox.empty()) {
+      auto [id, r] = inbox.front();
+      inbox.pop_front();
+      done = take(m.OnReply(id, r));
+    } else {
+      ++w.deadlines;
+      done = take(m.OnDeadline());
+    }
+  }
+  EXPECT_TRUE(done) << "the walk did not end";
+  w.result = m.result();
+  return w;
+}
+
+struct Case {
+  std::string label;
+  std::string resolv_conf;
+  std::string name;
+  Libc libc;
+  int queries;
+  Result result;
+  std::vector<Behaviour> servers = {Behaviour::kZone};
+  int nxdomain = -1;  // -1: not checked
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
+
+class ModelTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ModelTest, Walk) {
+  const Case& c = GetParam();
+  ResolvConf conf = ParseResolvConf(c.resolv_conf, c.libc, {});
+  conf.nameservers.resize(c.servers.size(), conf.nameservers.front());
+  Zone zone;
+  zone.servers = c.servers;
+  auto m = MakeModel(c.libc, conf, c.name);
+  Walk w = Drive(*m, zone);
+  std::string trace;
+  for (const auto& q : w.sent) {
+    trace += std::string("  ") + QTypeName(q.qtype) + " " + q.name + " @" +
+             std::to_string(q.server) + (q.tcp ? "/tcp" : "") + "\n";
+  }
+  EXPECT_EQ(static_cast<int>(w.sent.size()), c.queries) << trace;
+  EXPECT_STREQ(ResultName(w.result), ResultName(c.result)) << trace;
+  if (c.nxdomain >= 0) {
+    int nx = 0;
+    for (const auto& q : w.sent) {
+      auto r = zone.Answer(q);
+      nx += r && r->rcode == kNxDomain ? 1 : 0;
+    }
+    EXPECT_EQ(nx, c.nxdomain) << trace;
+  }
+}
+
+std::string Ndots(int n) {
+  return std::string(kSearch) + "options ndots:" + std::to_string(n) + "\n";
+}
+
+const Libc G = Libc::kGlibc;
+const Libc M = Libc::kMusl;
+using B = Behaviour;
+
+// One row per case reads as a table.
+// clang-format off
+INSTANTIATE_TEST_SUITE_P(
+    Reference, ModelTest,
+    ::testing::Values(
+        // The issue's table (ndots:5, 4 search domains).
+        Case{"glibc_sts_ndots5", Ndots(5), "sts.ap-northeast-2.amazonaws.com", G, 10,
+             Result::kSuccess, {B::kZone}, 8},
+        Case{"musl_sts_ndots5", Ndots(5), "sts.ap-northeast-2.amazonaws.com", M, 10,
+             Result::kSuccess, {B::kZone}, 8},
+        Case{"glibc_sts_absolute", Ndots(5), "sts.ap-northeast-2.amazonaws.com.", G, 2,
+             Result::kSuccess, {B::kZone}, 0},
+        Case{"musl_sts_absolute", Ndots(5), "sts.ap-northeast-2.amazonaws.com.", M, 2,
+             Result::kSuccess, {B::kZone}, 0},
+        Case{"glibc_k8s_default_ndots5", Ndots(5), "kubernetes.default", G, 4, Result::kSuccess,
+             {B::kZone}, 2},
+        Case{"musl_k8s_default_ndots5", Ndots(5), "kubernetes.default", M, 4, Result::kSuccess,
+             {B::kZone}, 2},
+        Case{"glibc_k8s_fqdn_ndots5", Ndots(5), "kubernetes.default.svc.cluster.local", G, 10,
+             Result::kSuccess, {B::kZone}, 8},
+        Case{"musl_k8s_fqdn_ndots5", Ndots(5), "kubernetes.default.svc.cluster.local", M, 10,
+             Result::kSuccess, {B::kZone}, 8},
+        Case{"glibc_www_ndots5", Ndots(5), "www.amazon.com", G, 10, Result::kSuccess, {B::kZone},
+             8},
+        Case{"musl_www_ndots5", Ndots(5), "www.amazon.com", M, 10, Result::kSuccess, {B::kZone},
+             8},
+        // ndots:1: external names drop to 2; kubernetes.default leaks upstream first.
+        Case{"glibc_sts_ndots1", Ndots(1), "sts.ap-northeast-2.amazonaws.com", G, 2,
+             Result::kSuccess},
+        Case{"musl_sts_ndots1", Ndots(1), "sts.ap-northeast-2.amazonaws.com", M, 2,
+             Result::kSuccess},
+        Case{"glibc_k8s_default_ndots1", Ndots(1), "kubernetes.default", G, 6, Result::kSuccess,
+             {B::kZone}, 4},
+        Case{"musl_k8s_default_ndots1", Ndots(1), "kubernetes.default", M, 2, Result::kNxDomain,
+             {B::kZone}, 2},
+        // Absolute names never search, even when not found.
+        Case{"glibc_absolute_nxdomain", Ndots(5), "nope.example.", G, 2, Result::kNxDomain},
+        Case{"musl_absolute_nxdomain", Ndots(5), "nope.example.", M, 2, Result::kNxDomain},
+        // Not found anywhere: every candidate (glibc: as-is first when dots >= ndots).
+        Case{"glibc_nxdomain_ndots1", Ndots(1), "nope.example", G, 10, Result::kNxDomain},
+        Case{"musl_nxdomain_ndots1", Ndots(1), "nope.example", M, 2, Result::kNxDomain},
+        Case{"glibc_dotless_nxdomain", Ndots(1), "nope", G, 10, Result::kNxDomain},
+        Case{"glibc_dotless_no_tld_query", Ndots(1) + "options no-tld-query\n", "nope", G, 8,
+             Result::kNxDomain},
+        Case{"musl_dotless_nxdomain", Ndots(1), "nope", M, 10, Result::kNxDomain},
+        // A search domain that answers NODATA: glibc walks on, musl stops.
+        Case{"glibc_nodata_walks_on", "search a.test b.test\n", "web", G, 4, Result::kSuccess},
+        Case{"musl_nodata_stops", "search a.test b.test\n", "web", M, 2, Result::kNoData},
+        // Options that change the questions.
+        Case{"glibc_no_aaaa", Ndots(5) + "options no-aaaa\n", "www.amazon.com", G, 5,
+             Result::kSuccess},
+        Case{"musl_ignores_no_aaaa", Ndots(5) + "options no-aaaa\n", "www.amazon.com", M, 10,
+             Result::kSuccess},
+        Case{"glibc_single_request", Ndots(5) + "options single-request\n", "www.amazon.com", G,
+             10, Result::kSuccess},
+        Case{"glibc_root_in_search", "search . a.test\noptions ndots:2\n", "nope.example", G, 4,
+             Result::kNxDomain}),
+    [](const auto& info) { return info.param.label; });
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, ModelTest,
+    ::testing::Values(
+        // SERVFAIL: glibc re-asks per attempt and walks on to the next name; musl re-asks at
+        // once within its budget (2 + 4 per round), never accepts it, and ends with EAI_AGAIN.
+        Case{"glibc_servfail", "search lab.test\noptions attempts:2\n", "faulty.example", G, 8,
+             Result::kServFail, {B::kServFail}},
+        Case{"musl_servfail", "search lab.test\noptions attempts:2\n", "faulty.example", M, 12,
+             Result::kServFail, {B::kServFail}},
+        // REFUSED: glibc passes it on to the next server / attempt, then the walk stops but the
+        // as-is name (not yet tried) still goes; musl ignores it and times out.
+        Case{"glibc_refused", "search lab.test\noptions attempts:2\n", "faulty.example", G, 8,
+             Result::kError, {B::kRefused}},
+        Case{"glibc_refused_ndots5", "search lab.test\noptions attempts:2 ndots:5\n",
+             "faulty.example", G, 8, Result::kError, {B::kRefused}},
+        Case{"musl_refused", "search lab.test\noptions attempts:2\n", "faulty.example", M, 4,
+             Result::kTimeout, {B::kRefused}},
+        // Silence: attempts × nameservers per name (glibc), rounds × nameservers (musl).
+        Case{"glibc_timeout", "search lab.test\noptions attempts:2\n", "faulty.example", G, 8,
+             Result::kTimeout, {B::kDrop}},
+        Case{"glibc_timeout_two_servers", "search lab.test\noptions attempts:3\n",
+             "faulty.example", G, 24, Result::kTimeout, {B::kDrop, B::kDrop}},
+        Case{"musl_timeout", "search lab.test\noptions attempts:2\n", "faulty.example", M, 4,
+             Result::kTimeout, {B::kDrop}},
+        // 5 s / 3 attempts = 1666 ms: rounds at 0, 1666, 3332 and 4998 ms (< 5000): 4 rounds.
+        Case{"musl_timeout_two_servers", "search lab.test\noptions attempts:3\n",
+             "faulty.example", M, 16, Result::kTimeout, {B::kDrop, B::kDrop}},
+        // One silent server of two: glibc moves on to the second; musl asked both at once.
+        Case{"glibc_first_server_silent", Ndots(5), "www.amazon.com.", G, 4, Result::kSuccess,
+             {B::kDrop, B::kZone}},
+        Case{"musl_first_server_silent", Ndots(5), "www.amazon.com.", M, 4, Result::kSuccess,
+             {B::kDrop, B::kZone}},
+        // Truncated: glibc re-asks both over TCP; musl takes the empty truncated answer.
+        Case{"glibc_tc_tcp", "", "faulty.example.", G, 4, Result::kSuccess, {B::kTruncateUdp}},
+        Case{"musl_tc_used_as_is", "", "faulty.example.", M, 2, Result::kNoData,
+             {B::kTruncateUdp}},
+        // ECONNREFUSED from every server and attempt: the as-is try just fails (its h_errno is
+        // saved), the first search domain aborts the walk.
+        Case{"glibc_connrefused", "search lab.test\nsearch lab.test other.test\noptions attempts:2\n",
+             "faulty.example", G, 8, Result::kError, {B::kConnRefused}}),
+    [](const auto& info) { return info.param.label; });
+// clang-format on
+
+TEST(ModelBoundTest, MaxDuration) {
+  ResolvConf conf = ParseResolvConf(
+      "nameserver 10.0.0.1\nnameserver 10.0.0.2\nsearch a b\noptions timeout:2 attempts:3\n",
+      Libc::kGlibc, {});
+  // glibc: per name attempts × (2 s + 2·2/2 s) = 3 × 4 s; 3 names.
+  EXPECT_EQ(MakeGlibcModel(conf, "x")->MaxDuration(), std::chrono::seconds(36));
+  // musl: timeout per name; 3 names (2 search + bare).
+  EXPECT_EQ(MakeMuslModel(conf, "x")->MaxDuration(), std::chrono::seconds(6));
+}
+
+}  // namespace
+}  // namespace podnet::probes::dns
