@@ -223,18 +223,23 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
 
   void Write(std::size_t i) {
     Stream& s = *streams_[i];
-    std::uint64_t left = req_.max_bytes > bytes_sent_ ? req_.max_bytes - bytes_sent_ : 0;
+    // Writes in flight on other streams hold their share of the cap until they complete.
+    std::uint64_t committed = bytes_sent_ + in_flight_;
+    std::uint64_t left = req_.max_bytes > committed ? req_.max_bytes - committed : 0;
     if (left == 0) {
       budget_cut_ = true;
-      return EndData();
+      if (in_flight_ == 0) EndData();  // else the last write to complete ends the burst
+      return;
     }
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(block_.size(), left));
     s.writing = true;
+    in_flight_ += n;
     s.socket.async_write_some(
         boost::asio::buffer(block_.data(), n),
-        [self = shared_from_this(), i](ErrorCode ec, std::size_t written) {
+        [self = shared_from_this(), i, n](ErrorCode ec, std::size_t written) {
           Stream& s = *self->streams_[i];
           s.writing = false;
+          self->in_flight_ -= n;
           s.bytes += written;
           self->bytes_sent_ += written;
           if (self->finished_ || !self->sending_) return;
@@ -422,6 +427,7 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
   std::array<unsigned char, 4> length_bytes_{};
   std::uint64_t control_bytes_ = 0;
   std::uint64_t bytes_sent_ = 0;
+  std::uint64_t in_flight_ = 0;  // bytes of writes started and not completed
   bool sending_ = false;
   bool budget_cut_ = false;
   bool finished_ = false;
