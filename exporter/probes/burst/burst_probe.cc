@@ -17,6 +17,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Fewer bytes than this left in the budget: not worth a burst (it would not leave slow start).
+constexpr std::uint64_t kMinBurstBytes = 1'000'000;
+// Pause after each burst: a stock `iperf3 -s` re-opens its listener after every test and
+// refuses connections meanwhile; it also lets the path's queues drain between bursts.
+constexpr auto kGapBetweenBursts = std::chrono::milliseconds(250);
+
 struct BurstFamilies {
   explicit BurstFamilies(prometheus::Registry& r)
       : throughput(prometheus::BuildGauge()
@@ -125,6 +131,7 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
   std::deque<Job> queue_;
   std::optional<Job> current_;
   bool waiting_jitter_ = false;
+  bool waiting_gap_ = false;
   std::shared_ptr<BurstClient> client_;
   std::map<int, std::uint64_t> last_wire_bytes_;  // by stream count: the next burst's estimate
 };
@@ -180,12 +187,17 @@ class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<Bur
     auto labels = labels_;
     labels["streams"] = std::to_string(streams);
     auto& f = kind_->families();
-    series_->Add(f.throughput, labels).Set(r.throughput_bytes_per_second);
     series_->Add(f.sent, labels).Increment(static_cast<double>(r.bytes_sent));
     series_->Add(f.retransmits, labels).Increment(r.retransmits);
+    series_->Add(f.cpu, labels).Increment(r.cpu_seconds);
+    // A burst the budget cut short is mostly slow start: its rates would mislead.
+    if (r.budget_cut && r.seconds < 0.5 * std::chrono::duration<double>(
+                                             kind_->options().duration).count()) {
+      return;
+    }
+    series_->Add(f.throughput, labels).Set(r.throughput_bytes_per_second);
     series_->Add(f.rtt, labels).Set(r.rtt_seconds);
     series_->Add(f.cwnd, labels).Set(static_cast<double>(r.snd_cwnd_bytes));
-    series_->Add(f.cpu, labels).Increment(r.cpu_seconds);
     double slowest = -1;
     for (std::size_t i = 1; i < r.intervals.size(); ++i) {
       const auto& iv = r.intervals[i];
@@ -226,9 +238,9 @@ void BurstKind::Cancel(BurstPeerProbe* probe) {
   if (current_ && current_->probe.lock().get() == probe) {
     if (client_) {
       client_->Cancel();  // OnResult(cancelled) finishes the job
-    } else if (waiting_jitter_) {
+    } else if (waiting_jitter_ || waiting_gap_) {
       jitter_timer_.cancel();
-      waiting_jitter_ = false;
+      waiting_jitter_ = waiting_gap_ = false;
       FinishJob();
     }
   }
@@ -260,13 +272,14 @@ void BurstKind::RunNext() {
   auto now = Clock::now();
   std::uint64_t remaining = budget_.Remaining(now);
   families_.budget_remaining->Set(static_cast<double>(remaining));
-  std::uint64_t estimate = last_wire_bytes_.count(streams) ? last_wire_bytes_[streams] : 1;
+  std::uint64_t estimate =
+      std::max(kMinBurstBytes, last_wire_bytes_.count(streams) ? last_wire_bytes_[streams] : 0);
   if (remaining == 0 || remaining < estimate) {
     probe->CountError("budget_exhausted", "");
     spdlog::info(
         "burst: skipped {} streams to {}: byte budget exhausted ({} of {} bytes left this hour, "
-        "the last such burst sent {})",
-        streams, probe->peer().name, remaining, budget_.limit(), estimate);
+        "a burst of {} streams needs about {})",
+        streams, probe->peer().name, remaining, budget_.limit(), streams, estimate);
     return RunNext();
   }
   BurstRequest req;
@@ -301,7 +314,14 @@ void BurstKind::OnResult(int streams, const BurstResult& r) {
     }
   }
   if (r.error == "cancelled" || !probe || probe->cancelled()) return FinishJob();
-  RunNext();
+  waiting_gap_ = true;
+  jitter_timer_.expires_after(kGapBetweenBursts);
+  jitter_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->waiting_gap_) return;
+    self->waiting_gap_ = false;
+    self->RunNext();
+  });
 }
 
 void BurstKind::FinishJob() {

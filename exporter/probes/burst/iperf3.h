@@ -33,9 +33,10 @@ enum State : std::int8_t {
 };
 const char* StateName(std::int8_t s);
 
-/// i_errno values a server sends with kServerError (iperf_error.h).
-inline constexpr std::int32_t kErrDuration = 4;    // IEDURATION: test duration too long
-inline constexpr std::int32_t kErrNumStreams = 5;  // IENUMSTREAMS: too many parallel streams
+/// i_errno values a server sends with kServerError (iperf_error.h since IESERVERONLY = 3 was
+/// inserted; checked against Debian's iperf3 3.12, which prints "test duration too long" for 5).
+inline constexpr std::int32_t kErrDuration = 5;    // IEDURATION: test duration too long
+inline constexpr std::int32_t kErrNumStreams = 6;  // IENUMSTREAMS: too many parallel streams
 
 inline constexpr std::uint16_t kDefaultPort = 5201;
 /// 36 characters of [a-z2-7] and a NUL, sent first on the control and on every data connection.

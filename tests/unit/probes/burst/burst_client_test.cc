@@ -113,10 +113,10 @@ TEST(BurstClientTest, ResponderRefusesLongTestsAndTooManyStreams) {
   req.duration = 5s;  // > max_duration 3s
   BurstResult r = RunBurst(req);
   EXPECT_EQ(r.error, "server_error");
-  EXPECT_NE(r.detail.find("i_errno=4"), std::string::npos) << r.detail;  // IEDURATION
+  EXPECT_NE(r.detail.find("i_errno=5"), std::string::npos) << r.detail;  // IEDURATION
   r = RunBurst(To(server.port(), 5));  // > max_streams 4
   EXPECT_EQ(r.error, "server_error");
-  EXPECT_NE(r.detail.find("i_errno=5"), std::string::npos) << r.detail;  // IENUMSTREAMS
+  EXPECT_NE(r.detail.find("i_errno=6"), std::string::npos) << r.detail;  // IENUMSTREAMS
   EXPECT_EQ(testing::CounterValue(registry, "podnet_responder_requests_total",
                                   {{"responder", "burst"}, {"result", "refused"}}),
             2);
