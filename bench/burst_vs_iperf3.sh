@@ -86,16 +86,25 @@ try:
             for tool, srv in (("ours", ours_srv), ("iperf3", iperf_srv)):
                 res[tool].append(one(tool, streams, srv))
                 time.sleep(0.3)
-        med = {t: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v))
+        med = {t: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v),
+                   statistics.median(r[2] / (r[1] and (r[2] + r[3])) * r[1] for r in v),
+                   statistics.median(r[3] / (r[1] and (r[2] + r[3])) * r[1] for r in v))
                for t, v in res.items()}
         rows.append((streams, med))
     print("| streams | ours Gbit/s | iperf3 Gbit/s | throughput ours/iperf3 | ours CPU s/GB | "
           "iperf3 CPU s/GB | CPU/GB ours/iperf3 |")
     print("|---|---|---|---|---|---|---|")
     for streams, med in rows:
-        (ob, oc), (ib, ic) = med["ours"], med["iperf3"]
+        (ob, oc, _, _), (ib, ic, _, _) = med["ours"], med["iperf3"]
         print("| %d | %.2f | %.2f | %.3f | %.3f | %.3f | %.3f |" % (
             streams, ob / 1e9, ib / 1e9, ob / ib, oc, ic, oc / ic))
+    print()
+    print("| streams | ours client CPU s/GB | iperf3 client CPU s/GB | ours server CPU s/GB | "
+          "iperf3 server CPU s/GB |")
+    print("|---|---|---|---|---|")
+    for streams, med in rows:
+        o, i = med["ours"], med["iperf3"]
+        print("| %d | %.3f | %.3f | %.3f | %.3f |" % (streams, o[2], i[2], o[3], i[3]))
 finally:
     for p in (ours_srv, iperf_srv):
         os.killpg(p.pid, signal.SIGTERM)
