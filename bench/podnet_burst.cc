@@ -6,16 +6,16 @@
 //   podnet-burst server [--listen HOST:PORT] [--max-duration S] [--max-clients N]
 //                       [--max-streams N]              serve until SIGINT/SIGTERM
 // Exit: 0 ok, 1 the burst failed, 2 bad usage.
+#include <prometheus/registry.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <string>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <nlohmann/json.hpp>
-#include <prometheus/registry.h>
+#include <string>
 
 #include "exporter/net/address.h"
 #include "exporter/net/tcp_info.h"
@@ -41,16 +41,21 @@ int Client(int argc, char** argv) {
   double secs = 2;
   for (int i = 3; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--port") port = std::atoi(argv[i + 1]);
-    else if (k == "--time") secs = std::atof(argv[i + 1]);
-    else if (k == "--parallel") req.streams = std::atoi(argv[i + 1]);
-    else if (k == "--max-bytes") req.max_bytes = std::strtoull(argv[i + 1], nullptr, 10);
-    else return Usage();
+    if (k == "--port")
+      port = std::atoi(argv[i + 1]);
+    else if (k == "--time")
+      secs = std::atof(argv[i + 1]);
+    else if (k == "--parallel")
+      req.streams = std::atoi(argv[i + 1]);
+    else if (k == "--max-bytes")
+      req.max_bytes = std::strtoull(argv[i + 1], nullptr, 10);
+    else
+      return Usage();
   }
   if (port <= 0 || port > 65535 || secs <= 0 || secs > 60 || req.streams < 1) return Usage();
   req.server = {*ip, static_cast<unsigned short>(port)};
-  req.duration = std::chrono::duration_cast<podnet::config::Duration>(
-      std::chrono::duration<double>(secs));
+  req.duration =
+      std::chrono::duration_cast<podnet::config::Duration>(std::chrono::duration<double>(secs));
   boost::asio::io_context io;
   podnet::probes::burst::BurstResult result;
   auto cpu0 = podnet::net::ReadThreadCpu();
@@ -60,8 +65,11 @@ int Client(int argc, char** argv) {
   auto cpu1 = podnet::net::ReadThreadCpu();
   nlohmann::json intervals = nlohmann::json::array();
   for (const auto& iv : result.intervals) {
-    intervals.push_back({{"start", iv.start_seconds}, {"end", iv.end_seconds}, {"bytes", iv.bytes},
-                         {"retransmits", iv.retransmits}, {"rtt", iv.rtt_seconds},
+    intervals.push_back({{"start", iv.start_seconds},
+                         {"end", iv.end_seconds},
+                         {"bytes", iv.bytes},
+                         {"retransmits", iv.retransmits},
+                         {"rtt", iv.rtt_seconds},
                          {"snd_cwnd", iv.snd_cwnd_bytes}});
   }
   nlohmann::json out{{"error", result.error},

@@ -410,7 +410,8 @@ void DecodeBurst(Decoder& d, const YAML::Node& n, Config& c) {
     }
   }
   if (o.step_timeout > std::chrono::seconds(60)) {
-    d.Fail(n["timeout"], base + ".timeout", "must be at most 60s, got " + FormatDuration(o.step_timeout));
+    d.Fail(n["timeout"], base + ".timeout",
+           "must be at most 60s, got " + FormatDuration(o.step_timeout));
     o.step_timeout = std::chrono::seconds(60);
   }
   // A round (one burst per stream count, each with up to ~4 control steps around it) must

@@ -1,13 +1,10 @@
 #include "exporter/responders/burst_server.h"
 
+#include <prometheus/counter.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <list>
-#include <thread>
-
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -16,8 +13,10 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <prometheus/counter.h>
-#include <spdlog/spdlog.h>
+#include <cerrno>
+#include <chrono>
+#include <list>
+#include <thread>
 
 #include "exporter/net/tcp_info.h"
 #include "exporter/probes/burst/iperf3.h"
@@ -32,8 +31,8 @@ namespace iperf3 = probes::burst::iperf3;
 
 constexpr auto kStepTimeout = std::chrono::seconds(5);
 constexpr auto kGrace = std::chrono::seconds(5);  // after time + omit, before we give up
-constexpr std::size_t kMaxPending = 64;            // connections that have not sent a cookie
-constexpr std::size_t kReadSize = 256 * 1024;  // per recv(MSG_TRUNC): nothing is copied
+constexpr std::size_t kMaxPending = 64;           // connections that have not sent a cookie
+constexpr std::size_t kReadSize = 256 * 1024;     // per recv(MSG_TRUNC): nothing is copied
 
 }  // namespace
 
@@ -183,13 +182,13 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
 
   void Write(std::string bytes, std::function<void()> next) {
     auto buf = std::make_shared<std::string>(std::move(bytes));
-    boost::asio::async_write(control_, boost::asio::buffer(*buf),
-                             [self = shared_from_this(), buf, next = std::move(next)](
-                                 ErrorCode ec, std::size_t) {
-                               if (self->closed_) return;
-                               if (ec) return self->End(self->owner_->failed_, "control write: " + ec.message());
-                               next();
-                             });
+    boost::asio::async_write(
+        control_, boost::asio::buffer(*buf),
+        [self = shared_from_this(), buf, next = std::move(next)](ErrorCode ec, std::size_t) {
+          if (self->closed_) return;
+          if (ec) return self->End(self->owner_->failed_, "control write: " + ec.message());
+          next();
+        });
   }
   void WriteState(std::int8_t s, std::function<void()> next) {
     Write(std::string(1, static_cast<char>(s)), std::move(next));
@@ -202,7 +201,8 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
       auto u = static_cast<std::uint32_t>(v);
       for (int shift : {24, 16, 8, 0}) msg.push_back(static_cast<char>(u >> shift));
     }
-    Write(std::move(msg), [self = shared_from_this(), why] { self->End(self->owner_->refused_, why); });
+    Write(std::move(msg),
+          [self = shared_from_this(), why] { self->End(self->owner_->refused_, why); });
   }
   void Deny(const std::string& why) {
     WriteState(iperf3::kAccessDenied,
@@ -220,15 +220,17 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
             return self->End(self->owner_->failed_, "JSON of " + std::to_string(n) + " bytes");
           }
           auto body = std::make_shared<std::string>(n, '\0');
-          boost::asio::async_read(
-              self->control_, boost::asio::buffer(*body),
-              [self, body, next = std::move(next)](ErrorCode ec, std::size_t) {
-                if (self->closed_) return;
-                if (ec) return self->End(self->owner_->failed_, "control read: " + ec.message());
-                auto doc = nlohmann::json::parse(*body, nullptr, false);
-                if (doc.is_discarded()) return self->End(self->owner_->failed_, "malformed JSON");
-                next(std::move(doc));
-              });
+          boost::asio::async_read(self->control_, boost::asio::buffer(*body),
+                                  [self, body, next = std::move(next)](ErrorCode ec, std::size_t) {
+                                    if (self->closed_) return;
+                                    if (ec)
+                                      return self->End(self->owner_->failed_,
+                                                       "control read: " + ec.message());
+                                    auto doc = nlohmann::json::parse(*body, nullptr, false);
+                                    if (doc.is_discarded())
+                                      return self->End(self->owner_->failed_, "malformed JSON");
+                                    next(std::move(doc));
+                                  });
         });
   }
 
@@ -295,9 +297,12 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
 
   void ReadControlDuringTest() {
     boost::asio::async_read(
-        control_, boost::asio::buffer(state_, 1), [self = shared_from_this()](ErrorCode ec, std::size_t) {
+        control_, boost::asio::buffer(state_, 1),
+        [self = shared_from_this()](ErrorCode ec, std::size_t) {
           if (self->closed_) return;
-          if (ec) return self->End(self->owner_->failed_, "control read during the test: " + ec.message());
+          if (ec)
+            return self->End(self->owner_->failed_,
+                             "control read during the test: " + ec.message());
           auto s = static_cast<std::int8_t>(self->state_[0]);
           if (s == iperf3::kTestEnd) return self->EndOfData();
           if (s == iperf3::kClientTerminate || s == iperf3::kIperfDone) {
@@ -329,8 +334,8 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
     results_.cpu_util_system = 100 * (cpu.system - cpu_start_.system) / wall;
     results_.sender_has_retransmits = -1;  // we are the receiver
     for (std::size_t i = 0; i < streams_.size(); ++i) {
-      results_.streams.push_back({iperf3::StreamId(static_cast<int>(i)), streams_[i]->bytes, -1,
-                                  0, elapsed_});
+      results_.streams.push_back(
+          {iperf3::StreamId(static_cast<int>(i)), streams_[i]->bytes, -1, 0, elapsed_});
     }
     Arm(kStepTimeout, "results");
     WriteState(iperf3::kExchangeResults, [self = shared_from_this()] {
@@ -351,7 +356,8 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
                             [self = shared_from_this()](ErrorCode ec, std::size_t) {
                               if (self->closed_) return;
                               // A client that closes instead of IPERF_DONE still had its test.
-                              self->End(self->owner_->completed_, ec ? "closed after results" : "done");
+                              self->End(self->owner_->completed_,
+                                        ec ? "closed after results" : "done");
                             });
   }
 

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <memory>
-
 #include <prometheus/registry.h>
+
+#include <memory>
 
 #include "exporter/probes/burst/burst_options.h"
 

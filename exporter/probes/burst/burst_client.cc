@@ -4,19 +4,17 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <algorithm>
 #include <array>
-#include <random>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "exporter/net/tcp_info.h"
 #include "exporter/probes/burst/iperf3.h"
@@ -59,9 +57,9 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
       if (ec) return self->Fail("connect", "control connection: " + ec.message());
       ErrorCode ignored;
       self->control_.set_option(tcp::no_delay(true), ignored);
-      self->WriteControl(self->cookie_, [self] { self->Expect(iperf3::kParamExchange, [self] {
-        self->SendParams();
-      }); });
+      self->WriteControl(self->cookie_, [self] {
+        self->Expect(iperf3::kParamExchange, [self] { self->SendParams(); });
+      });
     });
   }
 
@@ -111,8 +109,7 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
           if (self->finished_) return;
           if (ec) {
             return self->Fail("connection_lost", std::string("control read, waiting for ") +
-                                                     iperf3::StateName(want) + ": " +
-                                                     ec.message());
+                                                     iperf3::StateName(want) + ": " + ec.message());
           }
           auto got = static_cast<std::int8_t>(self->state_byte_[0]);
           if (got == want) return next();
@@ -132,8 +129,10 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
           if (self->finished_) return;
           std::string detail = "SERVER_ERROR";
           if (!ec) {
-            auto i_errno = static_cast<std::int32_t>(iperf3::DecodeLength(self->error_bytes_.data()));
-            auto err = static_cast<std::int32_t>(iperf3::DecodeLength(self->error_bytes_.data() + 4));
+            auto i_errno =
+                static_cast<std::int32_t>(iperf3::DecodeLength(self->error_bytes_.data()));
+            auto err =
+                static_cast<std::int32_t>(iperf3::DecodeLength(self->error_bytes_.data() + 4));
             detail += " i_errno=" + std::to_string(i_errno) + " errno=" + std::to_string(err);
           }
           self->Fail("server_error", detail);
@@ -146,7 +145,8 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
         control_, boost::asio::buffer(length_bytes_),
         [self = shared_from_this(), next = std::move(next)](ErrorCode ec, std::size_t) mutable {
           if (self->finished_) return;
-          if (ec) return self->Fail("connection_lost", "control read (JSON length): " + ec.message());
+          if (ec)
+            return self->Fail("connection_lost", "control read (JSON length): " + ec.message());
           std::uint32_t n = iperf3::DecodeLength(self->length_bytes_.data());
           if (n == 0 || n > iperf3::kMaxJsonSize) {
             return self->Fail("protocol", "JSON document of " + std::to_string(n) + " bytes");
@@ -156,7 +156,8 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
               self->control_, boost::asio::buffer(*body),
               [self, body, next = std::move(next)](ErrorCode ec, std::size_t) {
                 if (self->finished_) return;
-                if (ec) return self->Fail("connection_lost", "control read (JSON): " + ec.message());
+                if (ec)
+                  return self->Fail("connection_lost", "control read (JSON): " + ec.message());
                 auto doc = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
                 if (doc.is_discarded()) return self->Fail("protocol", "malformed JSON results");
                 next(std::move(doc));
@@ -195,13 +196,14 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
     s.socket.async_connect(req_.server, [self = shared_from_this(), i](ErrorCode ec) {
       if (self->finished_) return;
       if (ec) return self->Fail("connect", "data stream: " + ec.message());
-      boost::asio::async_write(
-          self->streams_[i]->socket, boost::asio::buffer(self->cookie_),
-          [self, i](ErrorCode ec, std::size_t) {
-            if (self->finished_) return;
-            if (ec) return self->Fail("connection_lost", "data stream cookie: " + ec.message());
-            self->ConnectStream(i + 1);
-          });
+      boost::asio::async_write(self->streams_[i]->socket, boost::asio::buffer(self->cookie_),
+                               [self, i](ErrorCode ec, std::size_t) {
+                                 if (self->finished_) return;
+                                 if (ec)
+                                   return self->Fail("connection_lost",
+                                                     "data stream cookie: " + ec.message());
+                                 self->ConnectStream(i + 1);
+                               });
     });
   }
 
@@ -248,15 +250,13 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
         continue;
       }
       if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        s.socket.async_wait(tcp::socket::wait_write,
-                            [self = shared_from_this(), i](ErrorCode ec) {
-                              if (self->finished_ || !self->sending_) return;
-                              if (ec) {
-                                return self->Fail("connection_lost",
-                                                  "data stream wait: " + ec.message());
-                              }
-                              self->Write(i);
-                            });
+        s.socket.async_wait(tcp::socket::wait_write, [self = shared_from_this(), i](ErrorCode ec) {
+          if (self->finished_ || !self->sending_) return;
+          if (ec) {
+            return self->Fail("connection_lost", "data stream wait: " + ec.message());
+          }
+          self->Write(i);
+        });
         return;
       }
       if (w < 0 && errno == EINTR) continue;
@@ -357,7 +357,9 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
 
   // ---- the end ------------------------------------------------------------------------------
 
-  void Fail(std::string reason, std::string detail) { Finish(std::move(reason), std::move(detail)); }
+  void Fail(std::string reason, std::string detail) {
+    Finish(std::move(reason), std::move(detail));
+  }
 
   void Finish(std::string error, std::string detail) {
     if (finished_) return;
@@ -402,7 +404,8 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
       add_wire(s.socket, s.bytes);
       StreamSummary ss;
       ss.bytes_sent = s.bytes;
-      ss.retransmits = s.last.total_retrans >= s.retrans_start ? s.last.total_retrans - s.retrans_start : 0;
+      ss.retransmits =
+          s.last.total_retrans >= s.retrans_start ? s.last.total_retrans - s.retrans_start : 0;
       ss.rtt_seconds = s.last.rtt_us * 1e-6;
       ss.max_snd_cwnd_bytes = s.max_cwnd;
       ss.pmtu = s.last.pmtu;
@@ -416,10 +419,12 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
       for (const auto& sr : server_results_->streams) {
         r.bytes_received += sr.bytes;
         for (std::size_t i = 0; i < streams_.size(); ++i) {
-          if (iperf3::StreamId(static_cast<int>(i)) == sr.id) r.streams[i].bytes_received = sr.bytes;
+          if (iperf3::StreamId(static_cast<int>(i)) == sr.id)
+            r.streams[i].bytes_received = sr.bytes;
         }
       }
-      if (r.seconds > 0) r.throughput_bytes_per_second = static_cast<double>(r.bytes_received) / r.seconds;
+      if (r.seconds > 0)
+        r.throughput_bytes_per_second = static_cast<double>(r.bytes_received) / r.seconds;
     }
     ErrorCode ignored;
     deadline_.cancel();

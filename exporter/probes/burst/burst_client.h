@@ -1,5 +1,7 @@
 #pragma once
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -8,9 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-
 #include "exporter/config/units.h"
 
 namespace podnet::probes::burst {
@@ -18,9 +17,9 @@ namespace podnet::probes::burst {
 /// One burst to ask of an iperf3-compatible server (ours or a stock `iperf3 -s`).
 struct BurstRequest {
   boost::asio::ip::tcp::endpoint server;
-  int streams = 1;                                             // parallel TCP connections
-  config::Duration duration = std::chrono::seconds(2);         // data phase
-  config::Duration step_timeout = std::chrono::seconds(5);     // every step outside the data phase
+  int streams = 1;                                          // parallel TCP connections
+  config::Duration duration = std::chrono::seconds(2);      // data phase
+  config::Duration step_timeout = std::chrono::seconds(5);  // every step outside the data phase
   config::Duration sample_interval = std::chrono::milliseconds(100);
   /// Stop sending once this many payload bytes are written (what is left of the byte budget):
   /// the burst then ends early and its throughput is over the time it did run.
@@ -32,18 +31,18 @@ struct BurstRequest {
 struct IntervalSample {
   double start_seconds = 0;  // since the data phase began
   double end_seconds = 0;
-  std::uint64_t bytes = 0;         // payload written in the interval
-  std::uint32_t retransmits = 0;   // Δ tcpi_total_retrans, all streams
-  double rtt_seconds = 0;          // mean of the streams' smoothed tcpi_rtt at the interval end
+  std::uint64_t bytes = 0;           // payload written in the interval
+  std::uint32_t retransmits = 0;     // Δ tcpi_total_retrans, all streams
+  double rtt_seconds = 0;            // mean of the streams' smoothed tcpi_rtt at the interval end
   std::uint64_t snd_cwnd_bytes = 0;  // Σ streams' tcpi_snd_cwnd × tcpi_snd_mss
 };
 
 /// One stream's totals.
 struct StreamSummary {
-  std::uint64_t bytes_sent = 0;        // payload written
-  std::uint64_t bytes_received = 0;    // payload the server read (from its results)
-  std::uint32_t retransmits = 0;       // Δ tcpi_total_retrans over the burst
-  double rtt_seconds = 0;              // smoothed tcpi_rtt at the end
+  std::uint64_t bytes_sent = 0;          // payload written
+  std::uint64_t bytes_received = 0;      // payload the server read (from its results)
+  std::uint32_t retransmits = 0;         // Δ tcpi_total_retrans over the burst
+  double rtt_seconds = 0;                // smoothed tcpi_rtt at the end
   std::uint64_t max_snd_cwnd_bytes = 0;  // max tcpi_snd_cwnd × tcpi_snd_mss seen
   std::uint32_t pmtu = 0;
 };
@@ -52,17 +51,17 @@ struct StreamSummary {
 /// (connect | access_denied | server_error | protocol | timeout | connection_lost | cancelled).
 struct BurstResult {
   std::string error;
-  std::string detail;                 // human-readable, for logs
-  double seconds = 0;                 // data phase length (shorter when the budget cut it)
-  bool budget_cut = false;            // stopped early at max_bytes
-  std::uint64_t bytes_sent = 0;       // payload written, all streams
-  std::uint64_t bytes_received = 0;   // payload the receiver read (its results document)
+  std::string detail;                      // human-readable, for logs
+  double seconds = 0;                      // data phase length (shorter when the budget cut it)
+  bool budget_cut = false;                 // stopped early at max_bytes
+  std::uint64_t bytes_sent = 0;            // payload written, all streams
+  std::uint64_t bytes_received = 0;        // payload the receiver read (its results document)
   double throughput_bytes_per_second = 0;  // bytes_received / seconds (goodput)
   std::uint32_t retransmits = 0;
-  double rtt_seconds = 0;             // mean over streams and interval samples of tcpi_rtt
-  std::uint64_t snd_cwnd_bytes = 0;   // Σ over streams of their max cwnd
+  double rtt_seconds = 0;            // mean over streams and interval samples of tcpi_rtt
+  std::uint64_t snd_cwnd_bytes = 0;  // Σ over streams of their max cwnd
   std::uint32_t pmtu = 0;
-  double cpu_seconds = 0;             // sender thread CPU over the data phase
+  double cpu_seconds = 0;  // sender thread CPU over the data phase
   double cpu_user_seconds = 0;
   double cpu_system_seconds = 0;
   /// Bytes on the wire, IP and TCP headers and the control connection included (what a cloud

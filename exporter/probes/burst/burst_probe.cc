@@ -1,13 +1,13 @@
 #include "exporter/probes/burst/burst_probe.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <map>
 #include <optional>
 #include <random>
-
-#include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "exporter/probes/burst/budget.h"
 #include "exporter/probes/burst/burst_client.h"
@@ -85,7 +85,7 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
         env_(env),
         families_(env.metrics.registry()),
         budget_(options.max_bytes_per_hour),
-        jitter_timer_(env.io),
+        wait_timer_(env.io),
         rng_(std::random_device{}()) {
     families_.budget_remaining->Set(static_cast<double>(options.max_bytes_per_hour));
   }
@@ -118,6 +118,7 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
   };
 
   void Pump();
+  void WaitThenRun(config::Duration delay);
   void RunNext();
   void OnResult(int streams, const BurstResult& r);
   void FinishJob();
@@ -126,12 +127,11 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
   ProbeEnv& env_;
   BurstFamilies families_;
   ByteBudget budget_;
-  boost::asio::steady_timer jitter_timer_;
+  boost::asio::steady_timer wait_timer_;
   std::mt19937_64 rng_;
   std::deque<Job> queue_;
   std::optional<Job> current_;
-  bool waiting_jitter_ = false;
-  bool waiting_gap_ = false;
+  bool waiting_ = false;  // for wait_timer_: the jitter before a round, the gap between bursts
   std::shared_ptr<BurstClient> client_;
   std::map<int, std::uint64_t> last_wire_bytes_;  // by stream count: the next burst's estimate
 };
@@ -191,8 +191,8 @@ class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<Bur
     series_->Add(f.retransmits, labels).Increment(r.retransmits);
     series_->Add(f.cpu, labels).Increment(r.cpu_seconds);
     // A burst the budget cut short is mostly slow start: its rates would mislead.
-    if (r.budget_cut && r.seconds < 0.5 * std::chrono::duration<double>(
-                                             kind_->options().duration).count()) {
+    if (r.budget_cut &&
+        r.seconds < 0.5 * std::chrono::duration<double>(kind_->options().duration).count()) {
       return;
     }
     series_->Add(f.throughput, labels).Set(r.throughput_bytes_per_second);
@@ -238,9 +238,9 @@ void BurstKind::Cancel(BurstPeerProbe* probe) {
   if (current_ && current_->probe.lock().get() == probe) {
     if (client_) {
       client_->Cancel();  // OnResult(cancelled) finishes the job
-    } else if (waiting_jitter_ || waiting_gap_) {
-      jitter_timer_.cancel();
-      waiting_jitter_ = waiting_gap_ = false;
+    } else if (waiting_) {
+      wait_timer_.cancel();
+      waiting_ = false;
       FinishJob();
     }
   }
@@ -252,13 +252,18 @@ void BurstKind::Pump() {
   queue_.pop_front();
   // A random delay, so that rounds (and exporters) drift apart rather than lock step.
   auto max_jitter = std::min<config::Duration>(options_.interval / 10, std::chrono::seconds(10));
-  std::uniform_int_distribution<std::int64_t> pick(0, std::max<std::int64_t>(0, max_jitter.count()));
-  waiting_jitter_ = true;
-  jitter_timer_.expires_after(config::Duration(pick(rng_)));
-  jitter_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+  std::uniform_int_distribution<std::int64_t> pick(0,
+                                                   std::max<std::int64_t>(0, max_jitter.count()));
+  WaitThenRun(config::Duration(pick(rng_)));
+}
+
+void BurstKind::WaitThenRun(config::Duration delay) {
+  waiting_ = true;
+  wait_timer_.expires_after(delay);
+  wait_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     auto self = weak.lock();
-    if (ec || !self || !self->waiting_jitter_) return;
-    self->waiting_jitter_ = false;
+    if (ec || !self || !self->waiting_) return;
+    self->waiting_ = false;
     self->RunNext();
   });
 }
@@ -289,9 +294,10 @@ void BurstKind::RunNext() {
   req.step_timeout = options_.step_timeout;
   // Payload cap: what is left, less ~4 % for the headers the budget counts too.
   req.max_bytes = remaining - remaining / 25;
-  client_ = BurstClient::Start(env_.io, req, [weak = weak_from_this(), streams](const BurstResult& r) {
-    if (auto self = weak.lock()) self->OnResult(streams, r);
-  });
+  client_ =
+      BurstClient::Start(env_.io, req, [weak = weak_from_this(), streams](const BurstResult& r) {
+        if (auto self = weak.lock()) self->OnResult(streams, r);
+      });
 }
 
 void BurstKind::OnResult(int streams, const BurstResult& r) {
@@ -314,14 +320,7 @@ void BurstKind::OnResult(int streams, const BurstResult& r) {
     }
   }
   if (r.error == "cancelled" || !probe || probe->cancelled()) return FinishJob();
-  waiting_gap_ = true;
-  jitter_timer_.expires_after(kGapBetweenBursts);
-  jitter_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
-    auto self = weak.lock();
-    if (ec || !self || !self->waiting_gap_) return;
-    self->waiting_gap_ = false;
-    self->RunNext();
-  });
+  WaitThenRun(kGapBetweenBursts);
 }
 
 void BurstKind::FinishJob() {

@@ -48,19 +48,32 @@ bool GetInt(const nlohmann::json& doc, const char* key, T* out, std::string* err
 
 const char* StateName(std::int8_t s) {
   switch (s) {
-    case kTestStart: return "TEST_START";
-    case kTestRunning: return "TEST_RUNNING";
-    case kTestEnd: return "TEST_END";
-    case kParamExchange: return "PARAM_EXCHANGE";
-    case kCreateStreams: return "CREATE_STREAMS";
-    case kServerTerminate: return "SERVER_TERMINATE";
-    case kClientTerminate: return "CLIENT_TERMINATE";
-    case kExchangeResults: return "EXCHANGE_RESULTS";
-    case kDisplayResults: return "DISPLAY_RESULTS";
-    case kIperfDone: return "IPERF_DONE";
-    case kAccessDenied: return "ACCESS_DENIED";
-    case kServerError: return "SERVER_ERROR";
-    default: return "unknown state";
+    case kTestStart:
+      return "TEST_START";
+    case kTestRunning:
+      return "TEST_RUNNING";
+    case kTestEnd:
+      return "TEST_END";
+    case kParamExchange:
+      return "PARAM_EXCHANGE";
+    case kCreateStreams:
+      return "CREATE_STREAMS";
+    case kServerTerminate:
+      return "SERVER_TERMINATE";
+    case kClientTerminate:
+      return "CLIENT_TERMINATE";
+    case kExchangeResults:
+      return "EXCHANGE_RESULTS";
+    case kDisplayResults:
+      return "DISPLAY_RESULTS";
+    case kIperfDone:
+      return "IPERF_DONE";
+    case kAccessDenied:
+      return "ACCESS_DENIED";
+    case kServerError:
+      return "SERVER_ERROR";
+    default:
+      return "unknown state";
   }
 }
 
@@ -73,9 +86,8 @@ std::string MakeCookie(std::mt19937_64& rng) {
 
 bool IsCookie(const std::string& bytes) {
   if (bytes.size() != kCookieSize || bytes.back() != '\0') return false;
-  return std::all_of(bytes.begin(), bytes.end() - 1, [](char ch) {
-    return kCookieAlphabet.find(ch) != std::string_view::npos;
-  });
+  return std::all_of(bytes.begin(), bytes.end() - 1,
+                     [](char ch) { return kCookieAlphabet.find(ch) != std::string_view::npos; });
 }
 
 std::string FrameJson(const nlohmann::json& doc) {
@@ -99,15 +111,15 @@ std::uint32_t DecodeLength(const unsigned char h[4]) {
 int StreamId(int index) { return index == 0 ? 1 : index + 2; }
 
 nlohmann::json EncodeParams(const Params& p) {
-  nlohmann::json j{{"tcp", true},
-                   {"omit", p.omit},
-                   {"time", p.time},
-                   {"num", p.num},
-                   {"blockcount", p.blockcount},
-                   {"parallel", p.parallel},
-                   {"len", p.len},
-                   {"client_version", p.client_version.empty() ? kClientVersion
-                                                               : p.client_version}};
+  nlohmann::json j{
+      {"tcp", true},
+      {"omit", p.omit},
+      {"time", p.time},
+      {"num", p.num},
+      {"blockcount", p.blockcount},
+      {"parallel", p.parallel},
+      {"len", p.len},
+      {"client_version", p.client_version.empty() ? kClientVersion : p.client_version}};
   return j;
 }
 
@@ -194,9 +206,9 @@ std::optional<Results> DecodeResults(const nlohmann::json& doc, std::string* err
     }
     StreamResult sr;
     sr.id = s["id"].get<int>();
-    sr.bytes = s["bytes"].is_number_unsigned() ? s["bytes"].get<std::uint64_t>()
-                                               : static_cast<std::uint64_t>(
-                                                     std::max<double>(0, s["bytes"].get<double>()));
+    sr.bytes = s["bytes"].is_number_unsigned()
+                   ? s["bytes"].get<std::uint64_t>()
+                   : static_cast<std::uint64_t>(std::max<double>(0, s["bytes"].get<double>()));
     if (auto it = s.find("retransmits"); it != s.end() && it->is_number_integer()) {
       sr.retransmits = it->get<std::int64_t>();
     }

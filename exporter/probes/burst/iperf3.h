@@ -7,12 +7,11 @@
 // big-endian length followed by compact JSON without a terminating NUL.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace podnet::probes::burst::iperf3 {
 
@@ -68,8 +67,8 @@ struct Params {
   bool sctp = false;
   bool reverse = false;
   bool bidirectional = false;
-  int omit = 0;        // seconds
-  int time = 0;        // seconds (0 with num/blockcount tests)
+  int omit = 0;  // seconds
+  int time = 0;  // seconds (0 with num/blockcount tests)
   std::uint64_t num = 0;
   std::uint64_t blockcount = 0;
   int parallel = 1;

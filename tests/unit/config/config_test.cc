@@ -505,8 +505,8 @@ std::string SourceRoot() {
 
 TEST(ConfigTest, BurstSections) {
   LoadResult r = Parse(kSelf +
-                           "responders:\n  burst: {listen_address: \"[::]:5301\", max_duration: 20s, "
-                           "max_clients: 3, max_streams: 8}\n"
+                           "responders:\n  burst: {listen_address: \"[::]:5301\", "
+                           "max_duration: 20s, max_clients: 3, max_streams: 8}\n"
                            "probes:\n  burst: {interval: 1h, duration: 1500ms, streams: [1, 4], "
                            "max_bytes_per_hour: 2GiB, timeout: 2s}\n",
                        "test.yaml", FakeEnv({}));

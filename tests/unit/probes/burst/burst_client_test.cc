@@ -3,16 +3,15 @@
 #include "exporter/probes/burst/burst_client.h"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <future>
-#include <thread>
-
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
-#include <gtest/gtest.h>
-#include <prometheus/registry.h>
+#include <future>
+#include <thread>
 
 #include "exporter/responders/burst_server.h"
 #include "tests/unit/testing/loop.h"
@@ -82,9 +81,9 @@ TEST(BurstClientTest, OursAgainstOursOnLoopback) {
     EXPECT_GT(r.snd_cwnd_bytes, 0u);
     EXPECT_GT(r.pmtu, 0u);
     EXPECT_GT(r.cpu_seconds, 0);
-    EXPECT_GE(r.intervals.size(), 2u);  // 100 ms samples
-    EXPECT_GT(r.wire_bytes_sent, r.bytes_sent);   // headers and the control connection
-    EXPECT_GT(r.wire_bytes_received, 0u);         // ACKs
+    EXPECT_GE(r.intervals.size(), 2u);           // 100 ms samples
+    EXPECT_GT(r.wire_bytes_sent, r.bytes_sent);  // headers and the control connection
+    EXPECT_GT(r.wire_bytes_received, 0u);        // ACKs
   }
   EXPECT_TRUE(testing::Eventually([&] { return server.active_tests() == 0; }));
   EXPECT_EQ(OpenFds(), fds);
@@ -114,7 +113,7 @@ TEST(BurstClientTest, ResponderRefusesLongTestsAndTooManyStreams) {
   BurstResult r = RunBurst(req);
   EXPECT_EQ(r.error, "server_error");
   EXPECT_NE(r.detail.find("i_errno=5"), std::string::npos) << r.detail;  // IEDURATION
-  r = RunBurst(To(server.port(), 5));  // > max_streams 4
+  r = RunBurst(To(server.port(), 5));                                    // > max_streams 4
   EXPECT_EQ(r.error, "server_error");
   EXPECT_NE(r.detail.find("i_errno=6"), std::string::npos) << r.detail;  // IENUMSTREAMS
   EXPECT_EQ(testing::CounterValue(registry, "podnet_responder_requests_total",
