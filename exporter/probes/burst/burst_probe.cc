@@ -310,13 +310,21 @@ void BurstKind::OnResult(int streams, const BurstResult& r) {
   if (probe) {
     probe->Record(streams, r);
     if (!r.error.empty() && r.error != "cancelled") probe->CountError(r.error, r.detail);
-    if (r.error.empty()) {
+    if (r.error.empty() && spdlog::should_log(spdlog::level::debug)) {
+      // The burst's shape: Mbit/s of each 100 ms interval (slow start, throttling).
+      std::string shape;
+      for (const auto& iv : r.intervals) {
+        double len = iv.end_seconds - iv.start_seconds;
+        if (len <= 0) continue;
+        shape += (shape.empty() ? "" : ",") +
+                 std::to_string(static_cast<long long>(iv.bytes * 8e-6 / len));
+      }
       SPDLOG_DEBUG(
           "burst: peer={} streams={} {:.3f} s sent={} received={} throughput={:.0f} B/s "
-          "retrans={} rtt={:.6f} s cwnd={} pmtu={} cpu={:.3f} s intervals={}{}",
+          "retrans={} rtt={:.6f} s cwnd={} pmtu={} cpu={:.3f} s interval_mbps=[{}]{}",
           probe->peer().name, streams, r.seconds, r.bytes_sent, r.bytes_received,
           r.throughput_bytes_per_second, r.retransmits, r.rtt_seconds, r.snd_cwnd_bytes, r.pmtu,
-          r.cpu_seconds, r.intervals.size(), r.budget_cut ? " (cut by the byte budget)" : "");
+          r.cpu_seconds, shape, r.budget_cut ? " (cut by the byte budget)" : "");
     }
   }
   if (r.error == "cancelled" || !probe || probe->cancelled()) return FinishJob();
