@@ -22,6 +22,8 @@ class ByteBudget {
   /// Charges `bytes` sent at `at` (a burst's end).
   void Charge(Clock::time_point at, std::uint64_t bytes);
   std::uint64_t limit() const { return limit_; }
+  /// A new limit (a reload); what was charged stays charged.
+  void set_limit(std::uint64_t limit) { limit_ = limit; }
 
  private:
   void Expire(Clock::time_point now);

@@ -78,16 +78,24 @@ struct BurstFamilies {
 
 class BurstPeerProbe;
 
+// One budget per process, not per configuration: a reload (which rebuilds the kind) must not
+// hand out a fresh hour of bytes. Probe loop only.
+ByteBudget& ProcessBudget() {
+  static ByteBudget budget(0);
+  return budget;
+}
+
 class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKind> {
  public:
   BurstKind(const BurstOptions& options, ProbeEnv& env)
       : options_(options),
         env_(env),
         families_(env.metrics.registry()),
-        budget_(options.max_bytes_per_hour),
+        budget_(ProcessBudget()),
         wait_timer_(env.io),
         rng_(std::random_device{}()) {
-    families_.budget_remaining->Set(static_cast<double>(options.max_bytes_per_hour));
+    budget_.set_limit(options.max_bytes_per_hour);
+    families_.budget_remaining->Set(static_cast<double>(budget_.Remaining(Clock::now())));
   }
   ~BurstKind() override {
     if (client_) client_->Cancel();
@@ -126,7 +134,7 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
   BurstOptions options_;
   ProbeEnv& env_;
   BurstFamilies families_;
-  ByteBudget budget_;
+  ByteBudget& budget_;  // ProcessBudget(): what bursts sent survives a reload
   boost::asio::steady_timer wait_timer_;
   std::mt19937_64 rng_;
   std::deque<Job> queue_;

@@ -15,7 +15,7 @@ namespace podnet::probes::burst {
 /// each burst the byte budget (max_bytes_per_hour, a sliding hour of wire bytes sent) is
 /// checked: with less left than the previous burst of that stream count sent, the burst is
 /// skipped (podnet_probe_errors_total{probe="burst",reason="budget_exhausted"}); a burst that
-/// runs stops sending at what is left.
+/// runs stops sending at what is left. The budget's history is per process: a reload keeps it.
 ///
 /// Series per peer, `streams` = the burst's parallel connections:
 /// podnet_burst_throughput_bytes_per_second (receiver's bytes / data time, last burst),

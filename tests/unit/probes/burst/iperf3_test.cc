@@ -105,6 +105,12 @@ TEST(ByteBudgetTest, SlidingHour) {
   EXPECT_EQ(b.Used(t0 + 31min), 1100u);
   EXPECT_EQ(b.Remaining(t0 + 60min), 500u);  // the first charge left the window
   EXPECT_EQ(b.Remaining(t0 + 90min), 1000u);
+  // A new limit (a reload) keeps what was charged.
+  b.Charge(t0 + 90min, 700);
+  b.set_limit(2000);
+  EXPECT_EQ(b.Remaining(t0 + 91min), 1300u);
+  b.set_limit(500);
+  EXPECT_EQ(b.Remaining(t0 + 91min), 0u);
 }
 
 }  // namespace
