@@ -11,7 +11,7 @@ build_pkgs=(
 test_pkgs=(
   libgtest-dev libgmock-dev googletest
   iproute2 iputils-ping ethtool prometheus tcpdump curl procps python3
-  prometheus-smokeping-prober
+  prometheus-smokeping-prober iperf3
   unbound musl-tools
 )
 

@@ -85,6 +85,13 @@ int App::Run() {
   try {
     udp_echo_ = std::make_unique<responders::UdpEchoResponder>(
         serve_io_, config->udp_echo_listen_address, metrics_.registry());
+    if (config->burst_responder) {
+      burst_ = std::make_unique<responders::BurstResponder>(*config->burst_responder,
+                                                            metrics_.registry());
+      spdlog::info("burst responder (iperf3-compatible) listening on {}",
+                   net::FormatHostPort(config->burst_responder->listen_address.address,
+                                       burst_->port()));
+    }
   } catch (const boost::system::system_error& e) {
     spdlog::error("cannot listen for UDP echo on {} (responders.udp_echo.listen_address): {}",
                   net::FormatHostPort(config->udp_echo_listen_address.address,

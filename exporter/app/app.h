@@ -13,6 +13,7 @@
 #include "exporter/config/config.h"
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/probe.h"
+#include "exporter/responders/burst_server.h"
 #include "exporter/responders/http_server.h"
 #include "exporter/responders/udp_echo.h"
 #include "exporter/scheduler/scheduler.h"
@@ -64,6 +65,7 @@ class App {
 
   std::unique_ptr<responders::HttpServer> http_;
   std::unique_ptr<responders::UdpEchoResponder> udp_echo_;
+  std::unique_ptr<responders::BurstResponder> burst_;  // own thread (see burst_server.h)
   std::atomic<bool> ready_{false};
 };
 

@@ -16,6 +16,8 @@ namespace podnet::config {
 
 using probes::rtt::RttOptions;
 using probes::rtt::RttProtocol;
+using probes::burst::BurstOptions;
+using probes::burst::BurstResponderOptions;
 
 
 std::string Error::ToString() const {
@@ -33,9 +35,7 @@ namespace {
 // a message saying so rather than silently ignored: a user who asks for a probe must get it.
 const std::map<std::string, std::string, std::less<>> kNotSupportedYet = {
     {"probes.http", "the HTTP/gRPC latency probe"},
-    {"probes.burst", "the throughput burst probe"},
     {"peers.kubernetes", "Kubernetes peer discovery"},
-    {"responders.burst", "the iperf3-compatible burst responder"},
 };
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
@@ -198,8 +198,36 @@ void DecodeSelf(Decoder& d, const YAML::Node& root, const YAML::Node& n, Config&
   }
 }
 
+void DecodeBurstResponder(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "responders.burst";
+  if (!d.CheckMap(n, base, {"listen_address", "max_duration", "max_clients", "max_streams"})) {
+    return;
+  }
+  BurstResponderOptions o;
+  if (const YAML::Node la = n["listen_address"]; la.IsDefined()) {
+    if (auto hp = d.ListenAddress(la, base + ".listen_address")) o.listen_address = *hp;
+  }
+  if (const YAML::Node v = n["max_duration"]; v.IsDefined()) {
+    if (auto dur = d.PositiveDuration(v, base + ".max_duration")) {
+      if (*dur < std::chrono::seconds(1) || *dur % std::chrono::seconds(1) != Duration::zero()) {
+        d.Fail(v, base + ".max_duration", "must be whole seconds (iperf3 counts seconds)");
+      } else {
+        o.max_duration = std::chrono::duration_cast<std::chrono::seconds>(*dur);
+      }
+    }
+  }
+  if (const YAML::Node v = n["max_clients"]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + ".max_clients", 1, 64)) o.max_clients = static_cast<int>(*i);
+  }
+  if (const YAML::Node v = n["max_streams"]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + ".max_streams", 1, 128)) o.max_streams = static_cast<int>(*i);
+  }
+  c.burst_responder = o;
+}
+
 void DecodeResponders(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "responders", {"udp_echo"})) return;
+  if (!n.IsDefined() || !d.CheckMap(n, "responders", {"udp_echo", "burst"})) return;
+  if (const YAML::Node b = n["burst"]; b.IsDefined()) DecodeBurstResponder(d, b, c);
   const YAML::Node echo = n["udp_echo"];
   if (!echo.IsDefined() || !d.CheckMap(echo, "responders.udp_echo", {"listen_address"})) return;
   if (const YAML::Node la = echo["listen_address"]; la.IsDefined()) {
@@ -413,10 +441,72 @@ void DecodeDns(Decoder& d, const YAML::Node& n, Config& c) {
   c.dns = o;
 }
 
+void DecodeBurst(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "probes.burst";
+  if (!d.CheckMap(n, base, {"interval", "duration", "streams", "max_bytes_per_hour", "timeout"})) {
+    return;
+  }
+  BurstOptions o;
+  for (auto [key, out] : {std::pair<const char*, Duration*>{"interval", &o.interval},
+                          std::pair<const char*, Duration*>{"duration", &o.duration},
+                          std::pair<const char*, Duration*>{"timeout", &o.step_timeout}}) {
+    if (const YAML::Node v = n[key]; v.IsDefined()) {
+      if (auto dur = d.PositiveDuration(v, base + "." + key)) *out = *dur;
+    }
+  }
+  if (o.duration < std::chrono::milliseconds(100) || o.duration > std::chrono::seconds(60)) {
+    d.Fail(n["duration"].IsDefined() ? n["duration"] : n, base + ".duration",
+           "must be from 100ms to 60s, got " + FormatDuration(o.duration));
+  }
+  if (const YAML::Node v = n["streams"]; v.IsDefined()) {
+    o.streams.clear();
+    if (!v.IsSequence() || v.size() == 0) {
+      d.Fail(v, base + ".streams", "must be a non-empty list of stream counts, e.g. [1, 8]");
+    } else {
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        std::string path = base + ".streams[" + std::to_string(i) + "]";
+        if (auto k = d.Integer(v[i], path, 1, 128)) {
+          if (std::find(o.streams.begin(), o.streams.end(), *k) != o.streams.end()) {
+            d.Fail(v[i], path, "duplicate stream count " + std::to_string(*k));
+          } else {
+            o.streams.push_back(static_cast<int>(*k));
+          }
+        }
+      }
+    }
+  }
+  if (const YAML::Node v = n["max_bytes_per_hour"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".max_bytes_per_hour")) {
+      auto size = ParseSize(*s);
+      if (!size || *size == 0) {
+        d.Fail(v, base + ".max_bytes_per_hour",
+               "must be a positive size (examples: 500MB, 20GB, 1GiB), got " + Quote(*s));
+      } else {
+        o.max_bytes_per_hour = *size;
+      }
+    }
+  }
+  if (o.step_timeout > std::chrono::seconds(60)) {
+    d.Fail(n["timeout"], base + ".timeout",
+           "must be at most 60s, got " + FormatDuration(o.step_timeout));
+    o.step_timeout = std::chrono::seconds(60);
+  }
+  // A round (one burst per stream count, each with up to ~4 control steps around it) must
+  // end before the next round of the same peer is due.
+  Duration round = (o.duration + 4 * o.step_timeout) * static_cast<int>(o.streams.size());
+  if (round > o.interval) {
+    d.Fail(n, base,
+           "a round lasts up to (duration + 4*timeout) x len(streams) = " + FormatDuration(round) +
+               ", longer than interval " + FormatDuration(o.interval));
+  }
+  c.burst = o;
+}
+
 void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt", "dns"})) return;
+  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt", "dns", "burst"})) return;
   if (const YAML::Node rtt = n["rtt"]; rtt.IsDefined()) DecodeRtt(d, rtt, c);
   if (const YAML::Node dns = n["dns"]; dns.IsDefined()) DecodeDns(d, dns, c);
+  if (const YAML::Node burst = n["burst"]; burst.IsDefined()) DecodeBurst(d, burst, c);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "exporter/config/units.h"
 #include "exporter/net/address.h"
 #include "exporter/probes/dns/dns_options.h"
+#include "exporter/probes/burst/burst_options.h"
 #include "exporter/probes/rtt/rtt_options.h"
 
 namespace podnet::config {
@@ -43,6 +44,9 @@ struct Config {
   std::vector<StaticPeer> static_peers;
   std::optional<probes::rtt::RttOptions> rtt;  // probes.rtt; absent = off
   std::optional<probes::dns::DnsOptions> dns;  // probes.dns; absent = off
+  std::optional<probes::burst::BurstOptions> burst;  // probes.burst; absent = off
+  /// responders.burst (iperf3-compatible server); absent = off.
+  std::optional<probes::burst::BurstResponderOptions> burst_responder;
 };
 
 /// One problem found in a configuration file, e.g.

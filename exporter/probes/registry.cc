@@ -3,12 +3,13 @@
 #include <array>
 
 #include "exporter/probes/dns/dns_probe.h"
+#include "exporter/probes/burst/burst_probe.h"
 #include "exporter/probes/rtt/rtt_probe.h"
 
 namespace podnet::probes {
 
 std::span<const ProbeKindEntry> ProbeKinds() {
-  static const std::array<ProbeKindEntry, 2> kKinds{{
+  static const std::array<ProbeKindEntry, 3> kKinds{{
       {"rtt",
        [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
          if (!c.rtt) return nullptr;
@@ -21,6 +22,12 @@ std::span<const ProbeKindEntry> ProbeKinds() {
          return dns::MakeDnsKind(*c.dns, env);
        },
        [](const config::Config& a, const config::Config& b) { return a.dns != b.dns; }},
+      {"burst",
+       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
+         if (!c.burst) return nullptr;
+         return burst::MakeBurstKind(*c.burst, env);
+       },
+       [](const config::Config& a, const config::Config& b) { return a.burst != b.burst; }},
   }};
   return kKinds;
 }

@@ -18,7 +18,7 @@ struct ProbeKindEntry {
   std::function<bool(const config::Config&, const config::Config&)> changed;
 };
 
-/// Every probe kind this build has: rtt (more come with their issues: http, burst, dns).
+/// Every probe kind this build has: rtt, burst (more come with their issues: http, dns).
 std::span<const ProbeKindEntry> ProbeKinds();
 
 }  // namespace podnet::probes

@@ -392,8 +392,6 @@ std::vector<InvalidCase> InvalidCases() {
       // Sections documented in DESIGN.md but not built yet.
       {"probes_http_not_supported", kSelf + "probes:\n  http: {interval: 30s}\n",
        "test.yaml:5:3: probes.http: ", "not supported yet"},
-      {"probes_burst_not_supported", kSelf + "probes:\n  burst: {interval: 15m}\n",
-       "test.yaml:5:3: probes.burst: ", "not supported yet"},
       // probes.dns.
       {"dns_names_required", kSelf + "probes:\n  dns: {interval: 30s}\n",
        "test.yaml:5:8: probes.dns.names: ", "required: a non-empty list of names"},
@@ -411,11 +409,20 @@ std::vector<InvalidCase> InvalidCases() {
        "test.yaml:5:33: probes.dns.interval: ", "must be a positive duration"},
       {"dns_unknown_key", kSelf + "probes:\n  dns: {names: [a.b], ndots: 5}\n",
        "test.yaml:5:23: probes.dns.ndots: ", "unknown key"},
+      {"burst_streams_empty", kSelf + "probes:\n  burst: {streams: []}\n",
+       "test.yaml:5:20: probes.burst.streams: ", "must be a non-empty list"},
+      {"burst_streams_zero", kSelf + "probes:\n  burst: {streams: [1, 0]}\n",
+       "test.yaml:5:24: probes.burst.streams[1]: ", "must be from 1 to 128, got 0"},
+      {"burst_bad_budget", kSelf + "probes:\n  burst: {max_bytes_per_hour: 20 gigs}\n",
+       "test.yaml:5:31: probes.burst.max_bytes_per_hour: ", "must be a positive size"},
+      {"burst_round_longer_than_interval",
+       kSelf + "probes:\n  burst: {interval: 10s, duration: 2s, streams: [1, 8]}\n",
+       "test.yaml:5:10: probes.burst: ", "longer than interval 10s"},
       {"peers_kubernetes_not_supported", kSelf + "peers:\n  kubernetes: {namespace: podnet}\n",
        "test.yaml:5:3: peers.kubernetes: ", "not supported yet"},
-      {"responders_burst_not_supported",
-       kSelf + "responders:\n  burst: {listen_address: \"0.0.0.0:5201\"}\n",
-       "test.yaml:5:3: responders.burst: ", "not supported yet"},
+      {"burst_responder_fractional_duration",
+       kSelf + "responders:\n  burst: {max_duration: 1500ms}\n",
+       "test.yaml:5:25: responders.burst.max_duration: ", "must be whole seconds"},
       // Listen addresses.
       {"listen_address_hostname", kSelf + "listen_address: \"localhost:9479\"\n",
        "test.yaml:4:17: listen_address: ", "host must be an IP address, got \"localhost\""},
@@ -511,6 +518,37 @@ std::string SourceRoot() {
   return here;
 }
 
+TEST(ConfigTest, BurstSections) {
+  LoadResult r = Parse(kSelf +
+                           "responders:\n  burst: {listen_address: \"[::]:5301\", "
+                           "max_duration: 20s, max_clients: 3, max_streams: 8}\n"
+                           "probes:\n  burst: {interval: 1h, duration: 1500ms, streams: [1, 4], "
+                           "max_bytes_per_hour: 2GiB, timeout: 2s}\n",
+                       "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  ASSERT_TRUE(r.config->burst.has_value());
+  EXPECT_EQ(r.config->burst->interval, std::chrono::hours(1));
+  EXPECT_EQ(r.config->burst->duration, std::chrono::milliseconds(1500));
+  EXPECT_EQ(r.config->burst->streams, (std::vector<int>{1, 4}));
+  EXPECT_EQ(r.config->burst->max_bytes_per_hour, 2ULL << 30);
+  EXPECT_EQ(r.config->burst->step_timeout, std::chrono::seconds(2));
+  ASSERT_TRUE(r.config->burst_responder.has_value());
+  EXPECT_EQ(r.config->burst_responder->listen_address.port, 5301);
+  EXPECT_TRUE(r.config->burst_responder->listen_address.address.is_v6());
+  EXPECT_EQ(r.config->burst_responder->max_duration, std::chrono::seconds(20));
+  EXPECT_EQ(r.config->burst_responder->max_clients, 3);
+  EXPECT_EQ(r.config->burst_responder->max_streams, 8);
+  // Absent sections are off; an empty one takes the defaults (port 5201).
+  LoadResult off = Parse(kSelf, "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(off.ok()) << Dump(off.errors);
+  EXPECT_FALSE(off.config->burst.has_value());
+  EXPECT_FALSE(off.config->burst_responder.has_value());
+  LoadResult on = Parse(kSelf + "responders:\n  burst: {}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(on.ok()) << Dump(on.errors);
+  ASSERT_TRUE(on.config->burst_responder.has_value());
+  EXPECT_EQ(on.config->burst_responder->listen_address.port, 5201);
+}
+
 TEST(ConfigTest, ShippedDefaultConfigLoads) {
   const std::string path = SourceRoot() + "/config/podnet.yaml";
   if (!std::ifstream(path)) GTEST_SKIP() << "no " << path;
@@ -522,6 +560,9 @@ TEST(ConfigTest, ShippedDefaultConfigLoads) {
   ASSERT_TRUE(r.config->rtt.has_value());
   ASSERT_TRUE(r.config->dns.has_value());
   EXPECT_EQ(r.config->dns->resolv_conf, "/etc/resolv.conf");
+  ASSERT_TRUE(r.config->burst.has_value());
+  ASSERT_TRUE(r.config->burst_responder.has_value());
+  EXPECT_EQ(r.config->burst_responder->listen_address.port, 5201);
   // With them, they win.
   LoadResult k = LoadFile(path, FakeEnv({{"POD_NAME", "podnet-x1"},
                                          {"NODE_NAME", "ip-10-0-1-1"},

@@ -1,0 +1,355 @@
+#include "exporter/probes/burst/burst_probe.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <map>
+#include <optional>
+#include <random>
+
+#include "exporter/probes/burst/budget.h"
+#include "exporter/probes/burst/burst_client.h"
+
+namespace podnet::probes::burst {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Fewer bytes than this left in the budget: not worth a burst (it would not leave slow start).
+constexpr std::uint64_t kMinBurstBytes = 1'000'000;
+// Pause after each burst: a stock `iperf3 -s` re-opens its listener after every test and
+// refuses connections meanwhile; it also lets the path's queues drain between bursts.
+constexpr auto kGapBetweenBursts = std::chrono::milliseconds(250);
+
+struct BurstFamilies {
+  explicit BurstFamilies(prometheus::Registry& r)
+      : throughput(prometheus::BuildGauge()
+                       .Name("podnet_burst_throughput_bytes_per_second")
+                       .Help("Goodput of the last TCP burst: bytes the receiver read / data time.")
+                       .Register(r)),
+        sent(prometheus::BuildCounter()
+                 .Name("podnet_burst_sent_bytes_total")
+                 .Help("Payload bytes written by TCP bursts.")
+                 .Register(r)),
+        retransmits(prometheus::BuildCounter()
+                        .Name("podnet_burst_retransmits_total")
+                        .Help("TCP segments retransmitted during bursts (tcpi_total_retrans).")
+                        .Register(r)),
+        rtt(prometheus::BuildGauge()
+                .Name("podnet_burst_tcp_rtt_seconds")
+                .Help("Mean smoothed TCP RTT (tcpi_rtt) of the sender during the last burst.")
+                .Register(r)),
+        cwnd(prometheus::BuildGauge()
+                 .Name("podnet_burst_snd_cwnd_bytes")
+                 .Help("Largest congestion window of the last burst (tcpi_snd_cwnd x "
+                       "tcpi_snd_mss), summed over its streams.")
+                 .Register(r)),
+        interval_min(prometheus::BuildGauge()
+                         .Name("podnet_burst_interval_min_throughput_bytes_per_second")
+                         .Help("Slowest 100 ms interval of the last burst after the first one "
+                               "(sender's view).")
+                         .Register(r)),
+        cpu(prometheus::BuildCounter()
+                .Name("podnet_burst_sender_cpu_seconds_total")
+                .Help("CPU time the sending thread spent in bursts' data phases.")
+                .Register(r)),
+        pmtu(prometheus::BuildGauge()
+                 .Name("podnet_burst_path_mtu_bytes")
+                 .Help("Path MTU the kernel used during the last burst (tcpi_pmtu).")
+                 .Register(r)),
+        budget_remaining(&prometheus::BuildGauge()
+                              .Name("podnet_burst_budget_remaining_bytes")
+                              .Help("Bytes bursts may still send within the sliding hour of "
+                                    "max_bytes_per_hour.")
+                              .Register(r)
+                              .Add({})) {}
+  prometheus::Family<prometheus::Gauge>& throughput;
+  prometheus::Family<prometheus::Counter>& sent;
+  prometheus::Family<prometheus::Counter>& retransmits;
+  prometheus::Family<prometheus::Gauge>& rtt;
+  prometheus::Family<prometheus::Gauge>& cwnd;
+  prometheus::Family<prometheus::Gauge>& interval_min;
+  prometheus::Family<prometheus::Counter>& cpu;
+  prometheus::Family<prometheus::Gauge>& pmtu;
+  prometheus::Gauge* budget_remaining;
+};
+
+class BurstPeerProbe;
+
+// One budget per process, not per configuration: a reload (which rebuilds the kind) must not
+// hand out a fresh hour of bytes. Probe loop only.
+ByteBudget& ProcessBudget() {
+  static ByteBudget budget(0);
+  return budget;
+}
+
+class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKind> {
+ public:
+  BurstKind(const BurstOptions& options, ProbeEnv& env)
+      : options_(options),
+        env_(env),
+        families_(env.metrics.registry()),
+        budget_(ProcessBudget()),
+        wait_timer_(env.io),
+        rng_(std::random_device{}()) {
+    budget_.set_limit(options.max_bytes_per_hour);
+    families_.budget_remaining->Set(static_cast<double>(budget_.Remaining(Clock::now())));
+  }
+  ~BurstKind() override {
+    if (client_) client_->Cancel();
+  }
+
+  std::string_view name() const override { return "burst"; }
+  config::Duration interval() const override { return options_.interval; }
+  std::shared_ptr<PeerProbe> ForPeer(const topology::Peer& peer) override;
+
+  const BurstOptions& options() const { return options_; }
+  ProbeEnv& env() { return env_; }
+  BurstFamilies& families() { return families_; }
+
+  // Queues one round of `probe` (a burst per streams entry); `done` when it ends.
+  void Enqueue(const std::shared_ptr<BurstPeerProbe>& probe, std::function<void()> done) {
+    queue_.push_back({probe, std::move(done)});
+    Pump();
+  }
+
+  // Drops a queued round of `probe` or ends its running burst; its done is called.
+  void Cancel(BurstPeerProbe* probe);
+
+ private:
+  struct Job {
+    std::weak_ptr<BurstPeerProbe> probe;
+    std::function<void()> done;
+    std::size_t next_streams = 0;  // index into options_.streams
+  };
+
+  void Pump();
+  void WaitThenRun(config::Duration delay);
+  void RunNext();
+  void OnResult(int streams, const BurstResult& r);
+  void FinishJob();
+
+  BurstOptions options_;
+  ProbeEnv& env_;
+  BurstFamilies families_;
+  ByteBudget& budget_;  // ProcessBudget(): what bursts sent survives a reload
+  boost::asio::steady_timer wait_timer_;
+  std::mt19937_64 rng_;
+  std::deque<Job> queue_;
+  std::optional<Job> current_;
+  bool waiting_ = false;  // for wait_timer_: the jitter before a round, the gap between bursts
+  std::shared_ptr<BurstClient> client_;
+  std::map<int, std::uint64_t> last_wire_bytes_;  // by stream count: the next burst's estimate
+};
+
+class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<BurstPeerProbe> {
+ public:
+  BurstPeerProbe(std::shared_ptr<BurstKind> kind, const topology::Peer& peer)
+      : kind_(std::move(kind)), peer_(peer) {
+    labels_ = metrics::PeerLabels(kind_->env().self, peer);
+    series_.emplace();
+    auto with_probe = labels_;
+    with_probe["probe"] = "burst";
+    sent_bytes_ = &series_->Add(kind_->env().metrics.probe_sent_bytes(), with_probe);
+    received_bytes_ = &series_->Add(kind_->env().metrics.probe_received_bytes(), with_probe);
+    pmtu_ = &series_->Add(kind_->families().pmtu, labels_);
+    error_labels_ = with_probe;
+  }
+
+  void Run(std::chrono::steady_clock::time_point, std::function<void()> done) override {
+    if (cancelled_ || !series_) {
+      done();
+      return;
+    }
+    kind_->Enqueue(shared_from_this(), std::move(done));
+  }
+
+  void Cancel() override {
+    cancelled_ = true;
+    kind_->Cancel(this);
+  }
+
+  void RemoveSeries() override {
+    if (series_) series_->RemoveAll();
+    series_.reset();
+  }
+
+  const topology::Peer& peer() const { return peer_; }
+  bool cancelled() const { return cancelled_; }
+
+  void CountError(const std::string& reason, const std::string& detail) {
+    if (!series_) return;
+    auto labels = error_labels_;
+    labels["reason"] = reason;
+    series_->Add(kind_->env().metrics.probe_errors(), labels).Increment();
+    SPDLOG_DEBUG("burst: peer={} reason={} {}", peer_.name, reason, detail);
+  }
+
+  void Record(int streams, const BurstResult& r) {
+    if (!series_) return;
+    sent_bytes_->Increment(static_cast<double>(r.wire_bytes_sent));
+    received_bytes_->Increment(static_cast<double>(r.wire_bytes_received));
+    if (!r.error.empty()) return;
+    auto labels = labels_;
+    labels["streams"] = std::to_string(streams);
+    auto& f = kind_->families();
+    series_->Add(f.sent, labels).Increment(static_cast<double>(r.bytes_sent));
+    series_->Add(f.retransmits, labels).Increment(r.retransmits);
+    series_->Add(f.cpu, labels).Increment(r.cpu_seconds);
+    // A burst the budget cut short is mostly slow start: its rates would mislead.
+    if (r.budget_cut &&
+        r.seconds < 0.5 * std::chrono::duration<double>(kind_->options().duration).count()) {
+      return;
+    }
+    series_->Add(f.throughput, labels).Set(r.throughput_bytes_per_second);
+    series_->Add(f.rtt, labels).Set(r.rtt_seconds);
+    series_->Add(f.cwnd, labels).Set(static_cast<double>(r.snd_cwnd_bytes));
+    double slowest = -1;
+    for (std::size_t i = 1; i < r.intervals.size(); ++i) {
+      const auto& iv = r.intervals[i];
+      double len = iv.end_seconds - iv.start_seconds;
+      if (len < 0.05) continue;  // the last, cut-short interval says little
+      double rate = static_cast<double>(iv.bytes) / len;
+      if (slowest < 0 || rate < slowest) slowest = rate;
+    }
+    if (slowest >= 0) series_->Add(f.interval_min, labels).Set(slowest);
+    if (r.pmtu > 0) pmtu_->Set(r.pmtu);
+  }
+
+ private:
+  std::shared_ptr<BurstKind> kind_;
+  topology::Peer peer_;
+  prometheus::Labels labels_;
+  prometheus::Labels error_labels_;
+  std::optional<metrics::SeriesSet> series_;
+  prometheus::Counter* sent_bytes_ = nullptr;
+  prometheus::Counter* received_bytes_ = nullptr;
+  prometheus::Gauge* pmtu_ = nullptr;
+  bool cancelled_ = false;
+};
+
+std::shared_ptr<PeerProbe> BurstKind::ForPeer(const topology::Peer& peer) {
+  return std::make_shared<BurstPeerProbe>(shared_from_this(), peer);
+}
+
+void BurstKind::Cancel(BurstPeerProbe* probe) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (it->probe.lock().get() == probe) {
+      auto done = std::move(it->done);
+      queue_.erase(it);
+      if (done) done();
+      return;
+    }
+  }
+  if (current_ && current_->probe.lock().get() == probe) {
+    if (client_) {
+      client_->Cancel();  // OnResult(cancelled) finishes the job
+    } else if (waiting_) {
+      wait_timer_.cancel();
+      waiting_ = false;
+      FinishJob();
+    }
+  }
+}
+
+void BurstKind::Pump() {
+  if (current_ || queue_.empty()) return;
+  current_ = std::move(queue_.front());
+  queue_.pop_front();
+  // A random delay, so that rounds (and exporters) drift apart rather than lock step.
+  auto max_jitter = std::min<config::Duration>(options_.interval / 10, std::chrono::seconds(10));
+  std::uniform_int_distribution<std::int64_t> pick(0,
+                                                   std::max<std::int64_t>(0, max_jitter.count()));
+  WaitThenRun(config::Duration(pick(rng_)));
+}
+
+void BurstKind::WaitThenRun(config::Duration delay) {
+  waiting_ = true;
+  wait_timer_.expires_after(delay);
+  wait_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->waiting_) return;
+    self->waiting_ = false;
+    self->RunNext();
+  });
+}
+
+void BurstKind::RunNext() {
+  auto probe = current_->probe.lock();
+  if (!probe || probe->cancelled() || current_->next_streams >= options_.streams.size()) {
+    return FinishJob();
+  }
+  int streams = options_.streams[current_->next_streams++];
+  auto now = Clock::now();
+  std::uint64_t remaining = budget_.Remaining(now);
+  families_.budget_remaining->Set(static_cast<double>(remaining));
+  std::uint64_t estimate =
+      std::max(kMinBurstBytes, last_wire_bytes_.count(streams) ? last_wire_bytes_[streams] : 0);
+  if (remaining == 0 || remaining < estimate) {
+    probe->CountError("budget_exhausted", "");
+    spdlog::info(
+        "burst: skipped {} streams to {}: byte budget exhausted ({} of {} bytes left this hour, "
+        "a burst of {} streams needs about {})",
+        streams, probe->peer().name, remaining, budget_.limit(), streams, estimate);
+    return RunNext();
+  }
+  BurstRequest req;
+  req.server = {probe->peer().address, probe->peer().burst_port};
+  req.streams = streams;
+  req.duration = options_.duration;
+  req.step_timeout = options_.step_timeout;
+  // Payload cap: what is left, less ~4 % for the headers the budget counts too.
+  req.max_bytes = remaining - remaining / 25;
+  client_ =
+      BurstClient::Start(env_.io, req, [weak = weak_from_this(), streams](const BurstResult& r) {
+        if (auto self = weak.lock()) self->OnResult(streams, r);
+      });
+}
+
+void BurstKind::OnResult(int streams, const BurstResult& r) {
+  client_.reset();
+  auto now = Clock::now();
+  budget_.Charge(now, r.wire_bytes_sent);
+  families_.budget_remaining->Set(static_cast<double>(budget_.Remaining(now)));
+  if (r.error.empty()) last_wire_bytes_[streams] = r.wire_bytes_sent;
+  auto probe = current_ ? current_->probe.lock() : nullptr;
+  if (probe) {
+    probe->Record(streams, r);
+    if (!r.error.empty() && r.error != "cancelled") probe->CountError(r.error, r.detail);
+    if (r.error.empty() && spdlog::should_log(spdlog::level::debug)) {
+      // The burst's shape: Mbit/s of each 100 ms interval (slow start, throttling).
+      std::string shape;
+      for (const auto& iv : r.intervals) {
+        double len = iv.end_seconds - iv.start_seconds;
+        if (len <= 0) continue;
+        shape += (shape.empty() ? "" : ",") +
+                 std::to_string(static_cast<long long>(iv.bytes * 8e-6 / len));
+      }
+      SPDLOG_DEBUG(
+          "burst: peer={} streams={} {:.3f} s sent={} received={} throughput={:.0f} B/s "
+          "retrans={} rtt={:.6f} s cwnd={} pmtu={} cpu={:.3f} s interval_mbps=[{}]{}",
+          probe->peer().name, streams, r.seconds, r.bytes_sent, r.bytes_received,
+          r.throughput_bytes_per_second, r.retransmits, r.rtt_seconds, r.snd_cwnd_bytes, r.pmtu,
+          r.cpu_seconds, shape, r.budget_cut ? " (cut by the byte budget)" : "");
+    }
+  }
+  if (r.error == "cancelled" || !probe || probe->cancelled()) return FinishJob();
+  WaitThenRun(kGapBetweenBursts);
+}
+
+void BurstKind::FinishJob() {
+  auto job = std::move(current_);
+  current_.reset();
+  if (job && job->done) job->done();
+  Pump();
+}
+
+}  // namespace
+
+std::shared_ptr<ProbeKind> MakeBurstKind(const BurstOptions& options, ProbeEnv& env) {
+  return std::make_shared<BurstKind>(options, env);
+}
+
+}  // namespace podnet::probes::burst

@@ -1,0 +1,225 @@
+#include "exporter/probes/burst/iperf3.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace podnet::probes::burst::iperf3 {
+namespace {
+
+constexpr std::string_view kCookieAlphabet = "abcdefghijklmnopqrstuvwxyz234567";
+
+// Type checks of known keys, as the reference server does them: booleans must be JSON true or
+// false, numbers must be numbers.
+bool GetBool(const nlohmann::json& doc, const char* key, bool* out, std::string* error) {
+  auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return true;
+  if (it->is_boolean()) {
+    *out = it->get<bool>();
+    return true;
+  }
+  // Old clients send 1 for true.
+  if (it->is_number_integer()) {
+    *out = it->get<std::int64_t>() != 0;
+    return true;
+  }
+  *error = std::string("parameter \"") + key + "\" must be a boolean";
+  return false;
+}
+
+template <typename T>
+bool GetInt(const nlohmann::json& doc, const char* key, T* out, std::string* error) {
+  auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return true;
+  if (!it->is_number()) {
+    *error = std::string("parameter \"") + key + "\" must be a number";
+    return false;
+  }
+  if (it->is_number_float()) {
+    *out = static_cast<T>(it->get<double>());
+  } else if (it->is_number_unsigned()) {
+    *out = static_cast<T>(it->get<std::uint64_t>());
+  } else {
+    *out = static_cast<T>(it->get<std::int64_t>());
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* StateName(std::int8_t s) {
+  switch (s) {
+    case kTestStart:
+      return "TEST_START";
+    case kTestRunning:
+      return "TEST_RUNNING";
+    case kTestEnd:
+      return "TEST_END";
+    case kParamExchange:
+      return "PARAM_EXCHANGE";
+    case kCreateStreams:
+      return "CREATE_STREAMS";
+    case kServerTerminate:
+      return "SERVER_TERMINATE";
+    case kClientTerminate:
+      return "CLIENT_TERMINATE";
+    case kExchangeResults:
+      return "EXCHANGE_RESULTS";
+    case kDisplayResults:
+      return "DISPLAY_RESULTS";
+    case kIperfDone:
+      return "IPERF_DONE";
+    case kAccessDenied:
+      return "ACCESS_DENIED";
+    case kServerError:
+      return "SERVER_ERROR";
+    default:
+      return "unknown state";
+  }
+}
+
+std::string MakeCookie(std::mt19937_64& rng) {
+  std::string c(kCookieSize, '\0');
+  std::uniform_int_distribution<std::size_t> pick(0, kCookieAlphabet.size() - 1);
+  for (std::size_t i = 0; i + 1 < kCookieSize; ++i) c[i] = kCookieAlphabet[pick(rng)];
+  return c;
+}
+
+bool IsCookie(const std::string& bytes) {
+  if (bytes.size() != kCookieSize || bytes.back() != '\0') return false;
+  return std::all_of(bytes.begin(), bytes.end() - 1,
+                     [](char ch) { return kCookieAlphabet.find(ch) != std::string_view::npos; });
+}
+
+std::string FrameJson(const nlohmann::json& doc) {
+  std::string body = doc.dump();
+  auto n = static_cast<std::uint32_t>(body.size());
+  std::string out;
+  out.reserve(4 + body.size());
+  out.push_back(static_cast<char>(n >> 24));
+  out.push_back(static_cast<char>(n >> 16));
+  out.push_back(static_cast<char>(n >> 8));
+  out.push_back(static_cast<char>(n));
+  out += body;
+  return out;
+}
+
+std::uint32_t DecodeLength(const unsigned char h[4]) {
+  return (std::uint32_t{h[0]} << 24) | (std::uint32_t{h[1]} << 16) | (std::uint32_t{h[2]} << 8) |
+         std::uint32_t{h[3]};
+}
+
+int StreamId(int index) { return index == 0 ? 1 : index + 2; }
+
+nlohmann::json EncodeParams(const Params& p) {
+  nlohmann::json j{
+      {"tcp", true},
+      {"omit", p.omit},
+      {"time", p.time},
+      {"num", p.num},
+      {"blockcount", p.blockcount},
+      {"parallel", p.parallel},
+      {"len", p.len},
+      {"client_version", p.client_version.empty() ? kClientVersion : p.client_version}};
+  return j;
+}
+
+std::optional<Params> DecodeParams(const nlohmann::json& doc, std::string* error) {
+  if (!doc.is_object()) {
+    *error = "parameters must be a JSON object";
+    return std::nullopt;
+  }
+  Params p;
+  p.tcp = false;
+  bool ok = GetBool(doc, "tcp", &p.tcp, error) && GetBool(doc, "udp", &p.udp, error) &&
+            GetBool(doc, "sctp", &p.sctp, error) && GetBool(doc, "reverse", &p.reverse, error) &&
+            GetBool(doc, "bidirectional", &p.bidirectional, error) &&
+            GetInt(doc, "omit", &p.omit, error) && GetInt(doc, "time", &p.time, error) &&
+            GetInt(doc, "num", &p.num, error) && GetInt(doc, "blockcount", &p.blockcount, error) &&
+            GetInt(doc, "parallel", &p.parallel, error) && GetInt(doc, "len", &p.len, error);
+  if (!ok) return std::nullopt;
+  if (auto it = doc.find("client_version"); it != doc.end() && it->is_string()) {
+    p.client_version = it->get<std::string>();
+  }
+  if (!p.tcp && !p.udp && !p.sctp) p.tcp = true;  // TCP is the default protocol
+  if (p.len <= 0) {
+    *error = "len must be > 0";
+    return std::nullopt;
+  }
+  if (p.parallel < 1) {
+    *error = "parallel must be >= 1";
+    return std::nullopt;
+  }
+  if (p.time < 0 || p.omit < 0) {
+    *error = "time and omit must not be negative";
+    return std::nullopt;
+  }
+  return p;
+}
+
+nlohmann::json EncodeResults(const Results& r) {
+  nlohmann::json streams = nlohmann::json::array();
+  for (const auto& s : r.streams) {
+    streams.push_back({{"id", s.id},
+                       {"bytes", s.bytes},
+                       {"retransmits", s.retransmits},
+                       {"jitter", 0},
+                       {"errors", 0},
+                       {"omitted_errors", 0},
+                       {"packets", 0},
+                       {"omitted_packets", 0},
+                       {"start_time", s.start_time},
+                       {"end_time", s.end_time}});
+  }
+  return nlohmann::json{{"cpu_util_total", r.cpu_util_total},
+                        {"cpu_util_user", r.cpu_util_user},
+                        {"cpu_util_system", r.cpu_util_system},
+                        {"sender_has_retransmits", r.sender_has_retransmits},
+                        {"streams", std::move(streams)}};
+}
+
+std::optional<Results> DecodeResults(const nlohmann::json& doc, std::string* error) {
+  if (!doc.is_object()) {
+    *error = "results must be a JSON object";
+    return std::nullopt;
+  }
+  Results r;
+  auto num = [&](const nlohmann::json& o, const char* key, double* out) {
+    auto it = o.find(key);
+    if (it != o.end() && it->is_number()) *out = it->get<double>();
+  };
+  num(doc, "cpu_util_total", &r.cpu_util_total);
+  num(doc, "cpu_util_user", &r.cpu_util_user);
+  num(doc, "cpu_util_system", &r.cpu_util_system);
+  if (auto it = doc.find("sender_has_retransmits"); it != doc.end() && it->is_number_integer()) {
+    r.sender_has_retransmits = it->get<int>();
+  }
+  auto streams = doc.find("streams");
+  if (streams == doc.end() || !streams->is_array()) {
+    *error = "results have no \"streams\" array";
+    return std::nullopt;
+  }
+  for (const auto& s : *streams) {
+    if (!s.is_object() || !s.contains("id") || !s["id"].is_number_integer() ||
+        !s.contains("bytes") || !s["bytes"].is_number()) {
+      *error = "a stream result lacks a numeric \"id\" or \"bytes\"";
+      return std::nullopt;
+    }
+    StreamResult sr;
+    sr.id = s["id"].get<int>();
+    sr.bytes = s["bytes"].is_number_unsigned()
+                   ? s["bytes"].get<std::uint64_t>()
+                   : static_cast<std::uint64_t>(std::max<double>(0, s["bytes"].get<double>()));
+    if (auto it = s.find("retransmits"); it != s.end() && it->is_number_integer()) {
+      sr.retransmits = it->get<std::int64_t>();
+    }
+    double st = 0, et = 0;
+    num(s, "start_time", &st);
+    num(s, "end_time", &et);
+    sr.start_time = st;
+    sr.end_time = et;
+    r.streams.push_back(sr);
+  }
+  return r;
+}
+
+}  // namespace podnet::probes::burst::iperf3

@@ -1,0 +1,444 @@
+#include "exporter/responders/burst_server.h"
+
+#include <prometheus/counter.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <cerrno>
+#include <chrono>
+#include <list>
+#include <thread>
+
+#include "exporter/net/tcp_info.h"
+#include "exporter/probes/burst/iperf3.h"
+
+namespace podnet::responders {
+namespace {
+
+using boost::asio::ip::tcp;
+using ErrorCode = boost::system::error_code;
+using Clock = std::chrono::steady_clock;
+namespace iperf3 = probes::burst::iperf3;
+
+constexpr auto kStepTimeout = std::chrono::seconds(5);
+constexpr auto kGrace = std::chrono::seconds(5);  // after time + omit, before we give up
+constexpr std::size_t kMaxPending = 64;           // connections that have not sent a cookie
+constexpr std::size_t kReadSize = 256 * 1024;     // per recv(MSG_TRUNC): nothing is copied
+
+}  // namespace
+
+class BurstResponder::Impl {
+ public:
+  Impl(const probes::burst::BurstResponderOptions& options, prometheus::Registry& registry)
+      : options_(options), acceptor_(io_) {
+    tcp::endpoint ep(options.listen_address.address, options.listen_address.port);
+    acceptor_.open(ep.protocol());
+    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+    if (ep.address().is_v6()) acceptor_.set_option(boost::asio::ip::v6_only(false));
+    acceptor_.bind(ep);
+    acceptor_.listen();
+    auto& family = prometheus::BuildCounter()
+                       .Name("podnet_responder_requests_total")
+                       .Help("Requests served by this Pod's responders, by outcome.")
+                       .Register(registry);
+    completed_ = &family.Add({{"responder", "burst"}, {"result", "completed"}});
+    denied_ = &family.Add({{"responder", "burst"}, {"result", "access_denied"}});
+    refused_ = &family.Add({{"responder", "burst"}, {"result", "refused"}});
+    failed_ = &family.Add({{"responder", "burst"}, {"result", "failed"}});
+    received_ = &prometheus::BuildCounter()
+                     .Name("podnet_responder_burst_received_bytes_total")
+                     .Help("Payload bytes the burst responder received from testing clients.")
+                     .Register(registry)
+                     .Add({});
+  }
+
+  void Start() {
+    Accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  void Stop();
+
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  int active() const { return active_.load(); }
+
+ private:
+  class Test;
+
+  void Accept() {
+    acceptor_.async_accept([this](ErrorCode ec, tcp::socket socket) {
+      if (ec == boost::asio::error::operation_aborted || !acceptor_.is_open()) return;
+      if (!ec) ReadCookie(std::move(socket));
+      Accept();
+    });
+  }
+
+  // Every connection starts with a cookie: a new test's control connection, or a data stream
+  // of a test waiting for its streams.
+  void ReadCookie(tcp::socket socket) {
+    if (pending_ >= kMaxPending) return;  // closed by going out of scope
+    ++pending_;
+    struct Pending {
+      Pending(tcp::socket s, boost::asio::io_context& io) : socket(std::move(s)), timer(io) {}
+      tcp::socket socket;
+      boost::asio::steady_timer timer;
+      std::string cookie = std::string(iperf3::kCookieSize, '\0');
+    };
+    auto p = std::make_shared<Pending>(std::move(socket), io_);
+    p->timer.expires_after(kStepTimeout);
+    p->timer.async_wait([p](ErrorCode ec) {
+      if (!ec) p->socket.close(ec);
+    });
+    boost::asio::async_read(p->socket, boost::asio::buffer(p->cookie),
+                            [this, p](ErrorCode ec, std::size_t) {
+                              --pending_;
+                              p->timer.cancel();
+                              if (ec || !iperf3::IsCookie(p->cookie)) return;
+                              Dispatch(std::move(p->socket), p->cookie);
+                            });
+  }
+
+  void Dispatch(tcp::socket socket, const std::string& cookie);
+  void Remove(Test* t);
+
+  boost::asio::io_context io_;
+  probes::burst::BurstResponderOptions options_;
+  tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::list<std::shared_ptr<Test>> tests_;
+  std::size_t pending_ = 0;
+  std::atomic<int> active_{0};
+  prometheus::Counter* completed_;
+  prometheus::Counter* denied_;
+  prometheus::Counter* refused_;
+  prometheus::Counter* failed_;
+  prometheus::Counter* received_;
+};
+
+// One test: the control connection, its streams, and the steps of the protocol.
+class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
+ public:
+  Test(Impl* owner, tcp::socket control, std::string cookie)
+      : owner_(owner),
+        control_(std::move(control)),
+        cookie_(std::move(cookie)),
+        deadline_(owner_->io_) {
+    ErrorCode ignored;
+    control_.set_option(tcp::no_delay(true), ignored);
+    auto ep = control_.remote_endpoint(ignored);
+    peer_ = ep.address().to_string();
+  }
+
+  const std::string& cookie() const { return cookie_; }
+  bool wants_streams() const { return wants_streams_; }
+
+  void Begin() {
+    Arm(kStepTimeout, "parameters");
+    WriteState(iperf3::kParamExchange, [self = shared_from_this()] { self->ReadParams(); });
+  }
+
+  void AddStream(tcp::socket s) {
+    streams_.push_back(std::make_unique<Stream>(std::move(s)));
+    if (static_cast<int>(streams_.size()) < params_.parallel) return;
+    wants_streams_ = false;
+    std::string two{static_cast<char>(iperf3::kTestStart), static_cast<char>(iperf3::kTestRunning)};
+    Write(std::move(two), [self = shared_from_this()] { self->Run(); });
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    ErrorCode ignored;
+    deadline_.cancel();
+    control_.close(ignored);
+    for (auto& s : streams_) s->socket.close(ignored);
+  }
+
+ private:
+  struct Stream {
+    explicit Stream(tcp::socket s) : socket(std::move(s)), buffer(kReadSize) {}
+    tcp::socket socket;
+    std::vector<char> buffer;
+    std::uint64_t bytes = 0;
+  };
+
+  void Arm(Clock::duration after, const char* what) {
+    deadline_.expires_after(after);
+    deadline_.async_wait([weak = weak_from_this(), what](ErrorCode ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->closed_) return;
+      self->End(self->owner_->failed_, std::string("deadline passed waiting for ") + what);
+    });
+  }
+
+  void Write(std::string bytes, std::function<void()> next) {
+    auto buf = std::make_shared<std::string>(std::move(bytes));
+    boost::asio::async_write(
+        control_, boost::asio::buffer(*buf),
+        [self = shared_from_this(), buf, next = std::move(next)](ErrorCode ec, std::size_t) {
+          if (self->closed_) return;
+          if (ec) return self->End(self->owner_->failed_, "control write: " + ec.message());
+          next();
+        });
+  }
+  void WriteState(std::int8_t s, std::function<void()> next) {
+    Write(std::string(1, static_cast<char>(s)), std::move(next));
+  }
+
+  // Refusals: SERVER_ERROR carries the reason for the client to print.
+  void Refuse(std::int32_t i_errno, const std::string& why) {
+    std::string msg(1, static_cast<char>(iperf3::kServerError));
+    for (std::int32_t v : {i_errno, std::int32_t{0}}) {
+      auto u = static_cast<std::uint32_t>(v);
+      for (int shift : {24, 16, 8, 0}) msg.push_back(static_cast<char>(u >> shift));
+    }
+    Write(std::move(msg),
+          [self = shared_from_this(), why] { self->End(self->owner_->refused_, why); });
+  }
+  void Deny(const std::string& why) {
+    WriteState(iperf3::kAccessDenied,
+               [self = shared_from_this(), why] { self->End(self->owner_->denied_, why); });
+  }
+
+  void ReadJson(std::function<void(nlohmann::json)> next) {
+    boost::asio::async_read(
+        control_, boost::asio::buffer(len_),
+        [self = shared_from_this(), next = std::move(next)](ErrorCode ec, std::size_t) mutable {
+          if (self->closed_) return;
+          if (ec) return self->End(self->owner_->failed_, "control read: " + ec.message());
+          std::uint32_t n = iperf3::DecodeLength(self->len_.data());
+          if (n == 0 || n > iperf3::kMaxJsonSize) {
+            return self->End(self->owner_->failed_, "JSON of " + std::to_string(n) + " bytes");
+          }
+          auto body = std::make_shared<std::string>(n, '\0');
+          boost::asio::async_read(self->control_, boost::asio::buffer(*body),
+                                  [self, body, next = std::move(next)](ErrorCode ec, std::size_t) {
+                                    if (self->closed_) return;
+                                    if (ec)
+                                      return self->End(self->owner_->failed_,
+                                                       "control read: " + ec.message());
+                                    auto doc = nlohmann::json::parse(*body, nullptr, false);
+                                    if (doc.is_discarded())
+                                      return self->End(self->owner_->failed_, "malformed JSON");
+                                    next(std::move(doc));
+                                  });
+        });
+  }
+
+  void ReadParams() {
+    ReadJson([self = shared_from_this()](nlohmann::json doc) {
+      std::string err;
+      auto p = iperf3::DecodeParams(doc, &err);
+      if (!p) return self->End(self->owner_->failed_, "bad parameters: " + err);
+      const auto& o = self->owner_->options_;
+      if (!p->tcp || p->udp || p->sctp || p->reverse || p->bidirectional) {
+        return self->Deny("only TCP tests in the forward direction are served");
+      }
+      if (p->time <= 0 || std::chrono::seconds(p->time + p->omit) > o.max_duration) {
+        return self->Refuse(iperf3::kErrDuration,
+                            "test of " + std::to_string(p->time + p->omit) +
+                                " s (0 = by bytes/blocks) is not within max_duration");
+      }
+      if (p->parallel > o.max_streams) {
+        return self->Refuse(iperf3::kErrNumStreams,
+                            std::to_string(p->parallel) + " streams is more than max_streams");
+      }
+      self->params_ = *p;
+      self->wants_streams_ = true;
+      self->Arm(kStepTimeout, "data streams");
+      self->WriteState(iperf3::kCreateStreams, [] {});
+    });
+  }
+
+  void Run() {
+    start_ = Clock::now();
+    cpu_start_ = net::ReadThreadCpu();
+    Arm(std::chrono::seconds(params_.time + params_.omit) + kGrace, "TEST_END");
+    for (std::size_t i = 0; i < streams_.size(); ++i) ReadStream(i);
+    ReadControlDuringTest();
+  }
+
+  // Reads what the socket has (bounded loop), then waits for more. MSG_TRUNC: Linux TCP
+  // discards the bytes in the kernel instead of copying them out — the payload is never looked
+  // at, so the receiver's CPU per byte is well below a copying reader's.
+  void ReadStream(std::size_t i) {
+    Stream& s = *streams_[i];
+    int fd = s.socket.native_handle();
+    std::uint64_t got = 0;
+    bool again = true;
+    for (int k = 0; k < 16; ++k) {
+      ssize_t n = ::recv(fd, s.buffer.data(), s.buffer.size(), MSG_TRUNC | MSG_DONTWAIT);
+      if (n > 0) {
+        got += static_cast<std::uint64_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      again = false;  // EOF or an error: the stream is done; the control connection decides
+      break;
+    }
+    s.bytes += got;
+    if (got > 0) owner_->received_->Increment(static_cast<double>(got));
+    if (!again || closed_ || ended_) return;
+    s.socket.async_wait(tcp::socket::wait_read, [self = shared_from_this(), i](ErrorCode ec) {
+      if (ec || self->closed_ || self->ended_) return;
+      self->ReadStream(i);
+    });
+  }
+
+  void ReadControlDuringTest() {
+    boost::asio::async_read(
+        control_, boost::asio::buffer(state_, 1),
+        [self = shared_from_this()](ErrorCode ec, std::size_t) {
+          if (self->closed_) return;
+          if (ec)
+            return self->End(self->owner_->failed_,
+                             "control read during the test: " + ec.message());
+          auto s = static_cast<std::int8_t>(self->state_[0]);
+          if (s == iperf3::kTestEnd) return self->EndOfData();
+          if (s == iperf3::kClientTerminate || s == iperf3::kIperfDone) {
+            return self->End(self->owner_->failed_, "client terminated the test");
+          }
+          self->End(self->owner_->failed_, std::string("unexpected ") + iperf3::StateName(s));
+        });
+  }
+
+  void EndOfData() {
+    ended_ = true;
+    elapsed_ = std::chrono::duration<double>(Clock::now() - start_).count();
+    auto cpu = net::ReadThreadCpu();
+    // What already arrived counts: drain each stream without blocking (bounded).
+    for (auto& s : streams_) {
+      for (int k = 0; k < 1024; ++k) {
+        ssize_t n = ::recv(s->socket.native_handle(), s->buffer.data(), s->buffer.size(),
+                           MSG_TRUNC | MSG_DONTWAIT);
+        if (n <= 0) break;
+        s->bytes += static_cast<std::uint64_t>(n);
+        owner_->received_->Increment(static_cast<double>(n));
+      }
+      ErrorCode ec;
+      s->socket.cancel(ec);
+    }
+    double wall = elapsed_ > 0 ? elapsed_ : 1;
+    results_.cpu_util_total = 100 * (cpu.total - cpu_start_.total) / wall;
+    results_.cpu_util_user = 100 * (cpu.user - cpu_start_.user) / wall;
+    results_.cpu_util_system = 100 * (cpu.system - cpu_start_.system) / wall;
+    results_.sender_has_retransmits = -1;  // we are the receiver
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+      results_.streams.push_back(
+          {iperf3::StreamId(static_cast<int>(i)), streams_[i]->bytes, -1, 0, elapsed_});
+    }
+    Arm(kStepTimeout, "results");
+    WriteState(iperf3::kExchangeResults, [self = shared_from_this()] {
+      self->ReadJson([self](nlohmann::json doc) {
+        std::string err;
+        if (!iperf3::DecodeResults(doc, &err)) {
+          return self->End(self->owner_->failed_, "client results: " + err);
+        }
+        self->Write(iperf3::FrameJson(iperf3::EncodeResults(self->results_)), [self] {
+          self->WriteState(iperf3::kDisplayResults, [self] { self->ReadDone(); });
+        });
+      });
+    });
+  }
+
+  void ReadDone() {
+    boost::asio::async_read(control_, boost::asio::buffer(state_, 1),
+                            [self = shared_from_this()](ErrorCode ec, std::size_t) {
+                              if (self->closed_) return;
+                              // A client that closes instead of IPERF_DONE still had its test.
+                              self->End(self->owner_->completed_,
+                                        ec ? "closed after results" : "done");
+                            });
+  }
+
+  void End(prometheus::Counter* outcome, const std::string& why) {
+    if (closed_) return;
+    outcome->Increment();
+    std::uint64_t total = 0;
+    for (auto& s : streams_) total += s->bytes;
+    SPDLOG_DEBUG("burst responder: test from {} ended ({}): {} streams, {} bytes", peer_, why,
+                 streams_.size(), total);
+    Close();
+    owner_->Remove(this);
+  }
+
+  Impl* owner_;  // outlives every test: its io_ is destroyed last
+  tcp::socket control_;
+  std::string cookie_;
+  boost::asio::steady_timer deadline_;
+  std::string peer_;
+  iperf3::Params params_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::array<unsigned char, 4> len_{};
+  std::array<unsigned char, 1> state_{};
+  bool wants_streams_ = false;
+  bool ended_ = false;
+  bool closed_ = false;
+  Clock::time_point start_{};
+  double elapsed_ = 0;
+  net::ThreadCpu cpu_start_{};
+  iperf3::Results results_;
+};
+
+void BurstResponder::Impl::Dispatch(tcp::socket socket, const std::string& cookie) {
+  for (auto& t : tests_) {
+    if (t->cookie() == cookie) {
+      if (t->wants_streams()) t->AddStream(std::move(socket));
+      return;  // a stream for a test not expecting one: dropped
+    }
+  }
+  if (static_cast<int>(tests_.size()) >= options_.max_clients) {
+    // Busy: one ACCESS_DENIED byte, then close (as iperf3 -s does).
+    auto s = std::make_shared<tcp::socket>(std::move(socket));
+    auto byte = std::make_shared<char>(static_cast<char>(iperf3::kAccessDenied));
+    boost::asio::async_write(*s, boost::asio::buffer(byte.get(), 1),
+                             [s, byte](ErrorCode, std::size_t) {});
+    denied_->Increment();
+    return;
+  }
+  auto t = std::make_shared<Test>(this, std::move(socket), cookie);
+  tests_.push_back(t);
+  active_ = static_cast<int>(tests_.size());
+  t->Begin();
+}
+
+void BurstResponder::Impl::Stop() {
+  // Handlers still queued are destroyed with io_ (the last member to go), closing their
+  // sockets; nothing they hold points back at this object's ownership.
+  boost::asio::post(io_, [this] {
+    ErrorCode ignored;
+    acceptor_.close(ignored);
+    for (auto& t : tests_) t->Close();
+    tests_.clear();
+    io_.stop();
+  });
+  if (thread_.joinable()) thread_.join();
+}
+
+void BurstResponder::Impl::Remove(Test* t) {
+  tests_.remove_if([t](const std::shared_ptr<Test>& p) { return p.get() == t; });
+  active_ = static_cast<int>(tests_.size());
+}
+
+BurstResponder::BurstResponder(const probes::burst::BurstResponderOptions& options,
+                               prometheus::Registry& registry)
+    : impl_(std::make_unique<Impl>(options, registry)) {
+  impl_->Start();
+}
+
+BurstResponder::~BurstResponder() { impl_->Stop(); }
+
+std::uint16_t BurstResponder::port() const { return impl_->port(); }
+int BurstResponder::active_tests() const { return impl_->active(); }
+
+}  // namespace podnet::responders

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Lab test of throughput bursts: our iperf3-compatible client and responder against each other
+and against Debian's stock iperf3, in the network-namespace lab (tests/lab/lab.sh).
+
+  1. interop: ours -> stock `iperf3 -s`; stock `iperf3 -c` -> our responder (in podnet-exporter);
+     ours -> ours; the responder refuses too-long tests and too many streams, and is busy
+     (ACCESS_DENIED) beyond max_clients;
+  2. accuracy: with `tc qdisc ... tbf` on the client's link, the measured goodput matches the
+     limit within 10 % for 1 and 4 streams (stock iperf3 on the same path, for comparison);
+  3. a peer that dies (killed) or stalls (link down) mid-burst: an error, within the deadline;
+  4. podnet-exporter probing three peers (ours, stock iperf3, ours cross-zone): the burst
+     series with `streams`, bytes by path class, `promtool check metrics` clean; a peer's link
+     down gives an error counter and no fd leak; a tiny byte budget skips bursts and says so.
+
+Usage: lab_burst_test.py --exporter BIN --burst BIN --delayline BIN --lab-script lab.sh
+Needs root; exit 77 = skipped. Every wait is bounded; the lab is torn down on every exit.
+Traffic stays inside the lab's namespaces (connected routes only).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+PREFIX = "pnbu%d" % (os.getpid() % 10000)
+NS = {k: "%s-%s" % (PREFIX, k) for k in ("client", "same", "zone", "cross")}
+ADDR = {"client": "10.213.0.1", "same": "10.213.0.2", "zone": "10.213.0.3", "cross": "10.213.0.4"}
+TBF_BPS = 200e6  # bits/s
+
+procs = []
+failures = []
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check(cond, what):
+    log(("ok     " if cond else "FAILED ") + what)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def run(*cmd, check_rc=True, timeout=60):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError("%s: rc=%d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
+    return r
+
+
+def in_ns(ns, *cmd, **kw):
+    return run("ip", "netns", "exec", ns, *cmd, **kw)
+
+
+def start(ns, args, logfile):
+    f = open(logfile, "w")
+    p = subprocess.Popen(["ip", "netns", "exec", ns] + args, stdout=f, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    procs.append(p)
+    return p
+
+
+def stop(p):
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def wait_for(pred, timeout, what, step=0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if pred():
+                return True
+        except Exception:  # not up yet
+            pass
+        time.sleep(step)
+    raise RuntimeError("timed out after %ds waiting for %s" % (timeout, what))
+
+
+def burst(args, addr, port=5201, secs=1, parallel=1, timeout=30):
+    r = in_ns(NS["client"], args.burst, "client", addr, "--port", str(port), "--time", str(secs),
+              "--parallel", str(parallel), check_rc=False, timeout=timeout)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return {"error": "no output", "detail": r.stderr}
+
+
+def iperf3_client(addr, secs=1, parallel=1, port=5201, extra=()):
+    r = in_ns(NS["client"], "iperf3", "-c", addr, "-p", str(port), "-t", str(secs), "-P",
+              str(parallel), "-J", *extra, check_rc=False, timeout=60)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return {"error": "no JSON: " + r.stdout[-300:] + r.stderr[-300:]}
+
+
+def scrape(ns):
+    r = in_ns(ns, "curl", "-s", "-m", "5", "http://127.0.0.1:9479/metrics", check_rc=False,
+              timeout=10)
+    return r.stdout
+
+
+def series(text, name, **labels):
+    """Sum of the samples of `name` carrying every label in `labels`."""
+    total, found = 0.0, False
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all('%s="%s"' % (k, v) in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+            found = True
+    return total if found else None
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def exporter_pid(p):
+    # `ip netns exec` execs the command: the Popen pid is the exporter.
+    return p.pid
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--burst", required=True)
+    ap.add_argument("--delayline", required=True)
+    ap.add_argument("--lab-script", required=True)
+    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        log("SKIP: the lab needs root (network namespaces)")
+        return 77
+    if not shutil.which("iperf3"):
+        log("FAILED: iperf3 is not installed (scripts/install-deps.sh --test)")
+        return 1
+    tmp = tempfile.mkdtemp(prefix="podnet-burst-")
+    env = dict(os.environ, PODNET_LAB_PREFIX=PREFIX, PODNET_DELAYLINE=args.delayline,
+               PODNET_LAB_MAX_SECONDS="600")
+    subprocess.run([args.lab_script, "up"], env=env, check=True, timeout=120)
+    try:
+        scenario(args, tmp)
+    except Exception as e:  # report, then clean up
+        failures.append("exception: %s" % e)
+        log("FAILED exception: %s" % e)
+    finally:
+        for p in procs:
+            stop(p)
+        subprocess.run([args.lab_script, "down"], env=env, timeout=120)
+        if failures:
+            for name in sorted(os.listdir(tmp)):
+                if name.endswith(".log"):
+                    log("---- %s (tail)" % name)
+                    with open(os.path.join(tmp, name), errors="replace") as f:
+                        log("".join(f.readlines()[-25:]))
+        shutil.rmtree(tmp, ignore_errors=True)
+    log("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+def responder_config(tmp, name, extra=""):
+    cfg = os.path.join(tmp, name + ".yaml")
+    with open(cfg, "w") as f:
+        f.write("self: { name: %s, node: n-%s, zone: z }\n"
+                "responders:\n  burst: { listen_address: \"0.0.0.0:5201\", max_duration: 5s, "
+                "max_clients: 1, max_streams: 8 }\n%s" % (name, name, extra))
+    return cfg
+
+
+def scenario(args, tmp):
+    # Peers: same and cross run podnet-exporter (burst responder on 5201); zone runs stock iperf3.
+    peers = {}
+    for name in ("same", "cross"):
+        peers[name] = start(NS[name], [args.exporter, "--config.file=" + responder_config(tmp, name)],
+                            os.path.join(tmp, name + ".log"))
+    start(NS["zone"], ["iperf3", "-s", "-p", "5201"], os.path.join(tmp, "zone-iperf3.log"))
+    for name in ("same", "cross"):
+        wait_for(lambda n=name: in_ns(NS[n], "curl", "-s", "-m", "2",
+                                      "http://127.0.0.1:9479/-/ready").returncode == 0, 20,
+                 "%s exporter ready" % name)
+    wait_for(lambda: burst(args, ADDR["zone"], secs=0.2)["error"] == "", 20, "stock iperf3 -s up")
+
+    # 1. Interop.
+    for n in (1, 4):
+        r = burst(args, ADDR["zone"], parallel=n)
+        check(r["error"] == "" and r["bytes_received"] > 0 and r["pmtu"] == 1500,
+              "ours -> stock iperf3 -s, %d stream(s): %.0f Mbit/s, pmtu %s, %s" % (
+                  n, r.get("throughput_bytes_per_second", 0) * 8e-6, r.get("pmtu"),
+                  r.get("error") or "ok"))
+        j = iperf3_client(ADDR["same"], parallel=n)
+        recv = j.get("end", {}).get("sum_received", {}).get("bytes", 0)
+        check("error" not in j and recv > 0,
+              "stock iperf3 -c -> our responder, %d stream(s): %.0f Mbit/s %s" % (
+                  n, j.get("end", {}).get("sum_received", {}).get("bits_per_second", 0) * 1e-6,
+                  j.get("error", "")))
+        r = burst(args, ADDR["same"], parallel=n)
+        check(r["error"] == "" and r["bytes_received"] > 0.9 * r["bytes_sent"],
+              "ours -> ours, %d stream(s): %.0f Mbit/s, %d intervals" % (
+                  n, r.get("throughput_bytes_per_second", 0) * 8e-6, len(r.get("intervals", []))))
+    j = iperf3_client(ADDR["same"], secs=30)
+    check("error" in j and "duration" in j["error"],
+          "stock iperf3 -c -t 30 is refused (max_duration 5s): %s" % j.get("error"))
+    j = iperf3_client(ADDR["same"], parallel=9)
+    check("error" in j and "stream" in j["error"].lower(),
+          "stock iperf3 -c -P 9 is refused (max_streams 8): %s" % j.get("error"))
+    j = iperf3_client(ADDR["same"], extra=("-R",))
+    check("error" in j, "stock iperf3 -c -R (reverse) is refused: %s" % j.get("error"))
+    # Busy: one test running, a second client gets ACCESS_DENIED.
+    first = subprocess.Popen(["ip", "netns", "exec", NS["client"], args.burst, "client",
+                              ADDR["same"], "--time", "2"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    j = iperf3_client(ADDR["same"])
+    out, _ = first.communicate(timeout=30)
+    check("error" in j and "busy" in j["error"],
+          "a second client while one runs gets ACCESS_DENIED: %s" % j.get("error"))
+    check(json.loads(out)["error"] == "", "... and the first test completes")
+
+    # 2. Accuracy on a tbf-limited path (client egress), 1 and 4 streams, 2 s each.
+    in_ns(NS["client"], "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "200mbit",
+          "burst", "256kb", "latency", "20ms")
+    try:
+        for n in (1, 4):
+            r = burst(args, ADDR["same"], secs=2, parallel=n)
+            j = iperf3_client(ADDR["zone"], secs=2, parallel=n)
+            stock = j.get("end", {}).get("sum_received", {}).get("bits_per_second", 0)
+            got = r.get("throughput_bytes_per_second", 0) * 8
+            check(r["error"] == "" and abs(got / TBF_BPS - 1) <= 0.10,
+                  "tbf 200 Mbit/s, %d stream(s): ours %.1f Mbit/s (%.1f %%), stock iperf3 "
+                  "%.1f Mbit/s, retransmits %s" % (n, got * 1e-6, 100 * (got / TBF_BPS - 1),
+                                                   stock * 1e-6, r.get("retransmits")))
+    finally:
+        in_ns(NS["client"], "tc", "qdisc", "del", "dev", "eth0", "root", check_rc=False)
+
+    # 3. A peer that dies mid-burst, one that stalls mid-burst.
+    victim = start(NS["cross"], [args.burst, "server", "--listen", "0.0.0.0:5301"],
+                   os.path.join(tmp, "victim.log"))
+    wait_for(lambda: burst(args, ADDR["cross"], port=5301, secs=0.2)["error"] == "", 10,
+             "victim responder up")
+    t0 = time.time()
+    p = subprocess.Popen(["ip", "netns", "exec", NS["client"], args.burst, "client", ADDR["cross"],
+                          "--port", "5301", "--time", "2"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.7)
+    os.killpg(victim.pid, signal.SIGKILL)
+    out, _ = p.communicate(timeout=30)
+    r = json.loads(out)
+    check(r["error"] in ("connection_lost", "timeout") and time.time() - t0 < 10,
+          "peer killed mid-burst: error %r after %.1f s" % (r["error"], time.time() - t0))
+    t0 = time.time()
+    p = subprocess.Popen(["ip", "netns", "exec", NS["client"], args.burst, "client", ADDR["same"],
+                          "--time", "2"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.7)
+    in_ns(NS["same"], "ip", "link", "set", "eth0", "down")
+    out, _ = p.communicate(timeout=30)
+    in_ns(NS["same"], "ip", "link", "set", "eth0", "up")
+    r = json.loads(out)
+    # The data phase ends at 2 s; TEST_END then waits at most one step deadline (5 s).
+    check(r["error"] in ("timeout", "connection_lost") and time.time() - t0 < 12,
+          "peer stalled (link down) mid-burst: error %r after %.1f s" % (r["error"],
+                                                                         time.time() - t0))
+    # Our responder freed its slot (its deadlines) and serves again.
+    wait_for(lambda: burst(args, ADDR["same"], secs=0.2)["error"] == "", 20,
+             "responder serves again after the stalled client")
+    check(True, "the responder serves again after a stalled client")
+
+    # 4. podnet-exporter as the prober.
+    client_cfg = os.path.join(tmp, "client.yaml")
+
+    def write_client(budget):
+        with open(client_cfg, "w") as f:
+            f.write("self: { name: client, node: node-a, zone: zone-a }\n"
+                    "peers:\n  static:\n"
+                    "    - { name: same, address: 10.213.0.2, node: node-a, zone: zone-a }\n"
+                    "    - { name: zone, address: 10.213.0.3, node: node-b, zone: zone-a }\n"
+                    "    - { name: cross, address: 10.213.0.4, node: node-c, zone: zone-b }\n")
+            if budget:
+                f.write("probes:\n  burst: { interval: 10s, duration: 1s, streams: [1, 2], "
+                        "timeout: 1s, max_bytes_per_hour: %s }\n" % budget)
+
+    def idle_fds():
+        # Bursts off (a reload without probes.burst cancels them): only the exporter's own fds.
+        write_client(None)
+        os.kill(pid, signal.SIGHUP)
+        time.sleep(1.5)
+        n = fd_count(pid)
+        write_client("20GB")
+        os.kill(pid, signal.SIGHUP)
+        return n
+    write_client("20GB")
+    client = start(NS["client"], [args.exporter, "--config.file=" + client_cfg, "--log.level=debug"],
+                   os.path.join(tmp, "client.log"))
+
+    def all_peers_measured():
+        text = scrape(NS["client"])
+        return all(series(text, "podnet_burst_throughput_bytes_per_second", peer=p, streams=s)
+                   for p in ("same", "zone", "cross") for s in ("1", "2"))
+    wait_for(all_peers_measured, 45, "burst series of all peers and stream counts")
+    text = scrape(NS["client"])
+    for p, path in (("same", "same_node"), ("zone", "same_zone"), ("cross", "cross_zone")):
+        for s in ("1", "2"):
+            tp = series(text, "podnet_burst_throughput_bytes_per_second", peer=p, streams=s)
+            rtt = series(text, "podnet_burst_tcp_rtt_seconds", peer=p, streams=s)
+            cwnd = series(text, "podnet_burst_snd_cwnd_bytes", peer=p, streams=s)
+            check(tp > 1e6 and rtt > 0 and cwnd > 0,
+                  "exporter -> %s (%s), %s stream(s): %.0f Mbit/s, rtt %.3f ms, cwnd %d" % (
+                      p, path, s, tp * 8e-6, rtt * 1e3, cwnd))
+        sent = series(text, "podnet_probe_sent_bytes_total", probe="burst", path=path)
+        check(sent and sent > 0, "podnet_probe_sent_bytes_total{probe=burst,path=%s} = %d" % (
+            path, sent or 0))
+    r = subprocess.run([args.promtool, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=30)
+    check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
+          "promtool check metrics is clean: %s%s" % (r.stdout, r.stderr))
+
+    # A peer whose link is down: errors are counted, no hang, no fd leak.
+    pid = exporter_pid(client)
+    fds_before = idle_fds()
+    errors_before = series(scrape(NS["client"]), "podnet_probe_errors_total", probe="burst", peer="cross") or 0
+    in_ns(NS["cross"], "ip", "link", "set", "eth0", "down")
+    try:
+        wait_for(lambda: (series(scrape(NS["client"]), "podnet_probe_errors_total", probe="burst",
+                                 peer="cross") or 0) > errors_before, 40, "a cross burst error")
+    finally:
+        in_ns(NS["cross"], "ip", "link", "set", "eth0", "up")
+    text = scrape(NS["client"])
+    reasons = re.findall(r'podnet_probe_errors_total\{[^}]*peer="cross"[^}]*reason="([a-z_]+)"',
+                         text)
+    check(bool(reasons), "cross link down: errors counted, reasons %s" % sorted(set(reasons)))
+    # Other peers kept being measured while cross failed.
+    def sent_same():
+        return series(scrape(NS["client"]), "podnet_burst_sent_bytes_total", peer="same",
+                      streams="1") or 0
+    s0 = sent_same()
+    wait_for(lambda: sent_same() > s0, 40, "bursts to same go on")
+    check(True, "bursts to other peers go on")
+    fds_after = idle_fds()
+    check(fds_after == fds_before,
+          "no fd leak: %d fds before, %d after the failures (bursts off)" % (fds_before, fds_after))
+
+    # A tiny byte budget: the first burst is cut at what is left, later ones are skipped.
+    write_client("30MB")
+    os.kill(pid, signal.SIGHUP)
+    wait_for(lambda: (series(scrape(NS["client"]), "podnet_probe_errors_total", probe="burst",
+                             reason="budget_exhausted") or 0) > 0, 40, "a budget skip")
+    text = scrape(NS["client"])
+    remaining = series(text, "podnet_burst_budget_remaining_bytes")
+    check(remaining is not None and remaining < 30e6,
+          "budget exhausted: skips counted, %d bytes left of 30 MB" % (remaining or -1))
+    with open(os.path.join(tmp, "client.log"), errors="replace") as f:
+        check("byte budget exhausted" in f.read(), "the log says why bursts are skipped")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+// The burst engine against our responder on loopback: a whole iperf3 exchange, the refusals,
+// and peers that stall or die mid-burst (deadlines, no fd leak).
+#include "exporter/probes/burst/burst_client.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <future>
+#include <thread>
+
+#include "exporter/responders/burst_server.h"
+#include "tests/unit/testing/loop.h"
+
+namespace podnet::probes::burst {
+namespace {
+
+using namespace std::chrono_literals;
+using boost::asio::ip::tcp;
+
+int OpenFds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+BurstResult RunBurst(BurstRequest req) {
+  boost::asio::io_context io;
+  BurstResult result;
+  int calls = 0;
+  auto c = BurstClient::Start(io, req, [&](const BurstResult& r) {
+    result = r;
+    ++calls;
+  });
+  io.run();  // returns when every handler and socket of the burst is gone
+  EXPECT_EQ(calls, 1);
+  return result;
+}
+
+BurstResponderOptions Loopback() {
+  BurstResponderOptions o;
+  o.listen_address = {boost::asio::ip::make_address("127.0.0.1"), 0};
+  o.max_duration = 3s;
+  o.max_clients = 1;
+  o.max_streams = 4;
+  return o;
+}
+
+BurstRequest To(std::uint16_t port, int streams) {
+  BurstRequest r;
+  r.server = {boost::asio::ip::make_address("127.0.0.1"), port};
+  r.streams = streams;
+  r.duration = 300ms;
+  r.step_timeout = 1s;
+  return r;
+}
+
+TEST(BurstClientTest, OursAgainstOursOnLoopback) {
+  prometheus::Registry registry;
+  responders::BurstResponder server(Loopback(), registry);
+  int fds = OpenFds();
+  for (int streams : {1, 3}) {
+    BurstResult r = RunBurst(To(server.port(), streams));
+    ASSERT_EQ(r.error, "") << r.detail;
+    EXPECT_NEAR(r.seconds, 0.3, 0.05);
+    EXPECT_GT(r.bytes_sent, 1'000'000u);
+    // The receiver's count comes from its results; it read (nearly) all we wrote.
+    EXPECT_GT(r.bytes_received, r.bytes_sent * 9 / 10);
+    EXPECT_LE(r.bytes_received, r.bytes_sent);
+    EXPECT_GT(r.throughput_bytes_per_second, 1e6);
+    ASSERT_EQ(r.streams.size(), static_cast<std::size_t>(streams));
+    for (const auto& s : r.streams) EXPECT_GT(s.bytes_received, 0u);
+    EXPECT_GT(r.rtt_seconds, 0);
+    EXPECT_GT(r.snd_cwnd_bytes, 0u);
+    EXPECT_GT(r.pmtu, 0u);
+    EXPECT_GT(r.cpu_seconds, 0);
+    EXPECT_GE(r.intervals.size(), 2u);           // 100 ms samples
+    EXPECT_GT(r.wire_bytes_sent, r.bytes_sent);  // headers and the control connection
+    EXPECT_GT(r.wire_bytes_received, 0u);        // ACKs
+  }
+  EXPECT_TRUE(testing::Eventually([&] { return server.active_tests() == 0; }));
+  EXPECT_EQ(OpenFds(), fds);
+  EXPECT_EQ(testing::CounterValue(registry, "podnet_responder_requests_total",
+                                  {{"responder", "burst"}, {"result", "completed"}}),
+            2);
+}
+
+TEST(BurstClientTest, ByteCapEndsTheBurstEarly) {
+  prometheus::Registry registry;
+  responders::BurstResponder server(Loopback(), registry);
+  auto req = To(server.port(), 2);
+  req.duration = 2s;
+  req.max_bytes = 2'000'000;
+  BurstResult r = RunBurst(req);
+  ASSERT_EQ(r.error, "") << r.detail;
+  EXPECT_TRUE(r.budget_cut);
+  EXPECT_LE(r.bytes_sent, 2'000'000u);
+  EXPECT_LT(r.seconds, 1.5);
+}
+
+TEST(BurstClientTest, ResponderRefusesLongTestsAndTooManyStreams) {
+  prometheus::Registry registry;
+  responders::BurstResponder server(Loopback(), registry);
+  auto req = To(server.port(), 1);
+  req.duration = 5s;  // > max_duration 3s
+  BurstResult r = RunBurst(req);
+  EXPECT_EQ(r.error, "server_error");
+  EXPECT_NE(r.detail.find("i_errno=5"), std::string::npos) << r.detail;  // IEDURATION
+  r = RunBurst(To(server.port(), 5));                                    // > max_streams 4
+  EXPECT_EQ(r.error, "server_error");
+  EXPECT_NE(r.detail.find("i_errno=6"), std::string::npos) << r.detail;  // IENUMSTREAMS
+  EXPECT_EQ(testing::CounterValue(registry, "podnet_responder_requests_total",
+                                  {{"responder", "burst"}, {"result", "refused"}}),
+            2);
+}
+
+TEST(BurstClientTest, BusyResponderDeniesASecondClient) {
+  prometheus::Registry registry;
+  responders::BurstResponder server(Loopback(), registry);  // max_clients 1
+  // A first client that connects, sends its cookie and then holds the slot.
+  boost::asio::io_context io;
+  tcp::socket holder(io);
+  holder.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  std::string cookie(36, 'a');
+  cookie.push_back('\0');
+  boost::asio::write(holder, boost::asio::buffer(cookie));
+  ASSERT_TRUE(testing::Eventually([&] { return server.active_tests() == 1; }));
+  BurstResult r = RunBurst(To(server.port(), 1));
+  EXPECT_EQ(r.error, "access_denied") << r.detail;
+  holder.close();
+}
+
+// A server that accepts and reads but never answers: every step must time out.
+TEST(BurstClientTest, SilentServerTimesOut) {
+  boost::asio::io_context io;
+  tcp::acceptor acceptor(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  int fds = OpenFds();
+  auto req = To(acceptor.local_endpoint().port(), 1);
+  req.step_timeout = 300ms;
+  auto start = std::chrono::steady_clock::now();
+  BurstResult r = RunBurst(req);
+  EXPECT_EQ(r.error, "timeout") << r.detail;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_EQ(OpenFds(), fds);
+}
+
+TEST(BurstClientTest, NothingListeningIsAConnectError) {
+  auto req = To(1, 1);  // port 1 on loopback: refused
+  BurstResult r = RunBurst(req);
+  EXPECT_EQ(r.error, "connect") << r.detail;
+}
+
+// The responder goes away mid-burst: the client ends with an error well within its deadline.
+TEST(BurstClientTest, ResponderDyingMidBurstEndsTheBurst) {
+  auto registry = std::make_unique<prometheus::Registry>();
+  auto server = std::make_unique<responders::BurstResponder>(Loopback(), *registry);
+  int fds = OpenFds();
+  auto req = To(server->port(), 2);
+  req.duration = 2s;
+  std::thread killer([&] {
+    std::this_thread::sleep_for(500ms);
+    server.reset();  // closes every socket of the test
+  });
+  auto start = std::chrono::steady_clock::now();
+  BurstResult r = RunBurst(req);
+  killer.join();
+  EXPECT_EQ(r.error, "connection_lost") << r.detail;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+  EXPECT_GT(r.bytes_sent, 0u);
+  EXPECT_LE(OpenFds(), fds - 1);  // the listener went too
+}
+
+}  // namespace
+}  // namespace podnet::probes::burst

@@ -1,0 +1,117 @@
+#include "exporter/probes/burst/iperf3.h"
+
+#include <gtest/gtest.h>
+
+#include "exporter/probes/burst/budget.h"
+
+namespace podnet::probes::burst {
+namespace {
+
+TEST(Iperf3Test, CookieIs36AlphabetCharactersAndANul) {
+  std::mt19937_64 rng(1);
+  std::string c = iperf3::MakeCookie(rng);
+  ASSERT_EQ(c.size(), 37u);
+  EXPECT_EQ(c.back(), '\0');
+  EXPECT_TRUE(iperf3::IsCookie(c));
+  EXPECT_NE(c, iperf3::MakeCookie(rng));
+  std::string bad = c;
+  bad[3] = '1';  // not in [a-z2-7]
+  EXPECT_FALSE(iperf3::IsCookie(bad));
+  EXPECT_FALSE(iperf3::IsCookie("GET / HTTP/1.1\r\nHost: x\r\n\r\n12345678"));
+}
+
+TEST(Iperf3Test, JsonFramingIsBigEndianLengthThenCompactJson) {
+  std::string f = iperf3::FrameJson(nlohmann::json{{"tcp", true}});
+  ASSERT_EQ(f.size(), 4u + 12u);
+  EXPECT_EQ(f.substr(0, 4), std::string("\0\0\0\x0c", 4));
+  EXPECT_EQ(f.substr(4), "{\"tcp\":true}");
+  unsigned char h[4] = {0x00, 0x01, 0x02, 0x03};
+  EXPECT_EQ(iperf3::DecodeLength(h), 0x010203u);
+}
+
+TEST(Iperf3Test, StreamIdsSkipTwo) {
+  EXPECT_EQ(iperf3::StreamId(0), 1);
+  EXPECT_EQ(iperf3::StreamId(1), 3);
+  EXPECT_EQ(iperf3::StreamId(2), 4);
+  EXPECT_EQ(iperf3::StreamId(7), 9);
+}
+
+TEST(Iperf3Test, ParamsAsIperf3SendsThem) {
+  // What iperf3 3.12 `-c -t 2 -P 4` sends (key order and extra keys do not matter).
+  auto doc = nlohmann::json::parse(
+      R"({"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":4,"len":131072,)"
+      R"("pacing_timer":1000,"client_version":"3.12"})");
+  std::string err;
+  auto p = iperf3::DecodeParams(doc, &err);
+  ASSERT_TRUE(p) << err;
+  EXPECT_TRUE(p->tcp);
+  EXPECT_FALSE(p->reverse);
+  EXPECT_EQ(p->time, 2);
+  EXPECT_EQ(p->parallel, 4);
+  EXPECT_EQ(p->len, 131072);
+  EXPECT_EQ(p->client_version, "3.12");
+  // Round trip of what we send.
+  iperf3::Params ours;
+  ours.time = 3;
+  ours.parallel = 8;
+  auto back = iperf3::DecodeParams(iperf3::EncodeParams(ours), &err);
+  ASSERT_TRUE(back) << err;
+  EXPECT_EQ(back->time, 3);
+  EXPECT_EQ(back->parallel, 8);
+  EXPECT_EQ(back->client_version, iperf3::kClientVersion);
+}
+
+TEST(Iperf3Test, ParamsTypeChecked) {
+  std::string err;
+  EXPECT_FALSE(iperf3::DecodeParams(nlohmann::json::parse(R"({"tcp":true,"len":0})"), &err));
+  EXPECT_FALSE(iperf3::DecodeParams(nlohmann::json::parse(R"({"tcp":true,"parallel":0})"), &err));
+  EXPECT_FALSE(iperf3::DecodeParams(nlohmann::json::parse(R"({"reverse":"yes"})"), &err));
+  EXPECT_FALSE(iperf3::DecodeParams(nlohmann::json::parse(R"({"time":"2"})"), &err));
+  EXPECT_FALSE(iperf3::DecodeParams(nlohmann::json::parse(R"([1,2])"), &err));
+  auto udp = iperf3::DecodeParams(nlohmann::json::parse(R"({"udp":true,"time":1})"), &err);
+  ASSERT_TRUE(udp);
+  EXPECT_TRUE(udp->udp);
+  auto rev = iperf3::DecodeParams(nlohmann::json::parse(R"({"tcp":true,"reverse":true})"), &err);
+  ASSERT_TRUE(rev);
+  EXPECT_TRUE(rev->reverse);
+}
+
+TEST(Iperf3Test, ResultsRoundTrip) {
+  iperf3::Results r;
+  r.cpu_util_total = 12.5;
+  r.sender_has_retransmits = 1;
+  r.streams = {{1, 1000, 2, 0, 2.0}, {3, 2000, 0, 0, 2.0}};
+  std::string err;
+  auto back = iperf3::DecodeResults(iperf3::EncodeResults(r), &err);
+  ASSERT_TRUE(back) << err;
+  ASSERT_EQ(back->streams.size(), 2u);
+  EXPECT_EQ(back->streams[1].id, 3);
+  EXPECT_EQ(back->streams[1].bytes, 2000u);
+  EXPECT_EQ(back->streams[0].retransmits, 2);
+  EXPECT_DOUBLE_EQ(back->cpu_util_total, 12.5);
+  EXPECT_FALSE(iperf3::DecodeResults(nlohmann::json::parse(R"({"streams":[{"id":1}]})"), &err));
+  EXPECT_FALSE(iperf3::DecodeResults(nlohmann::json::parse(R"({"cpu_util_total":1})"), &err));
+}
+
+TEST(ByteBudgetTest, SlidingHour) {
+  using namespace std::chrono_literals;
+  ByteBudget b(1000);
+  auto t0 = ByteBudget::Clock::time_point{} + 10h;
+  EXPECT_EQ(b.Remaining(t0), 1000u);
+  b.Charge(t0, 600);
+  EXPECT_EQ(b.Remaining(t0 + 1min), 400u);
+  b.Charge(t0 + 30min, 500);
+  EXPECT_EQ(b.Remaining(t0 + 31min), 0u);  // over: never negative
+  EXPECT_EQ(b.Used(t0 + 31min), 1100u);
+  EXPECT_EQ(b.Remaining(t0 + 60min), 500u);  // the first charge left the window
+  EXPECT_EQ(b.Remaining(t0 + 90min), 1000u);
+  // A new limit (a reload) keeps what was charged.
+  b.Charge(t0 + 90min, 700);
+  b.set_limit(2000);
+  EXPECT_EQ(b.Remaining(t0 + 91min), 1300u);
+  b.set_limit(500);
+  EXPECT_EQ(b.Remaining(t0 + 91min), 0u);
+}
+
+}  // namespace
+}  // namespace podnet::probes::burst
