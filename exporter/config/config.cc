@@ -13,6 +13,7 @@ namespace podnet::config {
 
 using probes::rtt::RttOptions;
 using probes::rtt::RttProtocol;
+using probes::http::HttpOptions;
 
 
 std::string Error::ToString() const {
@@ -29,7 +30,6 @@ namespace {
 // Sections that exist in the documented schema but whose probes are not built yet. Rejected with
 // a message saying so rather than silently ignored: a user who asks for a probe must get it.
 const std::map<std::string, std::string, std::less<>> kNotSupportedYet = {
-    {"probes.http", "the HTTP/gRPC latency probe"},
     {"probes.burst", "the throughput burst probe"},
     {"probes.dns", "the DNS amplification probe"},
     {"peers.kubernetes", "Kubernetes peer discovery"},
@@ -319,9 +319,89 @@ void DecodeRtt(Decoder& d, const YAML::Node& n, Config& c) {
   c.rtt = o;
 }
 
+void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "probes.http";
+  if (!d.CheckMap(n, base, {"interval", "duration", "qps", "connections", "modes", "timeout",
+                            "path", "max_body_bytes"})) {
+    return;
+  }
+  HttpOptions o;
+  for (auto [key, out] : {std::pair<const char*, Duration*>{"interval", &o.interval},
+                          std::pair<const char*, Duration*>{"duration", &o.duration},
+                          std::pair<const char*, Duration*>{"timeout", &o.timeout}}) {
+    if (const YAML::Node v = n[key]; v.IsDefined()) {
+      if (auto dur = d.PositiveDuration(v, base + "." + key)) *out = *dur;
+    }
+  }
+  if (const YAML::Node v = n["qps"]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + ".qps", 1, 10000)) o.qps = static_cast<int>(*i);
+  }
+  if (const YAML::Node v = n["connections"]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + ".connections", 1, 64)) o.connections = static_cast<int>(*i);
+  }
+  if (const YAML::Node v = n["modes"]; v.IsDefined()) {
+    if (!v.IsSequence() || v.size() == 0) {
+      d.Fail(v, base + ".modes", "must be a non-empty list of keepalive, new_connection");
+    } else {
+      o.keepalive = o.new_connection = false;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        std::string path = base + ".modes[" + std::to_string(i) + "]";
+        auto s = d.String(v[i], path);
+        if (!s) continue;
+        bool* mode = *s == "keepalive" ? &o.keepalive
+                     : *s == "new_connection" ? &o.new_connection
+                                              : nullptr;
+        if (mode == nullptr) {
+          d.Fail(v[i], path, "must be \"keepalive\" or \"new_connection\", got " + Quote(*s));
+        } else if (*mode) {
+          d.Fail(v[i], path, "duplicate mode " + Quote(*s));
+        } else {
+          *mode = true;
+        }
+      }
+    }
+  }
+  if (const YAML::Node v = n["path"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".path")) {
+      if (s->empty() || s->front() != '/' ||
+          s->find_first_of(" \r\n\t") != std::string::npos) {
+        d.Fail(v, base + ".path", "must be a request path starting with /, got " + Quote(*s));
+      } else {
+        o.path = *s;
+      }
+    }
+  }
+  if (const YAML::Node v = n["max_body_bytes"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".max_body_bytes")) {
+      auto size = ParseSize(*s);
+      if (!size || *size == 0 || *size > (std::uint64_t{64} << 20)) {
+        d.Fail(v, base + ".max_body_bytes", "must be a size from 1 to 64MiB, got " + Quote(*s));
+      } else {
+        o.max_body_bytes = *size;
+      }
+    }
+  }
+  // A round (keep-alive connects, then each mode's run and its last request's timeout) must end
+  // before the next one is due. Each term is at most ~1e18 ns only if small: check overflow.
+  int modes = int{o.keepalive} + int{o.new_connection};
+  std::int64_t round_ns = 0;
+  bool overflow =
+      __builtin_add_overflow(o.duration.count(), o.timeout.count(), &round_ns) ||
+      __builtin_mul_overflow(round_ns, std::int64_t{modes}, &round_ns) ||
+      __builtin_add_overflow(round_ns, o.keepalive ? o.timeout.count() : 0, &round_ns);
+  if (overflow || Duration(round_ns) > o.interval) {
+    d.Fail(n, base,
+           "a round lasts modes*(duration + timeout) (+ timeout to open keep-alive "
+           "connections)" + (overflow ? std::string() : " = " + FormatDuration(Duration(round_ns))) +
+               ", longer than interval " + FormatDuration(o.interval));
+  }
+  c.http = o;
+}
+
 void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt"})) return;
+  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt", "http"})) return;
   if (const YAML::Node rtt = n["rtt"]; rtt.IsDefined()) DecodeRtt(d, rtt, c);
+  if (const YAML::Node http = n["http"]; http.IsDefined()) DecodeHttp(d, http, c);
 }
 
 }  // namespace

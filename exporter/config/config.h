@@ -9,6 +9,7 @@
 #include "exporter/config/env.h"
 #include "exporter/config/units.h"
 #include "exporter/net/address.h"
+#include "exporter/probes/http/http_options.h"
 #include "exporter/probes/rtt/rtt_options.h"
 
 namespace podnet::config {
@@ -41,6 +42,7 @@ struct Config {
   net::HostPort udp_echo_listen_address{boost::asio::ip::address_v4::any(), 9479};
   std::vector<StaticPeer> static_peers;
   std::optional<probes::rtt::RttOptions> rtt;  // probes.rtt; absent = off
+  std::optional<probes::http::HttpOptions> http;  // probes.http; absent = off
 };
 
 /// One problem found in a configuration file, e.g.
