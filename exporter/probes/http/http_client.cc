@@ -146,26 +146,48 @@ void HttpConnection::ReadResponse(std::shared_ptr<Exchange> ex,
         }
         self->buffer_.commit(n);
         ex->bytes_received = n;
-        auto parser = std::make_shared<bhttp::response_parser<bhttp::string_body>>();
+        auto parser = std::make_shared<Parser>();
         parser->header_limit(8192);
         parser->body_limit(self->max_body_bytes_);
-        bhttp::async_read(
+        // Header first: Beast 1.74 lets a Content-Length over body_limit through when the
+        // header and part of the body arrive in one read (eager parse), so it is checked here.
+        bhttp::async_read_header(
             self->stream_, self->buffer_, *parser,
-            [self, ex, parser, done = std::move(done)](beast::error_code ec, std::size_t n) {
-              // async_read reports the bytes the parser consumed, the first read's included.
+            [self, ex, parser, done = std::move(done)](beast::error_code ec,
+                                                       std::size_t n) mutable {
               ex->bytes_received = std::max(ex->bytes_received, n);
+              if (!ec && parser->content_length() &&
+                  *parser->content_length() > self->max_body_bytes_) {
+                ec = bhttp::error::body_limit;
+              }
               if (ec) {
                 self->Fail(ex, ec, true, done);
                 return;
               }
-              ex->done = Clock::now();
-              const auto& res = parser->get();
-              ex->status = res.result_int();
-              ex->keep_alive = res.keep_alive();
-              if (ex->status < 200 || ex->status > 299) ex->failure = Failure::kBadStatus;
-              if (!ex->keep_alive) self->Close();
-              done(*ex);
+              self->ReadBody(ex, parser, std::move(done));
             });
+      });
+}
+
+void HttpConnection::ReadBody(std::shared_ptr<Exchange> ex, std::shared_ptr<Parser> parser,
+                              std::function<void(const Exchange&)> done) {
+  std::size_t header_bytes = ex->bytes_received;
+  bhttp::async_read(
+      stream_, buffer_, *parser,
+      [self = shared_from_this(), ex, parser, header_bytes, done = std::move(done)](
+          beast::error_code ec, std::size_t n) {
+        ex->bytes_received = header_bytes + n;
+        if (ec) {
+          self->Fail(ex, ec, true, done);
+          return;
+        }
+        ex->done = Clock::now();
+        const auto& res = parser->get();
+        ex->status = res.result_int();
+        ex->keep_alive = res.keep_alive();
+        if (ex->status < 200 || ex->status > 299) ex->failure = Failure::kBadStatus;
+        if (!ex->keep_alive) self->Close();
+        done(*ex);
       });
 }
 

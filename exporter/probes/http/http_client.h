@@ -11,6 +11,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
 
 namespace podnet::probes::http {
@@ -76,6 +78,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
  private:
   void ReadResponse(std::shared_ptr<Exchange> ex, std::function<void(const Exchange&)> done);
+  using Parser = boost::beast::http::response_parser<boost::beast::http::string_body>;
+  void ReadBody(std::shared_ptr<Exchange> ex, std::shared_ptr<Parser> parser,
+                std::function<void(const Exchange&)> done);
   void Fail(std::shared_ptr<Exchange> ex, const boost::system::error_code& ec, bool got_bytes,
             const std::function<void(const Exchange&)>& done);
 

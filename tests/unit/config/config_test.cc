@@ -390,8 +390,17 @@ std::vector<InvalidCase> InvalidCases() {
       {"self_name_from_unset_variable", "self:\n  name: ${POD_NAME}\n  node: node-a\n",
        "test.yaml:2:9: self.name: ", "required and must not be empty"},
       // Sections documented in DESIGN.md but not built yet.
-      {"probes_http_not_supported", kSelf + "probes:\n  http: {interval: 30s}\n",
-       "test.yaml:5:3: probes.http: ", "not supported yet"},
+      // probes.http.
+      {"http_round_longer_than_interval", kSelf + "probes:\n  http: {interval: 2s, duration: 2s}\n",
+       "test.yaml:5:9: probes.http: ", "a round lasts modes*(duration + timeout)"},
+      {"http_unknown_mode", kSelf + "probes:\n  http: {modes: [keepalive, pipelined]}\n",
+       "test.yaml:5:29: probes.http.modes[1]: ", "must be \"keepalive\" or \"new_connection\""},
+      {"http_duplicate_mode", kSelf + "probes:\n  http: {modes: [keepalive, keepalive]}\n",
+       "test.yaml:5:29: probes.http.modes[1]: ", "duplicate mode"},
+      {"http_zero_qps", kSelf + "probes:\n  http: {qps: 0}\n",
+       "test.yaml:5:15: probes.http.qps: ", "must be from 1 to 10000, got 0"},
+      {"http_path_without_slash", kSelf + "probes:\n  http: {path: echo}\n",
+       "test.yaml:5:16: probes.http.path: ", "must be a request path starting with /"},
       {"probes_burst_not_supported", kSelf + "probes:\n  burst: {interval: 15m}\n",
        "test.yaml:5:3: probes.burst: ", "not supported yet"},
       {"probes_dns_not_supported", kSelf + "probes:\n  dns: {interval: 30s}\n",
@@ -511,6 +520,30 @@ TEST(ConfigTest, ShippedDefaultConfigLoads) {
                                          {"POD_ZONE", "ap-northeast-2a"}}));
   ASSERT_TRUE(k.ok()) << Dump(k.errors);
   EXPECT_EQ(k.config->self, (Self{"podnet-x1", "ip-10-0-1-1", "ap-northeast-2a"}));
+}
+
+TEST(ConfigTest, HttpSectionParses) {
+  LoadResult r = Parse(kSelf + "probes:\n  http: {interval: 10s, duration: 1s, qps: 50, "
+                               "connections: 2, modes: [new_connection], timeout: 500ms, "
+                               "path: /podnet/info, max_body_bytes: 1KiB}\n",
+                       "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  ASSERT_TRUE(r.config->http.has_value());
+  const auto& h = *r.config->http;
+  EXPECT_EQ(h.interval, std::chrono::seconds(10));
+  EXPECT_EQ(h.duration, std::chrono::seconds(1));
+  EXPECT_EQ(h.qps, 50);
+  EXPECT_EQ(h.connections, 2);
+  EXPECT_FALSE(h.keepalive);
+  EXPECT_TRUE(h.new_connection);
+  EXPECT_EQ(h.timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(h.path, "/podnet/info");
+  EXPECT_EQ(h.max_body_bytes, 1024u);
+  // Defaults (DESIGN.md): both modes, 100 qps over 4 connections for 2 s every 30 s.
+  LoadResult d = Parse(kSelf + "probes:\n  http: {}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(d.ok()) << Dump(d.errors);
+  EXPECT_TRUE(d.config->http->keepalive && d.config->http->new_connection);
+  EXPECT_EQ(d.config->http->qps, 100);
 }
 
 TEST(ConfigTest, LoadFileMissing) {
