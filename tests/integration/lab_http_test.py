@@ -87,7 +87,7 @@ def counter(samples, name, **want):
     return sum(v for _, v in select(samples, name, **want))
 
 
-def write_client_config(path):
+def write_client_config(path, faults):
     text = ("listen_address: \"0.0.0.0:9479\"\n"
             "self: { name: client, node: node-a, zone: zone-a }\n"
             "peers:\n  static:\n"
@@ -95,7 +95,7 @@ def write_client_config(path):
             "    - { name: zone, address: %s, node: node-b, zone: zone-a }\n"
             "    - { name: cross, address: %s, node: node-c, zone: zone-b }\n"
             % (ADDR["same"], ADDR["zone"], ADDR["cross"]))
-    for name, (offset, _) in FAULTS.items():
+    for name, (offset, _) in (FAULTS.items() if faults else []):
         port = FAULT_BASE_PORT + (offset if offset is not None else 90)
         text += ("    - { name: %s, address: %s, port: %d, node: node-a, zone: zone-a }\n"
                  % (name, ADDR["same"], port))
@@ -119,14 +119,14 @@ def scenario(args, tmp):
                                    "--host", ADDR["same"], "--base-port", str(FAULT_BASE_PORT),
                                    "--seconds", "120"], os.path.join(tmp, "faults.log"))
     client_cfg = os.path.join(tmp, "client.yaml")
-    write_client_config(client_cfg)
+    write_client_config(client_cfg, faults=False)
     for name in ("same", "zone", "cross"):
         lab.wait_for(lambda n=name: lab.http(NS[n], "http://127.0.0.1:9479/-/ready")[0] == 200,
                      20, "%s exporter ready" % name)
     lab.wait_for(lambda: "ready" in open(os.path.join(tmp, "faults.log")).read(), 10,
                  "fault server ready")
-    lab.start(NS["client"], [args.exporter, "--config.file=" + client_cfg],
-              os.path.join(tmp, "client.log"))
+    client = lab.start(NS["client"], [args.exporter, "--config.file=" + client_cfg],
+                       os.path.join(tmp, "client.log"))
     lab.wait_for(lambda: lab.http(NS["client"], "http://127.0.0.1:9479/-/ready")[0] == 200, 20,
                  "client exporter ready")
 
@@ -135,7 +135,7 @@ def scenario(args, tmp):
         ping[name], loss = lab.ping_avg_ms(NS["client"], ADDR[name])
     lab.log("ping avg ms: " + ", ".join("%s=%.3f" % (k, v) for k, v in ping.items()))
 
-    # Two rounds per peer (each round: 2 s keep-alive, then 2 s new_connection).
+    # Phase 1, healthy peers only: two rounds per peer (each round: 2 s keep-alive, then 2 s new_connection).
     time.sleep(2 * INTERVAL_S + 1)
     code, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
     check(code == 200, "/metrics answers 200")
@@ -170,6 +170,12 @@ def scenario(args, tmp):
     else:
         check(False, "HTTP latency for every path: %s %s" % (ka, new))
 
+    # Phase 2: the fault peers join (SIGHUP reload) while the healthy ones go on being probed.
+    write_client_config(client_cfg, faults=True)
+    os.kill(client.pid, signal.SIGHUP)  # `ip netns exec` exec()s: the pid is the exporter's
+    time.sleep(2 * INTERVAL_S + 1)
+    _, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
+    first = parse_metrics(body)
     for name, (_, reason) in FAULTS.items():
         n = counter(first, "podnet_probe_errors_total", peer=name, probe="http", reason=reason)
         others = {l["reason"]: v for l, v in select(first, "podnet_probe_errors_total",
