@@ -13,6 +13,7 @@
 #include "exporter/config/config.h"
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/probe.h"
+#include "exporter/responders/grpc_health.h"
 #include "exporter/responders/http_server.h"
 #include "exporter/responders/udp_echo.h"
 #include "exporter/scheduler/scheduler.h"
@@ -64,6 +65,9 @@ class App {
 
   std::unique_ptr<responders::HttpServer> http_;
   std::unique_ptr<responders::UdpEchoResponder> udp_echo_;
+#ifdef PODNET_WITH_GRPC
+  std::unique_ptr<responders::GrpcHealthServer> grpc_health_;  // responders.grpc, if set
+#endif
   std::atomic<bool> ready_{false};
 };
 

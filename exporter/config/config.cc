@@ -14,6 +14,7 @@ namespace podnet::config {
 using probes::rtt::RttOptions;
 using probes::rtt::RttProtocol;
 using probes::http::HttpOptions;
+using probes::grpc::GrpcOptions;
 
 
 std::string Error::ToString() const {
@@ -182,8 +183,30 @@ void DecodeSelf(Decoder& d, const YAML::Node& root, const YAML::Node& n, Config&
   }
 }
 
+// Without gRPC in the build, a configuration that asks for it must fail, not be ignored.
+bool GrpcBuilt(Decoder& d, const YAML::Node& n, const std::string& path) {
+#ifdef PODNET_WITH_GRPC
+  return true;
+#else
+  d.Fail(n, path, "not supported by this build (built with -DPODNET_WITH_GRPC=OFF)");
+  return false;
+#endif
+}
+
+void DecodeGrpcResponder(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "responders.grpc";
+  if (!n.IsDefined() || !GrpcBuilt(d, n, base) || !d.CheckMap(n, base, {"listen_address"})) {
+    return;
+  }
+  c.grpc_listen_address = net::HostPort{boost::asio::ip::address_v4::any(), 9480};
+  if (const YAML::Node la = n["listen_address"]; la.IsDefined()) {
+    if (auto hp = d.ListenAddress(la, base + ".listen_address")) c.grpc_listen_address = *hp;
+  }
+}
+
 void DecodeResponders(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "responders", {"udp_echo"})) return;
+  if (!n.IsDefined() || !d.CheckMap(n, "responders", {"udp_echo", "grpc"})) return;
+  DecodeGrpcResponder(d, n["grpc"], c);
   const YAML::Node echo = n["udp_echo"];
   if (!echo.IsDefined() || !d.CheckMap(echo, "responders.udp_echo", {"listen_address"})) return;
   if (const YAML::Node la = echo["listen_address"]; la.IsDefined()) {
@@ -398,8 +421,40 @@ void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
   c.http = o;
 }
 
+void DecodeGrpc(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "probes.grpc";
+  if (!GrpcBuilt(d, n, base) ||
+      !d.CheckMap(n, base, {"interval", "count", "spacing", "timeout", "port"})) {
+    return;
+  }
+  GrpcOptions o;
+  for (auto [key, out] : {std::pair<const char*, Duration*>{"interval", &o.interval},
+                          std::pair<const char*, Duration*>{"spacing", &o.spacing},
+                          std::pair<const char*, Duration*>{"timeout", &o.timeout}}) {
+    if (const YAML::Node v = n[key]; v.IsDefined()) {
+      if (auto dur = d.PositiveDuration(v, base + "." + key)) *out = *dur;
+    }
+  }
+  if (const YAML::Node v = n["count"]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + ".count", 1, 1000)) o.count = static_cast<int>(*i);
+  }
+  if (const YAML::Node v = n["port"]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + ".port", 1, 65535)) o.port = static_cast<std::uint16_t>(*i);
+  }
+  std::int64_t round_ns = 0;
+  bool overflow =
+      __builtin_mul_overflow(o.spacing.count(), std::int64_t{o.count - 1}, &round_ns) ||
+      __builtin_add_overflow(round_ns, o.timeout.count(), &round_ns);
+  if (overflow || Duration(round_ns) > o.interval) {
+    d.Fail(n, base, "a round lasts (count-1)*spacing + timeout, longer than interval " +
+                        FormatDuration(o.interval));
+  }
+  c.grpc = o;
+}
+
 void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt", "http"})) return;
+  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt", "http", "grpc"})) return;
+  if (const YAML::Node grpc = n["grpc"]; grpc.IsDefined()) DecodeGrpc(d, grpc, c);
   if (const YAML::Node rtt = n["rtt"]; rtt.IsDefined()) DecodeRtt(d, rtt, c);
   if (const YAML::Node http = n["http"]; http.IsDefined()) DecodeHttp(d, http, c);
 }

@@ -9,6 +9,7 @@
 #include "exporter/config/env.h"
 #include "exporter/config/units.h"
 #include "exporter/net/address.h"
+#include "exporter/probes/grpc/grpc_options.h"
 #include "exporter/probes/http/http_options.h"
 #include "exporter/probes/rtt/rtt_options.h"
 
@@ -43,6 +44,8 @@ struct Config {
   std::vector<StaticPeer> static_peers;
   std::optional<probes::rtt::RttOptions> rtt;  // probes.rtt; absent = off
   std::optional<probes::http::HttpOptions> http;  // probes.http; absent = off
+  std::optional<probes::grpc::GrpcOptions> grpc;  // probes.grpc; absent = off
+  std::optional<net::HostPort> grpc_listen_address;  // responders.grpc; absent = off
 };
 
 /// One problem found in a configuration file, e.g.

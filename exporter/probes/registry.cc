@@ -1,14 +1,17 @@
 #include "exporter/probes/registry.h"
 
-#include <array>
+#include <vector>
 
 #include "exporter/probes/http/http_probe.h"
+#ifdef PODNET_WITH_GRPC
+#include "exporter/probes/grpc/grpc_probe.h"
+#endif
 #include "exporter/probes/rtt/rtt_probe.h"
 
 namespace podnet::probes {
 
 std::span<const ProbeKindEntry> ProbeKinds() {
-  static const std::array<ProbeKindEntry, 2> kKinds{{
+  static const std::vector<ProbeKindEntry> kKinds{
       {"rtt",
        [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
          if (!c.rtt) return nullptr;
@@ -21,7 +24,15 @@ std::span<const ProbeKindEntry> ProbeKinds() {
          return http::MakeHttpKind(*c.http, env);
        },
        [](const config::Config& a, const config::Config& b) { return a.http != b.http; }},
-  }};
+#ifdef PODNET_WITH_GRPC
+      {"grpc",
+       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
+         if (!c.grpc) return nullptr;
+         return grpc::MakeGrpcKind(*c.grpc, env);
+       },
+       [](const config::Config& a, const config::Config& b) { return a.grpc != b.grpc; }},
+#endif
+  };
   return kKinds;
 }
 
