@@ -546,6 +546,28 @@ TEST(ConfigTest, HttpSectionParses) {
   EXPECT_EQ(d.config->http->qps, 100);
 }
 
+TEST(ConfigTest, GrpcSectionsParse) {
+  LoadResult r = Parse(kSelf + "responders:\n  grpc: {listen_address: \"127.0.0.1:9555\"}\n"
+                               "probes:\n  grpc: {interval: 5s, count: 4, spacing: 50ms, "
+                               "timeout: 500ms, port: 9555}\n",
+                       "test.yaml", FakeEnv({}));
+#ifdef PODNET_WITH_GRPC
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  ASSERT_TRUE(r.config->grpc.has_value());
+  EXPECT_EQ(r.config->grpc->count, 4);
+  EXPECT_EQ(r.config->grpc->port, 9555);
+  ASSERT_TRUE(r.config->grpc_listen_address.has_value());
+  EXPECT_EQ(r.config->grpc_listen_address->port, 9555);
+  LoadResult bad = Parse(kSelf + "probes:\n  grpc: {interval: 1s, count: 20, spacing: 100ms}\n",
+                         "test.yaml", FakeEnv({}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(Dump(bad.errors).find("probes.grpc: a round lasts"), std::string::npos);
+#else
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(Dump(r.errors).find("not supported by this build"), std::string::npos);
+#endif
+}
+
 TEST(ConfigTest, LoadFileMissing) {
   const std::string path = "/nonexistent-podnet-dir/podnet.yaml";
   LoadResult r = LoadFile(path, FakeEnv({}));
