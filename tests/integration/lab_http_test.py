@@ -8,6 +8,7 @@ zone and cross zone (behind user-space delay lines). The peers run podnet-export
   - keep-alive p50 is ordered same_node < same_zone < cross_zone;
   - on every path, new_connection p50 exceeds keep-alive p50 by at least one RTT of that path
     (iputils ping, same run: the TCP handshake costs one round trip);
+  - gRPC health checks (grpc.health.v1.Health/Check) answered SERVING, p50 ladder ordered;
   - faults, each on its own port of a misbehaving server (http_fault_server.py) in the
     same-node Pod, each with its reason counter, while the healthy peers go on being probed:
     refused, timeout (never answers), reset (mid-response), bad_status (500),
@@ -101,7 +102,8 @@ def write_client_config(path, faults):
                  % (name, ADDR["same"], port))
     text += ("probes:\n  http: { interval: %ds, duration: 2s, qps: 100, connections: 4, "
              "timeout: 500ms, max_body_bytes: 64KiB, modes: [keepalive, new_connection] }\n"
-             % INTERVAL_S)
+             "  grpc: { interval: %ds, count: 50, spacing: 20ms, timeout: 500ms, port: 9480 }\n"
+             % (INTERVAL_S, INTERVAL_S))
     with open(path, "w") as f:
         f.write(text)
 
@@ -111,7 +113,9 @@ def scenario(args, tmp):
     for name in ("same", "zone", "cross"):
         cfg = os.path.join(tmp, name + ".yaml")
         with open(cfg, "w") as f:
-            f.write("self: { name: %s, node: n-%s, zone: z }\n" % (name, name))
+            f.write("self: { name: %s, node: n-%s, zone: z }\n"
+                    "responders: { grpc: { listen_address: \"0.0.0.0:9480\" } }\n"
+                    % (name, name))
         lab.start(NS[name], [args.exporter, "--config.file=" + cfg],
                   os.path.join(tmp, name + ".log"))
     fault = lab.start(NS["same"], [sys.executable,
@@ -169,6 +173,17 @@ def scenario(args, tmp):
                   % (path, (new[name] - ka[name]) * 1e3, ping[name]))
     else:
         check(False, "HTTP latency for every path: %s %s" % (ka, new))
+    grpc50 = {}
+    for name, path in PATH_OF.items():
+        grpc50[name] = quantile(first, "podnet_grpc_request_duration_seconds", 0.5, peer=name)
+        ok = counter(first, "podnet_grpc_requests_total", peer=name, code="OK")
+        lab.log("%-10s gRPC health p50 %.3f ms (%d OK)" % (path, (grpc50[name] or 0) * 1e3, ok))
+        check(ok >= 50 and counter(first, "podnet_probe_errors_total", peer=name, probe="grpc") == 0,
+              "%s: gRPC health checks answered SERVING (%d)" % (path, ok))
+    if all(grpc50.values()):
+        check(grpc50["same"] < grpc50["zone"] < grpc50["cross"],
+              "gRPC p50 ladder same_node < same_zone < cross_zone: %.3f < %.3f < %.3f ms"
+              % tuple(grpc50[n] * 1e3 for n in ("same", "zone", "cross")))
 
     # Phase 2: the fault peers join (SIGHUP reload) while the healthy ones go on being probed.
     write_client_config(client_cfg, faults=True)
