@@ -23,7 +23,7 @@ double UnixNow() {
 // About 75 bytes, like the reference run's echo server: small enough that a request's latency
 // is the network's and the server's, not the transfer's.
 constexpr char kEchoBody[] =
-    "podnet-exporter echo: this body is a fixed 75 bytes for latency probes.\n";
+    "podnet-exporter echo: this body is a fixed 75 bytes for the latency probe.\n";
 
 std::string LandingPage() {
   return std::string(R"(<!doctype html>
