@@ -342,6 +342,24 @@ void DecodeRtt(Decoder& d, const YAML::Node& n, Config& c) {
   c.rtt = o;
 }
 
+// Optional keys of a probe section: each one present is decoded into its field.
+void OptionalDurations(Decoder& d, const YAML::Node& n, const std::string& base,
+                       std::initializer_list<std::pair<const char*, Duration*>> fields) {
+  for (auto [key, out] : fields) {
+    if (const YAML::Node v = n[key]; v.IsDefined()) {
+      if (auto dur = d.PositiveDuration(v, base + "." + key)) *out = *dur;
+    }
+  }
+}
+
+template <typename T>
+void OptionalInteger(Decoder& d, const YAML::Node& n, const std::string& base, const char* key,
+                     long long min, long long max, T* out) {
+  if (const YAML::Node v = n[key]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + "." + key, min, max)) *out = static_cast<T>(*i);
+  }
+}
+
 void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
   const std::string base = "probes.http";
   if (!d.CheckMap(n, base, {"interval", "duration", "qps", "connections", "modes", "timeout",
@@ -349,19 +367,10 @@ void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
     return;
   }
   HttpOptions o;
-  for (auto [key, out] : {std::pair<const char*, Duration*>{"interval", &o.interval},
-                          std::pair<const char*, Duration*>{"duration", &o.duration},
-                          std::pair<const char*, Duration*>{"timeout", &o.timeout}}) {
-    if (const YAML::Node v = n[key]; v.IsDefined()) {
-      if (auto dur = d.PositiveDuration(v, base + "." + key)) *out = *dur;
-    }
-  }
-  if (const YAML::Node v = n["qps"]; v.IsDefined()) {
-    if (auto i = d.Integer(v, base + ".qps", 1, 10000)) o.qps = static_cast<int>(*i);
-  }
-  if (const YAML::Node v = n["connections"]; v.IsDefined()) {
-    if (auto i = d.Integer(v, base + ".connections", 1, 64)) o.connections = static_cast<int>(*i);
-  }
+  OptionalDurations(d, n, base,
+                    {{"interval", &o.interval}, {"duration", &o.duration}, {"timeout", &o.timeout}});
+  OptionalInteger(d, n, base, "qps", 1, 10000, &o.qps);
+  OptionalInteger(d, n, base, "connections", 1, 64, &o.connections);
   if (const YAML::Node v = n["modes"]; v.IsDefined()) {
     if (!v.IsSequence() || v.size() == 0) {
       d.Fail(v, base + ".modes", "must be a non-empty list of keepalive, new_connection");
@@ -428,19 +437,10 @@ void DecodeGrpc(Decoder& d, const YAML::Node& n, Config& c) {
     return;
   }
   GrpcOptions o;
-  for (auto [key, out] : {std::pair<const char*, Duration*>{"interval", &o.interval},
-                          std::pair<const char*, Duration*>{"spacing", &o.spacing},
-                          std::pair<const char*, Duration*>{"timeout", &o.timeout}}) {
-    if (const YAML::Node v = n[key]; v.IsDefined()) {
-      if (auto dur = d.PositiveDuration(v, base + "." + key)) *out = *dur;
-    }
-  }
-  if (const YAML::Node v = n["count"]; v.IsDefined()) {
-    if (auto i = d.Integer(v, base + ".count", 1, 1000)) o.count = static_cast<int>(*i);
-  }
-  if (const YAML::Node v = n["port"]; v.IsDefined()) {
-    if (auto i = d.Integer(v, base + ".port", 1, 65535)) o.port = static_cast<std::uint16_t>(*i);
-  }
+  OptionalDurations(d, n, base,
+                    {{"interval", &o.interval}, {"spacing", &o.spacing}, {"timeout", &o.timeout}});
+  OptionalInteger(d, n, base, "count", 1, 1000, &o.count);
+  OptionalInteger(d, n, base, "port", 1, 65535, &o.port);
   std::int64_t round_ns = 0;
   bool overflow =
       __builtin_mul_overflow(o.spacing.count(), std::int64_t{o.count - 1}, &round_ns) ||
