@@ -1,11 +1,11 @@
 #include "exporter/responders/grpc_health.h"
 
-#include <chrono>
-#include <stdexcept>
-
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+
+#include <chrono>
+#include <stdexcept>
 
 namespace podnet::responders {
 

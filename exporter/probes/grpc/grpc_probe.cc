@@ -1,15 +1,15 @@
 #include "exporter/probes/grpc/grpc_probe.h"
 
-#include <algorithm>
-#include <cctype>
-#include <mutex>
-#include <vector>
-
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cctype>
+#include <mutex>
+#include <vector>
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/address.h"
@@ -167,23 +167,22 @@ class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<Grpc
     auto call = std::make_shared<Call>();
     ::grpc::Slice empty("");  // HealthCheckRequest{service: ""} encodes to zero bytes
     call->request = ::grpc::ByteBuffer(&empty, 1);
-    call->ctx.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                               o.timeout));
+    call->ctx.set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(o.timeout));
     call->start = Clock::now();
     in_flight_.push_back(call);
     ++sent_;
-    stub_->UnaryCall(&call->ctx, kCheckMethod, ::grpc::StubOptions(), &call->request,
-                     &call->response,
-                     [outlet = outlet_, weak = weak_from_this(), gen = gen_,
-                      call](::grpc::Status status) {
-                       auto end = Clock::now();
-                       std::lock_guard lock(outlet->mu);
-                       if (outlet->io == nullptr) return;
-                       boost::asio::post(*outlet->io, [weak, gen, call, status, end] {
-                         if (auto self = weak.lock()) self->OnDone(gen, call, status, end);
-                       });
-                     });
+    stub_->UnaryCall(
+        &call->ctx, kCheckMethod, ::grpc::StubOptions(), &call->request, &call->response,
+        [outlet = outlet_, weak = weak_from_this(), gen = gen_, call](::grpc::Status status) {
+          auto end = Clock::now();
+          std::lock_guard lock(outlet->mu);
+          if (outlet->io == nullptr) return;
+          boost::asio::post(*outlet->io, [weak, gen, call, status, end] {
+            if (auto self = weak.lock()) self->OnDone(gen, call, status, end);
+          });
+        });
     if (sent_ < o.count) {
       timer_.expires_at(start_ + o.spacing * sent_);
       timer_.async_wait([weak = weak_from_this(), gen = gen_](boost::system::error_code ec) {
@@ -205,10 +204,10 @@ class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<Grpc
   void Record(const std::shared_ptr<Call>& call, const ::grpc::Status& status,
               Clock::time_point end) {
     int code = static_cast<int>(status.error_code());
-    Counter("podnet_grpc_requests_total", "code", StatusCodeName(code));
+    CountRequest(StatusCodeName(code));
     if (!status.ok()) {
-      std::string reason = code == ::grpc::StatusCode::DEADLINE_EXCEEDED ? "timeout"
-                                                                          : StatusCodeName(code);
+      std::string reason =
+          code == ::grpc::StatusCode::DEADLINE_EXCEEDED ? "timeout" : StatusCodeName(code);
       std::transform(reason.begin(), reason.end(), reason.begin(),
                      [](unsigned char c) { return std::tolower(c); });
       CountError(reason);
@@ -231,9 +230,9 @@ class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<Grpc
     }
   }
 
-  void Counter(const char* family, const char* label, const std::string& value) {
+  void CountRequest(const char* code) {
     auto l = labels_;
-    l[label] = value;
+    l["code"] = code;
     series_->Add(kind_->families().requests, l).Increment();
   }
 

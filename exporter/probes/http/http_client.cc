@@ -1,9 +1,8 @@
 #include "exporter/probes/http/http_client.h"
 
-#include <sstream>
-
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
+#include <sstream>
 
 #include "podnet/version.h"
 
@@ -71,8 +70,7 @@ Failure Classify(const boost::system::error_code& ec, bool got_bytes) {
 
 namespace {
 
-std::string SerializeRequest(const std::string& host, const std::string& target,
-                             bool keep_alive) {
+std::string SerializeRequest(const std::string& host, const std::string& target, bool keep_alive) {
   bhttp::request<bhttp::empty_body> req{bhttp::verb::get, target, 11};
   req.set(bhttp::field::host, host);
   req.set(bhttp::field::user_agent, std::string("podnet-exporter/") + kVersion);
@@ -99,17 +97,17 @@ HttpConnection::HttpConnection(asio::io_context& io, tcp::endpoint peer, std::st
 void HttpConnection::Connect(Clock::time_point deadline,
                              std::function<void(Failure, Clock::time_point)> done) {
   stream_.expires_at(deadline);
-  stream_.async_connect(peer_, [self = shared_from_this(), done = std::move(done)](
-                                   beast::error_code ec) {
-    auto now = Clock::now();
-    if (ec) {
-      self->Close();
-      done(Classify(ec, false), now);
-      return;
-    }
-    self->stream_.socket().set_option(tcp::no_delay(true), ec);
-    done(Failure::kNone, now);
-  });
+  stream_.async_connect(peer_,
+                        [self = shared_from_this(), done = std::move(done)](beast::error_code ec) {
+                          auto now = Clock::now();
+                          if (ec) {
+                            self->Close();
+                            done(Classify(ec, false), now);
+                            return;
+                          }
+                          self->stream_.socket().set_option(tcp::no_delay(true), ec);
+                          done(Failure::kNone, now);
+                        });
 }
 
 void HttpConnection::Request(bool keep_alive, Clock::time_point deadline,
@@ -120,8 +118,8 @@ void HttpConnection::Request(bool keep_alive, Clock::time_point deadline,
   buffer_.clear();
   ex->sent = Clock::now();
   asio::async_write(stream_, asio::buffer(req),
-                    [self = shared_from_this(), ex, done = std::move(done)](
-                        beast::error_code ec, std::size_t n) mutable {
+                    [self = shared_from_this(), ex, done = std::move(done)](beast::error_code ec,
+                                                                            std::size_t n) mutable {
                       ex->bytes_sent = n;
                       if (ec) {
                         self->Fail(ex, ec, false, done);
@@ -136,9 +134,8 @@ void HttpConnection::ReadResponse(std::shared_ptr<Exchange> ex,
   // The first read is a plain one so that the time to first byte is when it completes; the
   // parser then takes what it read from the buffer and reads the rest.
   stream_.async_read_some(
-      buffer_.prepare(4096),
-      [self = shared_from_this(), ex, done = std::move(done)](beast::error_code ec,
-                                                              std::size_t n) mutable {
+      buffer_.prepare(4096), [self = shared_from_this(), ex, done = std::move(done)](
+                                 beast::error_code ec, std::size_t n) mutable {
         ex->first_byte = Clock::now();
         if (ec) {
           self->Fail(ex, ec, false, done);
@@ -151,48 +148,46 @@ void HttpConnection::ReadResponse(std::shared_ptr<Exchange> ex,
         parser->body_limit(self->max_body_bytes_);
         // Header first: Beast 1.74 lets a Content-Length over body_limit through when the
         // header and part of the body arrive in one read (eager parse), so it is checked here.
-        bhttp::async_read_header(
-            self->stream_, self->buffer_, *parser,
-            [self, ex, parser, done = std::move(done)](beast::error_code ec,
-                                                       std::size_t n) mutable {
-              ex->bytes_received = std::max(ex->bytes_received, n);
-              if (!ec && parser->content_length() &&
-                  *parser->content_length() > self->max_body_bytes_) {
-                ec = bhttp::error::body_limit;
-              }
-              if (ec) {
-                self->Fail(ex, ec, true, done);
-                return;
-              }
-              self->ReadBody(ex, parser, std::move(done));
-            });
+        bhttp::async_read_header(self->stream_, self->buffer_, *parser,
+                                 [self, ex, parser, done = std::move(done)](beast::error_code ec,
+                                                                            std::size_t n) mutable {
+                                   ex->bytes_received = std::max(ex->bytes_received, n);
+                                   if (!ec && parser->content_length() &&
+                                       *parser->content_length() > self->max_body_bytes_) {
+                                     ec = bhttp::error::body_limit;
+                                   }
+                                   if (ec) {
+                                     self->Fail(ex, ec, true, done);
+                                     return;
+                                   }
+                                   self->ReadBody(ex, parser, std::move(done));
+                                 });
       });
 }
 
 void HttpConnection::ReadBody(std::shared_ptr<Exchange> ex, std::shared_ptr<Parser> parser,
                               std::function<void(const Exchange&)> done) {
   std::size_t header_bytes = ex->bytes_received;
-  bhttp::async_read(
-      stream_, buffer_, *parser,
-      [self = shared_from_this(), ex, parser, header_bytes, done = std::move(done)](
-          beast::error_code ec, std::size_t n) {
-        ex->bytes_received = header_bytes + n;
-        if (ec) {
-          self->Fail(ex, ec, true, done);
-          return;
-        }
-        ex->done = Clock::now();
-        const auto& res = parser->get();
-        ex->status = res.result_int();
-        ex->keep_alive = res.keep_alive();
-        if (ex->status < 200 || ex->status > 299) ex->failure = Failure::kBadStatus;
-        if (!ex->keep_alive) self->Close();
-        done(*ex);
-      });
+  bhttp::async_read(stream_, buffer_, *parser,
+                    [self = shared_from_this(), ex, parser, header_bytes, done = std::move(done)](
+                        beast::error_code ec, std::size_t n) {
+                      ex->bytes_received = header_bytes + n;
+                      if (ec) {
+                        self->Fail(ex, ec, true, done);
+                        return;
+                      }
+                      ex->done = Clock::now();
+                      const auto& res = parser->get();
+                      ex->status = res.result_int();
+                      ex->keep_alive = res.keep_alive();
+                      if (ex->status < 200 || ex->status > 299) ex->failure = Failure::kBadStatus;
+                      if (!ex->keep_alive) self->Close();
+                      done(*ex);
+                    });
 }
 
-void HttpConnection::Fail(std::shared_ptr<Exchange> ex, const beast::error_code& ec,
-                          bool got_bytes, const std::function<void(const Exchange&)>& done) {
+void HttpConnection::Fail(std::shared_ptr<Exchange> ex, const beast::error_code& ec, bool got_bytes,
+                          const std::function<void(const Exchange&)>& done) {
   ex->done = Clock::now();
   ex->failure = Classify(ec, got_bytes);
   ex->status = 0;

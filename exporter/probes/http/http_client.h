@@ -1,12 +1,5 @@
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -14,6 +7,12 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
 
 namespace podnet::probes::http {
 
@@ -46,8 +45,8 @@ Failure Classify(const boost::system::error_code& ec, bool got_bytes);
 /// One request's outcome and phase times.
 struct Exchange {
   Failure failure = Failure::kNone;
-  int status = 0;            // HTTP status of a complete response; 0 without one
-  Clock::time_point sent{};  // just before the request was written
+  int status = 0;                  // HTTP status of a complete response; 0 without one
+  Clock::time_point sent{};        // just before the request was written
   Clock::time_point first_byte{};  // the first response byte was read (when status != 0)
   Clock::time_point done{};        // the response was complete, or the request failed
   std::size_t bytes_sent = 0;      // TCP payload bytes: request
@@ -61,12 +60,11 @@ struct Exchange {
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   /// `host` is the Host header value; `target` the request target ("/echo").
-  HttpConnection(boost::asio::io_context& io, boost::asio::ip::tcp::endpoint peer,
-                 std::string host, std::string target, std::uint64_t max_body_bytes);
+  HttpConnection(boost::asio::io_context& io, boost::asio::ip::tcp::endpoint peer, std::string host,
+                 std::string target, std::uint64_t max_body_bytes);
 
   /// TCP connect (TCP_NODELAY set after it). `done(failure, connected_at)`.
-  void Connect(Clock::time_point deadline,
-               std::function<void(Failure, Clock::time_point)> done);
+  void Connect(Clock::time_point deadline, std::function<void(Failure, Clock::time_point)> done);
 
   /// GET target with "Connection: keep-alive" or "close"; reads one whole response.
   /// On any failure the connection is closed.

@@ -1,15 +1,14 @@
 #include "exporter/probes/http/http_probe.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <map>
 #include <optional>
 #include <vector>
-
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/address.h"
@@ -142,9 +141,7 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
     SlotState state = SlotState::kClosed;
   };
 
-  static const char* ModeLabel(bool new_connection) {
-    return new_connection ? "new" : "keepalive";
-  }
+  static const char* ModeLabel(bool new_connection) { return new_connection ? "new" : "keepalive"; }
 
   // One mode's timed run: requests 0..n_-1 at t0_ + i/qps.
   void StartMode(Clock::time_point scheduled) {
@@ -385,8 +382,8 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
   std::function<void()> done_;
   std::vector<bool> modes_;  // true = keepalive, in run order
   std::size_t next_mode_ = 0;
-  bool keepalive_ = true;    // the mode running now
-  std::uint64_t gen_ = 0;    // bumped per mode run and on cancel: stale callbacks are ignored
+  bool keepalive_ = true;  // the mode running now
+  std::uint64_t gen_ = 0;  // bumped per mode run and on cancel: stale callbacks are ignored
   Clock::time_point t0_{};
   long long n_ = 0;
   long long next_index_ = 0;

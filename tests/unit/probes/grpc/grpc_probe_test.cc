@@ -1,12 +1,12 @@
 #include "exporter/probes/grpc/grpc_probe.h"
 
-#include <chrono>
-#include <memory>
-#include <vector>
+#include <gtest/gtest.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <gtest/gtest.h>
+#include <chrono>
+#include <memory>
+#include <vector>
 
 #include "exporter/metrics/metrics.h"
 #include "exporter/responders/grpc_health.h"
@@ -22,12 +22,12 @@ using podnet::testing::FindSeries;
 const config::Self kSelf{"probe-a", "node-1", "zone-a"};
 
 TEST(GrpcHealthDecodeTest, ReadsTheServingStatus) {
-  EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{}), 0);          // UNKNOWN (default)
+  EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{}), 0);            // UNKNOWN (default)
   EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{0x08, 0x01}), 1);  // SERVING
   EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{0x08, 0x02}), 2);  // NOT_SERVING
   EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{0x10, 0x05, 0x08, 0x01}), 1);
   EXPECT_FALSE(DecodeHealthStatus(std::vector<std::uint8_t>{0x0a, 0x01, 0x41}));  // bytes field
-  EXPECT_FALSE(DecodeHealthStatus(std::vector<std::uint8_t>{0x08, 0x81}));  // cut varint
+  EXPECT_FALSE(DecodeHealthStatus(std::vector<std::uint8_t>{0x08, 0x81}));        // cut varint
   EXPECT_STREQ(StatusCodeName(4), "DEADLINE_EXCEEDED");
   EXPECT_STREQ(StatusCodeName(14), "UNAVAILABLE");
 }

@@ -1,20 +1,19 @@
 #include "exporter/probes/http/http_probe.h"
 
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/http/error.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/beast/http/error.hpp>
-#include <gtest/gtest.h>
 
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/http/http_client.h"
@@ -97,7 +96,9 @@ class FaultServer {
       return;
     }
     if (mode_ == "500") {
-      Send(c, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: close\r\n\r\nerr\n");
+      Send(c,
+           "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: "
+           "close\r\n\r\nerr\n");
     } else if (mode_ == "garbage") {
       Send(c, "this is not http at all\r\n\r\n");
     } else if (mode_ == "big") {
@@ -150,7 +151,9 @@ class HttpProbeTest : public ::testing::Test {
     return done == 1;
   }
 
-  prometheus::Labels Labels(std::uint16_t port) { return metrics::PeerLabels(kSelf, MakePeer(port)); }
+  prometheus::Labels Labels(std::uint16_t port) {
+    return metrics::PeerLabels(kSelf, MakePeer(port));
+  }
 
   double Requests(std::uint16_t port, const char* connection, const char* code) {
     auto l = Labels(port);
@@ -184,8 +187,7 @@ TEST(HttpClassifyTest, MapsErrorsToReasons) {
   EXPECT_STREQ(FailureReason(Classify(boost::beast::error::timeout, false)), "timeout");
   EXPECT_STREQ(FailureReason(Classify(boost::beast::error::timeout, true)), "slow_response");
   EXPECT_STREQ(FailureReason(Classify(asio::error::connection_reset, true)), "reset");
-  EXPECT_STREQ(FailureReason(Classify(boost::beast::http::error::partial_message, true)),
-               "closed");
+  EXPECT_STREQ(FailureReason(Classify(boost::beast::http::error::partial_message, true)), "closed");
   EXPECT_STREQ(FailureReason(Classify(boost::beast::http::error::body_limit, true)),
                "body_too_large");
   EXPECT_STREQ(FailureReason(Classify(boost::beast::http::error::bad_version, true)),
@@ -253,15 +255,18 @@ TEST_P(HttpFaultTest, CountsTheReasonAndEndsTheRound) {
   EXPECT_EQ(HistogramCount("podnet_http_request_duration_seconds", server.port(), "new"), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Faults, HttpFaultTest,
-    ::testing::Values(FaultCase{"blackhole", "timeout", "error"},
-                      FaultCase{"500", "bad_status", "500"},
-                      FaultCase{"garbage", "malformed_response", "error"},
-                      FaultCase{"big", "body_too_large", "error"},
-                      FaultCase{"reset", "reset", "error"},
-                      FaultCase{"slow", "slow_response", "error"}),
-    [](const auto& info) { return std::string(info.param.mode == std::string("500") ? "status500" : info.param.mode); });
+INSTANTIATE_TEST_SUITE_P(Faults, HttpFaultTest,
+                         ::testing::Values(FaultCase{"blackhole", "timeout", "error"},
+                                           FaultCase{"500", "bad_status", "500"},
+                                           FaultCase{"garbage", "malformed_response", "error"},
+                                           FaultCase{"big", "body_too_large", "error"},
+                                           FaultCase{"reset", "reset", "error"},
+                                           FaultCase{"slow", "slow_response", "error"}),
+                         [](const auto& info) {
+                           return std::string(info.param.mode == std::string("500")
+                                                  ? "status500"
+                                                  : info.param.mode);
+                         });
 
 TEST_F(HttpProbeTest, QueuedRequestsAreLateAndTimedFromTheirIntendedStart) {
   // One connection to a server that never answers: each request holds the connection for its
