@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Configures and builds podnet-exporter (and its tests) in ./build. Installs build dependencies
-# first. Usage: scripts/build.sh [--test]   (--test also installs the test-time peers)
+# Configures and builds podnet-exporter in ./build, installing what the build needs first.
+# Usage: scripts/build.sh          the exporter only (build dependencies)
+#        scripts/build.sh --test   also the unit tests and lab tools (and the test-time peers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tests=OFF
+if [[ "${1:-}" == "--test" ]]; then tests=ON; fi
 scripts/install-deps.sh "$@"
 generator=()
-if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
-if [[ -f build/CMakeCache.txt ]]; then
-  cmake -S . -B build >/dev/null
+if [[ ! -f build/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPODNET_BUILD_TESTS="$tests" >/dev/null
+if [[ $tests == OFF ]]; then
+  cmake --build build --parallel "$(nproc)" --target podnet-exporter
 else
-  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build --parallel "$(nproc)"
 fi
-cmake --build build --parallel "$(nproc)"

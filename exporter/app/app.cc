@@ -20,10 +20,11 @@ double UnixNow() {
       .count();
 }
 
-// About 75 bytes, like the reference run's echo server: small enough that a request's latency
-// is the network's and the server's, not the transfer's.
+// 75 bytes, like the reference run's echo server: small enough that a request's latency is the
+// network's and the server's, not the transfer's.
 constexpr char kEchoBody[] =
-    "podnet-exporter echo: this body is a fixed 75 bytes for the latency probe.\n";
+    "podnet-exporter echo: this body is a fixed 75 bytes for the latency probes\n";
+static_assert(sizeof kEchoBody - 1 == 75);
 
 std::string LandingPage() {
   return std::string(R"(<!doctype html>
@@ -76,10 +77,19 @@ int App::Run() {
   try {
     http_ = std::make_unique<responders::HttpServer>(
         serve_io_, listen, [this](const responders::HttpRequest& r) { return Route(r); });
+  } catch (const boost::system::system_error& e) {
+    spdlog::error("cannot listen for HTTP on {} (listen_address / --web.listen-address): {}",
+                  net::FormatHostPort(listen.address, listen.port), e.code().message());
+    return 1;
+  }
+  try {
     udp_echo_ = std::make_unique<responders::UdpEchoResponder>(
         serve_io_, config->udp_echo_listen_address, metrics_.registry());
   } catch (const boost::system::system_error& e) {
-    spdlog::error("cannot listen: {}", e.what());
+    spdlog::error("cannot listen for UDP echo on {} (responders.udp_echo.listen_address): {}",
+                  net::FormatHostPort(config->udp_echo_listen_address.address,
+                                      config->udp_echo_listen_address.port),
+                  e.code().message());
     return 1;
   }
 #ifdef PODNET_WITH_GRPC
@@ -130,6 +140,7 @@ int App::Run() {
 
 bool App::Reload(std::string* error) {
   auto result = config::LoadFile(options_.config_file, config::ProcessEnv());
+  for (const auto& w : result.warnings) spdlog::warn("reload: {}", w.ToString());
   if (!result.ok()) {
     std::string all;
     for (const auto& e : result.errors) {
@@ -192,7 +203,8 @@ void App::Apply(std::shared_ptr<const config::Config> next) {
 responders::HttpResponse App::Route(const responders::HttpRequest& req) {
   std::string path = req.target.substr(0, req.target.find('?'));
   bool get = req.method == "GET" || req.method == "HEAD";
-  if (path == "/metrics" && get) {
+  if (path == "/metrics") {
+    if (!get) return {405, "text/plain; charset=utf-8", "Only GET or HEAD requests allowed.\n"};
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
   }
   if (path == "/echo" && (get || req.method == "POST")) {

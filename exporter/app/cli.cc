@@ -21,7 +21,8 @@ flags:
   --version                      print the version and exit
   -h, --help                     print this help and exit
 
-exit codes: 0 ok, 2 bad flags or bad configuration.
+exit codes: 0 ok, 1 a listener cannot be bound, 2 bad flags or bad configuration.
+dns-explain is not supported yet in this version.
 SIGHUP or POST /-/reload reloads the configuration; a bad file keeps the running one.
 )";
 }

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -43,10 +46,19 @@ std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 // --config.check prints all of them in one run.
 class Decoder {
  public:
-  Decoder(std::string file, const EnvLookup& env, std::vector<Error>* errors)
-      : file_(std::move(file)), env_(env), errors_(errors) {}
+  Decoder(std::string file, const EnvLookup& env, std::vector<Error>* errors,
+          std::vector<Error>* warnings)
+      : file_(std::move(file)), env_(env), errors_(errors), warnings_(warnings) {}
 
   void Fail(const YAML::Node& at, const std::string& path, std::string message) {
+    errors_->push_back(At(at, path, std::move(message)));
+  }
+
+  void Warn(const YAML::Node& at, const std::string& path, std::string message) {
+    warnings_->push_back(At(at, path, std::move(message)));
+  }
+
+  Error At(const YAML::Node& at, const std::string& path, std::string message) {
     Error e;
     e.file = file_;
     if (at.IsDefined()) {
@@ -58,7 +70,7 @@ class Decoder {
     }
     e.key_path = path;
     e.message = std::move(message);
-    errors_->push_back(std::move(e));
+    return e;
   }
 
   // Checks that `node` is a mapping (null counts as empty) whose keys are all in `known` and
@@ -102,8 +114,12 @@ class Decoder {
       return std::nullopt;
     }
     std::string err;
-    auto v = ExpandEnv(node.Scalar(), env_, &err);
+    std::vector<std::string> unset;
+    auto v = ExpandEnv(node.Scalar(), env_, &err, &unset);
     if (!v) Fail(node, path, err);
+    for (const auto& name : unset) {
+      Warn(node, path, "environment variable " + name + " is not set; it expanded to \"\"");
+    }
     return v;
   }
 
@@ -157,6 +173,7 @@ class Decoder {
   std::string file_;
   const EnvLookup& env_;
   std::vector<Error>* errors_;
+  std::vector<Error>* warnings_;
 };
 
 void DecodeSelf(Decoder& d, const YAML::Node& root, const YAML::Node& n, Config& c) {
@@ -474,13 +491,15 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
     err.message = "malformed YAML: " + e.msg;
     if (e.msg.find("flow") != std::string::npos && text.find("${") != std::string::npos) {
       err.message += " (inside { } or [ ], quote values with ${VAR}: \"${VAR}\")";
+    } else if (text.find(": [") != std::string::npos && text.find("]:") != std::string::npos) {
+      err.message += " (quote bracketed IPv6 addresses: \"[::]:9479\")";
     }
     result.errors.push_back(std::move(err));
     return result;
   }
   auto c = std::make_shared<Config>();
   c->file = file;
-  Decoder d(file, env, &result.errors);
+  Decoder d(file, env, &result.errors, &result.warnings);
   try {
     if (!root.IsMap() && !root.IsNull()) {
       d.Fail(root, "", "the configuration must be a mapping at the top level");
@@ -502,10 +521,17 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
 }
 
 LoadResult LoadFile(const std::string& path, const EnvLookup& env) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    LoadResult r;
+    r.errors.push_back(Error{path, 0, 0, "", "cannot read the file: it is a directory"});
+    return r;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     LoadResult r;
-    r.errors.push_back(Error{path, 0, 0, "", "cannot read the file"});
+    r.errors.push_back(
+        Error{path, 0, 0, "", std::string("cannot read the file: ") + std::strerror(errno)});
     return r;
   }
   std::ostringstream buf;

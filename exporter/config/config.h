@@ -60,10 +60,12 @@ struct Error {
   std::string ToString() const;
 };
 
-/// The outcome of a load: a config, or every problem found (never both).
+/// The outcome of a load: a config, or every problem found (never both), and warnings that do
+/// not stop it (an unset environment variable expanded to "").
 struct LoadResult {
   std::shared_ptr<const Config> config;
   std::vector<Error> errors;
+  std::vector<Error> warnings;
   bool ok() const { return config != nullptr; }
 };
 
@@ -73,7 +75,8 @@ struct LoadResult {
 /// sections of probe kinds not implemented yet are errors that say so. Never throws.
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
-/// Reads `path` and calls Parse. A file that cannot be read is one Error with line 0.
+/// Reads `path` and calls Parse. A file that cannot be read (missing, a directory, no
+/// permission) is one Error with line 0 that gives the reason.
 LoadResult LoadFile(const std::string& path, const EnvLookup& env);
 
 }  // namespace podnet::config

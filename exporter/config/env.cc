@@ -20,7 +20,7 @@ bool IsNameChar(char c, bool first) {
 }  // namespace
 
 std::optional<std::string> ExpandEnv(std::string_view value, const EnvLookup& env,
-                                     std::string* error) {
+                                     std::string* error, std::vector<std::string>* unset) {
   std::string out;
   out.reserve(value.size());
   for (std::size_t i = 0; i < value.size(); ++i) {
@@ -61,6 +61,8 @@ std::optional<std::string> ExpandEnv(std::string_view value, const EnvLookup& en
       out += *fallback;
     } else if (v) {
       out += *v;
+    } else if (unset != nullptr) {
+      unset->emplace_back(name);
     }
     i = close;
   }

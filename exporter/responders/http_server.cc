@@ -128,7 +128,8 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     if (ec) {
-      int status = ec == http::error::body_limit || ec == http::error::header_limit ? 413 : 400;
+      // RFC 6585 §5: 431 for a header too large; RFC 9110: 413 for a body too large.
+      int status = ec == http::error::header_limit ? 431 : ec == http::error::body_limit ? 413 : 400;
       Reply(HttpResponse{status, "text/plain; charset=utf-8", ec.message() + "\n"}, false, 11);
       return;
     }

@@ -101,7 +101,8 @@ struct RttFamilies {
                 .Register(r)),
         sent(prometheus::BuildCounter()
                  .Name("podnet_rtt_packets_sent_total")
-                 .Help("Echo requests sent (send failures included: they are lost).")
+                 .Help("Echo requests sent, counted when their train settles (send failures "
+                       "included: they are lost).")
                  .Register(r)),
         received(prometheus::BuildCounter()
                      .Name("podnet_rtt_packets_received_total")
@@ -285,7 +286,6 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     int index = next_index_++;
     auto outcome = kind_->Send(shared_from_this(), gen_, index, *train_);
     if (series_) {
-      m_.sent->Increment();
       if (outcome.sent) {
         m_.sent_bytes->Increment(static_cast<double>(outcome.wire_bytes));
       } else {
@@ -311,6 +311,9 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
   void Finish() {
     TrainResult r = train_->Close();
     if (series_) {
+      // Sent and received move together when the train settles, so that sent − received is
+      // the loss at every scrape (counting sends as they happen shows a train in flight as lost).
+      m_.sent->Increment(r.sent);
       m_.received->Increment(r.received);
       for (double s : r.rtt_seconds) m_.rtt->Observe(s);
       auto& f = kind_->families();

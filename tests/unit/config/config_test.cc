@@ -575,7 +575,37 @@ TEST(ConfigTest, LoadFileMissing) {
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].file, path);
   EXPECT_EQ(r.errors[0].line, 0);
-  EXPECT_EQ(r.errors[0].ToString(), path + ": cannot read the file");
+  EXPECT_EQ(r.errors[0].ToString(), path + ": cannot read the file: No such file or directory");
+}
+
+TEST(ConfigTest, LoadFileOnADirectorySaysSo) {
+  LoadResult r = LoadFile("/tmp", FakeEnv({}));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].ToString(), "/tmp: cannot read the file: it is a directory");
+}
+
+TEST(ConfigTest, UnsetVariableIsAWarningWithItsPlace) {
+  LoadResult r = Parse("self:\n  name: a\n  node: n\n  zone: ${POD_ZOEN}\n", "test.yaml",
+                       FakeEnv({{"POD_ZONE", "z"}}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.config->self.zone, "");
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0].ToString(),
+            "test.yaml:4:9: self.zone: environment variable POD_ZOEN is not set; it expanded "
+            "to \"\"");
+  // A default, or a set variable, is no warning.
+  r = Parse("self:\n  name: a\n  node: ${N:-n}\n  zone: ${POD_ZONE}\n", "test.yaml",
+            FakeEnv({{"POD_ZONE", "z"}}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r.warnings.empty());
+}
+
+TEST(ConfigTest, UnquotedBracketedIpv6GetsAHint) {
+  LoadResult r = Parse("listen_address: [::]:9479\nself: {name: a, node: n}\n", "test.yaml",
+                       FakeEnv({}));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].message.find("quote bracketed IPv6 addresses"), std::string::npos)
+      << r.errors[0].message;
 }
 
 TEST(ConfigTest, LoadFileReadsAndNamesTheFile) {
