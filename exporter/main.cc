@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
     const auto& c = *loaded.config;
     std::cout << options->config_file << ": OK (self " << c.self.name << " on node "
               << c.self.node << ", " << c.static_peers.size() << " static peers, rtt probe "
-              << (c.rtt ? "on" : "off") << ", dns probe " << (c.dns ? "on" : "off") << ")\n";
+              << (c.rtt ? "on" : "off") << ", dns probe " << (c.dns ? "on" : "off")
+              << ", http probe " << (c.http ? "on" : "off") << ")\n";
     return 0;
   }
   spdlog::info("starting podnet-exporter version {} (revision {})", podnet::kVersion,

@@ -7,11 +7,12 @@ build_pkgs=(
   cmake g++ make pkg-config
   prometheus-cpp-dev libboost-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libc-ares-dev
   nlohmann-json3-dev libssl-dev
+  libgrpc++-dev  # gRPC health responder and probe (cmake -DPODNET_WITH_GRPC=OFF to build without)
 )
 test_pkgs=(
   libgtest-dev libgmock-dev googletest
   iproute2 iputils-ping ethtool prometheus tcpdump curl procps python3
-  prometheus-smokeping-prober iperf3
+  prometheus-smokeping-prober iperf3 prometheus-blackbox-exporter
   unbound musl-tools
 )
 

@@ -99,6 +99,18 @@ int App::Run() {
                   e.code().message());
     return 1;
   }
+#ifdef PODNET_WITH_GRPC
+  if (config->grpc_listen_address) {
+    try {
+      grpc_health_ = std::make_unique<responders::GrpcHealthServer>(*config->grpc_listen_address);
+    } catch (const std::runtime_error& e) {
+      spdlog::error("cannot listen: {}", e.what());
+      return 1;
+    }
+    spdlog::info("listening on {} (gRPC health)",
+                 net::FormatHostPort(config->grpc_listen_address->address, grpc_health_->port()));
+  }
+#endif
   spdlog::info("listening on {} (HTTP) and {} (UDP echo)",
                net::FormatHostPort(listen.address, http_->port()),
                net::FormatHostPort(config->udp_echo_listen_address.address, udp_echo_->port()));

@@ -14,6 +14,7 @@
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/probe.h"
 #include "exporter/responders/burst_server.h"
+#include "exporter/responders/grpc_health.h"
 #include "exporter/responders/http_server.h"
 #include "exporter/responders/udp_echo.h"
 #include "exporter/scheduler/scheduler.h"
@@ -66,6 +67,9 @@ class App {
   std::unique_ptr<responders::HttpServer> http_;
   std::unique_ptr<responders::UdpEchoResponder> udp_echo_;
   std::unique_ptr<responders::BurstResponder> burst_;  // own thread (see burst_server.h)
+#ifdef PODNET_WITH_GRPC
+  std::unique_ptr<responders::GrpcHealthServer> grpc_health_;  // responders.grpc, if set
+#endif
   std::atomic<bool> ready_{false};
 };
 

@@ -18,6 +18,8 @@ using probes::rtt::RttOptions;
 using probes::rtt::RttProtocol;
 using probes::burst::BurstOptions;
 using probes::burst::BurstResponderOptions;
+using probes::http::HttpOptions;
+using probes::grpc::GrpcOptions;
 
 
 std::string Error::ToString() const {
@@ -34,7 +36,6 @@ namespace {
 // Sections that exist in the documented schema but whose probes are not built yet. Rejected with
 // a message saying so rather than silently ignored: a user who asks for a probe must get it.
 const std::map<std::string, std::string, std::less<>> kNotSupportedYet = {
-    {"probes.http", "the HTTP/gRPC latency probe"},
     {"peers.kubernetes", "Kubernetes peer discovery"},
 };
 
@@ -225,8 +226,30 @@ void DecodeBurstResponder(Decoder& d, const YAML::Node& n, Config& c) {
   c.burst_responder = o;
 }
 
+// Without gRPC in the build, a configuration that asks for it must fail, not be ignored.
+bool GrpcBuilt(Decoder& d, const YAML::Node& n, const std::string& path) {
+#ifdef PODNET_WITH_GRPC
+  return true;
+#else
+  d.Fail(n, path, "not supported by this build (built with -DPODNET_WITH_GRPC=OFF)");
+  return false;
+#endif
+}
+
+void DecodeGrpcResponder(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "responders.grpc";
+  if (!n.IsDefined() || !GrpcBuilt(d, n, base) || !d.CheckMap(n, base, {"listen_address"})) {
+    return;
+  }
+  c.grpc_listen_address = net::HostPort{boost::asio::ip::address_v4::any(), 9480};
+  if (const YAML::Node la = n["listen_address"]; la.IsDefined()) {
+    if (auto hp = d.ListenAddress(la, base + ".listen_address")) c.grpc_listen_address = *hp;
+  }
+}
+
 void DecodeResponders(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "responders", {"udp_echo", "burst"})) return;
+  if (!n.IsDefined() || !d.CheckMap(n, "responders", {"udp_echo", "burst", "grpc"})) return;
+  DecodeGrpcResponder(d, n["grpc"], c);
   if (const YAML::Node b = n["burst"]; b.IsDefined()) DecodeBurstResponder(d, b, c);
   const YAML::Node echo = n["udp_echo"];
   if (!echo.IsDefined() || !d.CheckMap(echo, "responders.udp_echo", {"listen_address"})) return;
@@ -502,11 +525,123 @@ void DecodeBurst(Decoder& d, const YAML::Node& n, Config& c) {
   c.burst = o;
 }
 
+// Optional keys of a probe section: each one present is decoded into its field.
+void OptionalDurations(Decoder& d, const YAML::Node& n, const std::string& base,
+                       std::initializer_list<std::pair<const char*, Duration*>> fields) {
+  for (auto [key, out] : fields) {
+    if (const YAML::Node v = n[key]; v.IsDefined()) {
+      if (auto dur = d.PositiveDuration(v, base + "." + key)) *out = *dur;
+    }
+  }
+}
+
+template <typename T>
+void OptionalInteger(Decoder& d, const YAML::Node& n, const std::string& base, const char* key,
+                     long long min, long long max, T* out) {
+  if (const YAML::Node v = n[key]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + "." + key, min, max)) *out = static_cast<T>(*i);
+  }
+}
+
+void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "probes.http";
+  if (!d.CheckMap(n, base, {"interval", "duration", "qps", "connections", "modes", "timeout",
+                            "path", "max_body_bytes"})) {
+    return;
+  }
+  HttpOptions o;
+  OptionalDurations(d, n, base,
+                    {{"interval", &o.interval}, {"duration", &o.duration}, {"timeout", &o.timeout}});
+  OptionalInteger(d, n, base, "qps", 1, 10000, &o.qps);
+  OptionalInteger(d, n, base, "connections", 1, 64, &o.connections);
+  if (const YAML::Node v = n["modes"]; v.IsDefined()) {
+    if (!v.IsSequence() || v.size() == 0) {
+      d.Fail(v, base + ".modes", "must be a non-empty list of keepalive, new_connection");
+    } else {
+      o.keepalive = o.new_connection = false;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        std::string path = base + ".modes[" + std::to_string(i) + "]";
+        auto s = d.String(v[i], path);
+        if (!s) continue;
+        bool* mode = *s == "keepalive" ? &o.keepalive
+                     : *s == "new_connection" ? &o.new_connection
+                                              : nullptr;
+        if (mode == nullptr) {
+          d.Fail(v[i], path, "must be \"keepalive\" or \"new_connection\", got " + Quote(*s));
+        } else if (*mode) {
+          d.Fail(v[i], path, "duplicate mode " + Quote(*s));
+        } else {
+          *mode = true;
+        }
+      }
+    }
+  }
+  if (const YAML::Node v = n["path"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".path")) {
+      if (s->empty() || s->front() != '/' ||
+          s->find_first_of(" \r\n\t") != std::string::npos) {
+        d.Fail(v, base + ".path", "must be a request path starting with /, got " + Quote(*s));
+      } else {
+        o.path = *s;
+      }
+    }
+  }
+  if (const YAML::Node v = n["max_body_bytes"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".max_body_bytes")) {
+      auto size = ParseSize(*s);
+      if (!size || *size == 0 || *size > (std::uint64_t{64} << 20)) {
+        d.Fail(v, base + ".max_body_bytes", "must be a size from 1 to 64MiB, got " + Quote(*s));
+      } else {
+        o.max_body_bytes = *size;
+      }
+    }
+  }
+  // A round (keep-alive connects, then each mode's run and its last request's timeout) must end
+  // before the next one is due. Each term is at most ~1e18 ns only if small: check overflow.
+  int modes = int{o.keepalive} + int{o.new_connection};
+  std::int64_t round_ns = 0;
+  bool overflow =
+      __builtin_add_overflow(o.duration.count(), o.timeout.count(), &round_ns) ||
+      __builtin_mul_overflow(round_ns, std::int64_t{modes}, &round_ns) ||
+      __builtin_add_overflow(round_ns, o.keepalive ? o.timeout.count() : 0, &round_ns);
+  if (overflow || Duration(round_ns) > o.interval) {
+    d.Fail(n, base,
+           "a round lasts modes*(duration + timeout) (+ timeout to open keep-alive "
+           "connections)" + (overflow ? std::string() : " = " + FormatDuration(Duration(round_ns))) +
+               ", longer than interval " + FormatDuration(o.interval));
+  }
+  c.http = o;
+}
+
+void DecodeGrpc(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "probes.grpc";
+  if (!GrpcBuilt(d, n, base) ||
+      !d.CheckMap(n, base, {"interval", "count", "spacing", "timeout", "port"})) {
+    return;
+  }
+  GrpcOptions o;
+  OptionalDurations(d, n, base,
+                    {{"interval", &o.interval}, {"spacing", &o.spacing}, {"timeout", &o.timeout}});
+  OptionalInteger(d, n, base, "count", 1, 1000, &o.count);
+  OptionalInteger(d, n, base, "port", 1, 65535, &o.port);
+  std::int64_t round_ns = 0;
+  bool overflow =
+      __builtin_mul_overflow(o.spacing.count(), std::int64_t{o.count - 1}, &round_ns) ||
+      __builtin_add_overflow(round_ns, o.timeout.count(), &round_ns);
+  if (overflow || Duration(round_ns) > o.interval) {
+    d.Fail(n, base, "a round lasts (count-1)*spacing + timeout, longer than interval " +
+                        FormatDuration(o.interval));
+  }
+  c.grpc = o;
+}
+
 void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt", "dns", "burst"})) return;
+  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt", "dns", "burst", "http", "grpc"})) return;
   if (const YAML::Node rtt = n["rtt"]; rtt.IsDefined()) DecodeRtt(d, rtt, c);
   if (const YAML::Node dns = n["dns"]; dns.IsDefined()) DecodeDns(d, dns, c);
   if (const YAML::Node burst = n["burst"]; burst.IsDefined()) DecodeBurst(d, burst, c);
+  if (const YAML::Node http = n["http"]; http.IsDefined()) DecodeHttp(d, http, c);
+  if (const YAML::Node grpc = n["grpc"]; grpc.IsDefined()) DecodeGrpc(d, grpc, c);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include "exporter/net/address.h"
 #include "exporter/probes/dns/dns_options.h"
 #include "exporter/probes/burst/burst_options.h"
+#include "exporter/probes/grpc/grpc_options.h"
+#include "exporter/probes/http/http_options.h"
 #include "exporter/probes/rtt/rtt_options.h"
 
 namespace podnet::config {
@@ -47,6 +49,9 @@ struct Config {
   std::optional<probes::burst::BurstOptions> burst;  // probes.burst; absent = off
   /// responders.burst (iperf3-compatible server); absent = off.
   std::optional<probes::burst::BurstResponderOptions> burst_responder;
+  std::optional<probes::http::HttpOptions> http;  // probes.http; absent = off
+  std::optional<probes::grpc::GrpcOptions> grpc;  // probes.grpc; absent = off
+  std::optional<net::HostPort> grpc_listen_address;  // responders.grpc; absent = off
 };
 
 /// One problem found in a configuration file, e.g.

@@ -88,7 +88,7 @@ def main():
     bad = os.path.join(tmp, "bad.yaml")
     with open(bad, "w") as f:
         f.write("self:\n  name: x\n  node: n\nprobes:\n  rtt:\n    interval: 0s\n"
-                "    count: many\n  http: {}\n")
+                "    count: many\n  http: { qps: 0 }\n")
     r = run(exe, "--config.file=" + bad, "--config.check")
     lines = r.stderr.strip().splitlines()
     check(r.returncode == 2, "--config.check on a bad file: exit 2")
@@ -96,8 +96,8 @@ def main():
               for l in lines), "error names file:line:column and key (interval): %s" % lines)
     check(any(l.startswith(bad + ":7:12: probes.rtt.count: must be an integer") for l in lines),
           "every problem is reported (count)")
-    check(any(":8:3: probes.http: not supported yet" in l for l in lines),
-          "an unimplemented probe section says not supported yet")
+    check(any(l.startswith(bad + ":8:16: probes.http.qps: must be from 1") for l in lines),
+          "every problem is reported (http qps)")
     r = run(exe, "--config.file=" + bad)
     check(r.returncode == 2, "starting with a bad file: exit 2")
     flow = os.path.join(tmp, "flow.yaml")

@@ -390,8 +390,6 @@ std::vector<InvalidCase> InvalidCases() {
       {"self_name_from_unset_variable", "self:\n  name: ${POD_NAME}\n  node: node-a\n",
        "test.yaml:2:9: self.name: ", "required and must not be empty"},
       // Sections documented in DESIGN.md but not built yet.
-      {"probes_http_not_supported", kSelf + "probes:\n  http: {interval: 30s}\n",
-       "test.yaml:5:3: probes.http: ", "not supported yet"},
       // probes.dns.
       {"dns_names_required", kSelf + "probes:\n  dns: {interval: 30s}\n",
        "test.yaml:5:8: probes.dns.names: ", "required: a non-empty list of names"},
@@ -418,6 +416,17 @@ std::vector<InvalidCase> InvalidCases() {
       {"burst_round_longer_than_interval",
        kSelf + "probes:\n  burst: {interval: 10s, duration: 2s, streams: [1, 8]}\n",
        "test.yaml:5:10: probes.burst: ", "longer than interval 10s"},
+      // probes.http.
+      {"http_round_longer_than_interval", kSelf + "probes:\n  http: {interval: 2s, duration: 2s}\n",
+       "test.yaml:5:9: probes.http: ", "a round lasts modes*(duration + timeout)"},
+      {"http_unknown_mode", kSelf + "probes:\n  http: {modes: [keepalive, pipelined]}\n",
+       "test.yaml:5:29: probes.http.modes[1]: ", "must be \"keepalive\" or \"new_connection\""},
+      {"http_duplicate_mode", kSelf + "probes:\n  http: {modes: [keepalive, keepalive]}\n",
+       "test.yaml:5:29: probes.http.modes[1]: ", "duplicate mode"},
+      {"http_zero_qps", kSelf + "probes:\n  http: {qps: 0}\n",
+       "test.yaml:5:15: probes.http.qps: ", "must be from 1 to 10000, got 0"},
+      {"http_path_without_slash", kSelf + "probes:\n  http: {path: echo}\n",
+       "test.yaml:5:16: probes.http.path: ", "must be a request path starting with /"},
       {"peers_kubernetes_not_supported", kSelf + "peers:\n  kubernetes: {namespace: podnet}\n",
        "test.yaml:5:3: peers.kubernetes: ", "not supported yet"},
       {"burst_responder_fractional_duration",
@@ -569,6 +578,52 @@ TEST(ConfigTest, ShippedDefaultConfigLoads) {
                                          {"POD_ZONE", "ap-northeast-2a"}}));
   ASSERT_TRUE(k.ok()) << Dump(k.errors);
   EXPECT_EQ(k.config->self, (Self{"podnet-x1", "ip-10-0-1-1", "ap-northeast-2a"}));
+}
+
+TEST(ConfigTest, HttpSectionParses) {
+  LoadResult r = Parse(kSelf + "probes:\n  http: {interval: 10s, duration: 1s, qps: 50, "
+                               "connections: 2, modes: [new_connection], timeout: 500ms, "
+                               "path: /podnet/info, max_body_bytes: 1KiB}\n",
+                       "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  ASSERT_TRUE(r.config->http.has_value());
+  const auto& h = *r.config->http;
+  EXPECT_EQ(h.interval, std::chrono::seconds(10));
+  EXPECT_EQ(h.duration, std::chrono::seconds(1));
+  EXPECT_EQ(h.qps, 50);
+  EXPECT_EQ(h.connections, 2);
+  EXPECT_FALSE(h.keepalive);
+  EXPECT_TRUE(h.new_connection);
+  EXPECT_EQ(h.timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(h.path, "/podnet/info");
+  EXPECT_EQ(h.max_body_bytes, 1024u);
+  // Defaults (DESIGN.md): both modes, 100 qps over 4 connections for 2 s every 30 s.
+  LoadResult d = Parse(kSelf + "probes:\n  http: {}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(d.ok()) << Dump(d.errors);
+  EXPECT_TRUE(d.config->http->keepalive && d.config->http->new_connection);
+  EXPECT_EQ(d.config->http->qps, 100);
+}
+
+TEST(ConfigTest, GrpcSectionsParse) {
+  LoadResult r = Parse(kSelf + "responders:\n  grpc: {listen_address: \"127.0.0.1:9555\"}\n"
+                               "probes:\n  grpc: {interval: 5s, count: 4, spacing: 50ms, "
+                               "timeout: 500ms, port: 9555}\n",
+                       "test.yaml", FakeEnv({}));
+#ifdef PODNET_WITH_GRPC
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  ASSERT_TRUE(r.config->grpc.has_value());
+  EXPECT_EQ(r.config->grpc->count, 4);
+  EXPECT_EQ(r.config->grpc->port, 9555);
+  ASSERT_TRUE(r.config->grpc_listen_address.has_value());
+  EXPECT_EQ(r.config->grpc_listen_address->port, 9555);
+  LoadResult bad = Parse(kSelf + "probes:\n  grpc: {interval: 1s, count: 20, spacing: 100ms}\n",
+                         "test.yaml", FakeEnv({}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(Dump(bad.errors).find("probes.grpc: a round lasts"), std::string::npos);
+#else
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(Dump(r.errors).find("not supported by this build"), std::string::npos);
+#endif
 }
 
 TEST(ConfigTest, LoadFileMissing) {

@@ -1,0 +1,274 @@
+#include "exporter/probes/grpc/grpc_probe.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cctype>
+#include <mutex>
+#include <vector>
+
+#include "exporter/metrics/buckets.h"
+#include "exporter/net/address.h"
+
+namespace podnet::probes::grpc {
+
+const char* StatusCodeName(int code) {
+  static const char* kNames[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
+  if (code < 0 || code >= static_cast<int>(std::size(kNames))) return "UNKNOWN";
+  return kNames[code];
+}
+
+std::optional<int> DecodeHealthStatus(std::span<const std::uint8_t> m) {
+  // Protobuf wire format: a sequence of (tag varint, value). HealthCheckResponse has one field,
+  // `ServingStatus status = 1` (varint, tag 0x08); unknown varint fields are skipped.
+  int status = 0;
+  std::size_t i = 0;
+  auto varint = [&](std::uint64_t* out) {
+    *out = 0;
+    for (int shift = 0; shift < 64 && i < m.size(); shift += 7) {
+      std::uint8_t b = m[i++];
+      *out |= std::uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  while (i < m.size()) {
+    std::uint64_t tag = 0, value = 0;
+    if (!varint(&tag) || (tag & 7) != 0) return std::nullopt;  // only varint fields expected
+    if (!varint(&value)) return std::nullopt;
+    if ((tag >> 3) == 1) status = static_cast<int>(value);
+  }
+  return status;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kServing = 1;
+constexpr char kCheckMethod[] = "/grpc.health.v1.Health/Check";
+
+struct GrpcFamilies {
+  explicit GrpcFamilies(prometheus::Registry& r)
+      : duration(prometheus::BuildHistogram()
+                     .Name("podnet_grpc_request_duration_seconds")
+                     .Help("gRPC health check (grpc.health.v1.Health/Check) latency of calls "
+                           "answered SERVING, over a kept-open HTTP/2 channel.")
+                     .Register(r)),
+        requests(prometheus::BuildCounter()
+                     .Name("podnet_grpc_requests_total")
+                     .Help("gRPC health checks by gRPC status code.")
+                     .Register(r)) {}
+  prometheus::Family<prometheus::Histogram>& duration;
+  prometheus::Family<prometheus::Counter>& requests;
+};
+
+class GrpcKind : public ProbeKind, public std::enable_shared_from_this<GrpcKind> {
+ public:
+  GrpcKind(const GrpcOptions& options, ProbeEnv& env)
+      : options_(options), env_(env), families_(env.metrics.registry()) {}
+  std::string_view name() const override { return "grpc"; }
+  config::Duration interval() const override { return options_.interval; }
+  std::shared_ptr<PeerProbe> ForPeer(const topology::Peer& peer) override;
+  const GrpcOptions& options() const { return options_; }
+  ProbeEnv& env() { return env_; }
+  GrpcFamilies& families() { return families_; }
+
+ private:
+  GrpcOptions options_;
+  ProbeEnv& env_;
+  GrpcFamilies families_;
+};
+
+// Where gRPC's threads hand outcomes to the probe loop; cut when the probe goes away.
+struct Outlet {
+  std::mutex mu;
+  boost::asio::io_context* io = nullptr;
+};
+
+struct Call {
+  ::grpc::ClientContext ctx;
+  ::grpc::ByteBuffer request;
+  ::grpc::ByteBuffer response;
+  Clock::time_point start;
+};
+
+class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<GrpcPeerProbe> {
+ public:
+  GrpcPeerProbe(std::shared_ptr<GrpcKind> kind, const topology::Peer& peer)
+      : kind_(std::move(kind)), peer_(peer), timer_(kind_->env().io) {
+    outlet_->io = &kind_->env().io;
+    std::string target = (peer.address.is_v6() ? "ipv6:" : "ipv4:") +
+                         net::FormatHostPort(peer.address, kind_->options().port);
+    channel_ = ::grpc::CreateChannel(target, ::grpc::InsecureChannelCredentials());
+    channel_->GetState(/*try_to_connect=*/true);  // connect before the first round
+    stub_ = std::make_unique<::grpc::GenericStub>(channel_);
+    labels_ = metrics::PeerLabels(kind_->env().self, peer);
+    series_.emplace();
+    duration_ = &series_->Add(kind_->families().duration, labels_, metrics::LatencyBuckets());
+  }
+
+  ~GrpcPeerProbe() override {
+    {
+      std::lock_guard lock(outlet_->mu);
+      outlet_->io = nullptr;
+    }
+    for (auto& c : in_flight_) c->ctx.TryCancel();
+  }
+
+  void Run(Clock::time_point scheduled, std::function<void()> done) override {
+    if (cancelled_) {
+      done();
+      return;
+    }
+    done_ = std::move(done);
+    ++gen_;
+    start_ = scheduled;
+    sent_ = 0;
+    finished_ = 0;
+    SendNext();
+  }
+
+  void Cancel() override {
+    cancelled_ = true;
+    ++gen_;
+    timer_.cancel();
+    for (auto& c : in_flight_) c->ctx.TryCancel();
+    if (done_) std::exchange(done_, nullptr)();
+  }
+
+  void RemoveSeries() override {
+    if (series_) series_->RemoveAll();
+    series_.reset();
+  }
+
+ private:
+  void SendNext() {
+    const auto& o = kind_->options();
+    auto call = std::make_shared<Call>();
+    ::grpc::Slice empty("");  // HealthCheckRequest{service: ""} encodes to zero bytes
+    call->request = ::grpc::ByteBuffer(&empty, 1);
+    call->ctx.set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(o.timeout));
+    call->start = Clock::now();
+    in_flight_.push_back(call);
+    ++sent_;
+    stub_->UnaryCall(
+        &call->ctx, kCheckMethod, ::grpc::StubOptions(), &call->request, &call->response,
+        [outlet = outlet_, weak = weak_from_this(), gen = gen_, call](::grpc::Status status) {
+          auto end = Clock::now();
+          std::lock_guard lock(outlet->mu);
+          if (outlet->io == nullptr) return;
+          boost::asio::post(*outlet->io, [weak, gen, call, status, end] {
+            if (auto self = weak.lock()) self->OnDone(gen, call, status, end);
+          });
+        });
+    if (sent_ < o.count) {
+      timer_.expires_at(start_ + o.spacing * sent_);
+      timer_.async_wait([weak = weak_from_this(), gen = gen_](boost::system::error_code ec) {
+        auto self = weak.lock();
+        if (ec || !self || gen != self->gen_ || self->cancelled_) return;
+        self->SendNext();
+      });
+    }
+  }
+
+  void OnDone(std::uint64_t gen, const std::shared_ptr<Call>& call, const ::grpc::Status& status,
+              Clock::time_point end) {
+    in_flight_.erase(std::remove(in_flight_.begin(), in_flight_.end(), call), in_flight_.end());
+    if (gen != gen_) return;
+    if (series_) Record(call, status, end);
+    if (++finished_ == kind_->options().count && done_) std::exchange(done_, nullptr)();
+  }
+
+  void Record(const std::shared_ptr<Call>& call, const ::grpc::Status& status,
+              Clock::time_point end) {
+    int code = static_cast<int>(status.error_code());
+    CountRequest(StatusCodeName(code));
+    if (!status.ok()) {
+      std::string reason =
+          code == ::grpc::StatusCode::DEADLINE_EXCEEDED ? "timeout" : StatusCodeName(code);
+      std::transform(reason.begin(), reason.end(), reason.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      CountError(reason);
+      SPDLOG_DEBUG("grpc: peer={} status={} {}", peer_.name, StatusCodeName(code),
+                   status.error_message());
+      return;
+    }
+    std::vector<::grpc::Slice> slices;
+    std::vector<std::uint8_t> bytes;
+    if (call->response.Dump(&slices).ok()) {
+      for (const auto& s : slices) bytes.insert(bytes.end(), s.begin(), s.end());
+    }
+    auto serving = DecodeHealthStatus(bytes);
+    if (!serving) {
+      CountError("malformed_response");
+    } else if (*serving != kServing) {
+      CountError("not_serving");
+    } else {
+      duration_->Observe(std::chrono::duration<double>(end - call->start).count());
+    }
+  }
+
+  void CountRequest(const char* code) {
+    auto l = labels_;
+    l["code"] = code;
+    series_->Add(kind_->families().requests, l).Increment();
+  }
+
+  void CountError(const std::string& reason) {
+    auto l = labels_;
+    l["probe"] = "grpc";
+    l["reason"] = reason;
+    series_->Add(kind_->env().metrics.probe_errors(), l).Increment();
+  }
+
+  std::shared_ptr<GrpcKind> kind_;
+  topology::Peer peer_;
+  boost::asio::steady_timer timer_;
+  std::shared_ptr<Outlet> outlet_ = std::make_shared<Outlet>();
+  std::shared_ptr<::grpc::Channel> channel_;
+  std::unique_ptr<::grpc::GenericStub> stub_;
+  prometheus::Labels labels_;
+  std::optional<metrics::SeriesSet> series_;
+  prometheus::Histogram* duration_ = nullptr;
+  std::vector<std::shared_ptr<Call>> in_flight_;
+  std::function<void()> done_;
+  std::uint64_t gen_ = 0;
+  Clock::time_point start_{};
+  int sent_ = 0;
+  int finished_ = 0;
+  bool cancelled_ = false;
+};
+
+std::shared_ptr<PeerProbe> GrpcKind::ForPeer(const topology::Peer& peer) {
+  return std::make_shared<GrpcPeerProbe>(shared_from_this(), peer);
+}
+
+}  // namespace
+
+std::shared_ptr<ProbeKind> MakeGrpcKind(const GrpcOptions& options, ProbeEnv& env) {
+  return std::make_shared<GrpcKind>(options, env);
+}
+
+}  // namespace podnet::probes::grpc

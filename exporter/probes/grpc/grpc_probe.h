@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "exporter/probes/grpc/grpc_options.h"
+#include "exporter/probes/probe.h"
+
+namespace podnet::probes::grpc {
+
+/// The gRPC health probe kind (probes.grpc): grpc.health.v1.Health/Check (empty service name)
+/// on libgrpc++'s GenericStub, over one insecure HTTP/2 channel per peer that stays open between
+/// rounds (so a call is timed like a keep-alive HTTP request; the channel connects when the
+/// probe is made). Calls run on gRPC's threads; their outcomes are handed to the probe loop.
+///
+/// Series per peer (metrics::PeerLabels plus):
+///   podnet_grpc_request_duration_seconds  calls answered OK with status SERVING
+///   podnet_grpc_requests_total{code}      gRPC status code name ("OK", "UNAVAILABLE", ...)
+///   podnet_probe_errors_total{probe="grpc",reason}  reasons: "timeout" (DEADLINE_EXCEEDED),
+///       "unavailable", "unimplemented", other codes in lower case, "not_serving" (an OK
+///       answer whose status is not SERVING), "malformed_response"
+std::shared_ptr<ProbeKind> MakeGrpcKind(const GrpcOptions& options, ProbeEnv& env);
+
+/// grpc.health.v1.HealthCheckResponse.status from its protobuf encoding (field 1, varint;
+/// absent = 0 UNKNOWN). std::nullopt when the bytes are not such a message.
+std::optional<int> DecodeHealthStatus(std::span<const std::uint8_t> message);
+
+/// The canonical name of a gRPC status code ("OK", "DEADLINE_EXCEEDED", ...).
+const char* StatusCodeName(int code);
+
+}  // namespace podnet::probes::grpc

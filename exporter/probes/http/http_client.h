@@ -1,0 +1,95 @@
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/system/error_code.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace podnet::probes::http {
+
+using Clock = std::chrono::steady_clock;
+
+/// Why a request got no good answer: the `reason` label of podnet_probe_errors_total{probe="http"}.
+enum class Failure {
+  kNone,
+  kRefused,            // connect: RST (nothing listens)
+  kUnreachable,        // connect: no route / host or network unreachable
+  kConnectFailed,      // connect: any other error
+  kTimeout,            // no response byte by the deadline (connect included)
+  kSlowResponse,       // some response bytes came, but not the whole response by the deadline
+  kReset,              // ECONNRESET / EPIPE while writing or reading
+  kClosed,             // the server closed the connection before a complete response
+  kBadStatus,          // a complete response whose status is not 2xx
+  kMalformedResponse,  // not parseable as an HTTP/1.1 response (or its header is over 8 KiB)
+  kBodyTooLarge,       // the response body is longer than max_body_bytes
+  kIo,                 // any other socket error
+};
+
+/// The label value: "refused", "unreachable", "connect_failed", "timeout", "slow_response",
+/// "reset", "closed", "bad_status", "malformed_response", "body_too_large", "io".
+const char* FailureReason(Failure f);
+
+/// Classifies an error of connect, write or read. `got_bytes`: part of the response had arrived
+/// (a timeout then is a slow response, an EOF a response cut short).
+Failure Classify(const boost::system::error_code& ec, bool got_bytes);
+
+/// One request's outcome and phase times.
+struct Exchange {
+  Failure failure = Failure::kNone;
+  int status = 0;                  // HTTP status of a complete response; 0 without one
+  Clock::time_point sent{};        // just before the request was written
+  Clock::time_point first_byte{};  // the first response byte was read (when status != 0)
+  Clock::time_point done{};        // the response was complete, or the request failed
+  std::size_t bytes_sent = 0;      // TCP payload bytes: request
+  std::size_t bytes_received = 0;  // TCP payload bytes: response (as far as read)
+  bool keep_alive = false;         // the server keeps the connection open after this response
+};
+
+/// One HTTP/1.1 client connection (Boost.Beast) to one peer, on the probe loop. Every operation
+/// has an absolute deadline; callbacks run on the loop, exactly once per operation (also after
+/// Close, with the error it caused). Not thread-safe.
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+ public:
+  /// `host` is the Host header value; `target` the request target ("/echo").
+  HttpConnection(boost::asio::io_context& io, boost::asio::ip::tcp::endpoint peer, std::string host,
+                 std::string target, std::uint64_t max_body_bytes);
+
+  /// TCP connect (TCP_NODELAY set after it). `done(failure, connected_at)`.
+  void Connect(Clock::time_point deadline, std::function<void(Failure, Clock::time_point)> done);
+
+  /// GET target with "Connection: keep-alive" or "close"; reads one whole response.
+  /// On any failure the connection is closed.
+  void Request(bool keep_alive, Clock::time_point deadline,
+               std::function<void(const Exchange&)> done);
+
+  bool is_open() const { return stream_.socket().is_open(); }
+  void Close();
+
+ private:
+  void ReadResponse(std::shared_ptr<Exchange> ex, std::function<void(const Exchange&)> done);
+  using Parser = boost::beast::http::response_parser<boost::beast::http::string_body>;
+  void ReadBody(std::shared_ptr<Exchange> ex, std::shared_ptr<Parser> parser,
+                std::function<void(const Exchange&)> done);
+  void Fail(std::shared_ptr<Exchange> ex, const boost::system::error_code& ec, bool got_bytes,
+            const std::function<void(const Exchange&)>& done);
+
+  boost::beast::tcp_stream stream_;
+  boost::asio::ip::tcp::endpoint peer_;
+  std::string host_;
+  std::string target_;
+  std::uint64_t max_body_bytes_;
+  boost::beast::flat_buffer buffer_;
+  std::string request_keepalive_;  // the request, serialized once per form
+  std::string request_close_;
+};
+
+}  // namespace podnet::probes::http

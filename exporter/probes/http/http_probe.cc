@@ -1,0 +1,407 @@
+#include "exporter/probes/http/http_probe.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <deque>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "exporter/metrics/buckets.h"
+#include "exporter/net/address.h"
+#include "exporter/probes/http/http_client.h"
+
+namespace podnet::probes::http {
+namespace {
+
+using tcp = boost::asio::ip::tcp;
+
+// Families registered once per process (prometheus-cpp merges a re-registration).
+struct HttpFamilies {
+  explicit HttpFamilies(prometheus::Registry& r)
+      : duration(prometheus::BuildHistogram()
+                     .Name("podnet_http_request_duration_seconds")
+                     .Help("HTTP request latency of 2xx responses, from the request's start "
+                           "(its intended start when it started late) to the last response "
+                           "byte; connect included for connection=\"new\".")
+                     .Register(r)),
+        ttfb(prometheus::BuildHistogram()
+                 .Name("podnet_http_time_to_first_byte_seconds")
+                 .Help("HTTP time from writing the request to the first response byte.")
+                 .Register(r)),
+        connect(prometheus::BuildHistogram()
+                    .Name("podnet_http_connect_duration_seconds")
+                    .Help("TCP connect time of the HTTP probe's connections.")
+                    .Register(r)),
+        requests(prometheus::BuildCounter()
+                     .Name("podnet_http_requests_total")
+                     .Help("HTTP requests by connection mode and status code (\"error\": no "
+                           "complete response, see podnet_probe_errors_total).")
+                     .Register(r)),
+        late(prometheus::BuildCounter()
+                 .Name("podnet_http_late_requests_total")
+                 .Help("HTTP requests that started more than 1 ms after their intended start "
+                       "(open-loop schedule fell behind).")
+                 .Register(r)) {}
+  prometheus::Family<prometheus::Histogram>& duration;
+  prometheus::Family<prometheus::Histogram>& ttfb;
+  prometheus::Family<prometheus::Histogram>& connect;
+  prometheus::Family<prometheus::Counter>& requests;
+  prometheus::Family<prometheus::Counter>& late;
+};
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+class HttpKind : public ProbeKind, public std::enable_shared_from_this<HttpKind> {
+ public:
+  HttpKind(const HttpOptions& options, ProbeEnv& env)
+      : options_(options), env_(env), families_(env.metrics.registry()) {
+    // Made on the probe loop's thread: 1 µs timer slack (default 50 µs) so that paced requests
+    // leave on time.
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  }
+  std::string_view name() const override { return "http"; }
+  config::Duration interval() const override { return options_.interval; }
+  std::shared_ptr<PeerProbe> ForPeer(const topology::Peer& peer) override;
+
+  const HttpOptions& options() const { return options_; }
+  ProbeEnv& env() { return env_; }
+  HttpFamilies& families() { return families_; }
+
+ private:
+  HttpOptions options_;
+  ProbeEnv& env_;
+  HttpFamilies families_;
+};
+
+class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<HttpPeerProbe> {
+ public:
+  HttpPeerProbe(std::shared_ptr<HttpKind> kind, const topology::Peer& peer)
+      : kind_(std::move(kind)),
+        peer_(peer),
+        opt_(kind_->options()),
+        endpoint_(peer.address, peer.port),
+        host_(net::FormatHostPort(peer.address, peer.port)),
+        timer_(kind_->env().io) {
+    labels_ = metrics::PeerLabels(kind_->env().self, peer);
+    auto& f = kind_->families();
+    series_.emplace();
+    for (int m = 0; m < 2; ++m) {
+      auto l = labels_;
+      l["connection"] = ModeLabel(m == 1);
+      m_[m].duration = &series_->Add(f.duration, l, metrics::LatencyBuckets());
+      m_[m].ttfb = &series_->Add(f.ttfb, l, metrics::LatencyBuckets());
+      m_[m].late = &series_->Add(f.late, l);
+    }
+    connect_ = &series_->Add(f.connect, labels_, metrics::LatencyBuckets());
+    auto with_probe = labels_;
+    with_probe["probe"] = "http";
+    sent_bytes_ = &series_->Add(kind_->env().metrics.probe_sent_bytes(), with_probe);
+    received_bytes_ = &series_->Add(kind_->env().metrics.probe_received_bytes(), with_probe);
+  }
+
+  void Run(Clock::time_point scheduled, std::function<void()> done) override {
+    if (cancelled_) {
+      done();
+      return;
+    }
+    done_ = std::move(done);
+    modes_.clear();
+    if (opt_.keepalive) modes_.push_back(true);
+    if (opt_.new_connection) modes_.push_back(false);
+    next_mode_ = 0;
+    StartMode(scheduled);
+  }
+
+  void Cancel() override {
+    cancelled_ = true;
+    ++gen_;
+    timer_.cancel();
+    for (auto& s : slots_) {
+      if (s.conn) s.conn->Close();
+    }
+    slots_.clear();
+    if (done_) std::exchange(done_, nullptr)();
+  }
+
+  void RemoveSeries() override {
+    if (series_) series_->RemoveAll();
+    series_.reset();
+    codes_.clear();
+    errors_.clear();
+  }
+
+ private:
+  enum class SlotState { kClosed, kConnecting, kIdle, kBusy };
+  struct Slot {
+    std::shared_ptr<HttpConnection> conn;
+    SlotState state = SlotState::kClosed;
+  };
+
+  static const char* ModeLabel(bool new_connection) { return new_connection ? "new" : "keepalive"; }
+
+  // One mode's timed run: requests 0..n_-1 at t0_ + i/qps.
+  void StartMode(Clock::time_point scheduled) {
+    if (next_mode_ >= modes_.size()) {
+      if (done_) std::exchange(done_, nullptr)();
+      return;
+    }
+    keepalive_ = modes_[next_mode_++];
+    ++gen_;
+    n_ = std::max<long long>(
+        1, static_cast<long long>(std::chrono::duration<double>(opt_.duration).count() * opt_.qps));
+    next_index_ = 0;
+    finished_ = 0;
+    queue_.clear();
+    slots_.assign(static_cast<std::size_t>(opt_.connections), Slot{});
+    if (!keepalive_) {
+      BeginSchedule(std::max(scheduled, Clock::now()));
+      return;
+    }
+    // Keep-alive: open the connections first; the timed run starts when all have answered.
+    // Failures here are not counted: the requests that follow retry and count them.
+    pending_connects_ = static_cast<int>(slots_.size());
+    auto deadline = Clock::now() + opt_.timeout;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      slots_[i].conn = NewConnection();
+      slots_[i].state = SlotState::kConnecting;
+      auto started = Clock::now();
+      slots_[i].conn->Connect(deadline, [weak = weak_from_this(), gen = gen_, i, started,
+                                         scheduled](Failure f, Clock::time_point at) {
+        auto self = weak.lock();
+        if (!self || gen != self->gen_) return;
+        Slot& s = self->slots_[i];
+        if (f == Failure::kNone) {
+          s.state = SlotState::kIdle;
+          if (self->series_) self->connect_->Observe(Seconds(at - started));
+        } else {
+          s.state = SlotState::kClosed;
+          s.conn.reset();
+          SPDLOG_DEBUG("http: peer={} keep-alive connect failed: {}", self->peer_.name,
+                       FailureReason(f));
+        }
+        if (--self->pending_connects_ == 0) {
+          self->BeginSchedule(std::max(scheduled, Clock::now()));
+        }
+      });
+    }
+  }
+
+  std::shared_ptr<HttpConnection> NewConnection() {
+    return std::make_shared<HttpConnection>(kind_->env().io, endpoint_, host_, opt_.path,
+                                            opt_.max_body_bytes);
+  }
+
+  Clock::time_point Intended(long long i) const {
+    return t0_ + std::chrono::nanoseconds(i * 1'000'000'000LL / opt_.qps);
+  }
+
+  void BeginSchedule(Clock::time_point t0) {
+    t0_ = t0;
+    Pace();
+  }
+
+  // Dispatches every request whose time has come, then sleeps until the next one's.
+  void Pace() {
+    auto now = Clock::now();
+    while (next_index_ < n_ && Intended(next_index_) <= now) Dispatch(next_index_++, now);
+    if (next_index_ >= n_) return;
+    timer_.expires_at(Intended(next_index_));
+    timer_.async_wait([weak = weak_from_this(), gen = gen_](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || gen != self->gen_) return;
+      self->Pace();
+    });
+  }
+
+  void Dispatch(long long i, Clock::time_point now) {
+    if (ExpiredWhileQueued(i, now)) return;  // the loop stalled for longer than the timeout
+    // Keep-alive prefers an idle connection, then reopens a closed one; new_connection takes
+    // any free slot.
+    std::optional<std::size_t> pick;
+    for (std::size_t s = 0; s < slots_.size() && !pick; ++s) {
+      if (slots_[s].state == SlotState::kIdle) pick = s;
+    }
+    for (std::size_t s = 0; s < slots_.size() && !pick; ++s) {
+      if (slots_[s].state == SlotState::kClosed) pick = s;
+    }
+    if (!pick) {
+      queue_.push_back(i);  // all connections busy: it starts late
+      return;
+    }
+    Start(*pick, i, now - Intended(i) > kLateThreshold);
+  }
+
+  // A request whose whole timeout passed while it waited for a connection: never sent.
+  bool ExpiredWhileQueued(long long i, Clock::time_point now) {
+    if (now < Intended(i) + opt_.timeout) return false;
+    int m = keepalive_ ? 0 : 1;
+    if (series_) m_[m].late->Increment();
+    Exchange ex;
+    ex.failure = Failure::kTimeout;
+    Finish(0, i, Intended(i), ex, /*slot_used=*/false);
+    return true;
+  }
+
+  void Start(std::size_t s, long long i, bool late) {
+    auto now = Clock::now();
+    Clock::time_point intended = Intended(i);
+    Clock::time_point from = late ? intended : now;
+    Clock::time_point deadline = intended + opt_.timeout;
+    int m = keepalive_ ? 0 : 1;
+    if (late && series_) m_[m].late->Increment();
+    Slot& slot = slots_[s];
+    slot.state = SlotState::kBusy;
+    if (slot.conn && slot.conn->is_open()) {
+      Send(s, i, from, deadline);
+      return;
+    }
+    slot.conn = NewConnection();
+    auto started = Clock::now();
+    slot.conn->Connect(deadline, [weak = weak_from_this(), gen = gen_, s, i, from, deadline,
+                                  started](Failure f, Clock::time_point at) {
+      auto self = weak.lock();
+      if (!self || gen != self->gen_) return;
+      if (f != Failure::kNone) {
+        Exchange ex;
+        ex.failure = f;
+        ex.done = at;
+        self->Finish(s, i, from, ex, true);
+        return;
+      }
+      if (self->series_) self->connect_->Observe(Seconds(at - started));
+      self->Send(s, i, from, deadline);
+    });
+  }
+
+  void Send(std::size_t s, long long i, Clock::time_point from, Clock::time_point deadline) {
+    slots_[s].conn->Request(keepalive_, deadline,
+                            [weak = weak_from_this(), gen = gen_, s, i, from](const Exchange& ex) {
+                              auto self = weak.lock();
+                              if (!self || gen != self->gen_) return;
+                              self->Finish(s, i, from, ex, true);
+                            });
+  }
+
+  void Finish(std::size_t s, long long i, Clock::time_point from, const Exchange& ex,
+              bool slot_used) {
+    int m = keepalive_ ? 0 : 1;
+    if (series_) {
+      sent_bytes_->Increment(static_cast<double>(ex.bytes_sent));
+      received_bytes_->Increment(static_cast<double>(ex.bytes_received));
+      CodeCounter(m, ex.status)->Increment();
+      if (ex.failure == Failure::kNone) {
+        m_[m].duration->Observe(Seconds(ex.done - from));
+      }
+      if (ex.status != 0) m_[m].ttfb->Observe(Seconds(ex.first_byte - ex.sent));
+      if (ex.failure != Failure::kNone) CountError(ex.failure);
+    }
+    ++finished_;
+    if (slot_used) {
+      Slot& slot = slots_[s];
+      // Bad status on a kept-alive connection leaves it usable; any other failure closed it.
+      bool reuse = keepalive_ && ex.keep_alive && slot.conn && slot.conn->is_open() &&
+                   (ex.failure == Failure::kNone || ex.failure == Failure::kBadStatus);
+      if (!reuse) {
+        if (slot.conn) slot.conn->Close();
+        slot.conn.reset();
+        slot.state = SlotState::kClosed;
+      } else {
+        slot.state = SlotState::kIdle;
+      }
+      while (!queue_.empty()) {  // bounded by the run's request count
+        long long next = queue_.front();
+        queue_.pop_front();
+        if (ExpiredWhileQueued(next, Clock::now())) continue;
+        Start(s, next, true);
+        return;  // that request's Finish checks for the end of the run
+      }
+    }
+    if (finished_ == n_) EndMode();
+  }
+
+  void EndMode() {
+    for (auto& s : slots_) {
+      if (s.conn) s.conn->Close();
+    }
+    slots_.clear();
+    // The next mode starts from the loop, not from inside this run's call stack.
+    boost::asio::post(kind_->env().io, [weak = weak_from_this(), gen = ++gen_] {
+      auto self = weak.lock();
+      if (self && gen == self->gen_) self->StartMode(Clock::now());
+    });
+  }
+
+  prometheus::Counter* CodeCounter(int m, int status) {
+    auto key = std::pair{m, status};
+    if (auto it = codes_.find(key); it != codes_.end()) return it->second;
+    auto l = labels_;
+    l["connection"] = ModeLabel(m == 1);
+    l["code"] = status == 0 ? "error" : std::to_string(status);
+    auto* c = &series_->Add(kind_->families().requests, l);
+    codes_.emplace(key, c);
+    return c;
+  }
+
+  void CountError(Failure f) {
+    auto it = errors_.find(f);
+    if (it == errors_.end()) {
+      auto l = labels_;
+      l["probe"] = "http";
+      l["reason"] = FailureReason(f);
+      it = errors_.emplace(f, &series_->Add(kind_->env().metrics.probe_errors(), l)).first;
+    }
+    it->second->Increment();
+    SPDLOG_DEBUG("http: peer={} reason={}", peer_.name, FailureReason(f));
+  }
+
+  struct ModeSeries {
+    prometheus::Histogram* duration = nullptr;
+    prometheus::Histogram* ttfb = nullptr;
+    prometheus::Counter* late = nullptr;
+  };
+
+  std::shared_ptr<HttpKind> kind_;
+  topology::Peer peer_;
+  const HttpOptions& opt_;
+  tcp::endpoint endpoint_;
+  std::string host_;
+  boost::asio::steady_timer timer_;
+  prometheus::Labels labels_;
+  std::optional<metrics::SeriesSet> series_;  // reset by RemoveSeries: no metric use after it
+  ModeSeries m_[2];                           // [0] keepalive, [1] new
+  prometheus::Histogram* connect_ = nullptr;
+  prometheus::Counter* sent_bytes_ = nullptr;
+  prometheus::Counter* received_bytes_ = nullptr;
+  std::map<std::pair<int, int>, prometheus::Counter*> codes_;
+  std::map<Failure, prometheus::Counter*> errors_;
+
+  std::function<void()> done_;
+  std::vector<bool> modes_;  // true = keepalive, in run order
+  std::size_t next_mode_ = 0;
+  bool keepalive_ = true;  // the mode running now
+  std::uint64_t gen_ = 0;  // bumped per mode run and on cancel: stale callbacks are ignored
+  Clock::time_point t0_{};
+  long long n_ = 0;
+  long long next_index_ = 0;
+  long long finished_ = 0;
+  int pending_connects_ = 0;
+  std::vector<Slot> slots_;
+  std::deque<long long> queue_;  // requests waiting for a free connection
+  bool cancelled_ = false;
+};
+
+std::shared_ptr<PeerProbe> HttpKind::ForPeer(const topology::Peer& peer) {
+  return std::make_shared<HttpPeerProbe>(shared_from_this(), peer);
+}
+
+}  // namespace
+
+std::shared_ptr<ProbeKind> MakeHttpKind(const HttpOptions& options, ProbeEnv& env) {
+  return std::make_shared<HttpKind>(options, env);
+}
+
+}  // namespace podnet::probes::http

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Misbehaving HTTP/1.1 servers for the HTTP probe's fault tests, one port per fault.
+
+  http_fault_server.py --host ADDR --base-port P --seconds S
+
+Ports from P: +0 blackhole (accepts, reads, never answers), +1 reset (half a response, then RST),
++2 status500, +3 garbage (not HTTP), +4 slowloris (a valid response one byte every 50 ms),
++5 bigbody (Content-Length 1 MB, over the probe's limit). "refused" needs no server: a port
+nothing listens on. Bounded: the process exits after --seconds; every connection is closed
+within a few seconds; at most 512 connections are handled at once (more are closed at once).
+"""
+import argparse
+import socket
+import sys
+import threading
+import time
+
+FAULTS = ["blackhole", "reset", "status500", "garbage", "slowloris", "bigbody"]
+active = threading.BoundedSemaphore(512)
+
+
+def read_head(c, deadline):
+    data = b""
+    while b"\r\n\r\n" not in data and time.time() < deadline and len(data) < 65536:
+        c.settimeout(max(0.01, deadline - time.time()))
+        try:
+            chunk = c.recv(4096)
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def handle(kind, c):
+    try:
+        if read_head(c, time.time() + 2) is None:
+            return
+        if kind == "blackhole":
+            time.sleep(3)  # longer than any probe timeout in the tests
+        elif kind == "reset":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 75\r\n\r\npodnet")
+            time.sleep(0.002)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        elif kind == "status500":
+            c.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 6\r\n"
+                      b"Connection: close\r\n\r\nerror\n")
+        elif kind == "garbage":
+            c.sendall(b"SSH-2.0-OpenSSH_9.2 not an http server\r\n\r\n")
+        elif kind == "slowloris":
+            body = b"x" * 75
+            resp = (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                    % len(body)) + body
+            for i in range(len(resp)):  # ~7 s in all; the probe gives up long before
+                c.sendall(resp[i:i + 1])
+                time.sleep(0.05)
+                if i > 60:
+                    break
+        elif kind == "bigbody":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n")
+            c.sendall(b"x" * 65536)
+    except OSError:
+        pass
+    finally:
+        try:
+            c.close()
+        except OSError:
+            pass
+        active.release()
+
+
+def serve(kind, sock, until):
+    sock.settimeout(0.2)
+    while time.time() < until:
+        try:
+            c, _ = sock.accept()
+        except socket.timeout:
+            continue
+        except OSError:
+            return
+        if not active.acquire(blocking=False):
+            c.close()
+            continue
+        threading.Thread(target=handle, args=(kind, c), daemon=True).start()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--host", required=True)
+    ap.add_argument("--base-port", type=int, required=True)
+    ap.add_argument("--seconds", type=float, default=120)
+    a = ap.parse_args()
+    until = time.time() + a.seconds
+    threads = []
+    for i, kind in enumerate(FAULTS):
+        fam = socket.AF_INET6 if ":" in a.host else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((a.host, a.base_port + i))
+        s.listen(256)
+        t = threading.Thread(target=serve, args=(kind, s, until), daemon=True)
+        t.start()
+        threads.append(t)
+    print("ready", flush=True)
+    for t in threads:
+        t.join(timeout=a.seconds + 5)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

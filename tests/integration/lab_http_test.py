@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Lab integration test of the HTTP probe: the latency ladder and the faults, for real.
+
+The lab (tests/lab/lab.sh) gives a client Pod and three peers: same node (bridge, no delay), same
+zone and cross zone (behind user-space delay lines). The peers run podnet-exporter as responders
+(/echo); the client probes them with probes.http (both modes). Checks, from the client's
+/metrics:
+  - keep-alive p50 is ordered same_node < same_zone < cross_zone;
+  - on every path, new_connection p50 exceeds keep-alive p50 by at least one RTT of that path
+    (iputils ping, same run: the TCP handshake costs one round trip);
+  - gRPC health checks (grpc.health.v1.Health/Check) answered SERVING, same_node p50 below
+    cross_zone p50;
+  - faults, each on its own port of a misbehaving server (http_fault_server.py) in the
+    same-node Pod, each with its reason counter, while the healthy peers go on being probed:
+    refused, timeout (never answers), reset (mid-response), bad_status (500),
+    malformed_response (garbage), slow_response (byte at a time), body_too_large;
+  - `promtool check metrics` finds no problem.
+
+Usage: lab_http_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
+Needs root (network namespaces). Every wait is bounded; the lab is torn down on every exit.
+"""
+import argparse
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lab_rtt_test as lab  # noqa: E402  (shared helpers: run, in_ns, http, start, check, ...)
+
+PREFIX = "pnht%d" % (os.getpid() % 10000)
+NS = {k: "%s-%s" % (PREFIX, k) for k in ("client", "same", "zone", "cross")}
+ADDR = lab.ADDR
+PATH_OF = lab.PATH_OF
+FAULT_BASE_PORT = 18000
+FAULTS = {  # peer name -> (port offset from FAULT_BASE_PORT, or None for a closed port; reason)
+    "f-refused": (None, "refused"),
+    "f-blackhole": (0, "timeout"),
+    "f-reset": (1, "reset"),
+    "f-500": (2, "bad_status"),
+    "f-garbage": (3, "malformed_response"),
+    "f-slowloris": (4, "slow_response"),
+    "f-bigbody": (5, "body_too_large"),
+}
+INTERVAL_S = 6
+
+
+def parse_metrics(text):
+    """[(name, {labels}, value)] from the text exposition format."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)$', line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        out.append((m.group(1), labels, float(m.group(3))))
+    return out
+
+
+def select(samples, name, **want):
+    return [(l, v) for n, l, v in samples if n == name and all(l.get(k) == v2 for k, v2 in want.items())]
+
+
+def quantile(samples, name, q, **want):
+    """histogram_quantile over one series' cumulative buckets (linear within a bucket)."""
+    buckets = sorted(((float(l["le"]) if l["le"] != "+Inf" else math.inf, v)
+                      for l, v in select(samples, name + "_bucket", **want)))
+    if not buckets or buckets[-1][1] == 0:
+        return None
+    rank = q * buckets[-1][1]
+    prev_le, prev_c = 0.0, 0.0
+    for le, c in buckets:
+        if c >= rank:
+            if math.isinf(le):
+                return prev_le
+            return prev_le + (le - prev_le) * (rank - prev_c) / max(c - prev_c, 1e-9)
+        prev_le, prev_c = le, c
+    return None
+
+
+def counter(samples, name, **want):
+    return sum(v for _, v in select(samples, name, **want))
+
+
+def write_client_config(path, faults):
+    text = ("listen_address: \"0.0.0.0:9479\"\n"
+            "self: { name: client, node: node-a, zone: zone-a }\n"
+            "peers:\n  static:\n"
+            "    - { name: same, address: %s, node: node-a, zone: zone-a }\n"
+            "    - { name: zone, address: %s, node: node-b, zone: zone-a }\n"
+            "    - { name: cross, address: %s, node: node-c, zone: zone-b }\n"
+            % (ADDR["same"], ADDR["zone"], ADDR["cross"]))
+    for name, (offset, _) in (FAULTS.items() if faults else []):
+        port = FAULT_BASE_PORT + (offset if offset is not None else 90)
+        text += ("    - { name: %s, address: %s, port: %d, node: node-a, zone: zone-a }\n"
+                 % (name, ADDR["same"], port))
+    text += ("probes:\n  http: { interval: %ds, duration: 2s, qps: 100, connections: 4, "
+             "timeout: 500ms, max_body_bytes: 64KiB, modes: [keepalive, new_connection] }\n"
+             "  grpc: { interval: %ds, count: 50, spacing: 20ms, timeout: 500ms, port: 9480 }\n"
+             % (INTERVAL_S, INTERVAL_S))
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def scenario(args, tmp):
+    check = lab.check
+    for name in ("same", "zone", "cross"):
+        cfg = os.path.join(tmp, name + ".yaml")
+        with open(cfg, "w") as f:
+            f.write("self: { name: %s, node: n-%s, zone: z }\n"
+                    "responders: { grpc: { listen_address: \"0.0.0.0:9480\" } }\n"
+                    % (name, name))
+        lab.start(NS[name], [args.exporter, "--config.file=" + cfg],
+                  os.path.join(tmp, name + ".log"))
+    fault = lab.start(NS["same"], [sys.executable,
+                                   os.path.join(os.path.dirname(__file__), "http_fault_server.py"),
+                                   "--host", ADDR["same"], "--base-port", str(FAULT_BASE_PORT),
+                                   "--seconds", "120"], os.path.join(tmp, "faults.log"))
+    client_cfg = os.path.join(tmp, "client.yaml")
+    write_client_config(client_cfg, faults=False)
+    for name in ("same", "zone", "cross"):
+        lab.wait_for(lambda n=name: lab.http(NS[n], "http://127.0.0.1:9479/-/ready")[0] == 200,
+                     20, "%s exporter ready" % name)
+    lab.wait_for(lambda: "ready" in open(os.path.join(tmp, "faults.log")).read(), 10,
+                 "fault server ready")
+    client = lab.start(NS["client"], [args.exporter, "--config.file=" + client_cfg],
+                       os.path.join(tmp, "client.log"))
+    lab.wait_for(lambda: lab.http(NS["client"], "http://127.0.0.1:9479/-/ready")[0] == 200, 20,
+                 "client exporter ready")
+
+    ping = {}
+    for name in ("same", "zone", "cross"):
+        ping[name], loss = lab.ping_avg_ms(NS["client"], ADDR[name])
+    lab.log("ping avg ms: " + ", ".join("%s=%.3f" % (k, v) for k, v in ping.items()))
+
+    # Phase 1, healthy peers only: two rounds per peer (each round: 2 s keep-alive, then 2 s new_connection).
+    time.sleep(2 * INTERVAL_S + 1)
+    code, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
+    check(code == 200, "/metrics answers 200")
+    r = subprocess.run([args.promtool, "check", "metrics"], input=body, capture_output=True,
+                       text=True)
+    check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
+          "promtool check metrics: no problem %s" % (r.stdout + r.stderr).strip())
+    first = parse_metrics(body)
+
+    ka, new = {}, {}
+    for name, path in PATH_OF.items():
+        ka[name] = quantile(first, "podnet_http_request_duration_seconds", 0.5, peer=name,
+                            connection="keepalive")
+        new[name] = quantile(first, "podnet_http_request_duration_seconds", 0.5, peer=name,
+                             connection="new")
+        ok = counter(first, "podnet_http_requests_total", peer=name, code="200")
+        bad = counter(first, "podnet_http_requests_total", peer=name, code="error")
+        late = counter(first, "podnet_http_late_requests_total", peer=name)
+        lab.log("%-10s keep-alive p50 %.3f ms, new p50 %.3f ms, ping %.3f ms; 200: %d, "
+                "errors: %d, late: %d" % (path, (ka[name] or 0) * 1e3, (new[name] or 0) * 1e3,
+                                          ping[name], ok, bad, late))
+        check(ok >= 400 and bad <= ok * 0.01,
+              "%s: healthy path answered (%d ok, %d errors)" % (path, ok, bad))
+    if all(ka.values()) and all(new.values()):
+        check(ka["same"] < ka["zone"] < ka["cross"],
+              "keep-alive p50 ladder same_node < same_zone < cross_zone: %.3f < %.3f < %.3f ms"
+              % (ka["same"] * 1e3, ka["zone"] * 1e3, ka["cross"] * 1e3))
+        for name, path in PATH_OF.items():
+            check(new[name] - ka[name] >= ping[name] / 1e3,
+                  "%s: new_connection p50 - keep-alive p50 = %.3f ms >= one RTT (%.3f ms)"
+                  % (path, (new[name] - ka[name]) * 1e3, ping[name]))
+    else:
+        check(False, "HTTP latency for every path: %s %s" % (ka, new))
+    grpc50 = {}
+    for name, path in PATH_OF.items():
+        grpc50[name] = quantile(first, "podnet_grpc_request_duration_seconds", 0.5, peer=name)
+        ok = counter(first, "podnet_grpc_requests_total", peer=name, code="OK")
+        lab.log("%-10s gRPC health p50 %.3f ms (%d OK)" % (path, (grpc50[name] or 0) * 1e3, ok))
+        check(ok >= 50 and counter(first, "podnet_probe_errors_total", peer=name, probe="grpc") == 0,
+              "%s: gRPC health checks answered SERVING (%d)" % (path, ok))
+    if all(grpc50.values()):
+        # Only the ends of the ladder: a gRPC call crosses gRPC's own threads twice, and on a
+        # busy 2-CPU machine their wake-ups blur the 0.2 ms between same_zone and cross_zone.
+        check(grpc50["same"] < grpc50["cross"],
+              "gRPC p50 same_node < cross_zone (ladder %.3f / %.3f / %.3f ms)"
+              % tuple(grpc50[n] * 1e3 for n in ("same", "zone", "cross")))
+
+    # Phase 2: the fault peers join (SIGHUP reload) while the healthy ones go on being probed.
+    write_client_config(client_cfg, faults=True)
+    os.kill(client.pid, signal.SIGHUP)  # `ip netns exec` exec()s: the pid is the exporter's
+    time.sleep(2 * INTERVAL_S + 1)
+    _, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
+    first = parse_metrics(body)
+    for name, (_, reason) in FAULTS.items():
+        n = counter(first, "podnet_probe_errors_total", peer=name, probe="http", reason=reason)
+        others = {l["reason"]: v for l, v in select(first, "podnet_probe_errors_total",
+                                                    peer=name, probe="http")
+                  if l["reason"] != reason}
+        check(n > 0 and sum(others.values()) <= 0.05 * n,
+              "%s: errors counted as %s (%d; others %s)" % (name, reason, n, others))
+        check(counter(first, "podnet_http_request_duration_seconds_count", peer=name) == 0,
+              "%s: no latency observed for failed requests" % name)
+
+    # The probe goes on: another round later, the healthy peers got more answers and the
+    # faults more errors; the exporter serves and is alive.
+    time.sleep(INTERVAL_S)
+    _, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
+    later = parse_metrics(body)
+    for name in ("same", "zone", "cross"):
+        check(counter(later, "podnet_http_requests_total", peer=name, code="200")
+              > counter(first, "podnet_http_requests_total", peer=name, code="200"),
+              "%s: still probed after the faults" % name)
+    for name, (_, reason) in FAULTS.items():
+        check(counter(later, "podnet_probe_errors_total", peer=name, reason=reason)
+              > counter(first, "podnet_probe_errors_total", peer=name, reason=reason),
+              "%s: the fault is counted round after round" % name)
+    check(lab.procs[-1].poll() is None, "the client exporter is still running")
+    check(fault.poll() is None, "the fault server is still running")
+    return 1 if lab.failures else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--delayline", required=True)
+    ap.add_argument("--lab-script", required=True)
+    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        lab.log("SKIP: the lab needs root (network namespaces)")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="podnet-lab-http-")
+    env = dict(os.environ, PODNET_LAB_PREFIX=PREFIX, PODNET_DELAYLINE=args.delayline,
+               PODNET_LAB_MAX_SECONDS="600")
+    subprocess.run([args.lab_script, "up"], env=env, check=True, timeout=120)
+    try:
+        rc = scenario(args, tmp)
+        lab.log("%d passed, %d failed" % (len(lab.passed_checks()), len(lab.failures)))
+        return rc
+    finally:
+        for p in lab.procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in lab.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+        subprocess.run([args.lab_script, "down"], env=env, timeout=120)
+        if lab.failures:
+            for name in os.listdir(tmp):
+                if name.endswith(".log"):
+                    lab.log("---- %s (tail)" % name)
+                    with open(os.path.join(tmp, name)) as f:
+                        lab.log("".join(f.readlines()[-20:]))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+#include "exporter/probes/http/http_probe.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/http/error.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "exporter/metrics/metrics.h"
+#include "exporter/probes/http/http_client.h"
+#include "exporter/responders/http_server.h"
+#include "tests/unit/testing/loop.h"
+
+namespace podnet::probes::http {
+namespace {
+
+using namespace std::chrono_literals;
+using podnet::testing::CounterValue;
+using podnet::testing::FindSeries;
+using podnet::testing::LoopThread;
+
+const config::Self kSelf{"probe-a", "node-1", "zone-a"};
+
+topology::Peer MakePeer(std::uint16_t port) {
+  topology::Peer p;
+  p.name = "peer";
+  p.address = boost::asio::ip::make_address("127.0.0.1");
+  p.port = port;
+  p.node = "node-1";
+  p.zone = "zone-a";
+  p.path = topology::Classify(kSelf, p.node, p.zone);
+  return p;
+}
+
+// A misbehaving HTTP server on 127.0.0.1 (blocking sockets on a thread of its own): each
+// connection reads one request head, then behaves as `mode` says. Bounded: every wait polls
+// with a timeout and the thread stops with the object.
+class FaultServer {
+ public:
+  explicit FaultServer(std::string mode) : mode_(std::move(mode)) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    listen(fd_, 64);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~FaultServer() {
+    stop_ = true;
+    thread_.join();
+    for (int c : held_) close(c);
+    close(fd_);
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  bool Wait(int fd, int ms) {
+    pollfd p{fd, POLLIN, 0};
+    return poll(&p, 1, ms) > 0;
+  }
+  void Serve() {
+    while (!stop_) {
+      if (!Wait(fd_, 20)) continue;
+      int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;
+      std::string req;
+      char buf[2048];
+      for (int i = 0; i < 50 && req.find("\r\n\r\n") == std::string::npos; ++i) {
+        if (!Wait(c, 20)) continue;
+        ssize_t n = read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        req.append(buf, static_cast<std::size_t>(n));
+      }
+      Respond(c);
+    }
+  }
+  void Send(int c, const std::string& s) { (void)!write(c, s.data(), s.size()); }
+  void Respond(int c) {
+    if (mode_ == "blackhole") {
+      held_.push_back(c);  // never answers, never closes
+      return;
+    }
+    if (mode_ == "500") {
+      Send(c,
+           "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: "
+           "close\r\n\r\nerr\n");
+    } else if (mode_ == "garbage") {
+      Send(c, "this is not http at all\r\n\r\n");
+    } else if (mode_ == "big") {
+      Send(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n");
+      Send(c, std::string(100000, 'x'));
+    } else if (mode_ == "reset") {
+      Send(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial");
+      std::this_thread::sleep_for(5ms);
+      linger l{1, 0};  // close with RST
+      setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    } else if (mode_ == "slow") {
+      held_.push_back(c);
+      Send(c, "H");  // one byte, then nothing more within the probe's timeout
+      return;
+    }
+    close(c);
+  }
+
+  std::string mode_;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::vector<int> held_;
+  std::thread thread_;
+};
+
+class HttpProbeTest : public ::testing::Test {
+ protected:
+  HttpOptions Options() {
+    HttpOptions o;
+    o.interval = 10s;
+    o.duration = 200ms;
+    o.qps = 50;  // 10 requests per mode
+    o.connections = 2;
+    o.timeout = 300ms;
+    o.max_body_bytes = 4096;
+    return o;
+  }
+
+  // One round on the probe loop (this thread); true when `done` was called once in time.
+  bool RunRound(const HttpOptions& o, std::uint16_t port, std::chrono::milliseconds limit = 5s) {
+    env_ = std::make_unique<ProbeEnv>(ProbeEnv{io_, metrics_, kSelf});
+    kind_ = MakeHttpKind(o, *env_);
+    probe_ = kind_->ForPeer(MakePeer(port));
+    int done = 0;
+    probe_->Run(std::chrono::steady_clock::now(), [&] { ++done; });
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    io_.restart();
+    while (done == 0 && std::chrono::steady_clock::now() < deadline) io_.run_one_for(50ms);
+    return done == 1;
+  }
+
+  prometheus::Labels Labels(std::uint16_t port) {
+    return metrics::PeerLabels(kSelf, MakePeer(port));
+  }
+
+  double Requests(std::uint16_t port, const char* connection, const char* code) {
+    auto l = Labels(port);
+    l["connection"] = connection;
+    l["code"] = code;
+    return CounterValue(metrics_.registry(), "podnet_http_requests_total", l);
+  }
+  double Errors(std::uint16_t port, const char* reason) {
+    auto l = Labels(port);
+    l["probe"] = "http";
+    l["reason"] = reason;
+    return CounterValue(metrics_.registry(), "podnet_probe_errors_total", l);
+  }
+  std::uint64_t HistogramCount(const char* name, std::uint16_t port, const char* connection) {
+    auto l = Labels(port);
+    if (connection != nullptr) l["connection"] = connection;
+    auto m = FindSeries(metrics_.registry(), name, l);
+    return m ? m->histogram.sample_count : 0;
+  }
+
+  boost::asio::io_context io_;
+  metrics::Metrics metrics_;
+  std::unique_ptr<ProbeEnv> env_;
+  std::shared_ptr<ProbeKind> kind_;
+  std::shared_ptr<PeerProbe> probe_;
+};
+
+TEST(HttpClassifyTest, MapsErrorsToReasons) {
+  namespace asio = boost::asio;
+  EXPECT_STREQ(FailureReason(Classify(asio::error::connection_refused, false)), "refused");
+  EXPECT_STREQ(FailureReason(Classify(boost::beast::error::timeout, false)), "timeout");
+  EXPECT_STREQ(FailureReason(Classify(boost::beast::error::timeout, true)), "slow_response");
+  EXPECT_STREQ(FailureReason(Classify(asio::error::connection_reset, true)), "reset");
+  EXPECT_STREQ(FailureReason(Classify(boost::beast::http::error::partial_message, true)), "closed");
+  EXPECT_STREQ(FailureReason(Classify(boost::beast::http::error::body_limit, true)),
+               "body_too_large");
+  EXPECT_STREQ(FailureReason(Classify(boost::beast::http::error::bad_version, true)),
+               "malformed_response");
+  EXPECT_STREQ(FailureReason(Classify(asio::error::host_unreachable, false)), "unreachable");
+}
+
+TEST_F(HttpProbeTest, BothModesAgainstTheBeastResponder) {
+  LoopThread server_loop;
+  auto server = server_loop.Run([&] {
+    return std::make_unique<responders::HttpServer>(
+        server_loop.io(), net::HostPort{boost::asio::ip::make_address("127.0.0.1"), 0},
+        [](const responders::HttpRequest&) {
+          return responders::HttpResponse{200, "text/plain", std::string(75, 'e')};
+        });
+  });
+  std::uint16_t port = server->port();
+  ASSERT_TRUE(RunRound(Options(), port));
+  EXPECT_EQ(Requests(port, "keepalive", "200"), 10);
+  EXPECT_EQ(Requests(port, "new", "200"), 10);
+  EXPECT_EQ(HistogramCount("podnet_http_request_duration_seconds", port, "keepalive"), 10u);
+  EXPECT_EQ(HistogramCount("podnet_http_request_duration_seconds", port, "new"), 10u);
+  EXPECT_EQ(HistogramCount("podnet_http_time_to_first_byte_seconds", port, "new"), 10u);
+  // Keep-alive: 2 connections opened before the run; new: one per request.
+  EXPECT_EQ(HistogramCount("podnet_http_connect_duration_seconds", port, nullptr), 12u);
+  auto l = Labels(port);
+  l["probe"] = "http";
+  EXPECT_GT(CounterValue(metrics_.registry(), "podnet_probe_received_bytes_total", l), 20 * 75);
+  // RemoveSeries takes every series of the peer away.
+  probe_->RemoveSeries();
+  EXPECT_EQ(Requests(port, "keepalive", "200"), -1);
+  server_loop.Run([&] { server.reset(); });
+}
+
+TEST_F(HttpProbeTest, RefusedWhenNothingListens) {
+  std::uint16_t port;
+  {
+    FaultServer s("500");  // bound then closed: a port nothing listens on
+    port = s.port();
+  }
+  ASSERT_TRUE(RunRound(Options(), port));
+  EXPECT_EQ(Errors(port, "refused"), 20);
+  EXPECT_EQ(Requests(port, "new", "error"), 10);
+}
+
+struct FaultCase {
+  const char* mode;
+  const char* reason;
+  const char* code;  // requests_total code of the failed requests
+};
+
+class HttpFaultTest : public HttpProbeTest, public ::testing::WithParamInterface<FaultCase> {};
+
+TEST_P(HttpFaultTest, CountsTheReasonAndEndsTheRound) {
+  FaultServer server(GetParam().mode);
+  HttpOptions o = Options();
+  o.keepalive = false;  // one connection per request: one outcome per request
+  o.qps = 20;           // 4 requests
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(RunRound(o, server.port()));
+  // A round ends within duration + timeout (+ scheduling slack).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, o.duration + o.timeout + 200ms);
+  EXPECT_EQ(Errors(server.port(), GetParam().reason), 4) << GetParam().mode;
+  EXPECT_EQ(Requests(server.port(), "new", GetParam().code), 4);
+  EXPECT_EQ(HistogramCount("podnet_http_request_duration_seconds", server.port(), "new"), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, HttpFaultTest,
+                         ::testing::Values(FaultCase{"blackhole", "timeout", "error"},
+                                           FaultCase{"500", "bad_status", "500"},
+                                           FaultCase{"garbage", "malformed_response", "error"},
+                                           FaultCase{"big", "body_too_large", "error"},
+                                           FaultCase{"reset", "reset", "error"},
+                                           FaultCase{"slow", "slow_response", "error"}),
+                         [](const auto& info) {
+                           return std::string(info.param.mode == std::string("500")
+                                                  ? "status500"
+                                                  : info.param.mode);
+                         });
+
+TEST_F(HttpProbeTest, QueuedRequestsAreLateAndTimedFromTheirIntendedStart) {
+  // One connection to a server that never answers: each request holds the connection for its
+  // whole timeout, so the following ones wait (late) and most expire in the queue.
+  FaultServer server("blackhole");
+  HttpOptions o = Options();
+  o.new_connection = false;
+  o.connections = 1;
+  o.qps = 50;
+  o.duration = 200ms;  // 10 requests
+  o.timeout = 100ms;
+  ASSERT_TRUE(RunRound(o, server.port()));
+  auto l = Labels(server.port());
+  l["connection"] = "keepalive";
+  double late = CounterValue(metrics_.registry(), "podnet_http_late_requests_total", l);
+  EXPECT_GE(late, 5);
+  EXPECT_EQ(Errors(server.port(), "timeout"), 10);
+}
+
+TEST_F(HttpProbeTest, CancelEndsTheRoundAtOnce) {
+  FaultServer server("blackhole");
+  env_ = std::make_unique<ProbeEnv>(ProbeEnv{io_, metrics_, kSelf});
+  kind_ = MakeHttpKind(Options(), *env_);
+  probe_ = kind_->ForPeer(MakePeer(server.port()));
+  int done = 0;
+  probe_->Run(std::chrono::steady_clock::now(), [&] { ++done; });
+  io_.run_for(50ms);
+  probe_->Cancel();
+  EXPECT_EQ(done, 1);
+  io_.restart();
+  io_.run_for(500ms);
+  EXPECT_EQ(done, 1);
+}
+
+}  // namespace
+}  // namespace podnet::probes::http
