@@ -22,6 +22,9 @@ void Train::OnTxTimestamp(int index, std::int64_t tx_kernel_ns) {
   if (!s.sent || tx_kernel_ns < s.tx_user_ns || tx_kernel_ns - s.tx_user_ns > kMaxTxStampSkewNs) {
     return;
   }
+  // The first stamp is the one that left our interface: a bridge's outgoing port stamps the same
+  // skb (same OPT_ID key) again, 5-14 µs later, and would shorten the RTT by one bridge hop.
+  if (s.tx_kernel_ns != 0) return;
   s.tx_kernel_ns = tx_kernel_ns;
 }
 

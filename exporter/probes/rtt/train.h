@@ -26,7 +26,8 @@ class Train {
   void OnSent(int index, std::int64_t tx_user_ns);
 
   /// The kernel's software TX timestamp of request `index` (SOF_TIMESTAMPING_TX_SOFTWARE). Used
-  /// instead of the user-space time when plausible (after it, within 1 s).
+  /// instead of the user-space time when plausible (after it, within 1 s). Only the first stamp
+  /// counts: on a bridged path the bridge port stamps the same packet again, later.
   void OnTxTimestamp(int index, std::int64_t tx_kernel_ns);
 
   enum class Reply { kFirst, kReordered, kDuplicate, kLate, kNotSent };

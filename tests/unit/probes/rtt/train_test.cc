@@ -223,5 +223,18 @@ TEST(TrainTest, CountsRttsTimedFromKernelTxStamps) {
   EXPECT_EQ(t.Close().tx_kernel_stamped, 2);
 }
 
+TEST(TrainTest, FirstKernelTxStampWinsOverABridgePortsLaterOne) {
+  // A bridged path stamps one packet twice under one OPT_ID key: our veth, then the bridge port
+  // 5-14 µs later. The RTT is from the first, or it is one bridge hop short.
+  Train t(1);
+  t.OnSent(0, kT0);
+  t.OnTxTimestamp(0, kT0 + 2'000);   // our interface
+  t.OnTxTimestamp(0, kT0 + 12'000);  // the bridge's outgoing port
+  t.OnReply(0, kT0 + 40'000);
+  TrainResult r = t.Close();
+  ASSERT_EQ(r.rtt_seconds.size(), 1u);
+  EXPECT_EQ(static_cast<std::int64_t>(r.rtt_seconds[0] * 1e9 + 0.5), 38'000);
+}
+
 }  // namespace
 }  // namespace podnet::probes::rtt
