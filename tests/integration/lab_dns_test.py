@@ -337,7 +337,7 @@ def main():
             exporter_config(cfg, port, conf_path, names,
                             "10s" if variant.startswith("fault") else "2s")
             p = start([a.exporter, "--config.file=" + cfg, "--log.level=debug"],
-                      os.path.join(tmp, variant + ".log"))
+                      os.path.join(tmp, "exporter-" + variant + ".log"))
             exporters.append((variant, names, port, p))
         for variant, names, port, p in exporters:
             wait_for(lambda: lookups_done(scrape(port), names), 60,
@@ -388,7 +388,7 @@ def main():
                     durs = [float(m) for m in re.findall(
                         r"dns lookup name=%s resolver=%s result=\S+ queries=\d+ "
                         r"duration=([\d.]+)s" % (re.escape(FAULT_NAME), res),
-                        open(os.path.join(tmp, variant + ".log")).read())]
+                        open(os.path.join(tmp, "exporter-" + variant + ".log")).read())]
                     check(durs and max(durs) <= bound + 0.5,
                           "%s %s: %d lookups, the longest %.3f s (bound %.1f s)"
                           % (variant, res, len(durs), max(durs or [0]), bound))

@@ -137,7 +137,7 @@ def scenario(args, tmp):
 
     ping = {}
     for name in ("same", "zone", "cross"):
-        ping[name], loss = lab.ping_avg_ms(NS["client"], ADDR[name])
+        ping[name], loss = lab.ping_median_ms(NS["client"], ADDR[name])
     lab.log("ping avg ms: " + ", ".join("%s=%.3f" % (k, v) for k, v in ping.items()))
 
     # Phase 1, healthy peers only: two rounds per peer (each round: 2 s keep-alive, then 2 s new_connection).
