@@ -31,6 +31,7 @@ std::optional<TcpInfo> ReadTcpInfo(int fd) {
   out.bytes_received = ti.tcpi_bytes_received;
   out.segs_out = ti.tcpi_segs_out;
   out.segs_in = ti.tcpi_segs_in;
+  out.notsent_bytes = ti.tcpi_notsent_bytes;
   return out;
 }
 

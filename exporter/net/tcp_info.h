@@ -20,6 +20,7 @@ struct TcpInfo {
   std::uint64_t bytes_received = 0;  // tcpi_bytes_received
   std::uint32_t segs_out = 0;        // tcpi_segs_out: segments sent, retransmits included
   std::uint32_t segs_in = 0;         // tcpi_segs_in
+  std::uint32_t notsent_bytes = 0;   // tcpi_notsent_bytes: written, not yet sent (≥ 4.6)
 };
 
 /// Reads TCP_INFO of a TCP socket; std::nullopt when getsockopt fails (errno is left set).

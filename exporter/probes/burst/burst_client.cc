@@ -385,8 +385,13 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
       if (!sock.is_open()) return;
       auto ti = net::ReadTcpInfo(sock.native_handle());
       if (!ti) return;
-      std::uint64_t sent = ti->bytes_sent > 0 ? ti->bytes_sent : fallback_sent;
-      r.wire_bytes_sent += sent + std::uint64_t{ti->segs_out} * hdr;
+      // Bytes still queued in the send buffer go out before the graceful close: count them,
+      // with one header per MSS they will need, or the bill runs short of what we wrote.
+      std::uint64_t sent = ti->bytes_sent > 0 ? ti->bytes_sent + ti->notsent_bytes
+                                              : fallback_sent;
+      std::uint64_t segs = ti->segs_out;
+      if (ti->snd_mss > 0) segs += (ti->notsent_bytes + ti->snd_mss - 1) / ti->snd_mss;
+      r.wire_bytes_sent += sent + segs * hdr;
       r.wire_bytes_received += ti->bytes_received + std::uint64_t{ti->segs_in} * hdr;
     };
     add_wire(control_, control_bytes_);
