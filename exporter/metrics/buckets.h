@@ -10,4 +10,11 @@ namespace podnet::metrics {
 /// (DESIGN.md: ≤ 35 % from 10 µs to 100 ms; fortio's 1 ms buckets made sub-ms quantiles fiction).
 const std::vector<double>& LatencyBuckets();
 
+/// LatencyBuckets() continued in the same series to 10 s, then 15, 20 and 30 s (67 bounds), for
+/// DNS lookups and DNS server round trips: a stub resolver waits RES_TIMEOUT (5 s, resolv.h) per
+/// try and retries (attempts, nameservers, search candidates), so a lookup that hits a timeout
+/// takes seconds and must land in a finite bucket — with LatencyBuckets() it falls in +Inf and
+/// histogram_quantile can only answer "above 1 s".
+const std::vector<double>& DnsLatencyBuckets();
+
 }  // namespace podnet::metrics

@@ -199,7 +199,7 @@ void LookupTarget::Record(const LookupOutcome& o) {
     return l;
   };
   double seconds = std::chrono::duration<double>(o.duration).count();
-  series_.Add(f.duration, labels_, metrics::LatencyBuckets()).Observe(seconds);
+  series_.Add(f.duration, labels_, metrics::DnsLatencyBuckets()).Observe(seconds);
   series_.Add(f.lookups, with("result", ResultName(o.result))).Increment();
   series_.Add(f.per_lookup, labels_).Set(static_cast<double>(o.queries.size()));
   // Both query types always have a series, so a rate is 0 rather than absent.
@@ -256,7 +256,7 @@ void ServersTarget::Run(std::chrono::steady_clock::time_point, std::function<voi
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             self->series_
                 .Add(self->kind_->families().server_rtt, {{"server", server}},
-                     metrics::LatencyBuckets())
+                     metrics::DnsLatencyBuckets())
                 .Observe(s);
           } else if (status != ARES_ECANCELLED && status != ARES_EDESTRUCTION && !self->removed_) {
             self->kind_->Error(self->series_, "server_no_answer");

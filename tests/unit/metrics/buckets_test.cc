@@ -1,5 +1,6 @@
 #include "exporter/metrics/buckets.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
@@ -45,6 +46,28 @@ TEST(LatencyBucketsTest, AdjacentBoundsWithinThirtyFivePercentFromTenMicrosToHun
   }
   // 4 decades at no more than 35 % per step need at least log(10^4)/log(1.35) ≈ 30.7 steps.
   EXPECT_GE(pairs, 31);
+}
+
+TEST(LatencyBucketsTest, DnsBucketsExtendTheSameSeriesPastResolverTimeouts) {
+  const auto& base = LatencyBuckets();
+  const auto& dns = DnsLatencyBuckets();
+  ASSERT_GT(dns.size(), base.size());
+  // The same bounds below 1 s: a DNS lookup and an RTT are read on one scale.
+  EXPECT_TRUE(std::equal(base.begin(), base.end(), dns.begin()));
+  for (std::size_t i = 1; i < dns.size(); ++i) EXPECT_LT(dns[i - 1], dns[i]) << "at " << i;
+  // One glibc try times out after RES_TIMEOUT = 5 s, two tries after 10 s: both finite buckets,
+  // with a bound between them.
+  auto bounds_in = [&](double lo, double hi) {
+    return std::count_if(dns.begin(), dns.end(), [&](double v) { return v > lo && v < hi; });
+  };
+  EXPECT_GE(bounds_in(1.0, 5.0), 5);
+  EXPECT_GE(bounds_in(5.0, 10.0), 2);
+  EXPECT_GE(dns.back(), 30.0);
+  for (double v : dns) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2e", v);
+    EXPECT_EQ(std::strtod(text, nullptr), v) << text;
+  }
 }
 
 TEST(LatencyBucketsTest, SameVectorEveryCall) {
