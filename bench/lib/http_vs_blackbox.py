@@ -3,7 +3,10 @@
 
 1. Loopback: a responder podnet-exporter on 127.0.0.1 and a prober podnet-exporter with
    probes.http towards it. Keep-alive p50 (from the prober's own histogram, and its mean) against
-   the RTT floor of the path (iputils ping p50 in the same run): the probe's overhead in µs.
+   the RTT floor of the path (iputils ping p50 in the same run), and against the keep-alive
+   floor of the same responder measured by a blocking C client (bench/http_floor.c): the
+   difference to the latter is the probe's own overhead in µs, the one to ping includes the
+   responder's wake-up and HTTP handling, which ping's kernel-made reply never has.
 2. The same on the lab's same-zone path (root only; skipped otherwise).
 3. New-connection p50 of the prober against prometheus-blackbox-exporter's http prober
    (module http_2xx) on the same /echo target, probed sequentially N times: blackbox's
@@ -199,6 +202,20 @@ def measure_exporter(exe, tmp, label, peer_addr, ns_client=None, ns_peer=None, r
             "port": port}
 
 
+def http_floor(exe, addr, port, n):
+    """p50/p90/p99 (µs) of bench/http_floor.c against addr:port, or None without the binary."""
+    if not os.access(exe, os.X_OK):
+        log("floor client: %s not built (scripts/build.sh --test builds it)" % exe)
+        return None
+    r = subprocess.run([exe, addr, str(port), str(n), "5000"], capture_output=True, text=True,
+                       timeout=60 + n * 0.01)
+    if r.returncode != 0:
+        log("floor client failed: %s" % r.stderr.strip())
+        return None
+    f = r.stdout.split()
+    return {f[i]: float(f[i + 1]) for i in range(0, len(f), 2)}
+
+
 def blackbox(bb, tmp, target_url, probes):
     port = free_port()
     cfg = os.path.join(tmp, "blackbox.yml")
@@ -257,11 +274,14 @@ def main():
     ap.add_argument("--qps", type=int, default=200)
     ap.add_argument("--ping-count", type=int, default=400)
     ap.add_argument("--blackbox-probes", type=int, default=300)
+    ap.add_argument("--floor-requests", type=int, default=2000,
+                    help="requests of the blocking floor client (5 ms apart)")
     ap.add_argument("--blackbox", default=shutil.which("prometheus-blackbox-exporter") or
                     "/usr/bin/prometheus-blackbox-exporter")
     args = ap.parse_args()
     args.exporter = os.path.join(args.build_dir, "podnet-exporter")
     args.delayline = os.path.join(args.build_dir, "tests", "podnet-lab-delayline")
+    args.floor_client = os.path.join(args.build_dir, "podnet-bench-http-floor")
     if not os.access(args.exporter, os.X_OK):
         log("no %s: run scripts/build.sh first" % args.exporter)
         return 2
@@ -297,11 +317,19 @@ def main():
             try:
                 wait_for(lambda: "Healthy" in fetch("http://127.0.0.1:%d/-/healthy" % port), 20,
                          "responder")
+                fl = http_floor(args.floor_client, "127.0.0.1", port, args.floor_requests)
                 bb = blackbox(args.blackbox, tmp, "http://127.0.0.1:%d/echo" % port,
                               args.blackbox_probes)
             finally:
                 os.killpg(resp.pid, signal.SIGTERM)
                 resp.wait(timeout=10)
+            if fl:
+                log("keep-alive floor of the responder (blocking C client, one connection,"
+                    " 200 req/s): p50 %.1f us, p90 %.1f us, p99 %.1f us (n %d)"
+                    % (fl["p50_us"], fl["p90_us"], fl["p99_us"], fl["n"]))
+                log("keep-alive p50: podnet %.1f us vs floor client %.1f us -> the probe's own"
+                    " overhead %+.1f us (target <= 30)"
+                    % (ka50 * 1e6, fl["p50_us"], ka50 * 1e6 - fl["p50_us"]))
             log("blackbox_exporter http_2xx (%d/%d ok): connect+processing+transfer p50 %.1f us, "
                 "probe_duration_seconds p50 %.1f us; %.1f ms CPU per 1,000 probes"
                 % (bb["ok"], bb["n"], bb["phases_p50"] * 1e6, bb["total_p50"] * 1e6,
