@@ -142,7 +142,8 @@ def main():
     a = ap.parse_args()
     needed = library_packages(a.binary)
     print("the binary links, by package: " + "; ".join(
-        "%s (%s)" % (k, ", ".join(v)) for k, v in sorted(needed.items())))
+        "%s (%s%s)" % (k, ", ".join(v[:3]), " +%d more" % (len(v) - 3) if len(v) > 3 else "")
+        for k, v in sorted(needed.items())))
     check(len(needed) >= 3 and "libc6" in needed, "ldd + dpkg -S resolve the binary's libraries")
     text = open(a.dockerfile).read()
     ignore = open(a.dockerignore).read()
