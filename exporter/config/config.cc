@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cerrno>
 #include <cstring>
@@ -35,9 +36,7 @@ namespace {
 
 // Sections that exist in the documented schema but whose probes are not built yet. Rejected with
 // a message saying so rather than silently ignored: a user who asks for a probe must get it.
-const std::map<std::string, std::string, std::less<>> kNotSupportedYet = {
-    {"peers.kubernetes", "Kubernetes peer discovery"},
-};
+const std::map<std::string, std::string, std::less<>> kNotSupportedYet = {};
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
@@ -138,6 +137,18 @@ class Decoder {
       return std::nullopt;
     }
     return v;
+  }
+
+  /// YAML 1.2 core booleans only (true/false, any case): "yes"/"on" are errors, not guesses.
+  std::optional<bool> Bool(const YAML::Node& node, const std::string& path) {
+    auto s = String(node, path);
+    if (!s) return std::nullopt;
+    std::string lower;
+    for (char ch : *s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower == "true") return true;
+    if (lower == "false") return false;
+    Fail(node, path, "must be true or false, got " + Quote(*s));
+    return std::nullopt;
   }
 
   std::optional<Duration> PositiveDuration(const YAML::Node& node, const std::string& path) {
@@ -260,8 +271,72 @@ void DecodeResponders(Decoder& d, const YAML::Node& n, Config& c) {
   }
 }
 
+// `port` and `burst_port` of a peer entry (static or kubernetes); false if either is invalid.
+bool DecodePeerPorts(Decoder& d, const YAML::Node& n, const std::string& path,
+                     std::uint16_t* port, std::uint16_t* burst_port) {
+  bool ok = true;
+  for (auto [key, out] : {std::pair<const char*, std::uint16_t*>{"port", port},
+                          std::pair<const char*, std::uint16_t*>{"burst_port", burst_port}}) {
+    if (const YAML::Node v = n[key]; v.IsDefined()) {
+      if (auto p = d.Integer(v, path + "." + key, 1, 65535)) {
+        *out = static_cast<std::uint16_t>(*p);
+      } else {
+        ok = false;
+      }
+    }
+  }
+  return ok;
+}
+
+void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "peers.kubernetes";
+  if (!d.CheckMap(n, base, {"namespace", "service", "peers_per_zone", "port", "burst_port"})) {
+    return;
+  }
+  KubernetesPeers k;
+  bool ok = true;
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"namespace", &k.namespace_name},
+                          std::pair<const char*, std::string*>{"service", &k.service}}) {
+    const std::string path = base + "." + key;
+    const YAML::Node v = n[key];
+    if (!v.IsDefined() || v.IsNull()) {
+      d.Fail(n, path, "required");
+      ok = false;
+      continue;
+    }
+    auto s = d.String(v, path);
+    if (!s) {
+      ok = false;
+    } else if (s->empty()) {
+      d.Fail(v, path, "must not be empty");
+      ok = false;
+    } else {
+      *out = *s;
+    }
+  }
+  if (const YAML::Node v = n["peers_per_zone"]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + ".peers_per_zone", 1, 1000)) {
+      k.peers_per_zone = static_cast<int>(*i);
+    } else {
+      ok = false;
+    }
+  }
+  ok = DecodePeerPorts(d, n, base, &k.port, &k.burst_port) && ok;
+  if (ok) c.kubernetes = k;
+}
+
+void DecodeMetrics(Decoder& d, const YAML::Node& n, Config& c) {
+  if (!n.IsDefined() || n.IsNull() || !d.CheckMap(n, "metrics", {"aggregate_peers"})) return;
+  if (const YAML::Node v = n["aggregate_peers"]; v.IsDefined()) {
+    if (auto b = d.Bool(v, "metrics.aggregate_peers")) c.aggregate_peers = *b;
+  }
+}
+
 void DecodePeers(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "peers", {"static"})) return;
+  if (!n.IsDefined() || !d.CheckMap(n, "peers", {"static", "kubernetes"})) return;
+  if (const YAML::Node k = n["kubernetes"]; k.IsDefined() && !k.IsNull()) {
+    DecodeKubernetesPeers(d, k, c);
+  }
   const YAML::Node list = n["static"];
   if (!list.IsDefined() || list.IsNull()) return;
   if (!list.IsSequence()) {
@@ -311,16 +386,7 @@ void DecodePeers(Decoder& d, const YAML::Node& n, Config& c) {
       d.Fail(p, path + ".address", "required");
       ok = false;
     }
-    for (auto [key, out] : {std::pair<const char*, std::uint16_t*>{"port", &peer.port},
-                            std::pair<const char*, std::uint16_t*>{"burst_port", &peer.burst_port}}) {
-      if (const YAML::Node v = p[key]; v.IsDefined()) {
-        if (auto port = d.Integer(v, path + "." + key, 1, 65535)) {
-          *out = static_cast<std::uint16_t>(*port);
-        } else {
-          ok = false;
-        }
-      }
-    }
+    ok = DecodePeerPorts(d, p, path, &peer.port, &peer.burst_port) && ok;
     for (auto [key, out] : {std::pair<const char*, std::string*>{"node", &peer.node},
                             std::pair<const char*, std::string*>{"zone", &peer.zone}}) {
       if (const YAML::Node v = p[key]; v.IsDefined() && !v.IsNull()) {
@@ -673,7 +739,7 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
       d.Fail(root, "", "the configuration must be a mapping at the top level");
       return result;
     }
-    d.CheckMap(root, "", {"listen_address", "self", "responders", "peers", "probes"});
+    d.CheckMap(root, "", {"listen_address", "self", "responders", "peers", "probes", "metrics"});
     if (const YAML::Node la = root["listen_address"]; la.IsDefined()) {
       if (auto hp = d.ListenAddress(la, "listen_address")) c->listen_address = *hp;
     }
@@ -681,6 +747,7 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
     DecodeResponders(d, root["responders"], *c);
     DecodePeers(d, root["peers"], *c);
     DecodeProbes(d, root["probes"], *c);
+    DecodeMetrics(d, root["metrics"], *c);
   } catch (const YAML::Exception& e) {  // defensive: yaml-cpp throws on odd node shapes
     d.Fail(root, "", std::string("unexpected YAML structure: ") + e.what());
   }

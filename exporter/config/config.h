@@ -37,6 +37,18 @@ struct StaticPeer {
   std::string zone;
 };
 
+/// peers.kubernetes: discover peers from the EndpointSlices of a Service (label
+/// kubernetes.io/service-name) and pick a bounded, topology-aware sample of them.
+struct KubernetesPeers {
+  std::string namespace_name;  // `namespace` in YAML: where the Service and its slices live
+  std::string service;         // the headless Service that selects the probe Pods
+  int peers_per_zone = 3;      // per zone (own zone included); same-node peers are always in
+  std::uint16_t port = 9479;        // HTTP and UDP echo port of every discovered peer
+  std::uint16_t burst_port = 5201;  // burst responder port of every discovered peer
+
+  bool operator==(const KubernetesPeers&) const = default;
+};
+
 /// The whole configuration, validated. Shared read-only between threads once loaded.
 struct Config {
   std::string file;  // where it was read from
@@ -44,6 +56,10 @@ struct Config {
   Self self;
   net::HostPort udp_echo_listen_address{boost::asio::ip::address_v4::any(), 9479};
   std::vector<StaticPeer> static_peers;
+  std::optional<KubernetesPeers> kubernetes;  // peers.kubernetes; absent = static peers only
+  /// metrics.aggregate_peers: drop the `peer` and `peer_node` labels so that series are per
+  /// (source, peer zone, path) and cardinality stays bounded on big clusters (DESIGN.md).
+  bool aggregate_peers = false;
   std::optional<probes::rtt::RttOptions> rtt;  // probes.rtt; absent = off
   std::optional<probes::dns::DnsOptions> dns;  // probes.dns; absent = off
   std::optional<probes::burst::BurstOptions> burst;  // probes.burst; absent = off

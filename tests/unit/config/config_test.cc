@@ -346,7 +346,7 @@ std::vector<InvalidCase> InvalidCases() {
        "test.yaml:6:5: probes.rtt: ", "a train lasts"},
       // Keys.
       {"unknown_top_level_key", kSelf + "scrape_interval: 10s\n", "test.yaml:4:1: scrape_interval: ",
-       "unknown key (known keys: listen_address, self, responders, peers, probes)"},
+       "unknown key (known keys: listen_address, self, responders, peers, probes, metrics)"},
       {"unknown_nested_key", rtt + "    jitter: 1ms\n", "test.yaml:6:5: probes.rtt.jitter: ",
        "unknown key (known keys: protocol, interval, count, spacing, timeout, size)"},
       {"unknown_key_in_self", kSelf + "  zon: zone-a\n", "test.yaml:4:3: self.zon: ",
@@ -427,8 +427,20 @@ std::vector<InvalidCase> InvalidCases() {
        "test.yaml:5:15: probes.http.qps: ", "must be from 1 to 10000, got 0"},
       {"http_path_without_slash", kSelf + "probes:\n  http: {path: echo}\n",
        "test.yaml:5:16: probes.http.path: ", "must be a request path starting with /"},
-      {"peers_kubernetes_not_supported", kSelf + "peers:\n  kubernetes: {namespace: podnet}\n",
-       "test.yaml:5:3: peers.kubernetes: ", "not supported yet"},
+      // peers.kubernetes and metrics.
+      {"kubernetes_without_service", kSelf + "peers:\n  kubernetes: {namespace: podnet}\n",
+       "test.yaml:5:15: peers.kubernetes.service: ", "required"},
+      {"kubernetes_empty_namespace",
+       kSelf + "peers:\n  kubernetes: {namespace: \"\", service: podnet}\n",
+       "test.yaml:5:27: peers.kubernetes.namespace: ", "must not be empty"},
+      {"kubernetes_zero_peers_per_zone",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b, peers_per_zone: 0}\n",
+       "test.yaml:5:58: peers.kubernetes.peers_per_zone: ", "must be from 1 to 1000, got 0"},
+      {"kubernetes_unknown_key",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b, label_selector: x}\n",
+       "test.yaml:5:42: peers.kubernetes.label_selector: ", "unknown key"},
+      {"aggregate_peers_not_bool", kSelf + "metrics:\n  aggregate_peers: yes\n",
+       "test.yaml:5:20: metrics.aggregate_peers: ", "must be true or false, got \"yes\""},
       {"burst_responder_fractional_duration",
        kSelf + "responders:\n  burst: {max_duration: 1500ms}\n",
        "test.yaml:5:25: responders.burst.max_duration: ", "must be whole seconds"},
@@ -624,6 +636,26 @@ TEST(ConfigTest, GrpcSectionsParse) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(Dump(r.errors).find("not supported by this build"), std::string::npos);
 #endif
+}
+
+TEST(ConfigTest, KubernetesPeersAndAggregation) {
+  LoadResult r = Parse(kSelf +
+                           "peers:\n  kubernetes: {namespace: podnet, service: probes, "
+                           "peers_per_zone: 5, port: 19479}\nmetrics: {aggregate_peers: true}\n",
+                       "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  ASSERT_TRUE(r.config->kubernetes.has_value());
+  EXPECT_EQ(r.config->kubernetes->namespace_name, "podnet");
+  EXPECT_EQ(r.config->kubernetes->service, "probes");
+  EXPECT_EQ(r.config->kubernetes->peers_per_zone, 5);
+  EXPECT_EQ(r.config->kubernetes->port, 19479);
+  EXPECT_EQ(r.config->kubernetes->burst_port, 5201);
+  EXPECT_TRUE(r.config->aggregate_peers);
+
+  LoadResult plain = Parse(kSelf, "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(plain.ok()) << Dump(plain.errors);
+  EXPECT_FALSE(plain.config->kubernetes.has_value());
+  EXPECT_FALSE(plain.config->aggregate_peers);
 }
 
 TEST(ConfigTest, LoadFileMissing) {

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""A stand-in Kubernetes API server for benches: a simulated cluster of N nodes, one probe Pod per
+node (a DaemonSet), behind one headless Service. HTTPS with a self-signed certificate, bearer
+token required. What cannot run here is the real API server; the shapes it serves are the real
+ones (discovery.k8s.io/v1 EndpointSlice, v1 Node, watch events as newline-delimited JSON):
+
+  GET /api/v1/nodes/NAME                       -> Node with topology.kubernetes.io/zone
+  GET /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices?labelSelector=
+      kubernetes.io/service-name=SVC           -> EndpointSliceList (100 endpoints per slice,
+                                                  as the EndpointSlice controller's default)
+  ...&watch=1&resourceVersion=RV               -> a chunked watch: every 1/churn s one endpoint of
+                                                  a random slice flips ready (MODIFIED), a
+                                                  BOOKMARK every 5 s; ends after timeoutSeconds
+
+Pod i runs on node-i in zone-(a + i % zones) with address 127.1.(i // 250).(1 + i % 250): every
+peer address is loopback, so an exporter fed this cluster only ever probes its own namespace.
+Run by bench/lib/discovery_5000.py; prints "listening PORT" when ready.
+"""
+import argparse
+import http.server
+import json
+import random
+import socketserver
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+
+PER_SLICE = 100
+
+
+class Cluster:
+    def __init__(self, nodes, zones, namespace, service):
+        self.lock = threading.Lock()
+        self.rv = 1000
+        self.namespace, self.service = namespace, service
+        self.zones = ["zone-%s" % chr(ord("a") + z) for z in range(zones)]
+        self.slices = []
+        for s in range(0, nodes, PER_SLICE):
+            eps = [self.endpoint(i) for i in range(s, min(nodes, s + PER_SLICE))]
+            self.slices.append(self.slice(s // PER_SLICE, eps))
+        self.nodes = nodes
+
+    def endpoint(self, i):
+        return {
+            "addresses": ["127.1.%d.%d" % (i // 250, 1 + i % 250)],
+            "conditions": {"ready": True, "serving": True, "terminating": False},
+            "targetRef": {"kind": "Pod", "namespace": self.namespace, "name": "podnet-%05d" % i,
+                          "uid": "00000000-0000-4000-8000-%012d" % i},
+            "nodeName": "node-%d" % i,
+            "zone": self.zones[i % len(self.zones)],
+        }
+
+    def slice(self, k, endpoints):
+        self.rv += 1
+        return {
+            "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+            "metadata": {
+                "name": "%s-%05x" % (self.service, k * 7919), "namespace": self.namespace,
+                "uid": "11111111-0000-4000-8000-%012d" % k, "resourceVersion": str(self.rv),
+                "generation": 1, "creationTimestamp": "2026-11-30T00:00:00Z",
+                "labels": {"kubernetes.io/service-name": self.service,
+                           "endpointslice.kubernetes.io/managed-by":
+                               "endpointslice-controller.k8s.io",
+                           "service.kubernetes.io/headless": ""},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": self.service,
+                                     "uid": "22222222-0000-4000-8000-000000000000",
+                                     "controller": True, "blockOwnerDeletion": True}],
+            },
+            "addressType": "IPv4",
+            "endpoints": endpoints,
+            "ports": [{"name": "http", "protocol": "TCP", "port": 9479},
+                      {"name": "echo", "protocol": "UDP", "port": 9479},
+                      {"name": "burst", "protocol": "TCP", "port": 5201}],
+        }
+
+    def churn(self, rng):
+        """One MODIFIED event: a random endpoint flips ready (a Pod restarting)."""
+        with self.lock:
+            sl = rng.choice(self.slices)
+            ep = rng.choice(sl["endpoints"])
+            ready = not ep["conditions"]["ready"]
+            ep["conditions"]["ready"] = ready
+            ep["conditions"]["serving"] = ready
+            self.rv += 1
+            sl["metadata"]["resourceVersion"] = str(self.rv)
+            return json.dumps({"type": "MODIFIED", "object": sl})
+
+    def list_body(self):
+        with self.lock:
+            return json.dumps({"kind": "EndpointSliceList", "apiVersion": "discovery.k8s.io/v1",
+                               "metadata": {"resourceVersion": str(self.rv)},
+                               "items": self.slices})
+
+    def node(self, name):
+        i = int(name.split("-")[1])
+        return json.dumps({
+            "kind": "Node", "apiVersion": "v1",
+            "metadata": {"name": name, "uid": "33333333-0000-4000-8000-%012d" % i,
+                         "resourceVersion": "77", "labels": {
+                             "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                             "topology.kubernetes.io/zone": self.zones[i % len(self.zones)],
+                             "topology.kubernetes.io/region": "bench-1"}},
+            "spec": {"podCIDR": "10.244.%d.0/24" % (i % 256)},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        })
+
+
+def make_handler(cluster, token, churn_per_s, stats):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_args):
+            pass
+
+        def send_json(self, code, body):
+            data = body.encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            stats["requests"] += 1
+            if self.headers.get("Authorization") != "Bearer " + token:
+                self.send_json(401, json.dumps({"kind": "Status", "apiVersion": "v1",
+                                                "status": "Failure", "reason": "Unauthorized",
+                                                "code": 401}))
+                return
+            url = urllib.parse.urlsplit(self.path)
+            q = urllib.parse.parse_qs(url.query)
+            parts = url.path.strip("/").split("/")
+            if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
+                self.send_json(200, cluster.node(parts[3]))
+                return
+            want = "kubernetes.io/service-name=" + cluster.service
+            if (url.path == "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices"
+                    % cluster.namespace and q.get("labelSelector") == [want]):
+                if q.get("watch") in (["1"], ["true"]):
+                    self.watch(float(q.get("timeoutSeconds", ["300"])[0]))
+                else:
+                    stats["lists"] += 1
+                    self.send_json(200, cluster.list_body())
+                return
+            self.send_json(404, json.dumps({"kind": "Status", "code": 404}))
+
+        def watch(self, timeout):
+            stats["watches"] += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            rng = random.Random(stats["watches"])
+            end = time.monotonic() + min(timeout, 600)
+            next_bookmark = time.monotonic() + 5
+            try:
+                while time.monotonic() < end and not stats["stop"]:
+                    time.sleep(1.0 / churn_per_s if churn_per_s > 0 else 1.0)
+                    lines = []
+                    if churn_per_s > 0:
+                        lines.append(cluster.churn(rng))
+                        stats["events"] += 1
+                    if time.monotonic() >= next_bookmark:
+                        next_bookmark += 5
+                        lines.append(json.dumps({"type": "BOOKMARK", "object": {
+                            "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+                            "metadata": {"resourceVersion": str(cluster.rv)}}}))
+                    for line in lines:
+                        data = (line + "\n").encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                pass
+
+    return Handler
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--zones", type=int, default=5)
+    ap.add_argument("--namespace", default="podnet")
+    ap.add_argument("--service", default="podnet")
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--token", required=True)
+    ap.add_argument("--churn", type=float, default=10, help="MODIFIED events per second")
+    ap.add_argument("--max-seconds", type=float, default=900, help="exit after this long")
+    args = ap.parse_args()
+    if args.nodes > 250 * 250:
+        sys.exit("at most 62,500 nodes (127.1.0.0/16)")
+    cluster = Cluster(args.nodes, args.zones, args.namespace, args.service)
+    stats = {"requests": 0, "lists": 0, "watches": 0, "events": 0, "stop": False}
+    srv = Server(("127.0.0.1", 0), make_handler(cluster, args.token, args.churn, stats))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.cert, args.key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print("listening %d" % srv.server_address[1], flush=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    time.sleep(args.max_seconds)  # bounded: a forgotten server ends by itself
+    stats["stop"] = True
+    srv.shutdown()
+    print(json.dumps(stats), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+#include "exporter/topology/selection.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace podnet::topology {
+namespace {
+
+// A simulated cluster: `nodes` nodes spread round-robin over `zones` zones, one probe Pod per
+// node (a DaemonSet), Pod IPs from 10.0.0.0/8.
+struct Cluster {
+  std::vector<config::Self> pods;
+};
+
+Cluster MakeCluster(int nodes, int zones) {
+  Cluster c;
+  for (int i = 0; i < nodes; ++i) {
+    c.pods.push_back({"podnet-" + std::to_string(i * 7919 % 100000), "node-" + std::to_string(i),
+                      "zone-" + std::string(1, static_cast<char>('a' + i % zones))});
+  }
+  return c;
+}
+
+Peer AsPeer(const config::Self& self, const config::Self& pod, int index) {
+  Peer p;
+  p.name = pod.name;
+  p.node = pod.node;
+  p.zone = pod.zone;
+  p.address = boost::asio::ip::address_v4(0x0a000000u + static_cast<unsigned>(index) + 1);
+  p.path = Classify(self, p.node, p.zone);
+  return p;
+}
+
+std::vector<Peer> Candidates(const Cluster& c, const config::Self& self) {
+  std::vector<Peer> out;
+  for (std::size_t i = 0; i < c.pods.size(); ++i) {
+    if (c.pods[i].name == self.name) continue;
+    out.push_back(AsPeer(self, c.pods[i], static_cast<int>(i)));
+  }
+  return out;
+}
+
+std::set<std::string> Names(const std::vector<Peer>& peers) {
+  std::set<std::string> s;
+  for (const auto& p : peers) s.insert(p.name);
+  return s;
+}
+
+constexpr int kNodes = 1000;
+constexpr int kZones = 5;
+constexpr int kPerZone = 3;
+
+TEST(SelectionTest, WeightDependsOnBothKeysAndTheirBoundary) {
+  EXPECT_EQ(RendezvousWeight("node-1", "node-2"), RendezvousWeight("node-1", "node-2"));
+  EXPECT_NE(RendezvousWeight("node-1", "node-2"), RendezvousWeight("node-2", "node-1"));
+  EXPECT_NE(RendezvousWeight("ab", "c"), RendezvousWeight("a", "bc"));
+  EXPECT_EQ(SelectionKey("pod-x", "node-3"), "node-3");
+  EXPECT_EQ(SelectionKey("pod-x", ""), "pod-x");
+}
+
+TEST(SelectionTest, WeightsLookUniform) {
+  // Top bit and low bits of 20,000 weights: each half within 2 % of 50 % (σ ≈ 0.35 %).
+  int top = 0, low = 0;
+  constexpr int kN = 20000;
+  for (int i = 0; i < kN; ++i) {
+    std::uint64_t w = RendezvousWeight("node-7", "node-" + std::to_string(i));
+    top += static_cast<int>(w >> 63);
+    low += static_cast<int>(w & 1);
+  }
+  EXPECT_NEAR(top, kN / 2, kN / 50);
+  EXPECT_NEAR(low, kN / 2, kN / 50);
+}
+
+TEST(SelectionTest, ThousandNodesBoundedCoveredStableAndEven) {
+  Cluster c = MakeCluster(kNodes, kZones);
+  // Two more probe Pods on node-0 (e.g. a second DaemonSet revision during a rollout):
+  // same-node peers are always probed, whatever the bound.
+  c.pods.push_back({"podnet-extra-1", "node-0", "zone-a"});
+  c.pods.push_back({"podnet-extra-2", "node-0", "zone-a"});
+  std::map<std::string, int> in_degree;
+  std::mt19937 rng(42);
+  for (const auto& self : c.pods) {
+    auto candidates = Candidates(c, self);
+    auto chosen = SelectPeers(self, candidates, kPerZone);
+
+    // Bounded: at most peers_per_zone per zone, plus the same-node peers.
+    std::map<std::string, int> per_zone;
+    int same_node = 0;
+    for (const auto& p : chosen) {
+      if (p.path == PathClass::kSameNode) {
+        ++same_node;
+      } else {
+        ++per_zone[p.zone];
+      }
+      ++in_degree[p.name];
+      EXPECT_NE(p.name, self.name);
+    }
+    int want_same_node = 0;
+    for (const auto& p : candidates) want_same_node += p.path == PathClass::kSameNode;
+    EXPECT_EQ(same_node, want_same_node) << self.name;
+    // Covered: every zone, own zone included, gets exactly peers_per_zone other-node peers.
+    ASSERT_EQ(per_zone.size(), static_cast<std::size_t>(kZones)) << self.name;
+    for (const auto& [zone, n] : per_zone) EXPECT_EQ(n, kPerZone) << self.name << " " << zone;
+    EXPECT_EQ(chosen.size(), static_cast<std::size_t>(kZones * kPerZone + same_node));
+
+    // Stable: the candidates' order does not matter, and a second run (a restart) agrees.
+    std::shuffle(candidates.begin(), candidates.end(), rng);
+    EXPECT_EQ(SelectPeers(self, candidates, kPerZone), chosen) << self.name;
+    EXPECT_TRUE(std::is_sorted(chosen.begin(), chosen.end(),
+                               [](const Peer& a, const Peer& b) { return a.name < b.name; }));
+  }
+  // Even: every Pod is probed by someone, and nobody by more than twice the mean.
+  std::size_t total = 0;
+  int max_in = 0;
+  for (const auto& [name, d] : in_degree) {
+    total += static_cast<std::size_t>(d);
+    max_in = std::max(max_in, d);
+  }
+  double mean = static_cast<double>(total) / static_cast<double>(c.pods.size());
+  EXPECT_EQ(in_degree.size(), c.pods.size()) << "some Pod is probed by nobody";
+  EXPECT_LE(max_in, 2 * mean) << "max in-degree " << max_in << ", mean " << mean;
+}
+
+TEST(SelectionTest, MembershipChangeMovesOnlyWhatItMust) {
+  Cluster c = MakeCluster(kNodes, kZones);
+  const config::Self self = c.pods[17];
+  const auto before = SelectPeers(self, Candidates(c, self), kPerZone);
+
+  // A new node joins zone-c: at most one peer of zone-c changes, every other zone is untouched.
+  Cluster grown = c;
+  grown.pods.push_back({"podnet-new", "node-new", "zone-c"});
+  auto after = SelectPeers(self, Candidates(grown, self), kPerZone);
+  std::set<std::string> b = Names(before), a = Names(after);
+  std::vector<std::string> gone, came;
+  std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(gone));
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(came));
+  EXPECT_LE(gone.size(), 1u);
+  EXPECT_EQ(gone.size(), came.size());
+  if (!came.empty()) EXPECT_EQ(came[0], "podnet-new");
+
+  // A Pod this Pod does not probe leaves: nothing changes.
+  Cluster shrunk = c;
+  auto unchosen = std::find_if(shrunk.pods.begin(), shrunk.pods.end(), [&](const auto& p) {
+    return p.name != self.name && !b.count(p.name);
+  });
+  ASSERT_NE(unchosen, shrunk.pods.end());
+  shrunk.pods.erase(unchosen);
+  EXPECT_EQ(Names(SelectPeers(self, Candidates(shrunk, self), kPerZone)), b);
+
+  // A probed Pod leaves: exactly it is replaced, by a Pod of the same zone.
+  Cluster lost = c;
+  const Peer victim = *std::find_if(before.begin(), before.end(),
+                                    [](const Peer& p) { return p.path != PathClass::kSameNode; });
+  lost.pods.erase(std::find_if(lost.pods.begin(), lost.pods.end(),
+                               [&](const auto& p) { return p.name == victim.name; }));
+  auto replaced = SelectPeers(self, Candidates(lost, self), kPerZone);
+  std::set<std::string> r = Names(replaced);
+  EXPECT_EQ(r.size(), b.size());
+  EXPECT_FALSE(r.count(victim.name));
+  std::vector<std::string> fresh;
+  std::set_difference(r.begin(), r.end(), b.begin(), b.end(), std::back_inserter(fresh));
+  ASSERT_EQ(fresh.size(), 1u);
+  auto fresh_peer = std::find_if(replaced.begin(), replaced.end(),
+                                 [&](const Peer& p) { return p.name == fresh[0]; });
+  EXPECT_EQ(fresh_peer->zone, victim.zone);
+}
+
+TEST(SelectionTest, SmallZonesAndUnknownZonesAreKeptWhole) {
+  config::Self self{"pod-0", "node-0", "zone-a"};
+  std::vector<Peer> candidates;
+  auto add = [&](std::string name, std::string node, std::string zone) {
+    Peer p;
+    p.name = std::move(name);
+    p.node = std::move(node);
+    p.zone = std::move(zone);
+    p.path = Classify(self, p.node, p.zone);
+    candidates.push_back(p);
+  };
+  add("pod-1", "node-1", "zone-b");  // a zone with one Pod: it is probed
+  for (int i = 0; i < 10; ++i) add("pod-u" + std::to_string(i), "node-u" + std::to_string(i), "");
+  auto chosen = SelectPeers(self, candidates, 2);
+  std::map<PathClass, int> by_path;
+  for (const auto& p : chosen) ++by_path[p.path];
+  EXPECT_EQ(by_path[PathClass::kCrossZone], 1);
+  EXPECT_EQ(by_path[PathClass::kUnknown], 2);  // unknown zone: one more group with the bound
+  EXPECT_EQ(SelectPeers(self, {}, 3).size(), 0u);
+  EXPECT_EQ(SelectPeers(self, candidates, 0).size(), 2u);  // < 1 acts as 1
+}
+
+}  // namespace
+}  // namespace podnet::topology
