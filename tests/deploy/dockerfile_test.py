@@ -67,20 +67,24 @@ def library_packages(binary):
         m = re.match(r"\S+ => (/\S+) \(", line) or re.match(r"(/\S+) \(", line)
         if m:
             libs.append(m.group(1))
+    def candidates(lib):  # usrmerge: dpkg may know a library as /lib/... or as /usr/lib/...
+        out = []
+        for p in (lib, os.path.realpath(lib)):
+            out += [p, re.sub(r"^/usr/", "/", p), p if p.startswith("/usr/") else "/usr" + p]
+        return list(dict.fromkeys(out))
+
+    paths = sorted({c for lib in libs for c in candidates(lib)})
+    # One dpkg -S for all (it exits 1 when some path is unknown, and still lists the others).
+    r = subprocess.run(["dpkg", "-S", *paths], capture_output=True, text=True, timeout=120)
+    owner_of = {}
+    for line in r.stdout.splitlines():
+        pkgs, _, path = line.partition(": ")
+        owner_of[path.strip()] = pkgs.split(",")[0].split(":")[0].strip()
     owners = {}
     for lib in libs:
-        real = os.path.realpath(lib)
-        candidates = []
-        for p in (lib, real):  # usrmerge: dpkg may know /lib/... or /usr/lib/...
-            candidates += [p, re.sub(r"^/usr/", "/", p), "/usr" + p if not p.startswith("/usr/") else p]
-        pkg = None
-        for c in dict.fromkeys(candidates):
-            r = subprocess.run(["dpkg", "-S", c], capture_output=True, text=True, timeout=60)
-            if r.returncode == 0:
-                pkg = r.stdout.split(":")[0].strip()
-                break
+        pkg = next((owner_of[c] for c in candidates(lib) if c in owner_of), None)
         if pkg is None:
-            raise SystemExit("no Debian package owns %s (%s)" % (lib, real))
+            raise SystemExit("no Debian package owns %s (%s)" % (lib, os.path.realpath(lib)))
         owners.setdefault(pkg, []).append(os.path.basename(lib))
     return owners
 
