@@ -14,11 +14,15 @@ test_pkgs=(
   iproute2 iputils-ping ethtool prometheus tcpdump curl procps python3
   prometheus-smokeping-prober iperf3 prometheus-blackbox-exporter
   unbound musl-tools
+  nodejs  # tests/deploy: offline schema validation of deploy/kubernetes (npm packages)
 )
+# kubectl (tests/deploy: `kubectl kustomize`) is not a Debian package; the machine image has it.
 
 pkgs=("${build_pkgs[@]}")
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=("${test_pkgs[@]}")
+  # npm: inside NodeSource's nodejs package, a package of its own in Debian's.
+  if ! command -v npm >/dev/null 2>&1; then pkgs+=(npm); fi
 fi
 
 missing=()

@@ -1,0 +1,401 @@
+#!/usr/bin/env node
+// deploy/kubernetes as a cluster would receive it: `kubectl kustomize` renders the base and the
+// prometheus-operator overlay; every object is validated offline against the Kubernetes and
+// prometheus-operator schemas (kubernetes-models: JSON schema with types, enums and formats;
+// TypeScript over the same models' types: unknown fields, as the API server's strict field
+// validation rejects them); then the properties the deployment promises are asserted (least
+// privilege RBAC, non-root, read-only root filesystem, no capabilities, the ping sysctl, probes,
+// ports, the ConfigMap at the path the image reads). Every check is also run against mutated
+// copies, which it must reject: a check that cannot fail would pass anything.
+//
+// Usage: node validate_manifests.cjs --kubectl KUBECTL --deploy DEPLOY_DIR --dockerfile FILE
+//                                    --modules NPM_DIR [--exporter BIN]
+// NPM_DIR holds node_modules (npm ci of tests/deploy/package.json). With --exporter, only the
+// rendered ConfigMap's configuration is checked, with `podnet-exporter --config.check`.
+"use strict";
+
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const { spawnSync } = require("child_process");
+
+const args = {};
+for (let i = 2; i < process.argv.length; i += 2) {
+  args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
+}
+for (const k of ["kubectl", "deploy", "dockerfile", "modules"]) {
+  if (!args[k]) {
+    console.error(`usage: missing --${k}`);
+    process.exit(2);
+  }
+}
+const modules = path.resolve(args.modules);
+const req = (m) => require(require.resolve(m, { paths: [modules] }));
+const YAML = req("yaml");
+
+let passed = 0;
+let failed = 0;
+function check(ok, what) {
+  console.log((ok ? "ok     " : "FAILED ") + what);
+  ok ? passed++ : failed++;
+}
+const clone = (x) => JSON.parse(JSON.stringify(x));
+const deepEqual = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+// ---------------------------------------------------------------------------------------------
+// Render.
+function render(dir) {
+  const r = spawnSync(args.kubectl, ["kustomize", dir], { encoding: "utf8", timeout: 60000 });
+  if (r.error) return { error: String(r.error) };
+  if (r.status !== 0) return { error: r.stderr };
+  const docs = YAML.parseAllDocuments(r.stdout);
+  const errs = docs.flatMap((d) => d.errors.map(String));
+  if (errs.length) return { error: errs.join("\n") };
+  return { objects: docs.map((d) => d.toJS()).filter((o) => o) };
+}
+
+const kubeDir = path.join(args.deploy, "kubernetes");
+const base = render(kubeDir);
+check(!base.error, `kubectl kustomize ${kubeDir} renders` + (base.error ? `: ${base.error}` : ""));
+const withPm = render(path.join(kubeDir, "prometheus-operator"));
+check(!withPm.error, "kubectl kustomize .../prometheus-operator renders" +
+  (withPm.error ? `: ${withPm.error}` : ""));
+if (base.error || withPm.error) finish();
+const get = (objs, kind) => objs.find((o) => o.kind === kind);
+
+// ---------------------------------------------------------------------------------------------
+// The configuration as deployed, checked by the exporter itself.
+if (args.exporter) {  // this mode checks only the configuration
+  const cm = get(withPm.objects, "ConfigMap");
+  const [key, text] = Object.entries(cm.data)[0];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "podnet-deploy-"));
+  const file = path.join(dir, key);
+  fs.writeFileSync(file, text);
+  const env = { ...process.env, POD_NAME: "podnet-exporter-abcde", NODE_NAME: "node-a", POD_ZONE: "",
+    POD_IP: "10.0.0.1", POD_NAMESPACE: "podnet" };
+  const r = spawnSync(args.exporter, [`--config.file=${file}`, "--config.check"],
+    { encoding: "utf8", timeout: 30000, env });
+  check(r.status === 0, `podnet-exporter --config.check accepts the rendered ConfigMap (exit ${r.status})` +
+    (r.status !== 0 ? `:\n${r.stdout}${r.stderr}` : ""));
+  // And it is a real check: the same file with an unknown key fails it.
+  fs.writeFileSync(file, text + "no_such_key: 1\n");
+  const bad = spawnSync(args.exporter, [`--config.file=${file}`, "--config.check"],
+    { encoding: "utf8", timeout: 30000, env });
+  check(bad.status === 2 && /no_such_key/.test(bad.stdout + bad.stderr),
+    `--config.check rejects it with an unknown key (exit ${bad.status})`);
+  fs.rmSync(dir, { recursive: true, force: true });
+  finish();
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Schemas (kubernetes-models, JSON schema).
+const kModules = {
+  v1: "kubernetes-models/v1",
+  "apps/v1": "kubernetes-models/apps/v1",
+  "rbac.authorization.k8s.io/v1": "kubernetes-models/rbac.authorization.k8s.io/v1",
+  "monitoring.coreos.com/v1": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1",
+};
+function modelModule(o) {
+  const m = kModules[o.apiVersion];
+  return m && /^[A-Za-z]+$/.test(o.kind || "") ? `${m}/${o.kind}` : null;
+}
+function schemaErrors(o) {
+  const mod = modelModule(o);
+  if (!mod) return `no schema known for ${o.apiVersion} ${o.kind}`;
+  let Model;
+  try {
+    Model = req(mod)[o.kind];
+  } catch (e) {
+    return `no model ${mod}: ${e.message}`;
+  }
+  try {
+    new Model(clone(o)).validate();
+    return null;
+  } catch (e) {
+    return e.message;
+  }
+}
+const objName = (o) => `${o.kind}/${o.metadata && o.metadata.name}`;
+for (const o of withPm.objects) {
+  const err = schemaErrors(o);
+  check(!err, `${objName(o)} (${o.apiVersion}) validates against its schema` + (err ? `: ${err}` : ""));
+}
+const base_kinds = base.objects.map((o) => o.kind).sort();
+check(deepEqual(base_kinds, withPm.objects.filter((o) => o.kind !== "PodMonitor")
+  .map((o) => o.kind).sort()) && withPm.objects.length === base.objects.length + 1,
+  "the prometheus-operator overlay is the base plus one PodMonitor");
+
+// Unknown fields: TypeScript's excess-property check of each object against the model's type.
+// The real objects go into one file and a mutant (one misspelled field per kind of object) into
+// another; tsc must report nothing in the first and every mutant in the second.
+function tsSource(objects) {
+  return objects.map((o, i) => `import type { I${o.kind} as T${i} } from "${modelModule(o)}";\n` +
+    `export const o${i}: T${i} = ${JSON.stringify(o, null, 1)};\n`).join("");
+}
+{
+  const dir = fs.mkdtempSync(path.join(modules, ".tscheck-"));
+  const mutants = [];
+  const typos = { // misspellings of real fields, as a hand edit would make them
+    DaemonSet: (o) => { o.spec.template.spec.containers[0].securityContext.readOnlyRootFileSystem = true; },
+    Service: (o) => { o.spec.publishNotReadyAdresses = false; },
+    ClusterRole: (o) => { o.rules[0].verb = ["get"]; },
+    PodMonitor: (o) => { o.spec.podMetricsEndpoints[0].pathh = "/metrics"; },
+  };
+  for (const o of withPm.objects) {
+    if (typos[o.kind]) { const m = clone(o); typos[o.kind](m); mutants.push(m); }
+  }
+  fs.writeFileSync(path.join(dir, "rendered.ts"), tsSource(withPm.objects));
+  fs.writeFileSync(path.join(dir, "mutants.ts"), tsSource(mutants));
+  fs.writeFileSync(path.join(dir, "package.json"), '{"type": "commonjs"}\n');
+  const tsc = require.resolve("typescript/bin/tsc", { paths: [modules] });
+  const r = spawnSync(process.execPath, [tsc, "--noEmit", "--strict", "--skipLibCheck",
+    "--module", "nodenext", "--moduleResolution", "nodenext", "rendered.ts", "mutants.ts"],
+  { cwd: dir, encoding: "utf8", timeout: 300000 });
+  const out = (r.stdout || "") + (r.stderr || "");
+  const inRendered = out.split("\n").filter((l) => l.startsWith("rendered.ts"));
+  const inMutants = out.split("\n").filter((l) => l.startsWith("mutants.ts") && l.includes("TS2353"));
+  check(!r.error && inRendered.length === 0 && !/error TS(?!2353)/.test(out.replace(/^mutants\.ts.*$/mg, "")),
+    "no unknown fields in any rendered object (tsc excess-property check)" +
+    (inRendered.length || r.error ? `:\n${r.error || inRendered.join("\n")}` : ""));
+  check(inMutants.length === mutants.length && mutants.length === Object.keys(typos).length,
+    `tsc rejects each of ${mutants.length} misspelled fields (${inMutants.length} reported)` +
+    (inMutants.length !== mutants.length ? `:\n${out}` : ""));
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+// The schema validator itself must reject what the API server would.
+{
+  const ds = clone(withPm.objects.find((o) => o.kind === "DaemonSet"));
+  ds.spec.template.spec.securityContext.runAsUser = "65532";
+  const bad = [ds];
+  const svc = clone(withPm.objects.find((o) => o.kind === "Service"));
+  svc.spec.ports[1].protocol = "udp";
+  bad.push(svc);
+  const pm = clone(withPm.objects.find((o) => o.kind === "PodMonitor"));
+  pm.spec.podMetricsEndpoints[0].relabelings[0].action = "copy";
+  bad.push(pm);
+  const missed = bad.filter((o) => !schemaErrors(o)).map(objName);
+  check(missed.length === 0, "the schemas reject a string runAsUser, protocol \"udp\", relabel action \"copy\"" +
+    (missed.length ? `: accepted ${missed}` : ""));
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the deployment promises.
+const dockerfile = fs.readFileSync(args.dockerfile, "utf8");
+const entry = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile);
+const entrypoint = entry ? JSON.parse(entry[1]) : [];
+const imageConfigFlag = entrypoint.find((a) => a.startsWith("--config.file="));
+const imageConfigPath = imageConfigFlag ? imageConfigFlag.slice("--config.file=".length) : null;
+check(imageConfigPath !== null, `the Dockerfile's ENTRYPOINT names --config.file (${imageConfigPath})`);
+
+function cpu(q) { // millicores
+  const s = String(q);
+  return s.endsWith("m") ? Number(s.slice(0, -1)) : Number(s) * 1000;
+}
+function bytes(q) {
+  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|k|M|G)?$/.exec(String(q));
+  if (!m) return NaN;
+  const mul = { Ki: 1024, Mi: 1 << 20, Gi: 1 << 30, k: 1e3, M: 1e6, G: 1e9 }[m[2]] || 1;
+  return Number(m[1]) * mul;
+}
+const subset = (small, big) => small && big && Object.keys(small).length > 0 &&
+  Object.entries(small).every(([k, v]) => big[k] === v);
+
+// Returns the list of broken promises (empty: all kept).
+function problems(objects) {
+  const p = [];
+  const need = (cond, what) => { if (!cond) p.push(what); };
+  const all = (kind) => objects.filter((o) => o.kind === kind);
+  const one = (kind) => { const l = all(kind); need(l.length === 1, `exactly one ${kind} (${l.length})`); return l[0]; };
+  const allowed = ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+    "RoleBinding", "Service", "ConfigMap", "DaemonSet", "PodMonitor"];
+  for (const o of objects) need(allowed.includes(o.kind), `unexpected object ${objName(o)}`);
+  const nsObj = one("Namespace"); const sa = one("ServiceAccount"); const cr = one("ClusterRole");
+  const crb = one("ClusterRoleBinding"); const role = one("Role"); const rb = one("RoleBinding");
+  const svc = one("Service"); const cm = one("ConfigMap"); const ds = one("DaemonSet");
+  if (p.length) return p;
+  const ns = nsObj.metadata.name;
+  for (const o of objects) {
+    if (!["Namespace", "ClusterRole", "ClusterRoleBinding"].includes(o.kind)) {
+      need(o.metadata.namespace === ns, `${objName(o)} is in namespace ${ns}`);
+    }
+  }
+  need((nsObj.metadata.labels || {})["pod-security.kubernetes.io/enforce"] === "restricted",
+    "the Namespace enforces the restricted Pod Security Standard");
+
+  // RBAC: exactly get nodes (cluster) and list + watch endpointslices (namespace).
+  need(deepEqual(cr.rules, [{ apiGroups: [""], resources: ["nodes"], verbs: ["get"] }]),
+    `ClusterRole grants exactly get on nodes: ${JSON.stringify(cr.rules)}`);
+  need(!cr.aggregationRule, "ClusterRole has no aggregationRule");
+  need(deepEqual(role.rules, [{ apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"],
+    verbs: ["list", "watch"] }]), `Role grants exactly list, watch on endpointslices: ${JSON.stringify(role.rules)}`);
+  const subj = [{ kind: "ServiceAccount", name: sa.metadata.name, namespace: ns }];
+  need(deepEqual(crb.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: cr.metadata.name }) &&
+    deepEqual(crb.subjects, subj), "ClusterRoleBinding binds the ClusterRole to the ServiceAccount only");
+  need(deepEqual(rb.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name }) &&
+    deepEqual(rb.subjects, subj), "RoleBinding binds the Role to the ServiceAccount only");
+
+  // DaemonSet: Pod level.
+  const tpl = ds.spec.template;
+  const pod = tpl.spec || {};
+  const podLabels = (tpl.metadata || {}).labels || {};
+  need(subset(ds.spec.selector.matchLabels, podLabels), "DaemonSet selector matches its Pod labels");
+  need(pod.serviceAccountName === sa.metadata.name, "Pods run as the ServiceAccount");
+  need(pod.automountServiceAccountToken !== false && sa.automountServiceAccountToken !== false,
+    "the service-account token is mounted (in-cluster API client)");
+  need(!pod.hostNetwork && !pod.hostPID && !pod.hostIPC, "no host network, PID or IPC namespace");
+  need((pod.tolerations || []).some((t) => t.operator === "Exists" && !t.key && !t.effect),
+    "tolerates every taint (operator Exists, no key, no effect)");
+  need(typeof pod.terminationGracePeriodSeconds === "number" && pod.terminationGracePeriodSeconds <= 10,
+    "terminationGracePeriodSeconds is small (<= 10)");
+  const us = ds.spec.updateStrategy || {};
+  need(us.type === "RollingUpdate" && us.rollingUpdate && /^\d+%$/.test(String(us.rollingUpdate.maxUnavailable)) &&
+    parseInt(us.rollingUpdate.maxUnavailable, 10) <= 25, "RollingUpdate with maxUnavailable a small percentage");
+  const psc = pod.securityContext || {};
+  need(psc.runAsNonRoot === true && psc.runAsUser === 65532, "Pod runs as non-root uid 65532");
+  need((psc.seccompProfile || {}).type === "RuntimeDefault", "Pod seccomp profile RuntimeDefault");
+  need((psc.sysctls || []).some((s) => s.name === "net.ipv4.ping_group_range" && s.value === "0 2147483647"),
+    "Pod sysctl net.ipv4.ping_group_range = \"0 2147483647\" (ICMP ping sockets, no NET_RAW)");
+  need(!(pod.volumes || []).some((v) => v.hostPath), "no hostPath volumes");
+
+  // Containers.
+  const containers = [...(pod.initContainers || []), ...(pod.containers || [])];
+  need(pod.containers && pod.containers.length === 1, "one container");
+  for (const c of containers) {
+    const sc = c.securityContext || {};
+    const at = `container ${c.name}`;
+    need((sc.runAsNonRoot ?? psc.runAsNonRoot) === true && (sc.runAsUser ?? psc.runAsUser) === 65532,
+      `${at} runs as non-root 65532`);
+    need(sc.readOnlyRootFilesystem === true, `${at} has a read-only root filesystem`);
+    need(sc.allowPrivilegeEscalation === false, `${at} disallows privilege escalation`);
+    need(sc.privileged !== true, `${at} is not privileged`);
+    need(((sc.capabilities || {}).drop || []).includes("ALL"), `${at} drops ALL capabilities`);
+    need(((sc.capabilities || {}).add || []).length === 0, `${at} adds no capability`);
+    need(((sc.seccompProfile || psc.seccompProfile) || {}).type === "RuntimeDefault", `${at} seccomp RuntimeDefault`);
+    const r = c.resources || {};
+    const rq = r.requests || {}; const lim = r.limits || {};
+    need(rq.cpu && rq.memory && lim.cpu && lim.memory, `${at} has cpu and memory requests and limits`);
+    need(cpu(rq.cpu) <= cpu(lim.cpu) && bytes(rq.memory) <= bytes(lim.memory), `${at} requests <= limits`);
+  }
+  const c = pod.containers[0];
+  need(typeof c.image === "string" && c.image.length > 0, "the container has an image");
+  const env = Object.fromEntries((c.env || []).map((e) => [e.name, e]));
+  for (const [name, fieldPath] of [["POD_NAME", "metadata.name"], ["NODE_NAME", "spec.nodeName"],
+    ["POD_IP", "status.podIP"], ["POD_NAMESPACE", "metadata.namespace"]]) {
+    need(env[name] && env[name].valueFrom && env[name].valueFrom.fieldRef &&
+      env[name].valueFrom.fieldRef.fieldPath === fieldPath, `env ${name} from the Downward API ${fieldPath}`);
+  }
+  const ports = c.ports || [];
+  const portOf = (ref, proto) => ports.find((q) => (q.name === ref || q.containerPort === ref) &&
+    (q.protocol || "TCP") === proto);
+  for (const [num, proto] of [[9479, "TCP"], [9479, "UDP"], [5201, "TCP"], [9480, "TCP"]]) {
+    need(ports.some((q) => q.containerPort === num && (q.protocol || "TCP") === proto && !q.hostPort),
+      `container port ${num}/${proto} (no hostPort)`);
+  }
+  for (const [probe, want] of [["livenessProbe", "/-/healthy"], ["readinessProbe", "/-/ready"]]) {
+    const g = (c[probe] || {}).httpGet || {};
+    const port = portOf(g.port, "TCP");
+    need(g.path === want && port && port.containerPort === 9479, `${probe} is GET ${want} on 9479`);
+  }
+
+  // Configuration: the ConfigMap mounted where the image reads it.
+  const cmVol = (pod.volumes || []).find((v) => v.configMap && v.configMap.name === cm.metadata.name);
+  const mount = cmVol && (c.volumeMounts || []).find((m) => m.name === cmVol.name);
+  const configFlag = (c.args || []).concat(c.command || []).find((a) => a.startsWith("--config.file="));
+  const configPath = configFlag ? configFlag.slice("--config.file=".length) : imageConfigPath;
+  need(mount && imageConfigPath && !c.command, "the ConfigMap is mounted and the image's ENTRYPOINT is kept");
+  if (!mount || !configPath) return p;
+  const key = mount.subPath || path.posix.relative(mount.mountPath, configPath);
+  need(!mount.subPath ? path.posix.dirname(configPath) === mount.mountPath : mount.mountPath === configPath,
+    `the ConfigMap is mounted at ${configPath}`);
+  need(cm.data && typeof cm.data[key] === "string", `the ConfigMap has the key ${key}`);
+  if (!cm.data || typeof cm.data[key] !== "string") return p;
+  const cfg = YAML.parse(cm.data[key]) || {};
+  const kube = (cfg.peers || {}).kubernetes || {};
+  need(kube.namespace === ns && kube.service === svc.metadata.name,
+    `config peers.kubernetes is the Service ${ns}/${svc.metadata.name}`);
+  need(cfg.self && cfg.self.name === "${POD_NAME}" && cfg.self.node === "${NODE_NAME}" && cfg.self.zone === "${POD_ZONE}",
+    "config self is ${POD_NAME}, ${NODE_NAME}, ${POD_ZONE}");
+  for (const m of cm.data[key].matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}/g)) {
+    need(env[m[1]] || m[2] !== undefined, `config variable ${m[1]} is set in the container's env`);
+  }
+  const portNum = (addr) => Number(String(addr || "").split(":").pop());
+  need(portNum(cfg.listen_address) === 9479, "config listen_address is port 9479");
+  const resp = cfg.responders || {};
+  need(portNum((resp.udp_echo || {}).listen_address) === 9479 && portNum((resp.burst || {}).listen_address) === 5201 &&
+    portNum((resp.grpc || {}).listen_address) === 9480, "config responders on 9479/udp, 5201, 9480");
+
+  // Service: headless, ready Pods only, selects the DaemonSet's Pods, every responder port.
+  need(svc.spec.clusterIP === "None", "Service is headless");
+  need(svc.spec.publishNotReadyAddresses === false, "Service publishNotReadyAddresses is false");
+  need(subset(svc.spec.selector, podLabels), "Service selects the DaemonSet's Pods");
+  for (const [num, proto] of [[9479, "TCP"], [9479, "UDP"], [5201, "TCP"], [9480, "TCP"]]) {
+    const sp = (svc.spec.ports || []).find((q) => q.port === num && (q.protocol || "TCP") === proto);
+    const target = sp && portOf(sp.targetPort ?? sp.port, proto);
+    need(target && target.containerPort === num, `Service port ${num}/${proto} reaches container port ${num}/${proto}`);
+  }
+
+  // PodMonitor (overlay only).
+  for (const pm of all("PodMonitor")) {
+    need(subset(pm.spec.selector.matchLabels, podLabels), "PodMonitor selects the DaemonSet's Pods");
+    need(pm.metadata.namespace === ns, "PodMonitor is in the Pods' namespace");
+    const ep = (pm.spec.podMetricsEndpoints || [])[0] || {};
+    const target = portOf(ep.port, "TCP");
+    need(target && target.containerPort === 9479 && ep.path === "/metrics", "PodMonitor scrapes /metrics on 9479");
+    need((ep.relabelings || []).some((r) => deepEqual(r.sourceLabels, ["__meta_kubernetes_pod_node_name"]) &&
+      r.targetLabel === "node" && (r.action || "replace") === "replace"), "PodMonitor adds the node label");
+  }
+  return p;
+}
+
+const found = problems(withPm.objects);
+check(found.length === 0, "the rendered objects keep every promise" + (found.length ? ":\n  " + found.join("\n  ") : ""));
+
+// Each promise must be able to break: mutate the rendered objects one way at a time.
+const ctr = (objs) => get(objs, "DaemonSet").spec.template.spec.containers[0];
+const podSpec = (objs) => get(objs, "DaemonSet").spec.template.spec;
+const mutations = {
+  "ClusterRole may also list nodes": (o) => get(o, "ClusterRole").rules[0].verbs.push("list"),
+  "ClusterRole may read pods": (o) => get(o, "ClusterRole").rules.push({ apiGroups: [""], resources: ["pods"], verbs: ["get"] }),
+  "Role may get endpointslices": (o) => get(o, "Role").rules[0].verbs.push("get"),
+  "Role on all resources": (o) => { get(o, "Role").rules[0].resources = ["*"]; },
+  "RoleBinding to the default ServiceAccount": (o) => { get(o, "RoleBinding").subjects[0].name = "default"; },
+  "root user": (o) => { ctr(o).securityContext.runAsUser = 0; },
+  "runAsNonRoot off": (o) => { podSpec(o).securityContext.runAsNonRoot = false; delete ctr(o).securityContext.runAsNonRoot; },
+  "writable root filesystem": (o) => { delete ctr(o).securityContext.readOnlyRootFilesystem; },
+  "privilege escalation": (o) => { ctr(o).securityContext.allowPrivilegeEscalation = true; },
+  "NET_RAW added": (o) => { ctr(o).securityContext.capabilities.add = ["NET_RAW"]; },
+  "capabilities kept": (o) => { ctr(o).securityContext.capabilities.drop = ["NET_ADMIN"]; },
+  "seccomp Unconfined": (o) => { ctr(o).securityContext.seccompProfile = { type: "Unconfined" }; },
+  "no ping sysctl": (o) => { podSpec(o).securityContext.sysctls = []; },
+  "hostNetwork": (o) => { podSpec(o).hostNetwork = true; },
+  "taints not tolerated": (o) => { podSpec(o).tolerations = [{ key: "node-role.kubernetes.io/control-plane", operator: "Exists" }]; },
+  "liveness on /metrics": (o) => { ctr(o).livenessProbe.httpGet.path = "/metrics"; },
+  "readiness on /-/healthy": (o) => { ctr(o).readinessProbe.httpGet.path = "/-/healthy"; },
+  "no memory limit": (o) => { delete ctr(o).resources.limits.memory; },
+  "NODE_NAME from metadata.name": (o) => { ctr(o).env.find((e) => e.name === "NODE_NAME").valueFrom.fieldRef.fieldPath = "metadata.name"; },
+  "no POD_IP": (o) => { ctr(o).env = ctr(o).env.filter((e) => e.name !== "POD_IP"); },
+  "no UDP echo port": (o) => { ctr(o).ports = ctr(o).ports.filter((q) => q.protocol !== "UDP"); },
+  "Service not headless": (o) => { delete get(o, "Service").spec.clusterIP; },
+  "Service publishes not-ready Pods": (o) => { get(o, "Service").spec.publishNotReadyAddresses = true; },
+  "Service selects other Pods": (o) => { get(o, "Service").spec.selector = { app: "other" }; },
+  "ConfigMap mounted elsewhere": (o) => { ctr(o).volumeMounts[0].mountPath = "/config"; },
+  "config names another Service": (o) => { const cm = get(o, "ConfigMap"); const k = Object.keys(cm.data)[0]; cm.data[k] = cm.data[k].replace("service: podnet", "service: other"); },
+  "PodMonitor on the gRPC port": (o) => { get(o, "PodMonitor").spec.podMetricsEndpoints[0].port = "grpc"; },
+  "a Secret": (o) => o.push({ apiVersion: "v1", kind: "Secret", metadata: { name: "s", namespace: "podnet" } }),
+};
+const missed = Object.entries(mutations).filter(([, mutate]) => {
+  const m = clone(withPm.objects);
+  mutate(m);
+  return problems(m).length === 0;
+}).map(([name]) => name);
+check(missed.length === 0, `each of ${Object.keys(mutations).length} broken promises is caught` +
+  (missed.length ? `; missed: ${missed.join(", ")}` : ""));
+
+finish();
+
+function finish() {
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+}
