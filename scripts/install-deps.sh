@@ -14,6 +14,8 @@ test_pkgs=(
   iproute2 iputils-ping ethtool prometheus tcpdump curl procps python3
   prometheus-smokeping-prober iperf3 prometheus-blackbox-exporter
   unbound musl-tools
+  python3-yaml   # the dashboard and rule tests read the rule files
+  nodejs npm     # dashboards_schema: tsc + @grafana/schema, pinned in tests/dashboards (npm ci)
 )
 
 pkgs=("${build_pkgs[@]}")
