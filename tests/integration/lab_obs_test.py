@@ -25,7 +25,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -192,20 +191,8 @@ def main():
         if not shutil.which(tool):
             log("FAILED: %s is not installed (scripts/install-deps.sh --test)" % tool)
             return 1
-    tmp = tempfile.mkdtemp(prefix="podnet-lab-obs-")
-    try:
-        with labkit.Lab(args.lab_script, args.delayline, PREFIX) as lab:
-            try:
-                scenario(args, lab, tmp)
-            except Exception as e:  # report, then clean up
-                check(False, "exception: %s" % e)
-        if labkit.failures:
-            labkit.dump_logs(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    log(labkit.summary())
-    return 1 if labkit.failures else 0
-
+    return labkit.run_lab_test(args.lab_script, args.delayline, PREFIX,
+                               lambda lab, tmp: scenario(args, lab, tmp), "podnet-lab-obs-")
 
 if __name__ == "__main__":
     sys.exit(main())

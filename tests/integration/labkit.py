@@ -7,9 +7,12 @@ stop_all(), newest first. Every wait is bounded in count and time.
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
+import traceback
 import urllib.parse
 
 # The lab's Pods (tests/lab/lab.sh): addresses and the path class of each from the client.
@@ -191,3 +194,23 @@ class Lab:
         stop_all()
         subprocess.run([self.script, "down"], env=self.env, timeout=120)
         return False
+
+
+def run_lab_test(lab_script, delayline, prefix, scenario, tmp_prefix="podnet-lab-"):
+    """Brings the lab up, runs scenario(lab, tmp_folder), takes the lab down; an exception is a
+    failed check. On failure the tail of every log in the folder is shown. Returns the exit
+    code (0 = every check passed) after the closing "N passed, N failed" line."""
+    tmp = tempfile.mkdtemp(prefix=tmp_prefix)
+    try:
+        with Lab(lab_script, delayline, prefix) as lab:
+            try:
+                scenario(lab, tmp)
+            except Exception as e:  # report, then clean up
+                traceback.print_exc()
+                check(False, "exception: %s" % e)
+        if failures:
+            dump_logs(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log(summary())
+    return 1 if failures else 0
