@@ -16,7 +16,6 @@ Usage: lab_burst_test.py --exporter BIN --burst BIN --delayline BIN --lab-script
 Needs root; exit 77 = skipped. Every wait is bounded; the lab is torn down on every exit.
 Traffic stays inside the lab's namespaces (connected routes only).
 """
-import argparse
 import json
 import os
 import re
@@ -81,15 +80,8 @@ def exporter_pid(p):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--exporter", required=True)
-    ap.add_argument("--burst", required=True)
-    ap.add_argument("--delayline", required=True)
-    ap.add_argument("--lab-script", required=True)
-    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        log("SKIP: the lab needs root (network namespaces)")
+    args = labkit.lab_arguments("--burst")
+    if not labkit.have_root():
         return 77
     if not shutil.which("iperf3"):
         log("FAILED: iperf3 is not installed (scripts/install-deps.sh --test)")

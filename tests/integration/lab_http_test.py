@@ -19,11 +19,9 @@ zone and cross zone (behind user-space delay lines). The peers run podnet-export
 Usage: lab_http_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
 Needs root (network namespaces). Every wait is bounded; the lab is torn down on every exit.
 """
-import argparse
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -222,14 +220,8 @@ def scenario(args, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--exporter", required=True)
-    ap.add_argument("--delayline", required=True)
-    ap.add_argument("--lab-script", required=True)
-    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        lab.log("SKIP: the lab needs root (network namespaces)")
+    args = lab.lab_arguments()
+    if not lab.have_root():
         return 77
     return lab.run_lab_test(args.lab_script, args.delayline, PREFIX,
                             lambda _, tmp: scenario(args, tmp), "podnet-lab-http-")

@@ -17,7 +17,6 @@ cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
 Usage: lab_obs_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
 Needs root (exit 77 otherwise). Traffic stays in the lab's namespaces; every wait is bounded.
 """
-import argparse
 import json
 import math
 import os
@@ -177,15 +176,8 @@ def scenario(args, lab, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--exporter", required=True)
-    ap.add_argument("--delayline", required=True)
-    ap.add_argument("--lab-script", required=True)
-    ap.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
-    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        log("SKIP: the lab needs root (network namespaces)")
+    args = labkit.lab_arguments()
+    if not labkit.have_root():
         return 77
     for tool in ("unbound", "curl", args.prometheus, args.promtool):
         if not shutil.which(tool):

@@ -12,10 +12,8 @@ keeps the old peers probed; a good reload that drops a peer removes its series.
 Usage: lab_rtt_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
 Needs root (network namespaces). Every wait is bounded; the lab is torn down on every exit.
 """
-import argparse
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -64,15 +62,8 @@ def write_client_config(path, peers, rtt=True, broken=False):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--exporter", required=True)
-    ap.add_argument("--delayline", required=True)
-    ap.add_argument("--lab-script", required=True)
-    ap.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
-    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        log("SKIP: the lab needs root (network namespaces)")
+    args = labkit.lab_arguments()
+    if not labkit.have_root():
         return 77
     return labkit.run_lab_test(args.lab_script, args.delayline, PREFIX,
                                lambda lab, tmp: scenario(args, tmp))

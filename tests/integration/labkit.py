@@ -4,6 +4,7 @@ Checks are counted here and a test ends with summary(): "N passed, N failed". Pr
 with start() run in their own session (so a process group can be signalled) and are stopped by
 stop_all(), newest first. Every wait is bounded in count and time.
 """
+import argparse
 import json
 import os
 import re
@@ -46,6 +47,26 @@ UNBOUND_CONF = """server:
 procs = []
 failures = []
 passed = []
+
+
+def lab_arguments(*required):
+    """The lab tests' command line: --exporter, --delayline, --lab-script and `required` (e.g.
+    "--burst") are paths that must be given; --prometheus and --promtool default to the PATH's."""
+    ap = argparse.ArgumentParser()
+    for name in ("--exporter", "--delayline", "--lab-script") + required:
+        ap.add_argument(name, required=True)
+    ap.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
+    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
+    return ap.parse_args()
+
+
+def have_root():
+    """False (after saying SKIP) when not root: the caller exits 77, which ctest counts as
+    skipped."""
+    if os.geteuid() != 0:
+        log("SKIP: the lab needs root (network namespaces)")
+        return False
+    return True
 
 
 def pod_namespaces(prefix):
