@@ -66,8 +66,8 @@ def start(args, logfile):
     return labkit.start(NS, args, logfile)
 
 
-def wait_for(pred, timeout, what):
-    return labkit.wait_for(pred, timeout, what, step=0.2)
+def wait_for(pred, timeout, what, step=0.2):
+    return labkit.wait_for(pred, timeout, what, step)
 
 
 def set_resolv_conf(text):
