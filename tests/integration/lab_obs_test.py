@@ -8,7 +8,8 @@ runs the rtt, http, burst and dns probes (DNS against a real unbound in its name
 cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
 
   - every recording rule returns data, and every rule evaluates without error;
-  - every dashboard query returns data with a finite value, and every label its legend names,
+  - every dashboard query returns data with a finite value, and every label its legend (or its
+    matrix table) shows,
     twice: with the variables at "All" and at the lab's own values (cluster, zone, node, peer,
     name, resolver), so a renamed metric or label fails;
   - every dashboard variable (label_values) finds values;
@@ -85,9 +86,13 @@ def finite(result):
             and not math.isinf(float(r["value"][1]))]
 
 
-def missing_legend_labels(legend, result):
-    """Labels named in a legend ({{label}}) that no series of the result carries."""
+def missing_labels(panel, legend, result):
+    """Labels the panel shows that no series of the result carries: those its legend names
+    ({{label}}) and the rows and columns of a matrix table (groupingToMatrix)."""
     want = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", legend or ""))
+    for t in panel.get("transformations", []):
+        if t["id"] == "groupingToMatrix":
+            want |= {t["options"]["rowField"], t["options"]["columnField"]}
     have = set()
     for r in result:
         have |= {k for k, v in r["metric"].items() if v}
@@ -159,7 +164,7 @@ def scenario(args, lab, tmp):
         for where, expr, panel in oq.panel_queries():
             legend = next(t["legendFormat"] for t in panel["targets"] if t["expr"] == expr)
             res = labkit.promql(ns["client"], oq.substitute(expr, subst))
-            lacking = missing_legend_labels(legend, res)
+            lacking = missing_labels(panel, legend, res)
             check(bool(finite(res)) and not lacking,
                   "%s (%s): %d series%s" % (where, label, len(finite(res)),
                                             ", missing labels %s" % lacking if lacking else ""))
