@@ -15,7 +15,7 @@ test_pkgs=(
   prometheus-smokeping-prober iperf3 prometheus-blackbox-exporter
   unbound musl-tools
   python3-yaml   # the dashboard and rule tests read the rule files
-  nodejs npm     # dashboards_schema: tsc + @grafana/schema, pinned in tests/dashboards (npm ci)
+  nodejs         # dashboards_schema: tsc + @grafana/schema, pinned in tests/dashboards (npm ci)
 )
 
 pkgs=("${build_pkgs[@]}")
@@ -29,6 +29,11 @@ for p in "${pkgs[@]}"; do
     missing+=("$p")
   fi
 done
+# Debian's nodejs has npm in a package of its own; other nodejs builds (e.g. NodeSource's) bundle
+# it and conflict with Debian's npm package, so ask for it only when the command is missing.
+if [[ "${1:-}" == "--test" ]] && ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
 if ((${#missing[@]} == 0)); then
   exit 0
 fi
