@@ -14,15 +14,14 @@ test_pkgs=(
   iproute2 iputils-ping ethtool prometheus tcpdump curl procps python3
   prometheus-smokeping-prober iperf3 prometheus-blackbox-exporter
   unbound musl-tools
-  nodejs  # tests/deploy: offline schema validation of deploy/kubernetes (npm packages)
+  python3-yaml   # the dashboard and rule tests read the rule files
+  nodejs         # npm-pinned validators: tests/deploy (kubernetes-models), tests/dashboards (@grafana/schema)
 )
 # kubectl (tests/deploy: `kubectl kustomize`) is not a Debian package; the machine image has it.
 
 pkgs=("${build_pkgs[@]}")
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=("${test_pkgs[@]}")
-  # npm: inside NodeSource's nodejs package, a package of its own in Debian's.
-  if ! command -v npm >/dev/null 2>&1; then pkgs+=(npm); fi
 fi
 
 missing=()
@@ -31,6 +30,11 @@ for p in "${pkgs[@]}"; do
     missing+=("$p")
   fi
 done
+# Debian's nodejs has npm in a package of its own; other nodejs builds (e.g. NodeSource's) bundle
+# it and conflict with Debian's npm package, so ask for it only when the command is missing.
+if [[ "${1:-}" == "--test" ]] && ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
 if ((${#missing[@]} == 0)); then
   exit 0
 fi

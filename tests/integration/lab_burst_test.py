@@ -16,7 +16,6 @@ Usage: lab_burst_test.py --exporter BIN --burst BIN --delayline BIN --lab-script
 Needs root; exit 77 = skipped. Every wait is bounded; the lab is torn down on every exit.
 Traffic stays inside the lab's namespaces (connected routes only).
 """
-import argparse
 import json
 import os
 import re
@@ -24,69 +23,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labkit  # noqa: E402
+from labkit import ADDR, check, in_ns, log, start, wait_for  # noqa: E402
+
 PREFIX = "pnbu%d" % (os.getpid() % 10000)
-NS = {k: "%s-%s" % (PREFIX, k) for k in ("client", "same", "zone", "cross")}
-ADDR = {"client": "10.213.0.1", "same": "10.213.0.2", "zone": "10.213.0.3", "cross": "10.213.0.4"}
+NS = labkit.pod_namespaces(PREFIX)
 TBF_BPS = 200e6  # bits/s
-
-procs = []
-failures = []
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def check(cond, what):
-    log(("ok     " if cond else "FAILED ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
-
-
-def run(*cmd, check_rc=True, timeout=60):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if check_rc and r.returncode != 0:
-        raise RuntimeError("%s: rc=%d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
-    return r
-
-
-def in_ns(ns, *cmd, **kw):
-    return run("ip", "netns", "exec", ns, *cmd, **kw)
-
-
-def start(ns, args, logfile):
-    f = open(logfile, "w")
-    p = subprocess.Popen(["ip", "netns", "exec", ns] + args, stdout=f, stderr=subprocess.STDOUT,
-                         start_new_session=True)
-    procs.append(p)
-    return p
-
-
-def stop(p):
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-        p.wait(timeout=10)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def wait_for(pred, timeout, what, step=0.5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            if pred():
-                return True
-        except Exception:  # not up yet
-            pass
-        time.sleep(step)
-    raise RuntimeError("timed out after %ds waiting for %s" % (timeout, what))
 
 
 def burst(args, addr, port=5201, secs=1, parallel=1, timeout=30):
@@ -135,41 +80,14 @@ def exporter_pid(p):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--exporter", required=True)
-    ap.add_argument("--burst", required=True)
-    ap.add_argument("--delayline", required=True)
-    ap.add_argument("--lab-script", required=True)
-    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        log("SKIP: the lab needs root (network namespaces)")
+    args = labkit.lab_arguments("--burst")
+    if not labkit.have_root():
         return 77
     if not shutil.which("iperf3"):
         log("FAILED: iperf3 is not installed (scripts/install-deps.sh --test)")
         return 1
-    tmp = tempfile.mkdtemp(prefix="podnet-burst-")
-    env = dict(os.environ, PODNET_LAB_PREFIX=PREFIX, PODNET_DELAYLINE=args.delayline,
-               PODNET_LAB_MAX_SECONDS="600")
-    subprocess.run([args.lab_script, "up"], env=env, check=True, timeout=120)
-    try:
-        scenario(args, tmp)
-    except Exception as e:  # report, then clean up
-        failures.append("exception: %s" % e)
-        log("FAILED exception: %s" % e)
-    finally:
-        for p in procs:
-            stop(p)
-        subprocess.run([args.lab_script, "down"], env=env, timeout=120)
-        if failures:
-            for name in sorted(os.listdir(tmp)):
-                if name.endswith(".log"):
-                    log("---- %s (tail)" % name)
-                    with open(os.path.join(tmp, name), errors="replace") as f:
-                        log("".join(f.readlines()[-25:]))
-        shutil.rmtree(tmp, ignore_errors=True)
-    log("%d failure(s)" % len(failures))
-    return 1 if failures else 0
+    return labkit.run_lab_test(args.lab_script, args.delayline, PREFIX,
+                               lambda _, tmp: scenario(args, tmp), "podnet-burst-")
 
 
 def responder_config(tmp, name, extra=""):

@@ -25,35 +25,18 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
 import tempfile
 import time
 
-ZONES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab",
-                                     "unbound-zones.conf"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labkit  # noqa: E402
+from labkit import check, log, run, stop  # noqa: E402
+
 NS = "pndns%d" % (os.getpid() % 100000)
 SEARCH = "podnet.svc.cluster.local svc.cluster.local cluster.local ap-northeast-2.compute.internal"
-UNBOUND_CONF = """server:
-  interface: 127.0.0.1
-  port: 53
-  do-daemonize: no
-  username: ""
-  chroot: ""
-  directory: "{dir}"
-  pidfile: ""
-  use-syslog: no
-  logfile: ""
-  do-ip6: no
-  do-tcp: yes
-  access-control: 127.0.0.0/8 allow
-  module-config: "iterator"
-  num-threads: 1
-  include: "{zones}"
-"""
-
 # (variant, resolv.conf text, names)
 VARIANTS = [
     ("ndots5", "search %s\noptions ndots:5\nnameserver 127.0.0.1\n" % SEARCH,
@@ -72,64 +55,19 @@ FAULT_RESULTS = {"drop": ("timeout", "timeout"), "servfail": ("servfail", "servf
                  "refused": ("error", "timeout"), "tc": ("success", "nodata"),
                  "garbage": ("timeout", "timeout")}
 
-procs = []
-failures = []
 rows = []
 
 
-def log(msg):
-    print(msg, flush=True)
-
-
-def check(cond, what):
-    log(("ok     " if cond else "FAILED ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
-
-
-def run(*cmd, check_rc=True, timeout=60):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if check_rc and r.returncode != 0:
-        raise RuntimeError("%s: rc=%d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
-    return r
-
-
 def in_ns(*cmd, **kw):
-    return run("ip", "netns", "exec", NS, *cmd, **kw)
+    return labkit.in_ns(NS, *cmd, **kw)
 
 
 def start(args, logfile):
-    f = open(logfile, "w")
-    p = subprocess.Popen(["ip", "netns", "exec", NS] + args, stdout=f, stderr=subprocess.STDOUT,
-                         start_new_session=True)
-    procs.append(p)
-    return p
-
-
-def stop(p):
-    if p.poll() is None:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=10)
+    return labkit.start(NS, args, logfile)
 
 
 def wait_for(pred, timeout, what, step=0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            if pred():
-                return True
-        except Exception:
-            pass
-        time.sleep(step)
-    raise RuntimeError("timed out after %ds waiting for %s" % (timeout, what))
+    return labkit.wait_for(pred, timeout, what, step)
 
 
 def set_resolv_conf(text):
@@ -291,10 +229,7 @@ def main():
     try:
         run("ip", "netns", "add", NS)
         run("ip", "-n", NS, "link", "set", "lo", "up")
-        with open(os.path.join(tmp, "unbound.conf"), "w") as f:
-            f.write(UNBOUND_CONF.format(dir=tmp, zones=ZONES))
-        start(["unbound", "-d", "-c", os.path.join(tmp, "unbound.conf")],
-              os.path.join(tmp, "unbound.log"))
+        labkit.start_unbound(NS, tmp)
         for mode, addr in FAULTS:
             start(["python3", a.fault_server, "--listen", addr, "--port", "53", "--mode", mode,
                    "--max-seconds", "600"], os.path.join(tmp, "fault-%s.log" % mode))
@@ -399,19 +334,17 @@ def main():
             log("%-10s %-38s %-10s %-6s %8d %6s" % (r[0], r[1], r[2], r[3], r[4],
                                                    "%d" % r[5] if r[5] is not None else "-"))
     finally:
-        for p in reversed(procs):
-            stop(p)
+        labkit.stop_all()
         run("ip", "netns", "del", NS, check_rc=False)
         shutil.rmtree("/etc/netns/%s" % NS, ignore_errors=True)
-        if failures:
+        if labkit.failures:
             log("logs kept in %s" % tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        log("\n%d check(s) failed:\n  %s" % (len(failures), "\n  ".join(failures)))
-        return 1
-    log("\nall checks passed")
-    return 0
+    if labkit.failures:
+        log("\n%d check(s) failed:\n  %s" % (len(labkit.failures), "\n  ".join(labkit.failures)))
+    log(labkit.summary())
+    return 1 if labkit.failures else 0
 
 
 if __name__ == "__main__":

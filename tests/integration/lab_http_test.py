@@ -19,22 +19,19 @@ zone and cross zone (behind user-space delay lines). The peers run podnet-export
 Usage: lab_http_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
 Needs root (network namespaces). Every wait is bounded; the lab is torn down on every exit.
 """
-import argparse
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import lab_rtt_test as lab  # noqa: E402  (shared helpers: run, in_ns, http, start, check, ...)
+import labkit as lab  # noqa: E402  (shared helpers: run, in_ns, http, start, check, ...)
 
 PREFIX = "pnht%d" % (os.getpid() % 10000)
-NS = {k: "%s-%s" % (PREFIX, k) for k in ("client", "same", "zone", "cross")}
+NS = lab.pod_namespaces(PREFIX)
 ADDR = lab.ADDR
 PATH_OF = lab.PATH_OF
 FAULT_BASE_PORT = 18000
@@ -223,43 +220,11 @@ def scenario(args, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--exporter", required=True)
-    ap.add_argument("--delayline", required=True)
-    ap.add_argument("--lab-script", required=True)
-    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        lab.log("SKIP: the lab needs root (network namespaces)")
+    args = lab.lab_arguments()
+    if not lab.have_root():
         return 77
-    tmp = tempfile.mkdtemp(prefix="podnet-lab-http-")
-    env = dict(os.environ, PODNET_LAB_PREFIX=PREFIX, PODNET_DELAYLINE=args.delayline,
-               PODNET_LAB_MAX_SECONDS="600")
-    subprocess.run([args.lab_script, "up"], env=env, check=True, timeout=120)
-    try:
-        rc = scenario(args, tmp)
-        lab.log("%d passed, %d failed" % (len(lab.passed_checks()), len(lab.failures)))
-        return rc
-    finally:
-        for p in lab.procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in lab.procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-        subprocess.run([args.lab_script, "down"], env=env, timeout=120)
-        if lab.failures:
-            for name in os.listdir(tmp):
-                if name.endswith(".log"):
-                    lab.log("---- %s (tail)" % name)
-                    with open(os.path.join(tmp, name)) as f:
-                        lab.log("".join(f.readlines()[-20:]))
-        shutil.rmtree(tmp, ignore_errors=True)
-
+    return lab.run_lab_test(args.lab_script, args.delayline, PREFIX,
+                            lambda _, tmp: scenario(args, tmp), "podnet-lab-http-")
 
 if __name__ == "__main__":
     sys.exit(main())

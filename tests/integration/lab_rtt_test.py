@@ -12,108 +12,28 @@ keeps the old peers probed; a good reload that drops a peer removes its series.
 Usage: lab_rtt_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
 Needs root (network namespaces). Every wait is bounded; the lab is torn down on every exit.
 """
-import argparse
-import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labkit  # noqa: E402
+from labkit import (ADDR, ADDR6, PATH_OF, by_label, check, http, in_ns, log,  # noqa: E402
+                    ping_median_ms, run, start, wait_for)
 
 PREFIX = "pnit%d" % (os.getpid() % 10000)
-NS = {k: "%s-%s" % (PREFIX, k) for k in ("client", "same", "zone", "cross")}
-ADDR = {"client": "10.213.0.1", "same": "10.213.0.2", "zone": "10.213.0.3", "cross": "10.213.0.4"}
-ADDR6 = {"client": "fd00:213::1", "same": "fd00:213::2", "zone": "fd00:213::3",
-         "cross": "fd00:213::4"}
-PATH_OF = {"same": "same_node", "zone": "same_zone", "cross": "cross_zone"}
+NS = labkit.pod_namespaces(PREFIX)
 
 # RTT probe settings of the client: a train of 10 every 2 s.
 INTERVAL_S = 2
 PEER_LINE = ("    - {{ name: {name}, address: \"{addr}\", node: {node}, zone: {zone} }}\n")
 
-procs = []
-failures = []
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def check(cond, what):
-    log(("ok     " if cond else "FAILED ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
-
-
-def run(*cmd, check_rc=True, timeout=60):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if check_rc and r.returncode != 0:
-        raise RuntimeError("%s: rc=%d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
-    return r
-
-
-def in_ns(ns, *cmd, **kw):
-    return run("ip", "netns", "exec", ns, *cmd, **kw)
-
-
-def http(ns, url, method="GET", timeout=10):
-    r = in_ns(ns, "curl", "-s", "-m", str(timeout), "-X", method, "-o", "-", "-w", "\n%{http_code}",
-              url, check_rc=False, timeout=timeout + 5)
-    body, _, code = r.stdout.rpartition("\n")
-    return int(code or 0), body
-
 
 def promql(expr, at=None):
-    """An instant query; `at` (Unix time) pins the evaluation time, so that several queries read
-    the same scrape."""
-    url = "http://127.0.0.1:9090/api/v1/query?query=" + urllib.parse.quote(expr)
-    if at is not None:
-        url += "&time=%.3f" % at
-    code, body = http(NS["client"], url)
-    if code != 200:
-        raise RuntimeError("prometheus query failed (%d): %s\n%s" % (code, expr, body))
-    return json.loads(body)["data"]["result"]
-
-
-def by_label(result, label):
-    return {r["metric"].get(label, ""): float(r["value"][1]) for r in result}
-
-
-def start(ns, args, logfile):
-    f = open(logfile, "w")
-    p = subprocess.Popen(["ip", "netns", "exec", ns] + args, stdout=f, stderr=subprocess.STDOUT,
-                         start_new_session=True)
-    procs.append(p)
-    return p
-
-
-def wait_for(pred, timeout, what, step=0.5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            if pred():
-                return True
-        except Exception:  # not up yet
-            pass
-        time.sleep(step)
-    raise RuntimeError("timed out after %ds waiting for %s" % (timeout, what))
-
-
-def ping_median_ms(ns, addr, count=50):
-    """iputils ping's median RTT (ms) over `count` echoes, and its loss (%). The median, not
-    ping's avg: the lab's delay line has rare multi-ms stalls that move a mean of 50 by 0.1 ms."""
-    flag = ["-6"] if ":" in addr else []
-    r = in_ns(ns, "ping", *flag, "-n", "-c", str(count), "-i", "0.02", "-W", "1", addr,
-              timeout=60)
-    times = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", r.stdout))
-    loss = re.search(r"([\d.]+)% packet loss", r.stdout)
-    median = times[len(times) // 2] if times else float("nan")
-    return median, float(loss.group(1))
+    return labkit.promql(NS["client"], expr, at)
 
 
 def rss_kib(pid):
@@ -142,41 +62,11 @@ def write_client_config(path, peers, rtt=True, broken=False):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--exporter", required=True)
-    ap.add_argument("--delayline", required=True)
-    ap.add_argument("--lab-script", required=True)
-    ap.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
-    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        log("SKIP: the lab needs root (network namespaces)")
+    args = labkit.lab_arguments()
+    if not labkit.have_root():
         return 77
-    tmp = tempfile.mkdtemp(prefix="podnet-lab-")
-    env = dict(os.environ, PODNET_LAB_PREFIX=PREFIX, PODNET_DELAYLINE=args.delayline,
-               PODNET_LAB_MAX_SECONDS="600")
-    subprocess.run([args.lab_script, "up"], env=env, check=True, timeout=120)
-    try:
-        return scenario(args, tmp)
-    finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-        subprocess.run([args.lab_script, "down"], env=env, timeout=120)
-        if failures:
-            for name in os.listdir(tmp):
-                if name.endswith(".log"):
-                    log("---- %s (tail)" % name)
-                    with open(os.path.join(tmp, name)) as f:
-                        log("".join(f.readlines()[-30:]))
-        shutil.rmtree(tmp, ignore_errors=True)
+    return labkit.run_lab_test(args.lab_script, args.delayline, PREFIX,
+                               lambda lab, tmp: scenario(args, tmp))
 
 
 def scenario(args, tmp):
@@ -276,7 +166,7 @@ def scenario(args, tmp):
     # A flood of the client's responders from the same-node Pod (idle HTTP connections past the
     # server's limit, UDP garbage as fast as Python can send) must not grow its memory without
     # bound, stop it serving, or starve its probes.
-    client_pid = procs[3].pid
+    client_pid = labkit.procs[3].pid
     rss_before = rss_kib(client_pid)
     recv_before = by_label(promql("podnet_rtt_packets_received_total"), "peer")
     flood = in_ns(NS["same"], sys.executable, os.path.join(os.path.dirname(__file__), "flood.py"),
@@ -330,7 +220,7 @@ def scenario(args, tmp):
 
     # A good reload (SIGHUP) that drops the cross-zone peers removes their series.
     write_client_config(client_cfg, ["same", "zone"])
-    client = procs[3]
+    client = labkit.procs[3]
     os.kill(client.pid, signal.SIGHUP)  # `ip netns exec` exec()s: the pid is the exporter's
     time.sleep(2)
     _, metrics = http(NS["client"], "http://127.0.0.1:9479/metrics")
@@ -339,22 +229,6 @@ def scenario(args, tmp):
           "a removed peer's series are gone")
     check('peer="same"' in metrics and 'peer="zone"' in metrics, "kept peers' series stay")
     check(client.poll() is None, "the client exporter is still running")
-
-    log("%d passed, %d failed" % (len(passed_checks()), len(failures)))
-    return 1 if failures else 0
-
-
-_all = []
-_orig_check = check
-
-
-def check(cond, what):  # noqa: F811 - counts every check for the closing line
-    _all.append(what)
-    return _orig_check(cond, what)
-
-
-def passed_checks():
-    return [w for w in _all if w not in failures]
 
 
 if __name__ == "__main__":

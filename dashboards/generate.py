@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Writes the Grafana dashboards (dashboards/*.json) from the tables below.
+
+    python3 dashboards/generate.py           rewrite the JSON files next to this script
+    python3 dashboards/generate.py --check   exit 1 if a JSON file differs from what this writes
+
+The JSON files are what users import (committed, stable uids); this script keeps their variables,
+selectors and layout consistent. Grafana 10/11 model (schemaVersion 39); the Prometheus data
+source is the variable `datasource`. Only the Peers dashboard uses the `peer` label: the others
+keep working with `metrics: { aggregate_peers: true }`, where `peer=~"$peer"` with "All" (.*)
+also matches series without the label.
+"""
+import json
+import os
+import sys
+
+SCHEMA_VERSION = 39
+DS = {"type": "prometheus", "uid": "${datasource}"}
+# The selector every prober-side series gets; "$peer" only on dashboards that offer it.
+SEL = 'cluster=~"$cluster", source_zone=~"$zone", source_node=~"$node"'
+SEL_PEER = SEL + ', peer=~"$peer"'
+CL = 'cluster=~"$cluster"'
+DNS_SEL = 'cluster=~"$cluster", name=~"$name", resolver=~"$resolver"'
+RI = "$__rate_interval"
+
+
+def q(var, label, metric, label_name=None, multi=True):
+    """A query variable: the values of `label_name` (default: the variable's name) on `metric`."""
+    lv = "label_values(%s, %s)" % (metric, label_name or var)
+    return {"type": "query", "name": var, "label": label, "datasource": DS,
+            "query": {"query": lv, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+            "refresh": 2, "sort": 1, "multi": multi, "includeAll": True,
+            "allValue": ".*", "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+            "options": [], "hide": 0, "regex": "", "skipUrlSync": False}
+
+
+def variables(kind):
+    out = [{"type": "datasource", "name": "datasource", "label": "Data source", "query": "prometheus",
+            "hide": 0, "includeAll": False, "multi": False, "options": [],
+            "refresh": 1, "regex": "", "skipUrlSync": False},
+           q("cluster", "Cluster", "podnet_build_info")]
+    if kind == "dns":
+        out += [q("name", "Name", "podnet_dns_lookups_total{%s}" % CL),
+                q("resolver", "Resolver", "podnet_dns_lookups_total{%s}" % CL)]
+        return out
+    out += [q("zone", "Source zone", "podnet_rtt_packets_sent_total{%s}" % CL, "source_zone"),
+            q("node", "Source node", 'podnet_rtt_packets_sent_total{%s, source_zone=~"$zone"}' % CL,
+              "source_node"),
+            q("peer", "Peer", 'podnet_rtt_packets_sent_total{%s, source_zone=~"$zone", '
+                              'source_node=~"$node"}' % CL)]
+    return out
+
+
+def target(expr, legend, ref, instant=False, fmt="time_series"):
+    t = {"datasource": DS, "expr": expr, "legendFormat": legend, "refId": ref, "range": not instant,
+         "instant": instant, "format": fmt, "editorMode": "code"}
+    return t
+
+
+def panel(kind, title, exprs, unit, x, y, w=12, h=8, desc="", **extra):
+    """exprs: [(expr, legend)]."""
+    p = {"type": kind, "title": title, "description": desc, "datasource": DS,
+         "gridPos": {"x": x, "y": y, "w": w, "h": h},
+         "targets": [target(e, l, chr(ord("A") + i), instant=extra.get("instant", False),
+                            fmt=extra.get("fmt", "time_series")) for i, (e, l) in enumerate(exprs)],
+         "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+         "options": {}}
+    if kind == "timeseries":
+        p["fieldConfig"]["defaults"]["custom"] = {"drawStyle": "line", "lineWidth": 1,
+                                                  "fillOpacity": 0, "showPoints": "never",
+                                                  "spanNulls": False}
+        p["options"] = {"legend": {"displayMode": "table", "placement": "bottom",
+                                   "showLegend": True, "calcs": ["lastNotNull", "max"]},
+                        "tooltip": {"mode": "multi", "sort": "desc"}}
+    elif kind == "stat":
+        p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                        "colorMode": "value", "graphMode": "area", "justifyMode": "auto",
+                        "orientation": "auto", "textMode": "auto"}
+    elif kind == "bargauge":
+        p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                        "orientation": "horizontal", "displayMode": "gradient",
+                        "showUnfilled": True}
+    elif kind == "heatmap":
+        p["options"] = {"calculate": False, "cellGap": 1,
+                        "color": {"mode": "scheme", "scheme": "Oranges", "fill": "dark-orange",
+                                  "scale": "exponential", "exponent": 0.5, "steps": 64,
+                                  "reverse": False},
+                        "yAxis": {"axisPlacement": "left", "unit": "s", "reverse": False},
+                        "rowsFrame": {"layout": "le"}, "showValue": "never",
+                        "tooltip": {"mode": "single", "yHistogram": True, "showColorScale": True},
+                        "legend": {"show": True}, "exemplars": {"color": "rgba(255,0,255,0.7)"},
+                        "filterValues": {"le": 1e-9}}
+    elif kind == "table":
+        p["options"] = {"showHeader": True, "cellHeight": "sm",
+                        "footer": {"show": False, "reducer": ["sum"], "fields": ""}}
+        p["fieldConfig"]["defaults"]["custom"] = {"align": "auto",
+                                                  "cellOptions": {"type": "color-background"}}
+        p["fieldConfig"]["defaults"]["thresholds"] = {
+            "mode": "absolute", "steps": [{"color": "green", "value": None},
+                                          {"color": "orange", "value": extra.get("warn", 0.001)},
+                                          {"color": "red", "value": extra.get("crit", 0.002)}]}
+        p["transformations"] = [{"id": "groupingToMatrix",
+                                 "options": {"rowField": "source_zone", "columnField": "peer_zone",
+                                             "valueField": "Value"}}]
+    return p
+
+
+def quantile(q_, metric, by, sel, window=RI):
+    return "histogram_quantile(%s, sum by (%s, le) (rate(%s_bucket{%s}[%s])))" % (
+        q_, by, metric, sel, window)
+
+
+def loss(by, sel):
+    return ("1 - sum by ({by}) (rate(podnet_rtt_packets_received_total{{{sel}}}[{ri}]))\n"
+            "  / (sum by ({by}) (rate(podnet_rtt_packets_sent_total{{{sel}}}[{ri}])) > 0)"
+            .format(by=by, sel=sel, ri=RI))
+
+
+def overview():
+    rtt = "podnet_rtt_seconds"
+    http = "podnet_http_request_duration_seconds"
+    return "podnet-overview", "podnet / Overview: the latency ladder", "overview", [
+        panel("bargauge", "RTT p50 by path class (recorded, last 5m)",
+              [('path:podnet_rtt_seconds:p50{%s}' % CL, "{{path}}")], "s", 0, 0, 8, 6,
+              "The ladder: same_node < same_zone < cross_zone. From the recording rules."),
+        panel("bargauge", "HTTP p50 by path class and connection (recorded)",
+              [('path:podnet_http_request_duration_seconds:p50{%s}' % CL,
+                "{{path}} {{connection}}")], "s", 8, 0, 8, 6),
+        panel("stat", "Peers by path class", [('sum by (path) (podnet_peers{%s})' % CL, "{{path}}")],
+              "none", 16, 0, 8, 6, "Peers each prober measures (summed over probers)."),
+        panel("timeseries", "RTT p50 by path class",
+              [(quantile(0.5, rtt, "path", SEL_PEER), "{{path}}")], "s", 0, 6),
+        panel("timeseries", "RTT p99 by path class",
+              [(quantile(0.99, rtt, "path", SEL_PEER), "{{path}}")], "s", 12, 6),
+        panel("timeseries", "HTTP request p50 by path class and connection",
+              [(quantile(0.5, http, "path, connection", SEL_PEER), "{{path}} {{connection}}")],
+              "s", 0, 14),
+        panel("timeseries", "HTTP request p99 by path class and connection",
+              [(quantile(0.99, http, "path, connection", SEL_PEER), "{{path}} {{connection}}")],
+              "s", 12, 14),
+        panel("timeseries", "Packet loss by path class", [(loss("path", SEL_PEER), "{{path}}")],
+              "percentunit", 0, 22),
+        panel("timeseries", "Probe errors by probe and reason",
+              [('sum by (probe, reason) (rate(podnet_probe_errors_total{%s}[%s]))' % (CL, RI),
+                "{{probe}} {{reason}}")], "ops", 12, 22),
+    ]
+
+
+def zone_matrix():
+    rtt = "podnet_rtt_seconds"
+    not_same_node = SEL_PEER + ', path!="same_node"'
+    return "podnet-zone-matrix", "podnet / Zone matrix", "zone", [
+        panel("table", "RTT p50: source zone (rows) × peer zone (columns)",
+              [(quantile(0.5, rtt, "source_zone, peer_zone", not_same_node, "5m"), "")], "s",
+              0, 0, 12, 8, "Same-node pairs left out, so the diagonal is the same-zone RTT.",
+              instant=True, fmt="table"),
+        panel("table", "RTT p99: source zone × peer zone",
+              [(quantile(0.99, rtt, "source_zone, peer_zone", not_same_node, "5m"), "")], "s",
+              12, 0, 12, 8, instant=True, fmt="table", warn=0.002, crit=0.005),
+        panel("table", "Packet loss: source zone × peer zone",
+              [(loss("source_zone, peer_zone", SEL_PEER).replace(RI, "5m"), "")], "percentunit",
+              0, 8, 12, 8, instant=True, fmt="table", warn=0.001, crit=0.01),
+        panel("table", "HTTP keep-alive p50: source zone × peer zone",
+              [(quantile(0.5, "podnet_http_request_duration_seconds", "source_zone, peer_zone",
+                         not_same_node + ', connection="keepalive"', "5m"), "")], "s",
+              12, 8, 12, 8, instant=True, fmt="table"),
+        panel("timeseries", "RTT p50 by zone pair and path (recorded)",
+              [('path_zone:podnet_rtt_seconds:p50{%s, source_zone=~"$zone"}' % CL,
+                "{{source_zone}} → {{peer_zone}} {{path}}")], "s", 0, 16),
+        panel("timeseries", "RTT p99 by zone pair and path (recorded)",
+              [('path_zone:podnet_rtt_seconds:p99{%s, source_zone=~"$zone"}' % CL,
+                "{{source_zone}} → {{peer_zone}} {{path}}")], "s", 12, 16),
+        panel("timeseries", "Loss by zone pair and path (recorded)",
+              [('path_zone:podnet_rtt_loss:ratio_rate5m{%s, source_zone=~"$zone"}' % CL,
+                "{{source_zone}} → {{peer_zone}} {{path}}")], "percentunit", 0, 24),
+        panel("timeseries", "HTTP p99 by zone pair and connection (recorded)",
+              [('path_zone:podnet_http_request_duration_seconds:p99{%s, source_zone=~"$zone"}'
+                % CL, "{{source_zone}} → {{peer_zone}} {{connection}}")], "s", 12, 24),
+    ]
+
+
+def peers():
+    sel = SEL_PEER
+    return "podnet-peers", "podnet / Peers", "peers", [
+        panel("heatmap", "RTT distribution (histogram buckets)",
+              [('sum by (le) (increase(podnet_rtt_seconds_bucket{%s}[%s]))' % (sel, RI),
+                "{{le}}")], "s", 0, 0, 24, 9, "Every RTT sample of the selected peer(s).",
+              fmt="heatmap"),
+        panel("timeseries", "RTT p50 and p99 by peer",
+              [(quantile(0.5, "podnet_rtt_seconds", "peer", sel), "p50 {{peer}}"),
+               (quantile(0.99, "podnet_rtt_seconds", "peer", sel), "p99 {{peer}}")], "s", 0, 9),
+        panel("timeseries", "Packet loss by peer", [(loss("peer", sel), "{{peer}}")],
+              "percentunit", 12, 9),
+        panel("timeseries", "HTTP phases p50: connect, first byte, request",
+              [(quantile(0.5, "podnet_http_connect_duration_seconds", "peer", sel),
+                "connect {{peer}}"),
+               (quantile(0.5, "podnet_http_time_to_first_byte_seconds", "peer, connection", sel),
+                "first byte {{connection}} {{peer}}"),
+               (quantile(0.5, "podnet_http_request_duration_seconds", "peer, connection", sel),
+                "request {{connection}} {{peer}}")], "s", 0, 17),
+        panel("timeseries", "HTTP responses by code",
+              [('sum by (peer, connection, code) (rate(podnet_http_requests_total{%s}[%s]))'
+                % (sel, RI), "{{peer}} {{connection}} {{code}}")], "reqps", 12, 17),
+        panel("timeseries", "Probe errors by peer and reason",
+              [('sum by (peer, probe, reason) (rate(podnet_probe_errors_total{%s}[%s]))'
+                % (sel, RI), "{{peer}} {{probe}} {{reason}}")], "ops", 0, 25),
+        panel("timeseries", "Burst throughput by peer",
+              [('max by (peer, streams) (podnet_burst_throughput_bytes_per_second{%s})' % sel,
+                "{{peer}} {{streams}} streams")], "Bps", 12, 25),
+    ]
+
+
+def dns():
+    sel = DNS_SEL
+    by = "name, form, resolver"
+    return "podnet-dns", "podnet / DNS amplification", "dns", [
+        panel("timeseries", "Queries per lookup (last lookup)",
+              [('max by (%s) (podnet_dns_queries_per_lookup{%s})' % (by, sel),
+                "{{name}} {{form}} {{resolver}}")], "none", 0, 0,
+              desc="Questions on the wire for one lookup: the search-list walk as written, "
+                   "against the name with a trailing dot (absolute)."),
+        panel("timeseries", "Amplification: as written / absolute (recorded)",
+              [('name:podnet_dns_amplification:ratio{%s}' % sel, "{{name}} {{resolver}}")],
+              "none", 12, 0),
+        panel("timeseries", "NXDOMAIN share of responses",
+              [('(sum by (%s) (rate(podnet_dns_responses_total{%s, rcode="NXDOMAIN"}[%s]))\n'
+                '  or 0 * sum by (%s) (rate(podnet_dns_responses_total{%s}[%s])))\n'
+                '  / (sum by (%s) (rate(podnet_dns_responses_total{%s}[%s])) > 0)'
+                % (by, sel, RI, by, sel, RI, by, sel, RI), "{{name}} {{form}} {{resolver}}")],
+              "percentunit", 0, 8),
+        panel("timeseries", "Lookup latency p50: as written against absolute",
+              [(quantile(0.5, "podnet_dns_lookup_duration_seconds", by, sel),
+                "{{name}} {{form}} {{resolver}}")], "s", 12, 8),
+        panel("timeseries", "Lookups by result",
+              [('sum by (name, resolver, result) (rate(podnet_dns_lookups_total{%s}[%s]))'
+                % (sel, RI), "{{name}} {{resolver}} {{result}}")], "ops", 0, 16),
+        panel("timeseries", "Queries by type and form",
+              [('sum by (resolver, form, qtype) (rate(podnet_dns_queries_total{%s}[%s]))'
+                % (sel, RI), "{{resolver}} {{form}} {{qtype}}")], "qps", 12, 16),
+        panel("timeseries", "Lookup p99 (recorded)",
+              [('name:podnet_dns_lookup_duration_seconds:p99{%s}' % sel,
+                "{{name}} {{form}} {{resolver}}")], "s", 0, 24),
+        panel("timeseries", "Failed lookups share (recorded)",
+              [('name:podnet_dns_lookup_failures:ratio_rate5m{%s}' % sel,
+                "{{name}} {{form}} {{resolver}}")], "percentunit", 12, 24),
+    ]
+
+
+def throughput_cost():
+    sel = SEL_PEER
+    return "podnet-throughput-cost", "podnet / Throughput and cost", "throughput", [
+        panel("timeseries", "Burst throughput by path and streams (last burst)",
+              [('avg by (path, streams) (podnet_burst_throughput_bytes_per_second{%s})' % sel,
+                "{{path}} {{streams}} streams")], "Bps", 0, 0),
+        panel("timeseries", "Retransmits per burst hour by path and streams",
+              [('sum by (path, streams) (increase(podnet_burst_retransmits_total{%s}[1h]))' % sel,
+                "{{path}} {{streams}} streams")], "none", 12, 0),
+        panel("timeseries", "Sender TCP RTT during bursts (tcpi_rtt)",
+              [('avg by (path, streams) (podnet_burst_tcp_rtt_seconds{%s})' % sel,
+                "{{path}} {{streams}} streams")], "s", 0, 8),
+        panel("timeseries", "Congestion window at the end of a burst",
+              [('avg by (path, streams) (podnet_burst_snd_cwnd_bytes{%s})' % sel,
+                "{{path}} {{streams}} streams")], "bytes", 12, 8),
+        panel("timeseries", "Prober bytes/s by path and probe (sent + received)",
+              [('sum by (path, probe) (rate(podnet_probe_sent_bytes_total{%s}[%s]))\n'
+                '  + sum by (path, probe) (rate(podnet_probe_received_bytes_total{%s}[%s]))'
+                % (sel, RI, sel, RI), "{{path}} {{probe}}")], "Bps", 0, 16),
+        panel("timeseries", "Cross-zone bytes/s by zone pair (recorded)",
+              [('path_zone:podnet_cross_zone_bytes:rate5m{%s, source_zone=~"$zone"}' % CL,
+                "{{source_zone}} → {{peer_zone}}")], "Bps", 12, 16),
+        panel("stat", "Estimated cross-zone cost of the prober, $ per hour",
+              [('cluster:podnet_cross_zone_cost_usd:per_hour{%s}' % CL, "{{cluster}}")],
+              "currencyUSD", 0, 24, 8, 6,
+              "Bytes/s × 3600 / 1e9 × podnet:config:cross_zone_usd_per_gb "
+              "(deploy/prometheus/podnet-recording-rules.yml)."),
+        panel("stat", "… per 30 days", [('cluster:podnet_cross_zone_cost_usd:per_hour{%s} * 24 * 30'
+                                         % CL, "{{cluster}}")], "currencyUSD", 8, 24, 8, 6),
+        panel("stat", "Price used, $ per GB crossing zones (both ends)",
+              [("podnet:config:cross_zone_usd_per_gb", "")], "currencyUSD", 16, 24, 8, 6),
+        panel("timeseries", "Cost by zone pair, $ per hour (recorded)",
+              [('path_zone:podnet_cross_zone_cost_usd:per_hour{%s, source_zone=~"$zone"}' % CL,
+                "{{source_zone}} → {{peer_zone}}")], "currencyUSD", 0, 30, 24, 8),
+    ]
+
+
+def dashboard(uid, title, kind, panels):
+    for i, p in enumerate(panels, 1):
+        p["id"] = i
+    return {
+        "uid": uid, "title": title, "tags": ["podnet"], "timezone": "browser",
+        "editable": True, "graphTooltip": 1, "schemaVersion": SCHEMA_VERSION, "version": 1,
+        "refresh": "1m", "time": {"from": "now-6h", "to": "now"}, "timepicker": {},
+        "fiscalYearStartMonth": 0, "liveNow": False, "weekStart": "",
+        "description": "podnet-exporter: Pod-to-Pod RTT, HTTP latency, bursts and DNS by path "
+                       "class (same_node, same_zone, cross_zone).",
+        "links": [{"title": "podnet dashboards", "type": "dashboards", "tags": ["podnet"],
+                   "asDropdown": True, "includeVars": True, "keepTime": True, "icon": "external link",
+                   "targetBlank": False, "tooltip": "", "url": ""}],
+        "annotations": {"list": [{"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                                  "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
+                                  "name": "Annotations & Alerts", "type": "dashboard"}]},
+        "templating": {"list": variables(kind)},
+        "panels": panels,
+    }
+
+
+BUILDERS = {"overview.json": overview, "zone-matrix.json": zone_matrix, "peers.json": peers,
+            "dns-amplification.json": dns, "throughput-cost.json": throughput_cost}
+
+
+def render():
+    return {name: json.dumps(dashboard(*build()), indent=2, ensure_ascii=False) + "\n"
+            for name, build in BUILDERS.items()}
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for name, text in render().items():
+        path = os.path.join(here, name)
+        if check:
+            if not os.path.exists(path) or open(path, encoding="utf-8").read() != text:
+                stale.append(name)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+    if stale:
+        print("out of date (run dashboards/generate.py): " + ", ".join(stale))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

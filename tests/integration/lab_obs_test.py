@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Lab test of the dashboards and rules against a real Prometheus that scraped the exporter.
+
+The lab (tests/lab/lab.sh): a client Pod probing three peers (same node, same zone, cross zone)
+that run podnet-exporter as responders, plus one peer on a closed port (probe errors). The client
+runs the rtt, http, burst and dns probes (DNS against a real unbound in its namespace). A real
+`prometheus` in the client namespace scrapes it every second, with the target labelled
+cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
+
+  - every recording rule returns data, and every rule evaluates without error;
+  - every dashboard query returns data with a finite value, and every label its legend (or its
+    matrix table) shows,
+    twice: with the variables at "All" and at the lab's own values (cluster, zone, node, peer,
+    name, resolver), so a renamed metric or label fails;
+  - every dashboard variable (label_values) finds values;
+  - `promtool check metrics` finds nothing to say about the exporter's /metrics.
+
+Usage: lab_obs_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
+Needs root (exit 77 otherwise). Traffic stays in the lab's namespaces; every wait is bounded.
+"""
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labkit  # noqa: E402
+import obs_queries as oq  # noqa: E402
+from labkit import ADDR, check, log  # noqa: E402
+
+PREFIX = "pnob%d" % (os.getpid() % 10000)
+CLOSED_PORT = 18099  # nothing listens there: HTTP and burst errors for the peer "closed"
+# Grafana's $__rate_interval for a 1 s scrape is 4 s; 20 s spans several samples of everything.
+RATE_INTERVAL = "20s"
+RATE_INTERVAL_S = 20
+LAB_VALUES = {"cluster": "lab", "zone": "zone-a", "node": "node-a", "peer": "(cross|closed)",
+              "name": "(kubernetes.default|sts.ap-northeast-2.amazonaws.com)", "resolver": "glibc"}
+SEARCH = "podnet.svc.cluster.local svc.cluster.local cluster.local ap-northeast-2.compute.internal"
+
+
+def client_config(tmp):
+    resolv = os.path.join(tmp, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("search %s\noptions ndots:5 timeout:1 attempts:2\nnameserver 127.0.0.1\n" % SEARCH)
+    path = os.path.join(tmp, "client.yaml")
+    with open(path, "w") as f:
+        f.write(
+            'listen_address: "0.0.0.0:9479"\n'
+            "self: { name: client, node: node-a, zone: zone-a }\n"
+            "peers:\n  static:\n"
+            "    - { name: same, address: %s, node: node-a, zone: zone-a }\n"
+            "    - { name: zone, address: %s, node: node-b, zone: zone-a }\n"
+            "    - { name: cross, address: %s, node: node-c, zone: zone-b }\n"
+            "    - { name: closed, address: %s, port: %d, burst_port: %d, node: node-a, "
+            "zone: zone-a }\n"
+            "probes:\n"
+            "  rtt: { protocol: icmp, interval: 2s, count: 10, spacing: 20ms, timeout: 500ms }\n"
+            "  http: { interval: 4s, duration: 1s, qps: 50, connections: 2, timeout: 500ms, "
+            "modes: [keepalive, new_connection] }\n"
+            "  burst: { interval: 15s, duration: 1s, timeout: 1s, streams: [1, 4], "
+            "max_bytes_per_hour: 500GB }\n"
+            "  dns: { interval: 2s, resolv_conf: %s, resolvers: [glibc, musl], "
+            "names: [kubernetes.default, sts.ap-northeast-2.amazonaws.com] }\n"
+            % (ADDR["same"], ADDR["zone"], ADDR["cross"], ADDR["same"], CLOSED_PORT,
+               CLOSED_PORT, resolv))
+    return path
+
+
+def prometheus_config(tmp):
+    path = os.path.join(tmp, "prometheus.yml")
+    with open(path, "w") as f:
+        f.write("global: { scrape_interval: 1s, evaluation_interval: 1s }\n"
+                "rule_files: [%s]\n"
+                "scrape_configs:\n  - job_name: podnet\n"
+                "    static_configs: [ { targets: ['127.0.0.1:9479'], labels: { cluster: lab } } ]\n"
+                % ", ".join("'%s'" % p for p in oq.RULE_FILES))
+    return path
+
+
+def finite(result):
+    return [r for r in result if not math.isnan(float(r["value"][1]))
+            and not math.isinf(float(r["value"][1]))]
+
+
+def missing_labels(panel, legend, result):
+    """Labels the panel shows that no series of the result carries: those its legend names
+    ({{label}}) and the rows and columns of a matrix table (groupingToMatrix)."""
+    want = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", legend or ""))
+    for t in panel.get("transformations", []):
+        if t["id"] == "groupingToMatrix":
+            want |= {t["options"]["rowField"], t["options"]["columnField"]}
+    have = set()
+    for r in result:
+        have |= {k for k, v in r["metric"].items() if v}
+    return sorted(want - have)
+
+
+def all_recorded(ns):
+    names = [r["record"] for _, r in oq.rules() if "record" in r]
+    return [n for n in names if not finite(labkit.promql(ns, n))]
+
+
+def scenario(args, lab, tmp):
+    ns = lab.ns
+    labkit.run("ip", "netns", "exec", ns["client"], "sysctl", "-q", "-w",
+               "net.ipv4.ping_group_range=0 2147483647")
+    for name in ("same", "zone", "cross"):
+        cfg = os.path.join(tmp, name + ".yaml")
+        with open(cfg, "w") as f:
+            f.write("self: { name: %s, node: n-%s, zone: z }\n"
+                    'responders: { burst: { listen_address: "0.0.0.0:5201" } }\n' % (name, name))
+        labkit.start(ns[name], [args.exporter, "--config.file=" + cfg],
+                     os.path.join(tmp, name + ".log"))
+    labkit.start_unbound(ns["client"], tmp)
+    for name in ("same", "zone", "cross"):
+        labkit.wait_for(lambda n=name: labkit.http(ns[n], "http://127.0.0.1:9479/-/ready")[0]
+                        == 200, 20, "%s exporter ready" % name)
+    client = labkit.start(ns["client"], [args.exporter, "--config.file=" + client_config(tmp)],
+                          os.path.join(tmp, "client.log"))
+    labkit.wait_for(lambda: labkit.http(ns["client"], "http://127.0.0.1:9479/-/ready")[0] == 200,
+                    20, "client exporter ready")
+    labkit.start(ns["client"], [args.prometheus, "--config.file=" + prometheus_config(tmp),
+                                "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
+                                "--web.listen-address=127.0.0.1:9090"],
+                 os.path.join(tmp, "prom.log"))
+    labkit.wait_for(lambda: labkit.http(ns["client"], "http://127.0.0.1:9090/-/ready")[0] == 200,
+                    60, "prometheus ready")
+
+    # Until every recording rule has data: two bursts per peer, DNS walks, HTTP rounds (bounded).
+    started = time.time()
+    missing = None
+    deadline = started + 150
+    while time.time() < deadline:
+        missing = all_recorded(ns["client"])
+        if not missing:
+            break
+        time.sleep(5)
+    log("recording rules with data after %.0f s (still missing: %s)"
+        % (time.time() - started, missing))
+    time.sleep(RATE_INTERVAL_S)  # a full rate window past the first samples
+    check(client.poll() is None, "the client exporter is running")
+
+    # Every recording rule has data; every rule evaluates without error.
+    for _, r in oq.rules():
+        if "record" in r:
+            res = labkit.promql(ns["client"], r["record"])
+            check(bool(finite(res)), "recording rule %s: %d series with a value"
+                  % (r["record"], len(finite(res))))
+    _, body = labkit.http(ns["client"], "http://127.0.0.1:9090/api/v1/rules")
+    groups = json.loads(body)["data"]["groups"]
+    loaded = [r for g in groups for r in g["rules"]]
+    check(len(loaded) == len(oq.rules()), "Prometheus loaded all %d rules (%d)"
+          % (len(oq.rules()), len(loaded)))
+    bad = ["%s: %s" % (r["name"], r.get("lastError")) for r in loaded if r.get("health") != "ok"]
+    check(not bad, "every rule evaluates without error %s" % bad)
+
+    # Every dashboard query returns data, with the labels its legend shows.
+    for label, values in (("All", {}), ("lab values", LAB_VALUES)):
+        subst = dict(values, __rate_interval=RATE_INTERVAL)
+        for where, expr, panel in oq.panel_queries():
+            legend = next(t["legendFormat"] for t in panel["targets"] if t["expr"] == expr)
+            res = labkit.promql(ns["client"], oq.substitute(expr, subst))
+            lacking = missing_labels(panel, legend, res)
+            check(bool(finite(res)) and not lacking,
+                  "%s (%s): %d series%s" % (where, label, len(finite(res)),
+                                            ", missing labels %s" % lacking if lacking else ""))
+    for where, sel, lbl in oq.variable_queries():
+        res = labkit.promql(ns["client"], "count by (%s) (%s)" % (lbl, oq.substitute(sel)))
+        values = sorted(r["metric"].get(lbl, "") for r in res)
+        check(bool(values) and "" not in values, "%s: values %s" % (where, values))
+
+    code, body = labkit.http(ns["client"], "http://127.0.0.1:9479/metrics")
+    r = subprocess.run([args.promtool, "check", "metrics"], input=body, capture_output=True,
+                       text=True, timeout=60)
+    check(code == 200 and r.returncode == 0 and not (r.stdout + r.stderr).strip(),
+          "promtool check metrics: no problem %s" % (r.stdout + r.stderr).strip())
+
+
+def main():
+    args = labkit.lab_arguments()
+    if not labkit.have_root():
+        return 77
+    for tool in ("unbound", "curl", args.prometheus, args.promtool):
+        if not shutil.which(tool):
+            log("FAILED: %s is not installed (scripts/install-deps.sh --test)" % tool)
+            return 1
+    return labkit.run_lab_test(args.lab_script, args.delayline, PREFIX,
+                               lambda lab, tmp: scenario(args, lab, tmp), "podnet-lab-obs-")
+
+if __name__ == "__main__":
+    sys.exit(main())

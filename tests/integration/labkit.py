@@ -1,0 +1,237 @@
+"""Shared helpers of the lab integration tests (tests/integration/lab_*_test.py).
+
+Checks are counted here and a test ends with summary(): "N passed, N failed". Processes started
+with start() run in their own session (so a process group can be signalled) and are stopped by
+stop_all(), newest first. Every wait is bounded in count and time.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import traceback
+import urllib.parse
+
+# The lab's Pods (tests/lab/lab.sh): addresses and the path class of each from the client.
+ADDR = {"client": "10.213.0.1", "same": "10.213.0.2", "zone": "10.213.0.3", "cross": "10.213.0.4"}
+ADDR6 = {"client": "fd00:213::1", "same": "fd00:213::2", "zone": "fd00:213::3",
+         "cross": "fd00:213::4"}
+PATH_OF = {"same": "same_node", "zone": "same_zone", "cross": "cross_zone"}
+
+# A real unbound serving the lab's zones (tests/lab/unbound-zones.conf; every other name
+# NXDOMAIN, nothing forwarded) on 127.0.0.1:53 of a namespace.
+UNBOUND_ZONES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                             "lab", "unbound-zones.conf"))
+UNBOUND_CONF = """server:
+  interface: 127.0.0.1
+  port: 53
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "{dir}"
+  pidfile: ""
+  use-syslog: no
+  logfile: ""
+  do-ip6: no
+  do-tcp: yes
+  access-control: 127.0.0.0/8 allow
+  module-config: "iterator"
+  num-threads: 1
+  include: "{zones}"
+"""
+
+procs = []
+failures = []
+passed = []
+
+
+def lab_arguments(*required):
+    """The lab tests' command line: --exporter, --delayline, --lab-script and `required` (e.g.
+    "--burst") are paths that must be given; --prometheus and --promtool default to the PATH's."""
+    ap = argparse.ArgumentParser()
+    for name in ("--exporter", "--delayline", "--lab-script") + required:
+        ap.add_argument(name, required=True)
+    ap.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
+    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
+    return ap.parse_args()
+
+
+def have_root():
+    """False (after saying SKIP) when not root: the caller exits 77, which ctest counts as
+    skipped."""
+    if os.geteuid() != 0:
+        log("SKIP: the lab needs root (network namespaces)")
+        return False
+    return True
+
+
+def pod_namespaces(prefix):
+    return {k: "%s-%s" % (prefix, k) for k in ("client", "same", "zone", "cross")}
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check(cond, what):
+    log(("ok     " if cond else "FAILED ") + what)
+    (passed if cond else failures).append(what)
+    return cond
+
+
+def summary():
+    """The closing line ctest logs and CI reads."""
+    return "%d passed, %d failed" % (len(passed), len(failures))
+
+
+def run(*cmd, check_rc=True, timeout=60):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError("%s: rc=%d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
+    return r
+
+
+def in_ns(ns, *cmd, **kw):
+    return run("ip", "netns", "exec", ns, *cmd, **kw)
+
+
+def start(ns, args, logfile):
+    """Starts `args` in namespace `ns` (`ip netns exec` exec()s: the pid is the program's)."""
+    f = open(logfile, "w")
+    p = subprocess.Popen(["ip", "netns", "exec", ns] + args, stdout=f, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    procs.append(p)
+    return p
+
+
+def stop(p):
+    """SIGTERM to the process group, up to 10 s, then SIGKILL."""
+    if p.poll() is not None:
+        return
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(timeout=10)
+
+
+def stop_all():
+    for p in reversed(procs):
+        stop(p)
+
+
+def wait_for(pred, timeout, what, step=0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if pred():
+                return True
+        except Exception:  # not up yet
+            pass
+        time.sleep(step)
+    raise RuntimeError("timed out after %ds waiting for %s" % (timeout, what))
+
+
+def http(ns, url, method="GET", timeout=10):
+    """(status code, body) of one request made with curl inside namespace `ns`; 0 = no answer."""
+    r = in_ns(ns, "curl", "-s", "-m", str(timeout), "-X", method, "-o", "-", "-w", "\n%{http_code}",
+              url, check_rc=False, timeout=timeout + 5)
+    body, _, code = r.stdout.rpartition("\n")
+    return int(code or 0), body
+
+
+def promql(ns, expr, at=None, port=9090):
+    """An instant query to the Prometheus in `ns`; `at` (Unix time) pins the evaluation time, so
+    that several queries read the same scrape."""
+    url = "http://127.0.0.1:%d/api/v1/query?query=%s" % (port, urllib.parse.quote(expr))
+    if at is not None:
+        url += "&time=%.3f" % at
+    code, body = http(ns, url)
+    if code != 200:
+        raise RuntimeError("prometheus query failed (%d): %s\n%s" % (code, expr, body))
+    return json.loads(body)["data"]["result"]
+
+
+def by_label(result, label):
+    return {r["metric"].get(label, ""): float(r["value"][1]) for r in result}
+
+
+def ping_median_ms(ns, addr, count=50):
+    """iputils ping's median RTT (ms) over `count` echoes, and its loss (%). The median, not
+    ping's avg: the lab's delay line has rare multi-ms stalls that move a mean of 50 by 0.1 ms."""
+    flag = ["-6"] if ":" in addr else []
+    r = in_ns(ns, "ping", *flag, "-n", "-c", str(count), "-i", "0.02", "-W", "1", addr,
+              timeout=60)
+    times = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", r.stdout))
+    loss = re.search(r"([\d.]+)% packet loss", r.stdout)
+    median = times[len(times) // 2] if times else float("nan")
+    return median, float(loss.group(1))
+
+
+def start_unbound(ns, folder):
+    """unbound on 127.0.0.1:53 in `ns`, its config and log in `folder`."""
+    conf = os.path.join(folder, "unbound.conf")
+    with open(conf, "w") as f:
+        f.write(UNBOUND_CONF.format(dir=folder, zones=UNBOUND_ZONES))
+    return start(ns, ["unbound", "-d", "-c", conf], os.path.join(folder, "unbound.log"))
+
+
+def dump_logs(folder, lines=30):
+    """The tail of every *.log in `folder` (after a failure)."""
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".log"):
+            log("---- %s (tail)" % name)
+            with open(os.path.join(folder, name), errors="replace") as f:
+                log("".join(f.readlines()[-lines:]))
+
+
+class Lab:
+    """`with Lab(lab_script, delayline, prefix):` brings tests/lab/lab.sh up under `prefix`
+    (so parallel runs do not collide) and, on exit, stops every started process and takes the
+    lab down."""
+
+    def __init__(self, lab_script, delayline, prefix, max_seconds=600):
+        self.script = lab_script
+        self.env = dict(os.environ, PODNET_LAB_PREFIX=prefix, PODNET_DELAYLINE=delayline,
+                        PODNET_LAB_MAX_SECONDS=str(max_seconds))
+        self.ns = pod_namespaces(prefix)
+
+    def __enter__(self):
+        subprocess.run([self.script, "up"], env=self.env, check=True, timeout=120)
+        return self
+
+    def __exit__(self, *exc):
+        stop_all()
+        subprocess.run([self.script, "down"], env=self.env, timeout=120)
+        return False
+
+
+def run_lab_test(lab_script, delayline, prefix, scenario, tmp_prefix="podnet-lab-"):
+    """Brings the lab up, runs scenario(lab, tmp_folder), takes the lab down; an exception is a
+    failed check. On failure the tail of every log in the folder is shown. Returns the exit
+    code (0 = every check passed) after the closing "N passed, N failed" line."""
+    tmp = tempfile.mkdtemp(prefix=tmp_prefix)
+    try:
+        with Lab(lab_script, delayline, prefix) as lab:
+            try:
+                scenario(lab, tmp)
+            except Exception as e:  # report, then clean up
+                traceback.print_exc()
+                check(False, "exception: %s" % e)
+        if failures:
+            dump_logs(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log(summary())
+    return 1 if failures else 0
