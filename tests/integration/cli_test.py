@@ -148,9 +148,9 @@ def main():
                 "self:\n  name: ${TEST_POD}\n  node: ${TEST_NODE:-fallback-node}\n  zone: z\n"
                 "responders: { udp_echo: { listen_address: \"127.0.0.1:%d\" } }\n"
                 "peers:\n  static:\n" % (port, port))
-        for i, name in enumerate(peers):  # all to the own responder, on nodes of their own
-            text += ("    - { name: %s, address: 127.0.0.1, port: %d, node: other%s, zone: z }\n"
-                     % (name, port, i or ""))
+        for i, name in enumerate(peers):  # the own responder (127.0.0.2: unanswered)
+            text += ("    - { name: %s, address: 127.0.0.%d, port: %d, node: other%s, zone: z }\n"
+                     % (name, i + 1, port, i or ""))
         text += ("probes:\n  rtt: { protocol: udp, interval: 1s, count: 3, spacing: 10ms,"
                  " timeout: 200ms }\n")
         if aggregate is not None:
