@@ -191,12 +191,15 @@ class ExpositionBuf : public std::streambuf {
   // Single characters (TextSerializer writes label values one character at a time) and short
   // strings land here: copy without the generic loop's per-call overflow checks.
   std::streamsize xsputn(const char* s, std::streamsize n) override {
-    if (n <= epptr() - pptr()) {
-      std::memcpy(pptr(), s, static_cast<std::size_t>(n));
-      pbump(static_cast<int>(n));
-      return n;
+    char* p = pptr();
+    if (n > epptr() - p) return std::streambuf::xsputn(s, n);
+    if (n == 1) {
+      *p = *s;  // most calls: one character of a label value (no memcpy call for it)
+    } else {
+      std::memcpy(p, s, static_cast<std::size_t>(n));
     }
-    return std::streambuf::xsputn(s, n);
+    pbump(static_cast<int>(n));
+    return n;
   }
 
  private:
