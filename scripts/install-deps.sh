@@ -6,7 +6,7 @@ set -euo pipefail
 build_pkgs=(
   cmake g++ make pkg-config
   prometheus-cpp-dev libboost-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libc-ares-dev
-  nlohmann-json3-dev libssl-dev
+  nlohmann-json3-dev libssl-dev zlib1g-dev
   libgrpc++-dev  # gRPC health responder and probe (cmake -DPODNET_WITH_GRPC=OFF to build without)
 )
 test_pkgs=(

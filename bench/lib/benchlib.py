@@ -308,10 +308,14 @@ def http_get(url, ns=None, timeout=10):
     return int(code or 0), body
 
 
-def curl_timing(url, ns=None, timeout=30):
-    """(time_total seconds, size_download bytes, http code) of one fetch, body discarded."""
+def curl_timing(url, ns=None, timeout=30, gzip=False):
+    """(time_total seconds, size_download bytes, http code) of one fetch, body discarded.
+
+    gzip: ask for gzip (curl --compressed; the size is then the compressed one)."""
     cmd = ["curl", "-s", "-m", str(timeout), "-o", "/dev/null", "-w",
            "%{time_total} %{size_download} %{http_code}", url]
+    if gzip:
+        cmd.insert(1, "--compressed")
     if ns:
         cmd = ["ip", "netns", "exec", ns] + cmd
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 5)

@@ -6,9 +6,13 @@ addresses 127.0.x.y with probes.rtt { icmp, interval 1s, count 1, timeout 500ms 
 warm-up, over a window (default 60 s):
   CPU % of one core (utime+stime delta from /proc/PID/stat; schedstat as a cross-check),
   RSS (VmRSS at the end of the window; VmHWM, the peak, too),
-then, outside that window: 10 fetches of /metrics with curl (time_total; the median is the
-figure), the scrape's size and series count, the CPU the exporter spent per scrape, RSS after
-the scrapes, and `promtool check metrics` over one scrape.
+then, outside that window: 10 fetches of /metrics with curl as it is (identity) and 10 asking
+for gzip as Prometheus does (curl --compressed: the time includes curl's inflate), each with
+its median time, size, the exporter's CPU per scrape and the peak RSS over those fetches; the
+scrape's series count, and `promtool check metrics` over one scrape.
+
+--compare EXE runs the same measurement with a second binary (e.g. a build of the previous
+commit) right after, in the same run, and prints both side by side.
 
 Targets: CPU < 5 % of a core, RSS <= 50 MiB, scrape median < 100 ms.
 """
@@ -24,17 +28,27 @@ import benchlib as B  # noqa: E402
 import loopbench as L  # noqa: E402
 
 
-def scrape_figures(ns, port, pid, fetches, tmp, promtool):
-    url = "http://127.0.0.1:%d/metrics" % port
+def fetch_figures(url, ns, pid, fetches, gzip):
+    B.reset_peak_rss(pid)
     s0 = B.proc_sample(pid)
     times, sizes = [], []
     for _ in range(fetches):
-        t, size, code = B.curl_timing(url, ns=ns, timeout=30)
+        t, size, code = B.curl_timing(url, ns=ns, timeout=30, gzip=gzip)
         if code != 200:
             raise B.BenchBroken("/metrics answered %d" % code)
         times.append(t)
         sizes.append(size)
     s1 = B.proc_sample(pid)
+    return {"times": times, "median_s": B.median(times), "max_s": max(times), "min_s": min(times),
+            "bytes": sizes[-1],
+            "cpu_per_scrape_ms": (s1["ticks"] - s0["ticks"]) / B.CLK_TCK / fetches * 1000,
+            "rss_after_mib": s1["rss_kib"] / 1024.0, "hwm_mib": s1["hwm_kib"] / 1024.0}
+
+
+def scrape_figures(ns, port, pid, fetches, tmp, promtool):
+    url = "http://127.0.0.1:%d/metrics" % port
+    plain = fetch_figures(url, ns, pid, fetches, gzip=False)
+    gz = fetch_figures(url, ns, pid, fetches, gzip=True)
     body = L.scrape(ns, port)
     path = os.path.join(tmp, "scrape.txt")
     with open(path, "w") as f:
@@ -48,13 +62,33 @@ def scrape_figures(ns, port, pid, fetches, tmp, promtool):
                                text=True, timeout=300)
         out = (r.stdout + r.stderr).strip()
         pt = (r.returncode, out)
-    return {
-        "times": times, "median_s": B.median(times), "max_s": max(times), "min_s": min(times),
-        "bytes": sizes[-1], "series": series, "families": families,
-        "cpu_per_scrape_ms": (s1["ticks"] - s0["ticks"]) / B.CLK_TCK / fetches * 1000,
-        "rss_after_mib": s1["rss_kib"] / 1024.0, "hwm_after_mib": s1["hwm_kib"] / 1024.0,
-        "promtool": pt,
-    }
+    return {"plain": plain, "gzip": gz, "series": series, "families": families, "promtool": pt}
+
+
+def measure_binary(exe_path, args, ns, promtool, tag):
+    exe, version, bindir = B.exporter_binary(exe_path)
+    tmp = tempfile.mkdtemp(prefix="podnet-bench-scale-")
+    addrs = L.peer_addresses(args.peers)
+    procs = B.Procs()
+    B.log("exporter %s: %s" % (tag, version))
+    try:
+        L.setup_netns(ns)
+        L.set_socket_mode(ns, args.mode)
+        m = L.run_exporter(procs, exe, ns, tmp, addrs, args.warmup, args.seconds, "scale",
+                           after=lambda port, pid: scrape_figures(ns, port, pid, args.fetches,
+                                                                  tmp, promtool))
+    finally:
+        procs.stop_all()
+        B.netns_del(ns)
+        shutil.rmtree(bindir, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    B.log("%s probing: sent %.0f/s, replies %.0f/s, ICMP sockets: %s, threads %d, context"
+          " switches %.0f/s" % (tag, m["sent_pps"], m["recv_pps"], m["sockets"], m["threads"],
+                                m["ctxsw_per_s"]))
+    for mode in ("plain", "gzip"):
+        B.log("%s scrape times, %s (s): %s" % (tag, mode, " ".join(
+            "%.3f" % t for t in m["after"][mode]["times"])))
+    return m
 
 
 def main():
@@ -67,72 +101,81 @@ def main():
     ap.add_argument("--mode", default=os.environ.get("MODE", "raw"), choices=("raw", "dgram"),
                     help="ICMP socket kind (default raw: root with the kernel's default"
                          " ping_group_range)")
+    ap.add_argument("--compare", metavar="EXE",
+                    help="a second exporter binary, measured the same way right after")
     args = ap.parse_args()
     B.install_signal_handlers()
     B.require_root()
     B.require_tools("ip", "curl", "timeout", "sysctl")
     promtool = shutil.which("promtool")
-    exe, version, bindir = B.exporter_binary(args.exporter)
     ns = os.environ.get("PODNET_BENCH_NS", "pnbenchlo")
-    tmp = tempfile.mkdtemp(prefix="podnet-bench-scale-")
     addrs = L.peer_addresses(args.peers)
-    procs = B.Procs()
 
     B.log("== scale_1000: podnet-exporter alone, %d loopback peers, 1 packet/s each" % args.peers)
-    B.log("exporter: %s, git %s" % (version, B.git_describe()))
+    B.log("git %s" % B.git_describe())
     B.log("machine:  %s" % B.machine_line())
     warning = B.busy_warning()
     if warning:
         B.log(warning)
     B.log("window %.0f s after %.0f s warm-up, %s ICMP sockets, namespace %s (%s .. %s)"
           % (args.seconds, args.warmup, args.mode, ns, addrs[0], addrs[-1]))
-    try:
-        L.setup_netns(ns)
-        L.set_socket_mode(ns, args.mode)
-        m = L.run_exporter(procs, exe, ns, tmp, addrs, args.warmup, args.seconds, "scale",
-                           after=lambda port, pid: scrape_figures(ns, port, pid, args.fetches,
-                                                                  tmp, promtool))
-    finally:
-        procs.stop_all()
-        B.netns_del(ns)
-        shutil.rmtree(bindir, ignore_errors=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+    runs = [("this", measure_binary(args.exporter, args, ns, promtool, "this"))]
+    if args.compare:
+        runs.append(("compare", measure_binary(args.compare, args, ns, promtool, "compare")))
 
-    sc = m["after"]
     B.log("")
-    B.log("probing: sent %.0f/s, replies %.0f/s, ICMP sockets: %s, threads %d, context switches"
-          " %.0f/s" % (m["sent_pps"], m["recv_pps"], m["sockets"], m["threads"], m["ctxsw_per_s"]))
-    B.log("scrape times (s): " + " ".join("%.3f" % t for t in sc["times"]))
-    B.log("")
+    def row(label, fmt, detail_fmt, target, ok):
+        r = [label]
+        for _tag, m in runs:
+            r += [fmt(m), detail_fmt(m)]
+        r += [target, " / ".join(B.verdict(ok(m)) for _t, m in runs) if ok else ""]
+        return r
+    sc = lambda m: m["after"]  # noqa: E731
     rows = [
-        ["CPU % of one core (probing)", "%.2f" % m["cpu_pct"],
-         "schedstat %.2f" % m["cpu_pct_schedstat"], "< 5", B.verdict(m["cpu_pct"] < 5)],
-        ["RSS MiB (end of probing window)", "%.1f" % m["rss_mib"],
-         "window peak %.1f" % m["hwm_mib"], "<= 50", B.verdict(m["hwm_mib"] <= 50)],
-        ["RSS MiB after %d scrapes" % args.fetches, "%.1f" % sc["rss_after_mib"],
-         "peak incl. scrapes %.1f" % sc["hwm_after_mib"], "<= 50",
-         B.verdict(sc["hwm_after_mib"] <= 50)],
-        ["/metrics time, median of %d (ms)" % args.fetches, "%.1f" % (sc["median_s"] * 1000),
-         "min %.1f max %.1f" % (sc["min_s"] * 1000, sc["max_s"] * 1000), "< 100",
-         B.verdict(sc["median_s"] < 0.1)],
-        ["/metrics size (bytes)", "%d" % sc["bytes"], "%.1f MiB" % (sc["bytes"] / 2**20), "-", ""],
-        ["/metrics series (sample lines)", "%d" % sc["series"], "%d families" % sc["families"],
-         "-", ""],
-        ["exporter CPU per scrape (ms)", "%.0f" % sc["cpu_per_scrape_ms"], "", "-", ""],
+        row("CPU % of one core (probing)", lambda m: "%.2f" % m["cpu_pct"],
+            lambda m: "schedstat %.2f" % m["cpu_pct_schedstat"], "< 5",
+            lambda m: m["cpu_pct"] < 5),
+        row("RSS MiB, end of window (window peak)", lambda m: "%.1f" % m["rss_mib"],
+            lambda m: "peak %.1f" % m["hwm_mib"], "<= 50", lambda m: m["hwm_mib"] <= 50),
     ]
-    if sc["promtool"] is None:
-        rows.append(["promtool check metrics", "not installed", "", "no problems", ""])
+    for mode, what in (("plain", "identity"), ("gzip", "gzip")):
+        rows += [
+            row("/metrics %s: time, median of %d (ms)" % (what, args.fetches),
+                lambda m, mo=mode: "%.1f" % (sc(m)[mo]["median_s"] * 1000),
+                lambda m, mo=mode: "min %.1f max %.1f" % (sc(m)[mo]["min_s"] * 1000,
+                                                         sc(m)[mo]["max_s"] * 1000),
+                "< 100", lambda m, mo=mode: sc(m)[mo]["median_s"] < 0.1),
+            row("/metrics %s: bytes" % what, lambda m, mo=mode: "%d" % sc(m)[mo]["bytes"],
+                lambda m, mo=mode: "%.2f MiB" % (sc(m)[mo]["bytes"] / 2**20), "-", None),
+            row("/metrics %s: exporter CPU per scrape (ms)" % what,
+                lambda m, mo=mode: "%.0f" % sc(m)[mo]["cpu_per_scrape_ms"], lambda m: "", "-",
+                None),
+            row("/metrics %s: peak RSS over the fetches (MiB)" % what,
+                lambda m, mo=mode: "%.1f" % sc(m)[mo]["hwm_mib"],
+                lambda m, mo=mode: "after %.1f" % sc(m)[mo]["rss_after_mib"], "<= 50",
+                lambda m, mo=mode: sc(m)[mo]["hwm_mib"] <= 50),
+        ]
+    rows.append(row("/metrics series (sample lines)", lambda m: "%d" % sc(m)["series"],
+                    lambda m: "%d families" % sc(m)["families"], "-", None))
+    if promtool is None:
+        rows.append(["promtool check metrics"] + ["not installed", ""] * len(runs) + ["", ""])
     else:
-        rc, out = sc["promtool"]
-        nlines = len([line for line in out.splitlines() if line.strip()])
-        rows.append(["promtool check metrics", "rc %d" % rc, "%d problem lines" % nlines,
-                     "no problems", B.verdict(rc == 0 and nlines == 0)])
-    B.table(["figure", "measured", "detail", "target", "verdict"], rows)
-    if sc["promtool"] is not None and sc["promtool"][1]:
-        out = sc["promtool"][1].splitlines()
-        B.log("promtool says (first 10 lines of %d):" % len(out))
-        for line in out[:10]:
-            B.log("  " + line)
+        def pt(m):
+            rc, out = sc(m)["promtool"]
+            return rc, len([line for line in out.splitlines() if line.strip()])
+        rows.append(row("promtool check metrics", lambda m: "rc %d" % pt(m)[0],
+                        lambda m: "%d problem lines" % pt(m)[1], "no problems",
+                        lambda m: pt(m) == (0, 0)))
+    headers = ["figure"]
+    for tag, _m in runs:
+        headers += [tag, "detail"]
+    B.table(headers + ["target", "verdict"], rows)
+    for tag, m in runs:
+        if sc(m)["promtool"] is not None and sc(m)["promtool"][1]:
+            out = sc(m)["promtool"][1].splitlines()
+            B.log("promtool says about %s (first 10 lines of %d):" % (tag, len(out)))
+            for line in out[:10]:
+                B.log("  " + line)
     return 0
 
 

@@ -180,11 +180,14 @@ bool App::Reload(std::string* error) {
 void App::Apply(std::shared_ptr<const config::Config> next) {
   auto peers = discovery::StaticPeers(*next);
   const config::Config* prev = applied_.get();
-  bool self_changed = prev == nullptr || prev->self != next->self;
-  if (self_changed) {
-    // Every series carries source labels: all probes restart under the new identity.
+  bool labels_changed = prev == nullptr || prev->self != next->self ||
+                        prev->aggregate_peers != next->aggregate_peers;
+  if (labels_changed) {
+    // Every series carries source labels (and the peer labels aggregate_peers picks): all
+    // probes restart under the new label set, removing their old series first.
     for (const auto& kind : probes::ProbeKinds()) scheduler_->SetKind(kind.name, nullptr, {});
     probe_env_->self = next->self;
+    probe_env_->peer_labels = metrics::PeerLabelSetFor(*next);
     for (const auto& kind : probes::ProbeKinds()) {
       scheduler_->SetKind(kind.name, kind.make(*next, *probe_env_), peers);
     }
@@ -212,6 +215,10 @@ responders::HttpResponse App::Route(const responders::HttpRequest& req) {
   bool get = req.method == "GET" || req.method == "HEAD";
   if (path == "/metrics") {
     if (!get) return {405, "text/plain; charset=utf-8", "Only GET or HEAD requests allowed.\n"};
+    if (req.accepts_gzip) {
+      return {200, "text/plain; version=0.0.4; charset=utf-8",
+              metrics_.Serialize(metrics::Metrics::Encoding::kGzip), "gzip"};
+    }
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
   }
   if (path == "/echo" && (get || req.method == "POST")) {

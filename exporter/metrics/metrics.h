@@ -1,10 +1,13 @@
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <prometheus/counter.h>
@@ -18,38 +21,88 @@
 
 namespace podnet::metrics {
 
-/// The labels every peer series carries (DESIGN.md): source_node, source_zone, peer, peer_node,
-/// peer_zone, path.
-prometheus::Labels PeerLabels(const config::Self& self, const topology::Peer& peer);
+/// Which labels name the peer in a peer series (metrics.aggregate_peers picks one).
+enum class PeerLabelSet {
+  /// source_node, source_zone, peer, peer_node, peer_zone, path: one series per peer.
+  kPerPeer,
+  /// source_node, source_zone, peer_zone, path: `peer` and `peer_node` aggregated away, so all
+  /// peers of one zone and path class share one series per metric (bounds cardinality on big
+  /// clusters). Under it, per metric type:
+  ///  - counters and histograms sum over the peers that feed the series (a peer that goes keeps
+  ///    its past counts in the sum; the series stays monotonic while any peer still feeds it);
+  ///  - "last value" gauges (podnet_burst_throughput_bytes_per_second, _tcp_rtt_seconds,
+  ///    _snd_cwnd_bytes, _interval_min_throughput_bytes_per_second, _path_mtu_bytes) hold the
+  ///    value of whichever peer of the group wrote last: last writer wins, no averaging.
+  kAggregated,
+};
 
-/// The series one probe created for one peer, so that removing the peer removes exactly those
-/// (prometheus-cpp Family::Remove). Not thread-safe: owned by the probe loop.
+/// The set config::Config::aggregate_peers selects.
+PeerLabelSet PeerLabelSetFor(const config::Config& config);
+
+/// The labels of one peer's series (DESIGN.md): the only place that decides the label set.
+/// kPerPeer: source_node, source_zone, peer, peer_node, peer_zone, path; kAggregated: the same
+/// without peer and peer_node.
+prometheus::Labels PeerLabels(const config::Self& self, const topology::Peer& peer,
+                              PeerLabelSet set);
+
+/// Users per series, shared by every SeriesSet of one registry: a series that several
+/// SeriesSets feed (aggregated peers; the dns probe's targets sharing {probe="dns"}) is removed
+/// from its family when the last of them lets go. Keyed by the series' address, which is
+/// unique while the series lives. Thread-safe. Shared (std::shared_ptr) by the sets, so that a
+/// set destroyed after its Metrics (a probe held by a pending handler) is still safe.
+class SeriesRefs {
+ public:
+  /// Users of `series` now (0 when none): for tests and checks.
+  std::size_t users(const void* series) const;
+
+ private:
+  friend class SeriesSet;
+  mutable std::mutex mu_;  // held across Family::Add/Remove and the count, so they agree
+  std::unordered_map<const void*, std::size_t> users_;
+};
+
+/// The series one probe created for one peer (or one target), so that removing it removes
+/// exactly the series no other set still uses (prometheus-cpp Family::Remove on the last user,
+/// counted in a SeriesRefs).
 class SeriesSet {
  public:
-  SeriesSet() = default;
+  explicit SeriesSet(std::shared_ptr<SeriesRefs> refs) : refs_(std::move(refs)) {}
   SeriesSet(const SeriesSet&) = delete;
   SeriesSet& operator=(const SeriesSet&) = delete;
-  ~SeriesSet() = default;  // keeps the series: removal is explicit (a restart must not drop them)
+  /// Lets go of its series without removing any (a restart or shutdown must not drop them):
+  /// a series nobody uses any more stays exposed until a later set adds and removes it.
+  ~SeriesSet();
 
-  /// Family::Add, remembered. Returns the (possibly existing) series for these labels.
+  /// Family::Add, counted once per set. Returns the (possibly existing, possibly shared)
+  /// series for these labels.
   template <typename T, typename... Args>
   T& Add(prometheus::Family<T>& family, const prometheus::Labels& labels, Args&&... args) {
+    std::lock_guard lock(refs_->mu_);
     T& metric = family.Add(labels, std::forward<Args>(args)...);
-    // Remembered once: a counter bumped through Add on every failure must not grow this set.
+    // Counted once: a counter bumped through Add on every failure must not grow this set.
     if (added_.insert(&metric).second) {
-      removers_.push_back([&family, &metric] { family.Remove(&metric); });
+      ++refs_->users_[&metric];
+      removers_.push_back({&metric, [&family, &metric] { family.Remove(&metric); }});
     }
     return metric;
   }
 
-  /// Removes every series added through this set from its family.
+  /// Lets go of every series added through this set; removes from its family each series of
+  /// which this set was the last user.
   void RemoveAll();
 
-  /// Number of distinct series remembered.
+  /// Number of distinct series this set uses.
   std::size_t size() const { return removers_.size(); }
 
  private:
-  std::vector<std::function<void()>> removers_;
+  struct Entry {
+    const void* series;
+    std::function<void()> remove;
+  };
+  void Release(bool remove);
+
+  std::shared_ptr<SeriesRefs> refs_;
+  std::vector<Entry> removers_;
   std::set<const void*> added_;
 };
 
@@ -61,8 +114,19 @@ class Metrics {
 
   prometheus::Registry& registry() { return *registry_; }
 
-  /// The text exposition format (version 0.0.4) of everything registered.
-  std::string Serialize() const;
+  /// How a /metrics body is encoded (HTTP Content-Encoding).
+  enum class Encoding { kIdentity, kGzip };
+
+  /// The text exposition format (version 0.0.4) of everything registered: prometheus-cpp's
+  /// Collect and TextSerializer, streamed through a 64 KiB buffer that rewrites each `le`
+  /// bound as its shortest text and hands complete lines on to the body, so that neither a
+  /// growing stream nor a second full copy of the text exists. kGzip: the body is one gzip
+  /// member (RFC 1952, zlib level 1, the text never held whole); kIdentity: the text, in one
+  /// string reserved at the previous scrape's size.
+  std::string Serialize(Encoding encoding = Encoding::kIdentity) const;
+
+  /// The users of each series, for every SeriesSet fed from this registry.
+  const std::shared_ptr<SeriesRefs>& series_refs() { return series_refs_; }
 
   /// Sets podnet_peers{path} from the current peer list (every path class, zeros included).
   void SetPeers(const std::vector<topology::Peer>& peers);
@@ -78,6 +142,8 @@ class Metrics {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<SeriesRefs> series_refs_ = std::make_shared<SeriesRefs>();
+  mutable std::atomic<std::size_t> last_size_{0};  // of the last identity body (bytes)
   prometheus::Gauge* reload_successful_;
   prometheus::Gauge* reload_success_timestamp_;
   prometheus::Family<prometheus::Gauge>* peers_;

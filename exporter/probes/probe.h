@@ -40,6 +40,13 @@ struct ProbeEnv {
   boost::asio::io_context& io;  // the probe loop
   metrics::Metrics& metrics;
   config::Self self;
+  /// metrics.aggregate_peers; the app restarts every probe when it changes.
+  metrics::PeerLabelSet peer_labels = metrics::PeerLabelSet::kPerPeer;
+
+  /// The labels of `peer`'s series under this configuration (metrics::PeerLabels).
+  prometheus::Labels PeerLabels(const topology::Peer& peer) const {
+    return metrics::PeerLabels(self, peer, peer_labels);
+  }
 };
 
 /// A probe kind set up for one configuration; it makes one PeerProbe per peer.

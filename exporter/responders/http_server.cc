@@ -1,5 +1,8 @@
 #include "exporter/responders/http_server.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -57,6 +60,36 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   int open_ = 0;
   bool paused_ = false;
 };
+
+bool AcceptsGzip(std::string_view value) {
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  auto iequals = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) ==
+                    std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  while (!value.empty()) {  // bounded: each round removes one element
+    std::size_t comma = value.find(',');
+    std::string_view element = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    std::size_t semi = element.find(';');
+    std::string_view coding = trim(element.substr(0, semi));
+    if (!iequals(coding, "gzip") && !iequals(coding, "x-gzip")) continue;
+    if (semi == std::string_view::npos) return true;
+    std::string_view param = trim(element.substr(semi + 1));
+    if (param.size() < 2 || (param[0] != 'q' && param[0] != 'Q') || param[1] != '=') return true;
+    std::string_view q = param.substr(2);
+    q = trim(q.substr(0, q.find(';')));
+    // qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ): any non-zero digit accepts.
+    return q.find_first_of("123456789") != std::string_view::npos;
+  }
+  return false;
+}
 
 namespace {
 
@@ -134,7 +167,9 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     auto& req = parser_->get();
-    HttpRequest r{std::string(req.method_string()), std::string(req.target()), req.body()};
+    auto accept_encoding = req[http::field::accept_encoding];
+    HttpRequest r{std::string(req.method_string()), std::string(req.target()), req.body(),
+                  AcceptsGzip(std::string_view(accept_encoding.data(), accept_encoding.size()))};
     HttpResponse resp;
     try {
       resp = server_->handler()(r);
@@ -150,6 +185,10 @@ class Session : public std::enable_shared_from_this<Session> {
         static_cast<http::status>(resp.status), version);
     res->set(http::field::server, "podnet-exporter");
     res->set(http::field::content_type, resp.content_type);
+    if (!resp.content_encoding.empty()) {
+      res->set(http::field::content_encoding, resp.content_encoding);
+      res->set(http::field::vary, "Accept-Encoding");
+    }
     res->keep_alive(keep_alive);
     res->body() = std::move(resp.body);
     res->prepare_payload();

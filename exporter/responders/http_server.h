@@ -3,6 +3,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include <boost/asio/io_context.hpp>
 
@@ -15,13 +17,29 @@ struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string target;  // path and query, as sent
   std::string body;
+  bool accepts_gzip = false;  // Accept-Encoding names gzip (or x-gzip) with a q-value above 0
 };
 
 struct HttpResponse {
+  HttpResponse() = default;
+  HttpResponse(int status, std::string content_type, std::string body,
+               std::string content_encoding = {})
+      : status(status),
+        content_type(std::move(content_type)),
+        body(std::move(body)),
+        content_encoding(std::move(content_encoding)) {}
+
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  /// The coding the handler already applied to `body` ("gzip"), sent as Content-Encoding with
+  /// Vary: Accept-Encoding; empty: none. The server never encodes a body itself.
+  std::string content_encoding;
 };
+
+/// Whether an Accept-Encoding field value (RFC 9110 §12.5.3) accepts gzip: "gzip" or "x-gzip"
+/// listed with no q-value or q > 0 ("gzip;q=0" refuses it). "*" is not taken as gzip.
+bool AcceptsGzip(std::string_view accept_encoding);
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 

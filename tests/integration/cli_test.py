@@ -4,9 +4,11 @@ reload over HTTP, on loopback only (port 0 is not possible for a fixed config, s
 picked first). Usage: cli_test.py --exporter BIN --config-dir config/
 """
 import argparse
+import gzip
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -40,6 +42,37 @@ def get(url, method="GET"):
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
+
+
+def get_gzip(url):
+    """(Content-Encoding, the body decompressed when it is gzip) of a GET asking for gzip."""
+    req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        enc, raw = r.headers.get("Content-Encoding"), r.read()
+    return enc, (gzip.decompress(raw) if enc == "gzip" else raw).decode()
+
+
+def series(text, name=None):
+    """The sample keys (name{labels}) of an exposition, of one metric name if given."""
+    keys = [line.split(" ")[0] for line in text.splitlines() if line and line[0] != "#"]
+    return [k for k in keys if name is None or k.split("{")[0] == name]
+
+
+def promtool_problems(text):
+    """promtool check metrics' complaints about `text` ("" when clean)."""
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60)
+    return ("rc %d " % r.returncode if r.returncode else "") + (r.stdout + r.stderr).strip()
+
+
+def wait_metrics(base, cond, timeout=6):
+    """Scrapes until cond(text) holds or `timeout` passes; returns the last text."""
+    deadline = time.time() + timeout
+    text = get(base + "/metrics")[1]
+    while not cond(text) and time.time() < deadline:
+        time.sleep(0.3)
+        text = get(base + "/metrics")[1]
+    return text
 
 
 def main():
@@ -110,12 +143,21 @@ def main():
     # ${VAR} expansion, JSON logs, reload over HTTP, SIGHUP.
     port = free_port()
     cfg = os.path.join(tmp, "run.yaml")
-    body = ("listen_address: \"127.0.0.1:%d\"\n"
-            "self:\n  name: ${TEST_POD}\n  node: ${TEST_NODE:-fallback-node}\n  zone: z\n"
-            "responders: { udp_echo: { listen_address: \"127.0.0.1:%d\" } }\n"
-            "peers:\n  static:\n    - { name: lo, address: 127.0.0.1, port: %d, node: other, zone: z }\n"
-            "probes:\n  rtt: { protocol: udp, interval: 1s, count: 3, spacing: 10ms, timeout: 200ms }\n"
-            % (port, port, port))
+    def config_body(peers=("lo",), aggregate=None):
+        text = ("listen_address: \"127.0.0.1:%d\"\n"
+                "self:\n  name: ${TEST_POD}\n  node: ${TEST_NODE:-fallback-node}\n  zone: z\n"
+                "responders: { udp_echo: { listen_address: \"127.0.0.1:%d\" } }\n"
+                "peers:\n  static:\n" % (port, port))
+        for i, name in enumerate(peers):  # the own responder (127.0.0.2: unanswered)
+            text += ("    - { name: %s, address: 127.0.0.%d, port: %d, node: other%s, zone: z }\n"
+                     % (name, i + 1, port, i or ""))
+        text += ("probes:\n  rtt: { protocol: udp, interval: 1s, count: 3, spacing: 10ms,"
+                 " timeout: 200ms }\n")
+        if aggregate is not None:
+            text += "metrics: { aggregate_peers: %s }\n" % ("true" if aggregate else "false")
+        return text
+
+    body = config_body()
     with open(cfg, "w") as f:
         f.write(body)
     env = dict(os.environ, TEST_POD="pod-from-env")
@@ -159,6 +201,54 @@ def main():
         time.sleep(1)
         check("podnet_config_last_reload_successful 1" in get(base + "/metrics")[1],
               "SIGHUP reloads a good file")
+
+        # /metrics gzip-encoded when asked (Prometheus always asks); the same series as plain.
+        enc, unzipped = get_gzip(base + "/metrics")
+        plain = get(base + "/metrics")[1]
+        check(enc == "gzip" and series(unzipped) == series(plain) and len(series(plain)) > 50,
+              "/metrics with Accept-Encoding: gzip is gzip, the same %d series as plain (%s)"
+              % (len(series(plain)), enc))
+        check(shutil.which("promtool") is not None, "promtool is installed")
+        problems = promtool_problems(plain)
+        check(problems == "", "promtool check metrics, per-peer labels: clean %r" % problems[:200])
+
+        # metrics.aggregate_peers on reload: peers of one zone share one series per metric
+        # (no peer, peer_node labels); the per-peer series go; the shared series outlives one
+        # of its peers; back to per-peer labels, the aggregated series go.
+        rtt_received = "podnet_rtt_packets_received_total"
+        aggregated_key = (rtt_received + '{path="same_zone",peer_zone="z",protocol="udp",'
+                          'source_node="fallback-node",source_zone="z"}')
+        with open(cfg, "w") as f:
+            f.write(config_body(("lo", "lo2"), aggregate=True))
+        code, _ = get(base + "/-/reload", "POST")
+        text = wait_metrics(base, lambda t: aggregated_key in series(t)
+                            and 'peer="' not in t)
+        check(code == 200 and series(text, rtt_received) == [aggregated_key]
+              and 'peer="' not in text and 'peer_node="' not in text,
+              "aggregate_peers: two peers in one zone, one series without peer/peer_node: %s"
+              % series(text, rtt_received))
+        enc, unzipped = get_gzip(base + "/metrics")
+        check(enc == "gzip" and aggregated_key in series(unzipped), "aggregated /metrics gzipped")
+        problems = promtool_problems(text)
+        check(problems == "", "promtool check metrics, aggregated labels: clean %r"
+              % problems[:200])
+        with open(cfg, "w") as f:
+            f.write(config_body(("lo",), aggregate=True))
+        code, _ = get(base + "/-/reload", "POST")
+        time.sleep(1.5)
+        text = get(base + "/metrics")[1]
+        check(code == 200 and series(text, rtt_received) == [aggregated_key],
+              "aggregate_peers: removing one of two peers keeps the shared series")
+        with open(cfg, "w") as f:
+            f.write(config_body(("lo",), aggregate=False))
+        code, _ = get(base + "/-/reload", "POST")
+        text = wait_metrics(base, lambda t: len(series(t, rtt_received)) == 1
+                            and 'peer="lo"' in series(t, rtt_received)[0])
+        check(code == 200 and len(series(text, rtt_received)) == 1
+              and 'peer="lo",peer_node="other"' in series(text, rtt_received)[0]
+              and aggregated_key not in series(text),
+              "aggregate_peers off again: per-peer series back, aggregated ones gone: %s"
+              % series(text, rtt_received))
     finally:
         p.send_signal(signal.SIGTERM)
         try:

@@ -148,8 +148,8 @@ class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<Bur
  public:
   BurstPeerProbe(std::shared_ptr<BurstKind> kind, const topology::Peer& peer)
       : kind_(std::move(kind)), peer_(peer) {
-    labels_ = metrics::PeerLabels(kind_->env().self, peer);
-    series_.emplace();
+    labels_ = kind_->env().PeerLabels(peer);
+    series_.emplace(kind_->env().metrics.series_refs());
     auto with_probe = labels_;
     with_probe["probe"] = "burst";
     sent_bytes_ = &series_->Add(kind_->env().metrics.probe_sent_bytes(), with_probe);

@@ -175,7 +175,8 @@ LookupTarget::LookupTarget(std::shared_ptr<DnsKind> kind, std::string name, bool
       name_(std::move(name)),
       absolute_(absolute),
       libc_(libc),
-      pool_(std::make_shared<ChannelPool>(kind_->env().io)) {
+      pool_(std::make_shared<ChannelPool>(kind_->env().io)),
+      series_(kind_->env().metrics.series_refs()) {
   labels_ = {{"name", name_},
              {"form", absolute_ ? "absolute" : "as_written"},
              {"resolver", LibcName(libc_)}};
@@ -231,7 +232,8 @@ void LookupTarget::Record(const LookupOutcome& o) {
 ServersTarget::ServersTarget(std::shared_ptr<DnsKind> kind)
     : kind_(std::move(kind)),
       pool_(std::make_shared<ChannelPool>(kind_->env().io)),
-      timer_(kind_->env().io) {}
+      timer_(kind_->env().io),
+      series_(kind_->env().metrics.series_refs()) {}
 
 void ServersTarget::Run(std::chrono::steady_clock::time_point, std::function<void()> done) {
   done_ = std::move(done);

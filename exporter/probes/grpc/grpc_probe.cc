@@ -122,8 +122,8 @@ class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<Grpc
     channel_ = ::grpc::CreateChannel(target, ::grpc::InsecureChannelCredentials());
     channel_->GetState(/*try_to_connect=*/true);  // connect before the first round
     stub_ = std::make_unique<::grpc::GenericStub>(channel_);
-    labels_ = metrics::PeerLabels(kind_->env().self, peer);
-    series_.emplace();
+    labels_ = kind_->env().PeerLabels(peer);
+    series_.emplace(kind_->env().metrics.series_refs());
     duration_ = &series_->Add(kind_->families().duration, labels_, metrics::LatencyBuckets());
   }
 

@@ -86,9 +86,9 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
         endpoint_(peer.address, peer.port),
         host_(net::FormatHostPort(peer.address, peer.port)),
         timer_(kind_->env().io) {
-    labels_ = metrics::PeerLabels(kind_->env().self, peer);
+    labels_ = kind_->env().PeerLabels(peer);
     auto& f = kind_->families();
-    series_.emplace();
+    series_.emplace(kind_->env().metrics.series_refs());
     for (int m = 0; m < 2; ++m) {
       auto l = labels_;
       l["connection"] = ModeLabel(m == 1);

@@ -202,11 +202,11 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
  public:
   RttPeerProbe(std::shared_ptr<RttKind> kind, const topology::Peer& peer)
       : kind_(std::move(kind)), peer_(peer), timer_(kind_->env().io) {
-    auto labels = metrics::PeerLabels(kind_->env().self, peer);
+    auto labels = kind_->env().PeerLabels(peer);
     auto with_protocol = labels;
     with_protocol["protocol"] = kind_->protocol();
     auto& f = kind_->families();
-    series_.emplace();
+    series_.emplace(kind_->env().metrics.series_refs());
     m_.rtt = &series_->Add(f.rtt, with_protocol, metrics::LatencyBuckets());
     m_.sent = &series_->Add(f.sent, with_protocol);
     m_.received = &series_->Add(f.received, with_protocol);

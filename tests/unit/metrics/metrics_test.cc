@@ -1,9 +1,11 @@
 #include "exporter/metrics/metrics.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include "tests/unit/testing/loop.h"
 
@@ -26,7 +28,8 @@ topology::Peer MakePeer(std::string name, std::string node, std::string zone,
 
 TEST(PeerLabelsTest, TheSixPeerLabels) {
   config::Self self{"pod-a", "node-1", "zone-a"};
-  auto labels = PeerLabels(self, MakePeer("pod-b", "node-2", "zone-b", topology::PathClass::kCrossZone));
+  auto labels = PeerLabels(self, MakePeer("pod-b", "node-2", "zone-b", topology::PathClass::kCrossZone),
+                           PeerLabelSet::kPerPeer);
   EXPECT_EQ(labels, (prometheus::Labels{{"source_node", "node-1"},
                                         {"source_zone", "zone-a"},
                                         {"peer", "pod-b"},
@@ -35,11 +38,35 @@ TEST(PeerLabelsTest, TheSixPeerLabels) {
                                         {"path", "cross_zone"}}));
 }
 
+TEST(PeerLabelsTest, AggregatedDropsPeerAndPeerNode) {
+  config::Self self{"pod-a", "node-1", "zone-a"};
+  auto b = PeerLabels(self, MakePeer("pod-b", "node-2", "zone-b", topology::PathClass::kCrossZone),
+                      PeerLabelSet::kAggregated);
+  auto c = PeerLabels(self, MakePeer("pod-c", "node-3", "zone-b", topology::PathClass::kCrossZone),
+                      PeerLabelSet::kAggregated);
+  EXPECT_EQ(b, (prometheus::Labels{{"source_node", "node-1"},
+                                   {"source_zone", "zone-a"},
+                                   {"peer_zone", "zone-b"},
+                                   {"path", "cross_zone"}}));
+  EXPECT_EQ(b, c);  // two peers of one zone: one label set
+  auto other_zone = PeerLabels(
+      self, MakePeer("pod-d", "node-4", "zone-c", topology::PathClass::kCrossZone),
+      PeerLabelSet::kAggregated);
+  EXPECT_NE(b, other_zone);
+}
+
+TEST(PeerLabelsTest, TheConfigPicksTheSet) {
+  config::Config c;
+  EXPECT_EQ(PeerLabelSetFor(c), PeerLabelSet::kPerPeer);
+  c.aggregate_peers = true;
+  EXPECT_EQ(PeerLabelSetFor(c), PeerLabelSet::kAggregated);
+}
+
 TEST(SeriesSetTest, RemoveAllRemovesExactlyItsSeries) {
   Metrics m;
   auto& errors = m.probe_errors();
   auto& sent = m.probe_sent_bytes();
-  SeriesSet mine;
+  SeriesSet mine(m.series_refs());
   mine.Add(errors, {{"peer", "a"}, {"reason", "socket"}}).Increment();
   mine.Add(sent, {{"peer", "a"}}).Increment(100);
   sent.Add({{"peer", "b"}}).Increment(7);  // someone else's series
@@ -60,7 +87,7 @@ TEST(SeriesSetTest, AddingTheSameSeriesAgainIsRememberedOnce) {
   // A probe counts each failure through Add(...).Increment(): thousands of failures must not
   // make the set grow.
   Metrics m;
-  SeriesSet set;
+  SeriesSet set(m.series_refs());
   prometheus::Counter* first = nullptr;
   for (int i = 0; i < 1000; ++i) {
     auto& c = set.Add(m.probe_errors(), {{"peer", "a"}, {"reason", "send_failed"}});
@@ -79,10 +106,59 @@ TEST(SeriesSetTest, AddingTheSameSeriesAgainIsRememberedOnce) {
 TEST(SeriesSetTest, DestructionKeepsTheSeries) {
   Metrics m;
   {
-    SeriesSet set;
+    SeriesSet set(m.series_refs());
     set.Add(m.probe_sent_bytes(), {{"peer", "kept"}}).Increment(3);
   }
   EXPECT_EQ(CounterValue(m.registry(), "podnet_probe_sent_bytes_total", {{"peer", "kept"}}), 3);
+}
+
+TEST(SeriesSetTest, ASharedSeriesGoesWithItsLastUser) {
+  Metrics m;
+  auto& sent = m.probe_sent_bytes();
+  SeriesSet a(m.series_refs());
+  SeriesSet b(m.series_refs());
+  SeriesSet c(m.series_refs());
+  const prometheus::Labels shared{{"peer_zone", "z"}, {"probe", "rtt"}};
+  auto& from_a = a.Add(sent, shared);
+  auto& from_b = b.Add(sent, shared);
+  EXPECT_EQ(&from_a, &from_b);
+  from_a.Increment(3);
+  from_b.Increment(4);
+  c.Add(sent, {{"peer_zone", "other"}, {"probe", "rtt"}}).Increment(1);
+  EXPECT_EQ(m.series_refs()->users(&from_a), 2u);
+  a.Add(sent, shared);  // again from a: still two users
+  EXPECT_EQ(m.series_refs()->users(&from_a), 2u);
+  auto value = [&](const char* zone) {
+    return CounterValue(m.registry(), "podnet_probe_sent_bytes_total", {{"peer_zone", zone}});
+  };
+  EXPECT_EQ(value("z"), 7);
+  a.RemoveAll();  // b still feeds it
+  EXPECT_EQ(value("z"), 7);
+  EXPECT_EQ(m.series_refs()->users(&from_b), 1u);
+  from_b.Increment(1);
+  EXPECT_EQ(value("z"), 8);
+  b.RemoveAll();  // the last user
+  EXPECT_EQ(value("z"), -1);
+  EXPECT_EQ(value("other"), 1);  // c's own series untouched
+  EXPECT_EQ(m.series_refs()->users(&from_b), 0u);
+}
+
+TEST(SeriesSetTest, ADestroyedSetLetsGoWithoutRemoving) {
+  // A set destroyed without RemoveAll (shutdown, a restart) keeps its series but no longer
+  // counts as a user: the other set's RemoveAll then removes the series.
+  Metrics m;
+  auto& sent = m.probe_sent_bytes();
+  SeriesSet stays(m.series_refs());
+  prometheus::Counter* series = &stays.Add(sent, {{"peer_zone", "z"}});
+  {
+    SeriesSet gone(m.series_refs());
+    gone.Add(sent, {{"peer_zone", "z"}}).Increment(2);
+    EXPECT_EQ(m.series_refs()->users(series), 2u);
+  }
+  EXPECT_EQ(m.series_refs()->users(series), 1u);
+  EXPECT_EQ(CounterValue(m.registry(), "podnet_probe_sent_bytes_total", {{"peer_zone", "z"}}), 2);
+  stays.RemoveAll();
+  EXPECT_EQ(CounterValue(m.registry(), "podnet_probe_sent_bytes_total", {{"peer_zone", "z"}}), -1);
 }
 
 double PeersGauge(Metrics& m, const char* path) {
@@ -130,6 +206,81 @@ TEST(MetricsTest, BuildInfoInExposition) {
   std::string text = m.Serialize();
   EXPECT_NE(text.find("# TYPE podnet_build_info gauge"), std::string::npos) << text;
   EXPECT_NE(text.find("podnet_build_info{revision=\""), std::string::npos) << text;
+}
+
+// Inflates one gzip member (RFC 1952), or returns "" on any zlib error.
+std::string Gunzip(const std::string& in) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return "";
+  std::string out;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  int rc = Z_OK;
+  for (int round = 0; round < 100000 && rc == Z_OK; ++round) {
+    char buf[65536];
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  inflateEnd(&z);
+  return rc == Z_STREAM_END && z.avail_in == 0 ? out : "";
+}
+
+// A registry whose text is many 64 KiB chunks long, with a histogram whose bounds print long
+// (8e-05 comes out of the library as 8.000000000000001e-05).
+void FillLarge(Metrics& m, int peers) {
+  auto& family = prometheus::BuildHistogram()
+                     .Name("podnet_test_seconds")
+                     .Help("Test histogram.")
+                     .Register(m.registry());
+  for (int i = 0; i < peers; ++i) {
+    family.Add({{"peer", "peer-with-a-longish-name-" + std::to_string(i)}, {"path", "same_zone"}},
+               std::vector<double>{1e-05, 8e-05, 6e-04, 0.1, 1.5})
+        .Observe(7e-05 * (i % 3));
+  }
+}
+
+TEST(SerializeTest, LargeTextStreamsWholeLinesAndShortensEveryBound) {
+  Metrics m;
+  const int peers = 3000;  // ~1.3 MB of text: ~20 chunks, so lines straddle chunk ends
+  FillLarge(m, peers);
+  std::string text = m.Serialize();
+  ASSERT_GT(text.size(), 16 * 64 * 1024u);
+  EXPECT_EQ(text.find("0.0005999"), std::string::npos);
+  EXPECT_EQ(text.find("8.000000000000001e-05"), std::string::npos);
+  // Every series' lines, each whole: 6 buckets (+Inf included), _sum, _count.
+  std::size_t bucket_lines = 0, short_8e5 = 0, short_6e4 = 0;
+  std::size_t pos = 0;
+  for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', pos)) {
+    std::string_view line(text.data() + pos, nl - pos);
+    pos = nl + 1;
+    if (line.rfind("podnet_test_seconds_bucket{", 0) != 0) continue;
+    ++bucket_lines;
+    if (line.find(",le=\"8e-05\"}") != std::string_view::npos) ++short_8e5;
+    if (line.find(",le=\"0.0006\"}") != std::string_view::npos) ++short_6e4;
+  }
+  EXPECT_EQ(pos, text.size());  // ends with a newline
+  EXPECT_EQ(bucket_lines, 6u * peers);
+  EXPECT_EQ(short_8e5, static_cast<std::size_t>(peers));
+  EXPECT_EQ(short_6e4, static_cast<std::size_t>(peers));
+  // The next scrape (reserved at this one's size) is the same text.
+  EXPECT_EQ(m.Serialize(), text);
+}
+
+TEST(SerializeTest, GzipIsTheSameTextCompressed) {
+  Metrics m;
+  FillLarge(m, 3000);
+  std::string text = m.Serialize();
+  std::string gz = m.Serialize(Metrics::Encoding::kGzip);
+  ASSERT_GE(gz.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);  // gzip magic (RFC 1952 §2.3.1)
+  EXPECT_EQ(static_cast<unsigned char>(gz[1]), 0x8b);
+  EXPECT_LT(gz.size() * 5, text.size()) << "repetitive text should shrink at least 5x";
+  EXPECT_EQ(Gunzip(gz), text);
+  // A small registry too (the body is finished in one pass).
+  Metrics small;
+  EXPECT_EQ(Gunzip(small.Serialize(Metrics::Encoding::kGzip)), small.Serialize());
 }
 
 }  // namespace

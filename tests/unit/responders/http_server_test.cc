@@ -181,6 +181,11 @@ class HttpServerTest : public ::testing::Test {
   HttpResponse Handle(const HttpRequest& r) {
     ++requests_;
     if (r.target == "/throw") throw std::runtime_error("handler bug");
+    if (r.target == "/encoded") {  // as /metrics does: the handler encodes, the server labels
+      HttpResponse resp{200, "text/plain", r.accepts_gzip ? "as gzip" : "as is"};
+      if (r.accepts_gzip) resp.content_encoding = "gzip";
+      return resp;
+    }
     if (r.method == "POST") return {201, "text/plain", "got " + std::to_string(r.body.size())};
     return {200, "text/plain; charset=utf-8", "hello " + r.method + " " + r.target};
   }
@@ -194,6 +199,48 @@ class HttpServerTest : public ::testing::Test {
   std::uint16_t port_ = 0;
   std::atomic<int> requests_{0};
 };
+
+TEST(AcceptsGzipTest, Table) {
+  struct Case {
+    const char* value;
+    bool gzip;
+  };
+  for (const Case& c : std::vector<Case>{{"gzip", true},
+                                         {"", false},
+                                         {"identity", false},
+                                         {"gzip, deflate, br", true},
+                                         {"deflate,  GZip ;q=0.5", true},
+                                         {"x-gzip", true},
+                                         {"gzip;q=0", false},
+                                         {"gzip; q=0.000", false},
+                                         {"gzip;q=1.0", true},
+                                         {"gzip;q=0.001", true},
+                                         {"gzip;q=0;x=9", false},
+                                         {"*", false},
+                                         {"gzipper", false},
+                                         {"br, gzip;q=0, deflate", false}}) {
+    EXPECT_EQ(AcceptsGzip(c.value), c.gzip) << c.value;
+  }
+}
+
+TEST_F(HttpServerTest, ContentEncodingFromTheHandlerAndAcceptEncodingToIt) {
+  Start();
+  Conn c(port_);
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send(Get("/encoded", "Accept-Encoding: gzip\r\n")));
+  auto gz = c.Read();
+  ASSERT_TRUE(gz.has_value());
+  EXPECT_EQ(gz->body, "as gzip");
+  EXPECT_EQ(gz->headers["content-encoding"], "gzip");
+  EXPECT_EQ(gz->headers["vary"], "Accept-Encoding");
+  ASSERT_TRUE(c.Send(Get("/encoded", "Accept-Encoding: gzip;q=0, identity\r\n")));
+  auto plain = c.Read();
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->body, "as is");
+  EXPECT_EQ(plain->headers.count("content-encoding"), 0u);
+  EXPECT_EQ(plain->headers.count("vary"), 0u);
+  c.Close();
+}
 
 TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   Start();

@@ -41,7 +41,7 @@ class GrpcProbeTest : public ::testing::Test {
     p.node = "node-1";
     p.zone = "zone-a";
     p.path = topology::Classify(kSelf, p.node, p.zone);
-    labels_ = metrics::PeerLabels(kSelf, p);
+    labels_ = metrics::PeerLabels(kSelf, p, metrics::PeerLabelSet::kPerPeer);
     env_ = std::make_unique<ProbeEnv>(ProbeEnv{io_, metrics_, kSelf});
     kind_ = MakeGrpcKind(o, *env_);
     probe_ = kind_->ForPeer(p);

@@ -152,7 +152,7 @@ class HttpProbeTest : public ::testing::Test {
   }
 
   prometheus::Labels Labels(std::uint16_t port) {
-    return metrics::PeerLabels(kSelf, MakePeer(port));
+    return metrics::PeerLabels(kSelf, MakePeer(port), metrics::PeerLabelSet::kPerPeer);
   }
 
   double Requests(std::uint16_t port, const char* connection, const char* code) {

@@ -126,7 +126,7 @@ class RttProbeTest : public ::testing::Test {
   }
 
   prometheus::Labels Labels(const topology::Peer& peer, const char* protocol) {
-    auto l = metrics::PeerLabels(kSelf, peer);
+    auto l = env_.PeerLabels(peer);
     l["protocol"] = protocol;
     return l;
   }
@@ -136,7 +136,7 @@ class RttProbeTest : public ::testing::Test {
   }
 
   double BytesCounter(const std::string& name, const topology::Peer& peer) {
-    auto l = metrics::PeerLabels(kSelf, peer);
+    auto l = env_.PeerLabels(peer);
     l["probe"] = "rtt";
     return CounterValue(metrics_.registry(), name, l);
   }
@@ -245,7 +245,7 @@ TEST_F(RttProbeTest, UdpNothingListening) {
   ASSERT_TRUE(h.has_value());
   EXPECT_EQ(h->histogram.sample_count, 0u);
   EXPECT_EQ(BytesCounter("podnet_probe_received_bytes_total", peer), 0);
-  EXPECT_EQ(metrics::PeerLabels(kSelf, peer).at("path"), "cross_zone");
+  EXPECT_EQ(env_.PeerLabels(peer).at("path"), "cross_zone");
 }
 
 TEST_F(RttProbeTest, RepliesGoToTheirOwnPeer) {
@@ -278,6 +278,50 @@ TEST_F(RttProbeTest, RemoveSeriesRemovesOnlyThatPeer) {
   // After RemoveSeries the probe touches no metric again, even if it runs.
   ASSERT_EQ(RunRounds({gone_probe}), std::vector<int>{1});
   EXPECT_FALSE(SeriesOf("gone-peer"));
+}
+
+TEST_F(RttProbeTest, AggregatedPeersShareOneSeriesUntilTheLastGoes) {
+  // metrics.aggregate_peers: two peers of one zone (different names and nodes) feed one
+  // series per metric; it outlives the first peer's removal and goes with the second's.
+  env_.peer_labels = metrics::PeerLabelSet::kAggregated;
+  std::uint16_t port = StartResponder();
+  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
+  auto a = MakePeer("peer-a", "127.0.0.1", port, "node-2", "zone-b");
+  auto b = MakePeer("peer-b", "127.0.0.1", port, "node-3", "zone-b");
+  auto probe_a = kind->ForPeer(a);
+  auto probe_b = kind->ForPeer(b);
+  ASSERT_EQ(RunRounds({probe_a, probe_b}), (std::vector<int>{1, 1}));
+  const prometheus::Labels shared{{"source_node", "node-1"}, {"source_zone", "zone-a"},
+                                  {"peer_zone", "zone-b"},   {"path", "cross_zone"},
+                                  {"protocol", "udp"}};
+  EXPECT_EQ(Labels(a, "udp"), shared);
+  EXPECT_EQ(Labels(b, "udp"), shared);
+  auto series_count = [&](const std::string& name) {
+    int n = 0;
+    for (const auto& f : metrics_.registry().Collect()) {
+      if (f.name == name) n += static_cast<int>(f.metric.size());
+    }
+    return n;
+  };
+  EXPECT_EQ(series_count("podnet_rtt_seconds"), 1);
+  EXPECT_EQ(series_count("podnet_rtt_packets_sent_total"), 1);
+  EXPECT_EQ(Counter("podnet_rtt_packets_sent_total", shared), 10);  // 5 + 5
+  auto h = FindSeries(metrics_.registry(), "podnet_rtt_seconds", shared);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->histogram.sample_count, 10u);
+  EXPECT_EQ(metrics_.Serialize().find("peer=\""), std::string::npos);
+
+  probe_a->RemoveSeries();  // peer-b still feeds every series: all stay, counts kept
+  EXPECT_EQ(series_count("podnet_rtt_seconds"), 1);
+  EXPECT_EQ(Counter("podnet_rtt_packets_sent_total", shared), 10);
+  EXPECT_EQ(BytesCounter("podnet_probe_sent_bytes_total", b), 10 * (20 + 8 + 56));
+  ASSERT_EQ(RunRounds({probe_b}), std::vector<int>{1});
+  EXPECT_EQ(Counter("podnet_rtt_packets_sent_total", shared), 15);
+
+  probe_b->RemoveSeries();  // the last user: every shared series goes
+  EXPECT_EQ(series_count("podnet_rtt_seconds"), 0);
+  EXPECT_EQ(series_count("podnet_rtt_packets_sent_total"), 0);
+  EXPECT_EQ(BytesCounter("podnet_probe_sent_bytes_total", b), -1);
 }
 
 TEST_F(RttProbeTest, CancelEndsTheRoundOnce) {
