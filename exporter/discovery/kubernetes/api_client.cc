@@ -53,13 +53,6 @@ std::string_view StatusReason(int status) {
 
 namespace {
 
-std::string Trim(std::string s) {
-  auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
-
 bool IsIpLiteral(const std::string& host) {
   boost::system::error_code ec;
   asio::ip::make_address(host, ec);
@@ -111,7 +104,7 @@ class ApiClient::Impl {
     if (!token_read_ || now - token_read_at_ >= options_.token_refresh) {
       auto text = ReadSmallFile(config_.token_file, error);
       if (!text) return std::nullopt;
-      std::string token = Trim(*text);
+      std::string token = TrimSpace(*text);
       if (token_read_ && token != token_) spdlog::debug("kubernetes: token file rotated");
       token_ = std::move(token);
       token_read_ = true;

@@ -38,13 +38,6 @@ std::optional<std::string> DecodeBase64(const std::string& in) {
   return out;
 }
 
-std::string Trim(std::string s) {
-  auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
-}
-
 std::string JoinPath(const std::string& base_dir, const std::string& path) {
   if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
   return base_dir + "/" + path;
@@ -139,6 +132,13 @@ bool ParseServer(const std::string& server, ApiConfig* c, std::string* error) {
 }
 
 }  // namespace
+
+std::string TrimSpace(std::string s) {
+  auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
 
 std::optional<std::string> ReadSmallFile(const std::string& path, std::string* error) {
   std::ifstream in(path, std::ios::binary);
@@ -246,7 +246,7 @@ std::optional<ApiConfig> ParseKubeconfig(const std::string& text, const std::str
                           "token, tokenFile or client certificate (e.g. a ServiceAccount token)";
           return std::nullopt;
         }
-        c.token = Trim(Scalar(user, "token"));
+        c.token = TrimSpace(Scalar(user, "token"));
         if (std::string f = Scalar(user, "tokenFile"); !f.empty()) {
           c.token_file = JoinPath(base_dir, f);
         }

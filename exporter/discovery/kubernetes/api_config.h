@@ -48,6 +48,9 @@ std::optional<ApiConfig> ParseKubeconfig(const std::string& text, const std::str
 std::optional<ApiConfig> LoadKubeconfig(const std::string& path, const std::string& context,
                                         std::string* error);
 
+/// `s` without leading and trailing white space (a token file ends with a newline).
+std::string TrimSpace(std::string s);
+
 /// Reads a whole (small) file; std::nullopt and *error (with strerror) when it cannot.
 std::optional<std::string> ReadSmallFile(const std::string& path, std::string* error);
 

@@ -1,5 +1,6 @@
 #include "exporter/discovery/kubernetes/discovery.h"
 
+#include <cctype>
 #include <map>
 
 #include <boost/asio/steady_timer.hpp>
@@ -60,11 +61,31 @@ std::chrono::milliseconds Backoff::Next(std::chrono::seconds retry_after) {
   return std::max(delay, server);
 }
 
-std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service) {
-  // Names are DNS labels, safe in a path; the selector's '/' and '=' are percent-encoded.
-  return "/apis/discovery.k8s.io/v1/namespaces/" + namespace_name +
-         "/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3D" + service;
+namespace {
+
+// RFC 3986 percent-encoding of everything but unreserved characters: valid names (DNS labels)
+// pass unchanged; a configured name holding '/', '?' or '&' cannot change the request.
+std::string Escape(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out;
 }
+
+}  // namespace
+
+std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service) {
+  return "/apis/discovery.k8s.io/v1/namespaces/" + Escape(namespace_name) +
+         "/endpointslices?labelSelector=" + Escape("kubernetes.io/service-name=" + service);
+}
+
+std::string NodePath(const std::string& node) { return "/api/v1/nodes/" + Escape(node); }
 
 class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
  public:
@@ -97,6 +118,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     slices_call_.reset();
     node_timer_.cancel();
     slices_timer_.cancel();
+    metrics_.candidates().Set(0);
   }
 
   const Snapshot& snapshot() const { return snapshot_; }
@@ -105,7 +127,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
   // --- the own Node's zone ---------------------------------------------------------------
 
   void GetNode() {
-    node_call_ = client_->Get("/api/v1/nodes/" + options_.node,
+    node_call_ = client_->Get(NodePath(options_.node),
                               [self = shared_from_this()](ApiResponse r) { self->OnNode(r); });
   }
 

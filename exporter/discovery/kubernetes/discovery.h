@@ -124,7 +124,8 @@ class KubernetesDiscovery {
   std::shared_ptr<Impl> impl_;
 };
 
-/// The path of the list request (exposed for tests and logs).
+/// The paths of the list request and of the Node GET (names percent-encoded).
 std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service);
+std::string NodePath(const std::string& node);
 
 }  // namespace podnet::discovery::kubernetes
