@@ -44,20 +44,23 @@ std::string JoinPath(const std::string& base_dir, const std::string& path) {
 }
 
 // The `name:` entry of a kubeconfig list (`clusters`, `users`, `contexts`), or an undefined node.
-YAML::Node FindNamed(const YAML::Node& list, const std::string& name, const char* field) {
-  if (!list.IsSequence()) return YAML::Node(YAML::NodeType::Undefined);
-  for (const auto& item : list) {
-    if (item.IsMap() && item["name"].IsScalar() && item["name"].as<std::string>() == name) {
-      return item[field];
-    }
-  }
-  return YAML::Node(YAML::NodeType::Undefined);
-}
+// yaml-cpp: a missing key of a const node is an invalid node, whose Type() throws; IsDefined()
+// is the one question it answers. So every look-up goes through these.
+bool IsMap(const YAML::Node& n) { return n.IsDefined() && n.IsMap(); }
+bool Has(const YAML::Node& map, const char* key) { return IsMap(map) && map[key].IsDefined(); }
 
 std::string Scalar(const YAML::Node& map, const char* key) {
-  if (!map.IsMap()) return "";
-  YAML::Node v = map[key];
-  return v.IsScalar() ? v.as<std::string>() : "";
+  if (!IsMap(map)) return "";
+  const YAML::Node v = map[key];
+  return v.IsDefined() && v.IsScalar() ? v.as<std::string>() : "";
+}
+
+YAML::Node FindNamed(const YAML::Node& list, const std::string& name, const char* field) {
+  if (!list.IsDefined() || !list.IsSequence()) return YAML::Node(YAML::NodeType::Undefined);
+  for (const auto& item : list) {
+    if (IsMap(item) && Scalar(item, "name") == name && Has(item, field)) return item[field];
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
 }
 
 // `inline_key` (base64) or `file_key` (a path) of `map`; "" when neither is set.
@@ -197,7 +200,7 @@ std::optional<ApiConfig> ParseKubeconfig(const std::string& text, const std::str
     return std::nullopt;
   }
   try {
-    if (!root.IsMap()) {
+    if (!IsMap(root)) {
       *error = "not a kubeconfig (no mapping at the top)";
       return std::nullopt;
     }
@@ -206,15 +209,16 @@ std::optional<ApiConfig> ParseKubeconfig(const std::string& text, const std::str
       *error = "no current-context";
       return std::nullopt;
     }
-    YAML::Node ctx = FindNamed(root["contexts"], ctx_name, "context");
-    if (!ctx.IsMap()) {
+    const YAML::Node& croot = root;
+    YAML::Node ctx = FindNamed(croot["contexts"], ctx_name, "context");
+    if (!IsMap(ctx)) {
       *error = "context \"" + ctx_name + "\" not found in contexts";
       return std::nullopt;
     }
     std::string cluster_name = Scalar(ctx, "cluster");
     std::string user_name = Scalar(ctx, "user");
-    YAML::Node cluster = FindNamed(root["clusters"], cluster_name, "cluster");
-    if (!cluster.IsMap()) {
+    YAML::Node cluster = FindNamed(croot["clusters"], cluster_name, "cluster");
+    if (!IsMap(cluster)) {
       *error = "context \"" + ctx_name + "\": cluster \"" + cluster_name + "\" not found";
       return std::nullopt;
     }
@@ -234,14 +238,14 @@ std::optional<ApiConfig> ParseKubeconfig(const std::string& text, const std::str
     if (!ca) return std::nullopt;
     c.ca_pem = *ca;
     if (!user_name.empty()) {
-      YAML::Node user = FindNamed(root["users"], user_name, "user");
+      YAML::Node user = FindNamed(croot["users"], user_name, "user");
       what = "users[" + user_name + "]";
-      if (!user.IsMap() && !user.IsNull()) {
+      if (!user.IsDefined()) {
         *error = "context \"" + ctx_name + "\": user \"" + user_name + "\" not found";
         return std::nullopt;
       }
-      if (user.IsMap()) {
-        if (user["exec"].IsDefined() || user["auth-provider"].IsDefined()) {
+      if (IsMap(user)) {  // `user: {}` or `user:` alone: no credentials
+        if (Has(user, "exec") || Has(user, "auth-provider")) {
           *error = what + ": exec and auth-provider credential plugins are not supported; use a "
                           "token, tokenFile or client certificate (e.g. a ServiceAccount token)";
           return std::nullopt;

@@ -46,25 +46,53 @@ std::uint16_t FreePort() {
   return 0;
 }
 
-// GET http://127.0.0.1:port/target; "" on any failure.
+// GET http://127.0.0.1:port/target; "" on any failure. Asynchronous, so that the 2 s deadline
+// holds (a blocking Beast read ignores tcp_stream's expiry).
 std::string HttpGet(std::uint16_t port, const std::string& target, int* status = nullptr) {
   namespace http = boost::beast::http;
   boost::asio::io_context io;
   boost::beast::tcp_stream s(io);
-  s.expires_after(2s);
-  boost::system::error_code ec;
-  s.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
-  if (ec) return "";
   http::request<http::empty_body> req(http::verb::get, target, 11);
   req.set(http::field::host, "127.0.0.1");
-  http::write(s, req, ec);
   boost::beast::flat_buffer buf;
   http::response<http::string_body> res;
-  http::read(s, buf, res, ec);
-  if (ec) return "";
+  bool ok = false;
+  s.expires_after(2s);
+  s.async_connect({boost::asio::ip::make_address("127.0.0.1"), port},
+                  [&](boost::system::error_code ec) {
+                    if (ec) return;
+                    http::async_write(s, req, [&](boost::system::error_code ec, std::size_t) {
+                      if (ec) return;
+                      http::async_read(s, buf, res,
+                                       [&](boost::system::error_code ec, std::size_t) {
+                                         ok = !ec;
+                                       });
+                    });
+                  });
+  io.run();
+  if (!ok) return "";
   if (status) *status = res.result_int();
   return res.body();
 }
+
+// Runs App::Run on a thread; stops and joins it however the test ends.
+class Running {
+ public:
+  explicit Running(App& app) : app_(app), thread_([this] { rc_ = app_.Run(); }) {}
+  ~Running() { Join(); }
+  int Join() {
+    if (thread_.joinable()) {
+      app_.Stop();
+      thread_.join();
+    }
+    return rc_;
+  }
+
+ private:
+  App& app_;
+  int rc_ = -1;
+  std::thread thread_;
+};
 
 json Endpoint(const std::string& pod, const std::string& ip, const std::string& node,
               const std::string& zone) {
@@ -143,8 +171,7 @@ probes:
   options.config_file = config_path;
   options.kubeconfig = kubeconfig;
   App app(options, loaded.config);
-  int rc = -1;
-  std::thread run([&] { rc = app.Run(); });
+  Running running(app);
 
   auto metrics = [&] { return HttpGet(port, "/metrics"); };
   auto has = [&](const std::string& needle) { return metrics().find(needle) != std::string::npos; };
@@ -183,9 +210,7 @@ probes:
   EXPECT_TRUE(has(R"(podnet_peers{path="same_zone"} 1)"));
   EXPECT_TRUE(has(R"(podnet_kubernetes_watch_events_total{type="MODIFIED"} 1)"));
 
-  app.Stop();
-  run.join();
-  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(running.Join(), 0);
 }
 
 }  // namespace

@@ -151,6 +151,8 @@ contexts:
 users:
 - name: admin
   user: {token: "  abc.def  "}
+- name: other
+  user: {}
 )";
   std::string err;
   auto c = ParseKubeconfig(text, "/tmp", "", &err);
