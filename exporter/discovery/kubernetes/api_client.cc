@@ -1,20 +1,20 @@
 #include "exporter/discovery/kubernetes/api_client.h"
 
-#include <algorithm>
-#include <cctype>
-#include <charconv>
-#include <optional>
+#include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
-#include <openssl/ssl.h>
-#include <spdlog/spdlog.h>
+#include <cctype>
+#include <charconv>
+#include <optional>
 
 #include "podnet/version.h"
 
@@ -28,15 +28,24 @@ using Clock = std::chrono::steady_clock;
 
 std::string_view ApiErrorName(ApiError e) {
   switch (e) {
-    case ApiError::kNone: return "none";
-    case ApiError::kCredentials: return "credentials";
-    case ApiError::kResolve: return "resolve";
-    case ApiError::kConnect: return "connect";
-    case ApiError::kTls: return "tls";
-    case ApiError::kTimeout: return "timeout";
-    case ApiError::kConnectionLost: return "connection_lost";
-    case ApiError::kTooLarge: return "too_large";
-    case ApiError::kBadResponse: return "bad_response";
+    case ApiError::kNone:
+      return "none";
+    case ApiError::kCredentials:
+      return "credentials";
+    case ApiError::kResolve:
+      return "resolve";
+    case ApiError::kConnect:
+      return "connect";
+    case ApiError::kTls:
+      return "tls";
+    case ApiError::kTimeout:
+      return "timeout";
+    case ApiError::kConnectionLost:
+      return "connection_lost";
+    case ApiError::kTooLarge:
+      return "too_large";
+    case ApiError::kBadResponse:
+      return "bad_response";
   }
   return "unknown";
 }
@@ -70,8 +79,7 @@ class ApiClient::Impl {
   bool Init(std::string* error) {
     boost::system::error_code ec;
     tls_.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                         ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                         ssl::context::no_tlsv1_1,
+                         ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
                      ec);
     if (config_.ca_pem.empty()) {
       tls_.set_default_verify_paths(ec);
@@ -91,9 +99,9 @@ class ApiClient::Impl {
       }
     }
     tls_.set_verify_mode(config_.insecure_skip_tls_verify ? ssl::verify_none : ssl::verify_peer);
-    host_header_ = (config_.host.find(':') != std::string::npos ? "[" + config_.host + "]"
-                                                                : config_.host) +
-                   ":" + std::to_string(config_.port);
+    host_header_ =
+        (config_.host.find(':') != std::string::npos ? "[" + config_.host + "]" : config_.host) +
+        ":" + std::to_string(config_.port);
     return true;
   }
 
@@ -148,9 +156,8 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
     auto token = client_->Token(&err);
     if (!token) {
       // Posted: `done` never runs inside Get()/Watch(), before the caller holds the call.
-      asio::post(client_->io_, [self = shared_from_this(), err] {
-        self->Finish(ApiError::kCredentials, err);
-      });
+      asio::post(client_->io_,
+                 [self = shared_from_this(), err] { self->Finish(ApiError::kCredentials, err); });
       return;
     }
     token_ = std::move(*token);
@@ -185,12 +192,12 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
   }
 
   void Connect(const tcp::resolver::results_type& results) {
-    asio::async_connect(stream_.lowest_layer(), results,
-                        [self = shared_from_this()](boost::system::error_code ec,
-                                                    const tcp::endpoint&) {
-                          if (ec) return self->Fail(ApiError::kConnect, "connect: " + ec.message());
-                          self->Handshake();
-                        });
+    asio::async_connect(
+        stream_.lowest_layer(), results,
+        [self = shared_from_this()](boost::system::error_code ec, const tcp::endpoint&) {
+          if (ec) return self->Fail(ApiError::kConnect, "connect: " + ec.message());
+          self->Handshake();
+        });
   }
 
   void Handshake() {
@@ -220,7 +227,8 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
     request_.keep_alive(false);
     http::async_write(stream_, request_,
                       [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                        if (ec) return self->Fail(ApiError::kConnectionLost, "write: " + ec.message());
+                        if (ec)
+                          return self->Fail(ApiError::kConnectionLost, "write: " + ec.message());
                         self->ReadHeader();
                       });
   }
@@ -279,8 +287,7 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
   bool DeliverLines() {
     std::string& body = parser_.get().body();
     std::size_t start = 0;
-    for (std::size_t nl = body.find('\n'); nl != std::string::npos;
-         nl = body.find('\n', start)) {
+    for (std::size_t nl = body.find('\n'); nl != std::string::npos; nl = body.find('\n', start)) {
       std::string_view line(body.data() + start, nl - start);
       start = nl + 1;
       if (line.empty() || line == "\r") continue;
@@ -293,8 +300,8 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
     }
     body.erase(0, start);
     if (body.size() > client_->options_.max_event_bytes) {
-      Fail(ApiError::kTooLarge, "a watch event over " +
-                                    std::to_string(client_->options_.max_event_bytes) + " bytes");
+      Fail(ApiError::kTooLarge,
+           "a watch event over " + std::to_string(client_->options_.max_event_bytes) + " bytes");
       return false;
     }
     return true;
@@ -387,9 +394,10 @@ std::shared_ptr<ApiClient::Call> ApiClient::Get(std::string target,
   return call;
 }
 
-std::shared_ptr<ApiClient::Call> ApiClient::Watch(
-    std::string target, std::chrono::milliseconds timeout,
-    std::function<bool(std::string_view)> on_line, std::function<void(ApiResponse)> done) {
+std::shared_ptr<ApiClient::Call> ApiClient::Watch(std::string target,
+                                                  std::chrono::milliseconds timeout,
+                                                  std::function<bool(std::string_view)> on_line,
+                                                  std::function<void(ApiResponse)> done) {
   auto call = std::make_shared<Exchange>(impl_, std::move(target), timeout, std::move(on_line),
                                          std::move(done));
   call->Start();

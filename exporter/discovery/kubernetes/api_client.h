@@ -1,13 +1,12 @@
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <boost/asio/io_context.hpp>
 
 #include "exporter/discovery/kubernetes/api_config.h"
 

@@ -1,5 +1,7 @@
 #include "exporter/discovery/kubernetes/api_config.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -7,8 +9,6 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 namespace podnet::discovery::kubernetes {
 namespace {
@@ -20,14 +20,22 @@ std::optional<std::string> DecodeBase64(const std::string& in) {
   int bits = 0;
   for (char c : in) {
     int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+') v = 62;
-    else if (c == '/') v = 63;
-    else if (c == '=') break;
-    else if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    else return std::nullopt;
+    if (c >= 'A' && c <= 'Z')
+      v = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      v = c - '0' + 52;
+    else if (c == '+')
+      v = 62;
+    else if (c == '/')
+      v = 63;
+    else if (c == '=')
+      break;
+    else if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+      continue;
+    else
+      return std::nullopt;
     acc = (acc << 6) | static_cast<unsigned int>(v);
     bits += 6;
     if (bits >= 8) {
@@ -163,17 +171,18 @@ std::optional<ApiConfig> InClusterConfig(const std::string& sa_dir, const config
   auto host = env("KUBERNETES_SERVICE_HOST");
   auto port = env("KUBERNETES_SERVICE_PORT");
   if (!host || host->empty() || !port || port->empty()) {
-    *error = "not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set "
-             "(use --kubeconfig outside a cluster)";
+    *error =
+        "not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set "
+        "(use --kubeconfig outside a cluster)";
     return std::nullopt;
   }
   ApiConfig c;
   // The kubelet sets an IPv6 host without brackets; a URL would need them, we keep it bare.
   std::string h = *host;
   if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  if (!ParseServer("https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" +
-                       *port,
-                   &c, error)) {
+  if (!ParseServer(
+          "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + *port, &c,
+          error)) {
     *error = "KUBERNETES_SERVICE_HOST/PORT: " + *error;
     return std::nullopt;
   }
@@ -246,8 +255,9 @@ std::optional<ApiConfig> ParseKubeconfig(const std::string& text, const std::str
       }
       if (IsMap(user)) {  // `user: {}` or `user:` alone: no credentials
         if (Has(user, "exec") || Has(user, "auth-provider")) {
-          *error = what + ": exec and auth-provider credential plugins are not supported; use a "
-                          "token, tokenFile or client certificate (e.g. a ServiceAccount token)";
+          *error = what +
+                   ": exec and auth-provider credential plugins are not supported; use a "
+                   "token, tokenFile or client certificate (e.g. a ServiceAccount token)";
           return std::nullopt;
         }
         c.token = TrimSpace(Scalar(user, "token"));

@@ -11,15 +11,15 @@ namespace podnet::discovery::kubernetes {
 /// Where the Kubernetes API server is and how to authenticate to it: the in-cluster
 /// service-account configuration or one context of a kubeconfig file.
 struct ApiConfig {
-  std::string host;          // a DNS name or an IP literal (no brackets)
+  std::string host;  // a DNS name or an IP literal (no brackets)
   std::uint16_t port = 443;
-  std::string ca_pem;        // PEM bundle that signs the server's certificate; empty = system
-  std::string token;         // a fixed bearer token (kubeconfig `user.token`)
-  std::string token_file;    // or a file to re-read it from (service account, `tokenFile`)
+  std::string ca_pem;           // PEM bundle that signs the server's certificate; empty = system
+  std::string token;            // a fixed bearer token (kubeconfig `user.token`)
+  std::string token_file;       // or a file to re-read it from (service account, `tokenFile`)
   std::string client_cert_pem;  // TLS client authentication (kubeconfig), both or neither
   std::string client_key_pem;
   bool insecure_skip_tls_verify = false;  // kubeconfig `insecure-skip-tls-verify: true`
-  std::string source;        // for log lines: "in-cluster" or "kubeconfig PATH context NAME"
+  std::string source;  // for log lines: "in-cluster" or "kubeconfig PATH context NAME"
 };
 
 /// The default directory of the service-account credentials a Pod is given

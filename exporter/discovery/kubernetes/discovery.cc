@@ -1,11 +1,11 @@
 #include "exporter/discovery/kubernetes/discovery.h"
 
-#include <cctype>
-#include <map>
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/steady_timer.hpp>
+#include <cctype>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 namespace podnet::discovery::kubernetes {
 
@@ -29,15 +29,15 @@ DiscoveryMetrics::DiscoveryMetrics(prometheus::Registry& registry) {
                 .Add({});
   candidates_ = &prometheus::BuildGauge()
                      .Name("podnet_discovery_candidates")
-                     .Help("Ready probe Pods found in the Service's EndpointSlices (this Pod "
-                           "included), before peer selection.")
+                     .Help(
+                         "Ready probe Pods found in the Service's EndpointSlices (this Pod "
+                         "included), before peer selection.")
                      .Register(registry)
                      .Add({});
 }
 
 void DiscoveryMetrics::Error(std::string_view resource, std::string_view reason) {
-  errors_->Add({{"resource", std::string(resource)}, {"reason", std::string(reason)}})
-      .Increment();
+  errors_->Add({{"resource", std::string(resource)}, {"reason", std::string(reason)}}).Increment();
 }
 
 void DiscoveryMetrics::Event(std::string_view type) {
@@ -99,8 +99,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
         node_timer_(io),
         slices_timer_(io),
         node_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after),
-        slices_backoff_(options_.initial_backoff, options_.max_backoff,
-                        options_.max_retry_after) {}
+        slices_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after) {}
 
   void Start() {
     stopped_ = false;
@@ -145,9 +144,10 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
                       node.is_discarded() ? "not JSON" : err);
       } else if (zone->empty()) {
         metrics_.Error("node", "no_zone_label");
-        spdlog::warn("kubernetes: node {} has no topology.kubernetes.io/zone label: peers stay "
-                     "in path class unknown",
-                     options_.node);
+        spdlog::warn(
+            "kubernetes: node {} has no topology.kubernetes.io/zone label: peers stay "
+            "in path class unknown",
+            options_.node);
         return;
       } else {
         spdlog::info("kubernetes: this Pod's zone is {} (from node {})", *zone, options_.node);
@@ -211,8 +211,9 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     }
     if (!reason.empty()) {
       metrics_.Error("endpointslices", reason);
-      RetrySlices(r.retry_after, [](Impl* self) { self->List(); },
-                  "list: " + reason + ": " + std::to_string(r.status) + " " + detail);
+      RetrySlices(
+          r.retry_after, [](Impl* self) { self->List(); },
+          "list: " + reason + ": " + std::to_string(r.status) + " " + detail);
       return;
     }
     slices_ = std::move(slices);
@@ -222,8 +223,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     // but fails every watch at once must not get a tight list-watch loop.
     bool first = !snapshot_.synced;
     snapshot_.synced = true;
-    spdlog::debug("kubernetes: listed {} EndpointSlices at resourceVersion {}", slices_.size(),
-                  rv);
+    spdlog::debug("kubernetes: listed {} EndpointSlices at resourceVersion {}", slices_.size(), rv);
     Publish(first);
     Watch();
   }
@@ -332,11 +332,13 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
         List();
         return;
       }
-      RetrySlices(r.retry_after, [](Impl* self) { self->List(); }, "relist after " + reason);
+      RetrySlices(
+          r.retry_after, [](Impl* self) { self->List(); }, "relist after " + reason);
       return;
     }
-    RetrySlices(r.retry_after, [](Impl* self) { self->Watch(); },
-                "watch: " + reason + ": " + std::to_string(r.status) + " " + r.detail);
+    RetrySlices(
+        r.retry_after, [](Impl* self) { self->Watch(); },
+        "watch: " + reason + ": " + std::to_string(r.status) + " " + r.detail);
   }
 
   void RetrySlices(std::chrono::seconds retry_after, void (*next)(Impl*), const std::string& why) {
@@ -359,7 +361,8 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     auto endpoints = MergeSlices(slices_);
     if (!force && endpoints == snapshot_.endpoints) return;
     snapshot_.endpoints = std::move(endpoints);
-    if (snapshot_.synced) metrics_.candidates().Set(static_cast<double>(snapshot_.endpoints.size()));
+    if (snapshot_.synced)
+      metrics_.candidates().Set(static_cast<double>(snapshot_.endpoints.size()));
     if (on_change_) on_change_(snapshot_);
   }
 

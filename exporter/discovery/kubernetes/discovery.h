@@ -1,5 +1,11 @@
 #pragma once
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -7,12 +13,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
 
 #include "exporter/discovery/kubernetes/api_client.h"
 #include "exporter/discovery/kubernetes/resources.h"
@@ -79,8 +79,8 @@ struct DiscoveryOptions {
 
 /// What discovery knows: the own zone (once read) and the Service's candidates.
 struct Snapshot {
-  std::string self_zone;           // "" until read from the Node (or when not asked to)
-  bool synced = false;             // the first list succeeded; `endpoints` is meaningful
+  std::string self_zone;            // "" until read from the Node (or when not asked to)
+  bool synced = false;              // the first list succeeded; `endpoints` is meaningful
   std::vector<Endpoint> endpoints;  // MergeSlices of the current slices (self included)
 };
 

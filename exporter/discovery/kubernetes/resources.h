@@ -1,12 +1,11 @@
 #pragma once
 
+#include <boost/asio/ip/address.hpp>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/asio/ip/address.hpp>
-#include <nlohmann/json_fwd.hpp>
 
 namespace podnet::discovery::kubernetes {
 

@@ -10,6 +10,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -25,12 +30,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
 
 namespace podnet::testing {
 
@@ -73,10 +72,11 @@ struct TestCert {
 };
 inline TestCert MakeCert(const std::string& cn) {
   TempDir dir;
-  std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-                    "-days 2 -subj /CN=" + cn +
-                    " -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + dir.path() +
-                    "/key.pem -out " + dir.path() + "/cert.pem 2>/dev/null";
+  std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+      "-days 2 -subj /CN=" +
+      cn + " -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + dir.path() +
+      "/key.pem -out " + dir.path() + "/cert.pem 2>/dev/null";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("openssl req failed");
   return {ReadAll(dir.path() + "/cert.pem"), ReadAll(dir.path() + "/key.pem")};
 }
@@ -89,7 +89,7 @@ inline const TestCert& ServerCert() {
 class FakeStream {
  public:
   void Push(std::string chunk) { Add({Kind::kData, std::move(chunk)}); }
-  void End() { Add({Kind::kEnd, ""}); }   // the last chunk: a clean end (timeoutSeconds)
+  void End() { Add({Kind::kEnd, ""}); }    // the last chunk: a clean end (timeoutSeconds)
   void Drop() { Add({Kind::kDrop, ""}); }  // close the TCP connection mid-stream
   void Stop() { Add({Kind::kDrop, ""}); }
 
@@ -130,8 +130,12 @@ struct FakeResponse {
   FakeResponse(int status_ = 200, std::vector<std::pair<std::string, std::string>> headers_ = {},
                std::string body_ = "", std::shared_ptr<FakeStream> stream_ = nullptr,
                bool hang_ = false, bool garbage_ = false)
-      : status(status_), headers(std::move(headers_)), body(std::move(body_)),
-        stream(std::move(stream_)), hang(hang_), garbage(garbage_) {}
+      : status(status_),
+        headers(std::move(headers_)),
+        body(std::move(body_)),
+        stream(std::move(stream_)),
+        hang(hang_),
+        garbage(garbage_) {}
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;

@@ -1,19 +1,20 @@
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <future>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "exporter/discovery/kubernetes/api_client.h"
 #include "exporter/discovery/kubernetes/api_config.h"
 #include "exporter/discovery/kubernetes/discovery.h"
 #include "exporter/discovery/kubernetes/resources.h"
 #include "tests/unit/discovery/fake_api_server.h"
+#include "tests/unit/discovery/fixtures.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::discovery::kubernetes {
@@ -22,12 +23,16 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 using podnet::testing::CounterValue;
+using podnet::testing::EndpointJson;
+using podnet::testing::EventJson;
 using podnet::testing::Eventually;
 using podnet::testing::FakeApiServer;
 using podnet::testing::FakeRequest;
 using podnet::testing::FakeResponse;
 using podnet::testing::FakeStream;
+using podnet::testing::ListJson;
 using podnet::testing::LoopThread;
+using podnet::testing::SliceJson;
 using podnet::testing::TempDir;
 
 // ---------------------------------------------------------------------------------------------
@@ -53,62 +58,9 @@ constexpr char kNodeJson[] = R"({
              "conditions": [{"type": "Ready", "status": "True"}]}
 })";
 
-// One endpoint of an EndpointSlice.
-json EndpointJson(const std::string& pod, const std::string& ip, const std::string& node,
-                  const std::string& zone, json ready = true, bool terminating = false) {
-  json conditions = {{"serving", true}, {"terminating", terminating}};
-  if (!ready.is_null()) conditions["ready"] = ready;
-  return {{"addresses", {ip}},
-          {"conditions", conditions},
-          {"nodeName", node},
-          {"zone", zone},
-          {"targetRef",
-           {{"kind", "Pod"}, {"namespace", "podnet"}, {"name", pod}, {"uid", "u-" + pod}}}};
-}
-
-json SliceJson(const std::string& name, const std::string& rv, json endpoints,
-               const std::string& type = "IPv4") {
-  return {{"metadata",
-           {{"name", name},
-            {"generateName", "podnet-"},
-            {"namespace", "podnet"},
-            {"uid", "uid-" + name},
-            {"resourceVersion", rv},
-            {"generation", 3},
-            {"creationTimestamp", "2026-11-29T10:00:00Z"},
-            {"labels",
-             {{"endpointslice.kubernetes.io/managed-by", "endpointslice-controller.k8s.io"},
-              {"kubernetes.io/service-name", "podnet"},
-              {"service.kubernetes.io/headless", ""}}},
-            {"ownerReferences",
-             {{{"apiVersion", "v1"}, {"kind", "Service"}, {"name", "podnet"},
-               {"uid", "svc-uid"}, {"controller", true}, {"blockOwnerDeletion", true}}}}}},
-          {"addressType", type},
-          {"endpoints", endpoints},
-          {"ports", {{{"name", "http"}, {"protocol", "TCP"}, {"port", 9479}}}}};
-}
-
-std::string ListJson(const std::string& rv, const std::vector<json>& slices) {
-  json items = json::array();
-  for (const auto& s : slices) items.push_back(s);
-  return json{{"kind", "EndpointSliceList"},
-              {"apiVersion", "discovery.k8s.io/v1"},
-              {"metadata", {{"resourceVersion", rv}}},
-              {"items", items}}
-      .dump();
-}
-
-std::string EventJson(const std::string& type, json object) {
-  if (type != "ERROR") {
-    object["kind"] = "EndpointSlice";
-    object["apiVersion"] = "discovery.k8s.io/v1";
-  }
-  return json{{"type", type}, {"object", object}}.dump() + "\n";
-}
-
 std::string BookmarkJson(const std::string& rv) {
-  return EventJson("BOOKMARK", {{"metadata", {{"resourceVersion", rv},
-                                              {"creationTimestamp", nullptr}}}});
+  return EventJson("BOOKMARK",
+                   {{"metadata", {{"resourceVersion", rv}, {"creationTimestamp", nullptr}}}});
 }
 
 json GoneStatus() {
@@ -132,7 +84,8 @@ json SliceA(const std::string& rv = "4990") {
 // Pure parts: kubeconfig, in-cluster configuration, resources.
 
 TEST(KubeconfigTest, CurrentContextWithInlineDataAndToken) {
-  std::string ca_b64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==";  // "-----BEGIN CERTIFICATE-----\n"
+  std::string ca_b64 =
+      "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==";  // "-----BEGIN CERTIFICATE-----\n"
   std::string text = R"(apiVersion: v1
 kind: Config
 current-context: lab
@@ -142,7 +95,8 @@ clusters:
 - name: lab-cluster
   cluster:
     server: https://[fd00::1]:6443
-    certificate-authority-data: )" + ca_b64 + R"(
+    certificate-authority-data: )" +
+                     ca_b64 + R"(
 contexts:
 - name: other
   context: {cluster: other, user: other}
@@ -254,7 +208,8 @@ TEST(InClusterConfigTest, ServiceAccountAndEnvironment) {
 TEST(ResourcesTest, NodeZoneLabels) {
   std::string err;
   EXPECT_EQ(NodeZone(json::parse(kNodeJson), &err), "ap-northeast-2a");
-  json old = {{"metadata", {{"name", "n"}, {"labels", {{"failure-domain.beta.kubernetes.io/zone", "z1"}}}}}};
+  json old = {{"metadata",
+               {{"name", "n"}, {"labels", {{"failure-domain.beta.kubernetes.io/zone", "z1"}}}}}};
   EXPECT_EQ(NodeZone(old, &err), "z1");
   EXPECT_EQ(NodeZone(json{{"metadata", {{"name", "n"}}}}, &err), "");
   EXPECT_FALSE(NodeZone(json::array(), &err));
@@ -262,16 +217,15 @@ TEST(ResourcesTest, NodeZoneLabels) {
 }
 
 TEST(ResourcesTest, ReadyEndpointsFollowTheApiSemantics) {
-  json slice = SliceJson(
-      "s", "1",
-      {EndpointJson("ready", "10.0.0.1", "n1", "z1"),
-       EndpointJson("unknown-is-ready", "10.0.0.2", "n2", "z1", nullptr),
-       EndpointJson("not-ready", "10.0.0.3", "n3", "z1", false),
-       EndpointJson("terminating", "10.0.0.4", "n4", "z1", true, true),
-       {{"addresses", {"10.0.0.5"}}},  // no targetRef, no node, no zone
-       {{"addresses", {"not-an-ip"}}},
-       {{"addresses", json::array()}},
-       {{"addresses", {"fd00::9"}}}});  // wrong family for an IPv4 slice
+  json slice = SliceJson("s", "1",
+                         {EndpointJson("ready", "10.0.0.1", "n1", "z1"),
+                          EndpointJson("unknown-is-ready", "10.0.0.2", "n2", "z1", nullptr),
+                          EndpointJson("not-ready", "10.0.0.3", "n3", "z1", false),
+                          EndpointJson("terminating", "10.0.0.4", "n4", "z1", true, true),
+                          {{"addresses", {"10.0.0.5"}}},  // no targetRef, no node, no zone
+                          {{"addresses", {"not-an-ip"}}},
+                          {{"addresses", json::array()}},
+                          {{"addresses", {"fd00::9"}}}});  // wrong family for an IPv4 slice
   std::string err;
   auto eps = ReadyEndpoints(slice, &err);
   ASSERT_TRUE(eps) << err;
@@ -285,10 +239,10 @@ TEST(ResourcesTest, ReadyEndpointsFollowTheApiSemantics) {
   EXPECT_EQ((*eps)[2].node, "");
 
   // A slice with no ready Pods omits `endpoints` (or has null); FQDN slices give nothing.
-  EXPECT_TRUE(ReadyEndpoints(json{{"metadata", {{"name", "e"}}}, {"addressType", "IPv4"}}, &err)
-                  ->empty());
-  EXPECT_TRUE(ReadyEndpoints(SliceJson("f", "1", {{{"addresses", {"a.example"}}}}, "FQDN"), &err)
-                  ->empty());
+  EXPECT_TRUE(
+      ReadyEndpoints(json{{"metadata", {{"name", "e"}}}, {"addressType", "IPv4"}}, &err)->empty());
+  EXPECT_TRUE(
+      ReadyEndpoints(SliceJson("f", "1", {{{"addresses", {"a.example"}}}}, "FQDN"), &err)->empty());
   EXPECT_FALSE(ReadyEndpoints(json{{"addressType", "IPv4"}}, &err));
   json bad = SliceA();
   bad["endpoints"] = "x";
@@ -299,18 +253,18 @@ TEST(ResourcesTest, MergeDeduplicatesPodsAcrossSlices) {
   std::string err;
   std::map<std::string, std::vector<Endpoint>> slices;
   // Dual stack: the same Pods in an IPv6 slice; one Pod also in a second IPv4 slice (churn).
-  slices["v6"] = *ReadyEndpoints(
-      SliceJson("v6", "1",
-                {EndpointJson("p1", "fd00::1", "n1", "z1"), EndpointJson("p2", "fd00::2", "n2", "z2"),
-                 EndpointJson("p6", "fd00::6", "n6", "z2")},
-                "IPv6"),
-      &err);
-  slices["v4a"] = *ReadyEndpoints(
-      SliceJson("v4a", "1", {EndpointJson("p1", "10.0.0.1", "n1", "z1"),
-                             EndpointJson("p2", "10.0.0.2", "n2", "z2")}),
-      &err);
-  slices["v4b"] = *ReadyEndpoints(SliceJson("v4b", "1", {EndpointJson("p2", "10.0.0.2", "n2", "z2")}),
+  slices["v6"] = *ReadyEndpoints(SliceJson("v6", "1",
+                                           {EndpointJson("p1", "fd00::1", "n1", "z1"),
+                                            EndpointJson("p2", "fd00::2", "n2", "z2"),
+                                            EndpointJson("p6", "fd00::6", "n6", "z2")},
+                                           "IPv6"),
+                                 &err);
+  slices["v4a"] = *ReadyEndpoints(SliceJson("v4a", "1",
+                                            {EndpointJson("p1", "10.0.0.1", "n1", "z1"),
+                                             EndpointJson("p2", "10.0.0.2", "n2", "z2")}),
                                   &err);
+  slices["v4b"] =
+      *ReadyEndpoints(SliceJson("v4b", "1", {EndpointJson("p2", "10.0.0.2", "n2", "z2")}), &err);
   auto merged = MergeSlices(slices);
   ASSERT_EQ(merged.size(), 3u);
   EXPECT_EQ(merged[0].name, "p1");
@@ -344,9 +298,7 @@ TEST(BackoffTest, GrowsWithJitterAndHonoursRetryAfter) {
 
 class DiscoveryTest : public ::testing::Test {
  protected:
-  DiscoveryTest() : registry_(), metrics_(registry_) {
-    sa_.Write("token", "token-1\n");
-  }
+  DiscoveryTest() : registry_(), metrics_(registry_) { sa_.Write("token", "token-1\n"); }
   ~DiscoveryTest() override {
     loop_.Run([&] { discovery_.reset(); });
     loop_.Stop();
@@ -363,9 +315,8 @@ class DiscoveryTest : public ::testing::Test {
   }
 
   void StartDiscovery(std::uint16_t port, bool want_zone = true, ClientOptions copts = {}) {
-    copts.request_timeout = copts.request_timeout == ClientOptions{}.request_timeout
-                                ? 3000ms
-                                : copts.request_timeout;
+    copts.request_timeout =
+        copts.request_timeout == ClientOptions{}.request_timeout ? 3000ms : copts.request_timeout;
     DiscoveryOptions o;
     o.namespace_name = "podnet";
     o.service = "podnet";
@@ -379,11 +330,11 @@ class DiscoveryTest : public ::testing::Test {
       std::string err;
       auto client = ApiClient::Create(loop_.io(), Config(port), copts, &err);
       ASSERT_TRUE(client) << err;
-      discovery_ = std::make_unique<KubernetesDiscovery>(
-          loop_.io(), std::move(client), o, metrics_, [this](const Snapshot& s) {
-            std::lock_guard lock(mu_);
-            snapshots_.push_back(s);
-          });
+      discovery_ = std::make_unique<KubernetesDiscovery>(loop_.io(), std::move(client), o, metrics_,
+                                                         [this](const Snapshot& s) {
+                                                           std::lock_guard lock(mu_);
+                                                           snapshots_.push_back(s);
+                                                         });
       discovery_->Start();
     });
   }
@@ -458,7 +409,7 @@ TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
       "/apis/discovery.k8s.io/v1/namespaces/podnet/endpointslices"
       "?labelSelector=kubernetes.io%2Fservice-name%3Dpodnet";
   EXPECT_EQ(server.count(list_target + "&watch=1&resourceVersion=5000&allowWatchBookmarks=true"
-                                      "&timeoutSeconds="),
+                                       "&timeoutSeconds="),
             1);
 
   auto w = script->Watch(0);
@@ -474,7 +425,9 @@ TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
   a["endpoints"][1]["conditions"]["ready"] = false;
   a["endpoints"][2]["conditions"]["terminating"] = true;
   w->Push(EventJson("MODIFIED", a) + BookmarkJson("5003"));
-  ASSERT_TRUE(Eventually([&] { return Names() == std::vector<std::string>{"podnet-d", "podnet-self"}; }));
+  ASSERT_TRUE(Eventually([&] {
+    return Names() == std::vector<std::string>{"podnet-d", "podnet-self"};
+  }));
   w->Push(EventJson("DELETED", SliceJson("podnet-xyz89", "5004", json::array())));
   ASSERT_TRUE(Eventually([&] { return Names() == std::vector<std::string>{"podnet-self"}; }));
   w->Push(BookmarkJson("5100"));
@@ -496,11 +449,12 @@ TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
 
 TEST_F(DiscoveryTest, GoneRelistsBothAsEventAndAsStatus) {
   auto script = std::make_shared<Script>();
-  script->lists = {ListJson("5000", {SliceA()}),
-                   ListJson("6000", {SliceJson("podnet-abc12", "5990",
-                                               {EndpointJson("podnet-e", "10.0.5.10", "node-e",
-                                                             "ap-northeast-2a")})}),
-                   ListJson("7000", {SliceA("6990")})};
+  script->lists = {
+      ListJson("5000", {SliceA()}),
+      ListJson("6000",
+               {SliceJson("podnet-abc12", "5990",
+                          {EndpointJson("podnet-e", "10.0.5.10", "node-e", "ap-northeast-2a")})}),
+      ListJson("7000", {SliceA("6990")})};
   std::atomic<bool> watch_gone{false};
   FakeApiServer server([&, script](const FakeRequest& r) {
     if (watch_gone && r.target.find("resourceVersion=6000") != std::string::npos) {
@@ -540,11 +494,14 @@ TEST_F(DiscoveryTest, ServerErrorsAndThrottlingBackOff) {
       }
       int n = list_calls++;
       if (n < 2) {
-        return FakeResponse{500, {}, R"({"kind":"Status","apiVersion":"v1","status":"Failure",)"
-                                     R"("message":"etcdserver: request timed out","code":500})"};
+        return FakeResponse{500,
+                            {},
+                            R"({"kind":"Status","apiVersion":"v1","status":"Failure",)"
+                            R"("message":"etcdserver: request timed out","code":500})"};
       }
       if (n == 2) {
-        return FakeResponse{429, {{"Retry-After", "1"}},
+        return FakeResponse{429,
+                            {{"Retry-After", "1"}},
                             R"({"kind":"Status","apiVersion":"v1","status":"Failure",)"
                             R"("reason":"TooManyRequests","code":429})"};
       }
@@ -562,7 +519,7 @@ TEST_F(DiscoveryTest, ServerErrorsAndThrottlingBackOff) {
   EXPECT_EQ(Last().self_zone, "ap-northeast-2a");
   std::lock_guard lock(mu);
   ASSERT_EQ(at.size(), 4u);
-  EXPECT_GE(at[1] - at[0], 10ms);   // initial backoff 20 ms, jittered down to half at most
+  EXPECT_GE(at[1] - at[0], 10ms);    // initial backoff 20 ms, jittered down to half at most
   EXPECT_GE(at[3] - at[2], 1000ms);  // Retry-After: 1
 }
 
@@ -575,9 +532,11 @@ TEST_F(DiscoveryTest, TokenRotationAndADroppedWatch) {
     {
       std::lock_guard lock(mu);
       if (r.authorization != accepted) {
-        return FakeResponse{401, {}, R"({"kind":"Status","apiVersion":"v1","metadata":{},)"
-                                     R"("status":"Failure","message":"Unauthorized",)"
-                                     R"("reason":"Unauthorized","code":401})"};
+        return FakeResponse{401,
+                            {},
+                            R"({"kind":"Status","apiVersion":"v1","metadata":{},)"
+                            R"("status":"Failure","message":"Unauthorized",)"
+                            R"("reason":"Unauthorized","code":401})"};
       }
     }
     return (*script)(r);
@@ -609,14 +568,21 @@ TEST_F(DiscoveryTest, HostileResponsesAreCountedNotFatal) {
                 r.target.find("/endpointslices") != std::string::npos;
     if (list) {
       switch (n++) {
-        case 0: return FakeResponse{200, {}, std::string(300 * 1024, '[')};  // over the limit
-        case 1: return FakeResponse{200, {}, "{\"items\": [1, 2, "};           // truncated JSON
-        case 2: return FakeResponse{200, {}, R"({"metadata":{"resourceVersion":"1"},"items":[3]})"};
-        case 3: return FakeResponse{200, {}, "HTTP/1.1 200 OK\r\nbad header\r\n\r\n", nullptr,
-                                    false, true};
-        case 4: return FakeResponse{200, {}, "", nullptr, /*hang=*/true};
-        case 5: return FakeResponse{200, {}, R"({"kind":"EndpointSliceList","items":[]})"};
-        default: break;
+        case 0:
+          return FakeResponse{200, {}, std::string(300 * 1024, '[')};  // over the limit
+        case 1:
+          return FakeResponse{200, {}, "{\"items\": [1, 2, "};  // truncated JSON
+        case 2:
+          return FakeResponse{200, {}, R"({"metadata":{"resourceVersion":"1"},"items":[3]})"};
+        case 3:
+          return FakeResponse{200,     {},    "HTTP/1.1 200 OK\r\nbad header\r\n\r\n",
+                              nullptr, false, true};
+        case 4:
+          return FakeResponse{200, {}, "", nullptr, /*hang=*/true};
+        case 5:
+          return FakeResponse{200, {}, R"({"kind":"EndpointSliceList","items":[]})"};
+        default:
+          break;
       }
     }
     return (*script)(r);
