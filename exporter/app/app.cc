@@ -262,7 +262,7 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
   // The effective self: the zone read from the Node fills an empty self.zone.
   config::Self self = next->self;
   if (self.zone.empty() && next->kubernetes) self.zone = discovered_.self_zone;
-  auto peers = topology::BuildPeers(self, next->static_peers);
+  auto peers = discovery::StaticPeers(self, *next);
   std::size_t candidates = 0, selected = 0;
   if (next->kubernetes && discovered_.synced) {
     std::set<std::string> static_names;
