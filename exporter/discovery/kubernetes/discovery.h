@@ -23,7 +23,9 @@ namespace podnet::discovery::kubernetes {
 /// its counters):
 ///  - podnet_kubernetes_api_errors_total{resource, reason}: failed API requests and watch
 ///    streams; resource ∈ node | endpointslices, reason ∈ ApiErrorName ∪ StatusReason ∪
-///    watch_error (an ERROR event other than 410) ∪ no_zone_label (the Node has none);
+///    watch_error (an ERROR event other than 410) ∪ watch_closed (a watch the server ended at
+///    once without events) ∪ no_zone_label (the Node has none); an ERROR event with code 410
+///    counts as gone;
 ///  - podnet_kubernetes_watch_events_total{type}: ADDED | MODIFIED | DELETED | BOOKMARK | ERROR;
 ///  - podnet_kubernetes_lists_total: successful EndpointSlice lists (1 + relists);
 ///  - podnet_discovery_candidates: ready probe Pods in the Service (self included) after the
