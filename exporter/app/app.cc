@@ -1,6 +1,9 @@
 #include "exporter/app/app.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <set>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -8,8 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "exporter/discovery/kubernetes/api_config.h"
 #include "exporter/discovery/static_peers.h"
 #include "exporter/probes/registry.h"
+#include "exporter/topology/selection.h"
 #include "podnet/version.h"
 
 namespace podnet::app {
@@ -47,7 +52,9 @@ std::string LandingPage() {
 }  // namespace
 
 App::App(Options options, std::shared_ptr<const config::Config> config)
-    : options_(std::move(options)), config_(std::move(config)) {
+    : options_(std::move(options)),
+      config_(std::move(config)),
+      discovery_metrics_(metrics_.registry()) {
   metrics_.SetReloadOutcome(true, UnixNow());
 }
 
@@ -117,7 +124,11 @@ int App::Run() {
 
   probe_env_ = std::make_unique<probes::ProbeEnv>(probes::ProbeEnv{probe_io_, metrics_, {}});
   scheduler_ = std::make_unique<scheduler::Scheduler>(probe_io_);
-  boost::asio::post(probe_io_, [this, config] { Apply(config); });
+  boost::asio::post(probe_io_, [this, config] { Reconcile(config); });
+  if (std::string err; !ConfigureDiscovery(*config, &err)) {
+    spdlog::error("peers.kubernetes: {}", err);
+    return 2;
+  }
 
   boost::asio::signal_set signals(serve_io_, SIGHUP, SIGINT, SIGTERM);
   std::function<void(boost::system::error_code, int)> on_signal =
@@ -139,8 +150,10 @@ int App::Run() {
   ready_ = true;
   serve_io_.run();
 
+  if (discovery_) discovery_->Stop();
   probe_io_.stop();
   probe_thread.join();
+  discovery_.reset();
   ready_ = false;
   return 0;
 }
@@ -171,22 +184,119 @@ bool App::Reload(std::string* error) {
           result.config->udp_echo_listen_address.address) {
     spdlog::warn("reload: listen addresses are kept until a restart");
   }
-  boost::asio::post(probe_io_, [this, next = result.config] { Apply(next); });
+  boost::asio::post(probe_io_, [this, next = result.config] { Reconcile(next); });
+  if (std::string err; !ConfigureDiscovery(*result.config, &err)) {
+    // The configuration is valid; the cluster is not reachable from here. Static peers run.
+    spdlog::error("reload: peers.kubernetes: {}; discovery stays off", err);
+  }
   metrics_.SetReloadOutcome(true, UnixNow());
   spdlog::info("configuration reloaded from {}", options_.config_file);
   return true;
 }
 
-void App::Apply(std::shared_ptr<const config::Config> next) {
-  auto peers = discovery::StaticPeers(*next);
+bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
+  namespace k8s = discovery::kubernetes;
+  if (!c.kubernetes) {
+    if (discovery_) {
+      spdlog::info("kubernetes discovery: off");
+      discovery_->Stop();
+      discovery_.reset();
+      boost::asio::post(probe_io_, [this] {
+        discovered_ = {};
+        Reconcile(applied_);
+      });
+    }
+    return true;
+  }
+  k8s::DiscoveryOptions o;
+  o.namespace_name = c.kubernetes->namespace_name;
+  o.service = c.kubernetes->service;
+  o.node = c.self.node;
+  o.want_zone = c.self.zone.empty();
+  bool same = discovery_ && discovery_options_.namespace_name == o.namespace_name &&
+              discovery_options_.service == o.service && discovery_options_.node == o.node &&
+              discovery_options_.want_zone == o.want_zone;
+  if (same) return true;  // peers_per_zone and ports apply in Reconcile
+  if (discovery_) {
+    discovery_->Stop();
+    discovery_.reset();
+    boost::asio::post(probe_io_, [this] { discovered_ = {}; });  // a new Service: start clean
+  }
+  // --kubeconfig, else $KUBECONFIG (its first file), else the Pod's service account.
+  std::optional<k8s::ApiConfig> api;
+  std::string kubeconfig = options_.kubeconfig.value_or("");
+  if (kubeconfig.empty()) {
+    if (const char* env = std::getenv("KUBECONFIG")) kubeconfig = env;
+    kubeconfig = kubeconfig.substr(0, kubeconfig.find(':'));
+  }
+  if (!kubeconfig.empty()) {
+    api = k8s::LoadKubeconfig(kubeconfig, "", error);
+  } else {
+    api = k8s::InClusterConfig(options_.service_account_dir, config::ProcessEnv(), error);
+  }
+  if (!api) return false;
+  auto client = k8s::ApiClient::Create(serve_io_, std::move(*api), {}, error);
+  if (!client) return false;
+  discovery_options_ = o;
+  // Called on the serving loop; the probe loop owns what it feeds. Stop() ends the calls, so a
+  // stopped discovery never posts after the snapshot that replaced it.
+  discovery_ = std::make_unique<k8s::KubernetesDiscovery>(
+      serve_io_, std::move(client), o, discovery_metrics_, [this](const k8s::Snapshot& snap) {
+        boost::asio::post(probe_io_, [this, snap] {
+          discovered_ = snap;
+          Reconcile(applied_);
+        });
+      });
+  discovery_->Start();
+  return true;
+}
+
+bool App::Ready() const {
+  // With Kubernetes discovery, ready once the first list succeeded: before it this Pod would
+  // probe no one (or only its static peers) and a rollout should wait.
+  return ready_ && (!discovery_ || discovery_->synced());
+}
+
+void App::Reconcile(std::shared_ptr<const config::Config> next) {
+  if (!next) return;
+  // The effective self: the zone read from the Node fills an empty self.zone.
+  config::Self self = next->self;
+  if (self.zone.empty() && next->kubernetes) self.zone = discovered_.self_zone;
+  auto peers = discovery::StaticPeers(self, *next);
+  std::size_t candidates = 0, selected = 0;
+  if (next->kubernetes && discovered_.synced) {
+    std::set<std::string> static_names;
+    for (const auto& p : peers) static_names.insert(p.name);
+    std::vector<topology::Peer> found;
+    for (const auto& e : discovered_.endpoints) {
+      if (e.name == self.name) continue;  // the Service lists this Pod too
+      topology::Peer p;
+      p.name = e.name;
+      p.address = e.address;
+      p.port = next->kubernetes->port;
+      p.burst_port = next->kubernetes->burst_port;
+      p.node = e.node;
+      p.zone = e.zone;
+      p.path = topology::Classify(self, e.node, e.zone);
+      found.push_back(std::move(p));
+    }
+    candidates = found.size();
+    for (auto& p : topology::SelectPeers(self, found, next->kubernetes->peers_per_zone)) {
+      if (static_names.count(p.name)) continue;  // a static entry of the same name wins
+      peers.push_back(std::move(p));
+      ++selected;
+    }
+    std::sort(peers.begin(), peers.end(),
+              [](const topology::Peer& a, const topology::Peer& b) { return a.name < b.name; });
+  }
   const config::Config* prev = applied_.get();
-  bool labels_changed = prev == nullptr || prev->self != next->self ||
+  bool labels_changed = prev == nullptr || self_ != self ||
                         prev->aggregate_peers != next->aggregate_peers;
   if (labels_changed) {
     // Every series carries source labels (and the peer labels aggregate_peers picks): all
-    // probes restart under the new label set, removing their old series first.
+    // probes restart under the new identity and label set, removing their old series first.
     for (const auto& kind : probes::ProbeKinds()) scheduler_->SetKind(kind.name, nullptr, {});
-    probe_env_->self = next->self;
+    probe_env_->self = self;
     probe_env_->peer_labels = metrics::PeerLabelSetFor(*next);
     for (const auto& kind : probes::ProbeKinds()) {
       scheduler_->SetKind(kind.name, kind.make(*next, *probe_env_), peers);
@@ -194,9 +304,11 @@ void App::Apply(std::shared_ptr<const config::Config> next) {
   } else {
     auto diff = topology::Diff(peers_, peers);
     scheduler_->UpdatePeers(diff);
-    for (const auto& kind : probes::ProbeKinds()) {
-      if (kind.changed(*prev, *next)) {
-        scheduler_->SetKind(kind.name, kind.make(*next, *probe_env_), peers);
+    if (prev != next.get()) {
+      for (const auto& kind : probes::ProbeKinds()) {
+        if (kind.changed(*prev, *next)) {
+          scheduler_->SetKind(kind.name, kind.make(*next, *probe_env_), peers);
+        }
       }
     }
     if (!diff.added.empty() || !diff.removed.empty()) {
@@ -205,9 +317,14 @@ void App::Apply(std::shared_ptr<const config::Config> next) {
     }
   }
   metrics_.SetPeers(peers);
+  bool log = prev != next.get() || peers != peers_ || labels_changed;
   peers_ = std::move(peers);
+  self_ = self;
   applied_ = std::move(next);
-  spdlog::info("probing {} peers ({} probe schedules)", peers_.size(), scheduler_->size());
+  if (log) {
+    spdlog::info("probing {} peers ({} selected of {} Kubernetes candidates; {} probe schedules)",
+                 peers_.size(), selected, candidates, scheduler_->size());
+  }
 }
 
 responders::HttpResponse App::Route(const responders::HttpRequest& req) {
@@ -226,7 +343,7 @@ responders::HttpResponse App::Route(const responders::HttpRequest& req) {
   }
   if (path == "/-/healthy" && get) return {200, "text/plain; charset=utf-8", "Healthy.\n"};
   if (path == "/-/ready" && get) {
-    if (ready_) return {200, "text/plain; charset=utf-8", "Ready.\n"};
+    if (Ready()) return {200, "text/plain; charset=utf-8", "Ready.\n"};
     return {503, "text/plain; charset=utf-8", "Not ready.\n"};
   }
   if (path == "/-/reload") {
@@ -243,8 +360,10 @@ responders::HttpResponse App::Route(const responders::HttpRequest& req) {
       std::lock_guard lock(config_mu_);
       c = config_;
     }
+    std::string zone = c->self.zone;
+    if (zone.empty() && discovery_) zone = discovery_->snapshot().self_zone;
     nlohmann::json j{{"name", c->self.name},   {"node", c->self.node},
-                     {"zone", c->self.zone},   {"version", kVersion},
+                     {"zone", zone},           {"version", kVersion},
                      {"revision", kRevision}};
     return {200, "application/json", j.dump() + "\n"};
   }

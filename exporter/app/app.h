@@ -11,6 +11,7 @@
 
 #include "exporter/app/cli.h"
 #include "exporter/config/config.h"
+#include "exporter/discovery/kubernetes/discovery.h"
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/probe.h"
 #include "exporter/responders/burst_server.h"
@@ -29,6 +30,10 @@ namespace podnet::app {
 ///  - the probe loop: the scheduler and every probe.
 /// A configuration is parsed and validated on the serving loop, then handed to the probe loop
 /// as a whole (std::shared_ptr<const Config>); a bad one never reaches it.
+/// With peers.kubernetes, Kubernetes discovery runs on the serving loop too and posts every
+/// change (own zone, candidates) to the probe loop. A configuration and a discovery change take
+/// the same path there (Reconcile): select the Kubernetes peers (topology::SelectPeers), add the
+/// static ones, diff against the running peers, start and stop only what changed.
 class App {
  public:
   /// `config` has been loaded and validated already (main does it to exit 2 on problems).
@@ -48,7 +53,12 @@ class App {
 
  private:
   responders::HttpResponse Route(const responders::HttpRequest& req);
-  void Apply(std::shared_ptr<const config::Config> next);  // probe loop only
+  // Serving loop: starts, restarts or stops Kubernetes discovery as `c` asks. False and *error
+  // when it cannot start (no in-cluster credentials, a bad kubeconfig).
+  bool ConfigureDiscovery(const config::Config& c, std::string* error);
+  bool Ready() const;  // serving loop
+  // Probe loop only: the one path from (configuration, discovery snapshot) to running probes.
+  void Reconcile(std::shared_ptr<const config::Config> next);
 
   Options options_;
   metrics::Metrics metrics_;
@@ -63,6 +73,13 @@ class App {
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   std::shared_ptr<const config::Config> applied_;
   std::vector<topology::Peer> peers_;
+  config::Self self_;  // effective: config's self, zone from the Node when the config has none
+  discovery::kubernetes::Snapshot discovered_;  // last snapshot posted by discovery
+
+  // Serving-loop state: Kubernetes discovery, when peers.kubernetes is set.
+  discovery::kubernetes::DiscoveryMetrics discovery_metrics_;
+  std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> discovery_;
+  discovery::kubernetes::DiscoveryOptions discovery_options_;  // of the running discovery
 
   std::unique_ptr<responders::HttpServer> http_;
   std::unique_ptr<responders::UdpEchoResponder> udp_echo_;

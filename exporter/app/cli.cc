@@ -17,7 +17,8 @@ flags:
   --web.listen-address=HOST:PORT overrides listen_address of the configuration (default :9479)
   --log.level=LEVEL              debug, info, warn or error (default info)
   --log.format=FORMAT            logfmt or json (default logfmt)
-  --kubeconfig=PATH              Kubernetes client configuration outside a cluster
+  --kubeconfig=PATH              Kubernetes client configuration outside a cluster (default
+                                 $KUBECONFIG; unset: the Pod's service account, in-cluster)
   --version                      print the version and exit
   -h, --help                     print this help and exit
 

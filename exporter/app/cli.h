@@ -17,7 +17,10 @@ struct Options {
   std::optional<std::string> listen_address;  // --web.listen-address overrides the file's
   spdlog::level::level_enum log_level = spdlog::level::info;
   log::Format log_format = log::Format::kLogfmt;
-  std::optional<std::string> kubeconfig;
+  std::optional<std::string> kubeconfig;  // --kubeconfig, else $KUBECONFIG, else in-cluster
+  /// Where the in-cluster service-account token and CA are (not a flag: tests point it
+  /// elsewhere).
+  std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
   // dns-explain NAME [--resolv-conf=PATH] [--resolver=glibc|musl]
   std::string dns_name;
   std::string resolv_conf = "/etc/resolv.conf";

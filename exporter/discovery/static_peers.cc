@@ -2,8 +2,8 @@
 
 namespace podnet::discovery {
 
-std::vector<topology::Peer> StaticPeers(const config::Config& config) {
-  return topology::BuildPeers(config.self, config.static_peers);
+std::vector<topology::Peer> StaticPeers(const config::Self& self, const config::Config& config) {
+  return topology::BuildPeers(self, config.static_peers);
 }
 
 }  // namespace podnet::discovery

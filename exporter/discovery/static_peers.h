@@ -7,8 +7,10 @@
 
 namespace podnet::discovery {
 
-/// Peers from the configuration's peers.static list, classified against self (the only source
-/// of peers until Kubernetes discovery lands). Pure: the same config gives the same list.
-std::vector<topology::Peer> StaticPeers(const config::Config& config);
+/// Peers from the configuration's peers.static list, classified against `self` (the effective
+/// self: the configuration's, with the zone read from the Node when the configuration has
+/// none). Pure: the same inputs give the same list. Kubernetes peers come from
+/// discovery/kubernetes/ and are added to these by the App.
+std::vector<topology::Peer> StaticPeers(const config::Self& self, const config::Config& config);
 
 }  // namespace podnet::discovery

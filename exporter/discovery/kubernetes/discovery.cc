@@ -1,0 +1,406 @@
+#include "exporter/discovery/kubernetes/discovery.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/steady_timer.hpp>
+#include <cctype>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace podnet::discovery::kubernetes {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+DiscoveryMetrics::DiscoveryMetrics(prometheus::Registry& registry) {
+  errors_ = &prometheus::BuildCounter()
+                 .Name("podnet_kubernetes_api_errors_total")
+                 .Help("Failed Kubernetes API requests and watch streams, by resource and reason.")
+                 .Register(registry);
+  events_ = &prometheus::BuildCounter()
+                 .Name("podnet_kubernetes_watch_events_total")
+                 .Help("EndpointSlice watch events received, by type.")
+                 .Register(registry);
+  lists_ = &prometheus::BuildCounter()
+                .Name("podnet_kubernetes_lists_total")
+                .Help("Successful EndpointSlice lists (the first one and every relist).")
+                .Register(registry)
+                .Add({});
+  candidates_ = &prometheus::BuildGauge()
+                     .Name("podnet_discovery_candidates")
+                     .Help(
+                         "Ready probe Pods found in the Service's EndpointSlices (this Pod "
+                         "included), before peer selection.")
+                     .Register(registry)
+                     .Add({});
+}
+
+void DiscoveryMetrics::Error(std::string_view resource, std::string_view reason) {
+  errors_->Add({{"resource", std::string(resource)}, {"reason", std::string(reason)}}).Increment();
+}
+
+void DiscoveryMetrics::Event(std::string_view type) {
+  events_->Add({{"type", std::string(type)}}).Increment();
+}
+
+Backoff::Backoff(std::chrono::milliseconds initial, std::chrono::milliseconds max,
+                 std::chrono::milliseconds max_retry_after)
+    : initial_(std::max(initial, std::chrono::milliseconds(1))),
+      max_(std::max(max, initial_)),
+      max_retry_after_(max_retry_after) {}
+
+std::chrono::milliseconds Backoff::Next(std::chrono::seconds retry_after) {
+  auto d = initial_;
+  for (int i = 0; i < attempt_ && d < max_; ++i) d *= 2;  // bounded: stops at max_
+  d = std::min(d, max_);
+  if (attempt_ < 64) ++attempt_;
+  std::uniform_int_distribution<long long> jitter(d.count() / 2, d.count());
+  std::chrono::milliseconds delay(jitter(rng_));
+  auto server = std::min<std::chrono::milliseconds>(retry_after, max_retry_after_);
+  return std::max(delay, server);
+}
+
+namespace {
+
+// RFC 3986 percent-encoding of everything but unreserved characters: valid names (DNS labels)
+// pass unchanged; a configured name holding '/', '?' or '&' cannot change the request.
+std::string Escape(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service) {
+  return "/apis/discovery.k8s.io/v1/namespaces/" + Escape(namespace_name) +
+         "/endpointslices?labelSelector=" + Escape("kubernetes.io/service-name=" + service);
+}
+
+std::string NodePath(const std::string& node) { return "/api/v1/nodes/" + Escape(node); }
+
+class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(asio::io_context& io, std::unique_ptr<ApiClient> client, DiscoveryOptions options,
+       DiscoveryMetrics& metrics, std::function<void(const Snapshot&)> on_change)
+      : io_(io),
+        client_(std::move(client)),
+        options_(std::move(options)),
+        metrics_(metrics),
+        on_change_(std::move(on_change)),
+        node_timer_(io),
+        slices_timer_(io),
+        node_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after),
+        slices_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after) {}
+
+  void Start() {
+    stopped_ = false;
+    spdlog::info("kubernetes discovery: service {}/{} via {}", options_.namespace_name,
+                 options_.service, client_->config().source);
+    if (options_.want_zone) GetNode();
+    List();
+  }
+
+  void Stop() {
+    stopped_ = true;
+    if (node_call_) node_call_->Cancel();
+    if (slices_call_) slices_call_->Cancel();
+    node_call_.reset();
+    slices_call_.reset();
+    node_timer_.cancel();
+    slices_timer_.cancel();
+    metrics_.candidates().Set(0);
+  }
+
+  const Snapshot& snapshot() const { return snapshot_; }
+
+ private:
+  // --- the own Node's zone ---------------------------------------------------------------
+
+  void GetNode() {
+    node_call_ = client_->Get(NodePath(options_.node),
+                              [self = shared_from_this()](ApiResponse r) { self->OnNode(r); });
+  }
+
+  void OnNode(const ApiResponse& r) {
+    node_call_.reset();
+    if (stopped_) return;
+    std::string reason = FailureReason(r);
+    if (reason.empty()) {
+      json node = json::parse(r.body, nullptr, false);
+      std::string err;
+      auto zone = node.is_discarded() ? std::nullopt : NodeZone(node, &err);
+      if (!zone) {
+        reason = "bad_response";
+        spdlog::debug("kubernetes: node {}: bad response: {}", options_.node,
+                      node.is_discarded() ? "not JSON" : err);
+      } else if (zone->empty()) {
+        metrics_.Error("node", "no_zone_label");
+        spdlog::warn(
+            "kubernetes: node {} has no topology.kubernetes.io/zone label: peers stay "
+            "in path class unknown",
+            options_.node);
+        return;
+      } else {
+        spdlog::info("kubernetes: this Pod's zone is {} (from node {})", *zone, options_.node);
+        snapshot_.self_zone = *zone;
+        Publish(true);
+        return;
+      }
+    }
+    metrics_.Error("node", reason);
+    auto delay = node_backoff_.Next(r.retry_after);
+    spdlog::debug("kubernetes: GET node {} failed ({}: {} {}), retrying in {} ms", options_.node,
+                  reason, r.status, r.detail, delay.count());
+    node_timer_.expires_after(delay);
+    node_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec && !self->stopped_) self->GetNode();
+    });
+  }
+
+  // --- EndpointSlices: list, then watch ----------------------------------------------------
+
+  void List() {
+    slices_call_ = client_->Get(EndpointSlicesPath(options_.namespace_name, options_.service),
+                                [self = shared_from_this()](ApiResponse r) { self->OnList(r); });
+  }
+
+  void OnList(const ApiResponse& r) {
+    slices_call_.reset();
+    if (stopped_) return;
+    std::string reason = FailureReason(r);
+    std::string detail = r.detail;
+    std::map<std::string, std::vector<Endpoint>> slices;
+    std::string rv;
+    if (reason.empty()) {
+      json list = json::parse(r.body, nullptr, false);
+      if (list.is_discarded() || !list.is_object()) {
+        reason = "bad_response";
+        detail = "the list is not a JSON object";
+      } else {
+        if (auto m = list.find("metadata"); m != list.end() && m->is_object()) {
+          if (auto v = m->find("resourceVersion"); v != m->end() && v->is_string()) {
+            rv = v->get<std::string>();
+          }
+        }
+        auto items = list.find("items");
+        if (rv.empty() || (items != list.end() && !items->is_array() && !items->is_null())) {
+          reason = "bad_response";
+          detail = "no metadata.resourceVersion or items is not an array";
+        } else if (items != list.end() && items->is_array()) {
+          for (const auto& item : *items) {
+            std::string err;
+            auto eps = ReadyEndpoints(item, &err);
+            if (!eps) {
+              reason = "bad_response";
+              detail = err;
+              break;
+            }
+            slices[ObjectName(item)] = std::move(*eps);
+          }
+        }
+      }
+    }
+    if (!reason.empty()) {
+      metrics_.Error("endpointslices", reason);
+      RetrySlices(
+          r.retry_after, [](Impl* self) { self->List(); },
+          "list: " + reason + ": " + std::to_string(r.status) + " " + detail);
+      return;
+    }
+    slices_ = std::move(slices);
+    resource_version_ = rv;
+    metrics_.lists().Increment();
+    // The backoff is reset by a watch that delivers, not by the list: a server that lists fine
+    // but fails every watch at once must not get a tight list-watch loop.
+    bool first = !snapshot_.synced;
+    snapshot_.synced = true;
+    spdlog::debug("kubernetes: listed {} EndpointSlices at resourceVersion {}", slices_.size(), rv);
+    Publish(first);
+    Watch();
+  }
+
+  void Watch() {
+    std::uniform_int_distribution<long long> pick(options_.min_watch_timeout.count(),
+                                                  2 * options_.min_watch_timeout.count() - 1);
+    long long timeout_s = std::max<long long>(1, pick(rng_));
+    std::string path = EndpointSlicesPath(options_.namespace_name, options_.service) +
+                       "&watch=1&resourceVersion=" + resource_version_ +
+                       "&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout_s);
+    watch_events_ = 0;
+    watch_started_ = Clock::now();
+    relist_ = false;
+    watch_failure_.clear();
+    auto deadline = std::chrono::seconds(timeout_s) + options_.watch_grace;
+    slices_call_ = client_->Watch(
+        path, deadline,
+        [self = shared_from_this()](std::string_view line) { return self->OnEvent(line); },
+        [self = shared_from_this()](ApiResponse r) { self->OnWatchEnd(r); });
+  }
+
+  // One watch event; false ends the stream (then OnWatchEnd decides what comes next).
+  bool OnEvent(std::string_view line) {
+    if (stopped_) return false;
+    json event = json::parse(line, nullptr, false);
+    std::string type;
+    if (!event.is_discarded() && event.is_object()) {
+      if (auto t = event.find("type"); t != event.end() && t->is_string()) type = *t;
+    }
+    auto object = event.is_object() ? event.find("object") : event.end();
+    if (type.empty() || object == event.end() || !object->is_object()) {
+      watch_failure_ = "bad_response";
+      relist_ = true;  // an event we could not read may have been a change: start over
+      spdlog::debug("kubernetes: undecodable watch event ({} bytes)", line.size());
+      return false;
+    }
+    if (type == "ERROR") {
+      // The object is a metav1.Status; code 410 (reason Expired or Gone) = RV too old.
+      metrics_.Event(type);
+      auto c = object->find("code");
+      long long code = c != object->end() && c->is_number_integer() ? c->get<long long>() : 0;
+      auto m = object->find("message");
+      relist_ = code == 410;
+      watch_failure_ = code == 410 ? "gone" : "watch_error";
+      spdlog::debug("kubernetes: watch ERROR event: code {} {}", code,
+                    m != object->end() && m->is_string() ? m->get<std::string>() : "");
+      return false;
+    }
+    if (type != "ADDED" && type != "MODIFIED" && type != "DELETED" && type != "BOOKMARK") {
+      watch_failure_ = "bad_response";
+      relist_ = true;
+      spdlog::debug("kubernetes: unknown watch event type {}", type);
+      return false;
+    }
+    std::string rv;
+    if (auto m = object->find("metadata"); m != object->end() && m->is_object()) {
+      if (auto v = m->find("resourceVersion"); v != m->end() && v->is_string()) rv = *v;
+    }
+    if (type != "BOOKMARK") {
+      std::string err;
+      auto eps = ReadyEndpoints(*object, &err);
+      if (!eps) {
+        watch_failure_ = "bad_response";
+        relist_ = true;
+        spdlog::debug("kubernetes: bad {} event: {}", type, err);
+        return false;
+      }
+      if (type == "DELETED") {
+        slices_.erase(ObjectName(*object));
+      } else {
+        slices_[ObjectName(*object)] = std::move(*eps);
+      }
+    }
+    metrics_.Event(type);
+    ++watch_events_;
+    if (!rv.empty()) resource_version_ = rv;
+    if (type != "BOOKMARK") Publish(false);
+    return true;
+  }
+
+  void OnWatchEnd(const ApiResponse& r) {
+    slices_call_.reset();
+    if (stopped_) return;
+    std::string reason = watch_failure_;
+    if (reason.empty()) reason = FailureReason(r);
+    if (r.error == ApiError::kNone && r.status == 410) relist_ = true;
+    if (reason.empty()) {
+      // The server ended the watch at timeoutSeconds: renew it from where we are. A server
+      // that ends watches at once and without events gets the backoff, not a tight loop.
+      bool quick = Clock::now() - watch_started_ < std::chrono::seconds(1);
+      if (watch_events_ > 0 || !quick) {
+        slices_backoff_.Reset();
+        Watch();
+        return;
+      }
+      reason = "watch_closed";
+    }
+    metrics_.Error("endpointslices", reason);
+    if (watch_events_ > 0) slices_backoff_.Reset();
+    if (relist_) {
+      spdlog::debug("kubernetes: watch from resourceVersion {} ended ({}): relisting",
+                    resource_version_, reason);
+      if (watch_events_ > 0 || slices_backoff_.attempt() == 0) {
+        slices_backoff_.Next();  // the next failure in a row waits
+        List();
+        return;
+      }
+      RetrySlices(
+          r.retry_after, [](Impl* self) { self->List(); }, "relist after " + reason);
+      return;
+    }
+    RetrySlices(
+        r.retry_after, [](Impl* self) { self->Watch(); },
+        "watch: " + reason + ": " + std::to_string(r.status) + " " + r.detail);
+  }
+
+  void RetrySlices(std::chrono::seconds retry_after, void (*next)(Impl*), const std::string& why) {
+    auto delay = slices_backoff_.Next(retry_after);
+    spdlog::debug("kubernetes: endpointslices {}; retrying in {} ms", why, delay.count());
+    slices_timer_.expires_after(delay);
+    slices_timer_.async_wait([self = shared_from_this(), next](boost::system::error_code ec) {
+      if (!ec && !self->stopped_) next(self.get());
+    });
+  }
+
+  // "" for a 2xx response, else the reason label.
+  static std::string FailureReason(const ApiResponse& r) {
+    if (r.error != ApiError::kNone) return std::string(ApiErrorName(r.error));
+    if (r.status < 200 || r.status > 299) return std::string(StatusReason(r.status));
+    return "";
+  }
+
+  void Publish(bool force) {
+    auto endpoints = MergeSlices(slices_);
+    if (!force && endpoints == snapshot_.endpoints) return;
+    snapshot_.endpoints = std::move(endpoints);
+    if (snapshot_.synced)
+      metrics_.candidates().Set(static_cast<double>(snapshot_.endpoints.size()));
+    if (on_change_) on_change_(snapshot_);
+  }
+
+  asio::io_context& io_;
+  std::unique_ptr<ApiClient> client_;
+  DiscoveryOptions options_;
+  DiscoveryMetrics& metrics_;
+  std::function<void(const Snapshot&)> on_change_;
+  asio::steady_timer node_timer_;
+  asio::steady_timer slices_timer_;
+  Backoff node_backoff_;
+  Backoff slices_backoff_;
+  std::mt19937_64 rng_{std::random_device{}()};
+  std::shared_ptr<ApiClient::Call> node_call_;
+  std::shared_ptr<ApiClient::Call> slices_call_;
+  bool stopped_ = true;
+
+  Snapshot snapshot_;
+  std::map<std::string, std::vector<Endpoint>> slices_;  // by slice name
+  std::string resource_version_;
+  // The watch in flight.
+  int watch_events_ = 0;
+  Clock::time_point watch_started_;
+  bool relist_ = false;
+  std::string watch_failure_;  // set by OnEvent when it ends the stream
+};
+
+KubernetesDiscovery::KubernetesDiscovery(asio::io_context& io, std::unique_ptr<ApiClient> client,
+                                         DiscoveryOptions options, DiscoveryMetrics& metrics,
+                                         std::function<void(const Snapshot&)> on_change)
+    : impl_(std::make_shared<Impl>(io, std::move(client), std::move(options), metrics,
+                                   std::move(on_change))) {}
+
+KubernetesDiscovery::~KubernetesDiscovery() { impl_->Stop(); }
+
+void KubernetesDiscovery::Start() { impl_->Start(); }
+void KubernetesDiscovery::Stop() { impl_->Stop(); }
+bool KubernetesDiscovery::synced() const { return impl_->snapshot().synced; }
+const Snapshot& KubernetesDiscovery::snapshot() const { return impl_->snapshot(); }
+
+}  // namespace podnet::discovery::kubernetes

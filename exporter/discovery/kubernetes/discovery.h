@@ -1,0 +1,133 @@
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "exporter/discovery/kubernetes/api_client.h"
+#include "exporter/discovery/kubernetes/resources.h"
+
+namespace podnet::discovery::kubernetes {
+
+/// The discovery series, registered once per process (a reload restarts the discovery, not
+/// its counters):
+///  - podnet_kubernetes_api_errors_total{resource, reason}: failed API requests and watch
+///    streams; resource ∈ node | endpointslices, reason ∈ ApiErrorName ∪ StatusReason ∪
+///    watch_error (an ERROR event other than 410) ∪ watch_closed (a watch the server ended at
+///    once without events) ∪ no_zone_label (the Node has none); an ERROR event with code 410
+///    counts as gone;
+///  - podnet_kubernetes_watch_events_total{type}: ADDED | MODIFIED | DELETED | BOOKMARK | ERROR;
+///  - podnet_kubernetes_lists_total: successful EndpointSlice lists (1 + relists);
+///  - podnet_discovery_candidates: ready probe Pods in the Service (self included) after the
+///    last list or watch event.
+class DiscoveryMetrics {
+ public:
+  explicit DiscoveryMetrics(prometheus::Registry& registry);
+
+  void Error(std::string_view resource, std::string_view reason);
+  void Event(std::string_view type);
+  prometheus::Counter& lists() { return *lists_; }
+  prometheus::Gauge& candidates() { return *candidates_; }
+
+ private:
+  prometheus::Family<prometheus::Counter>* errors_;
+  prometheus::Family<prometheus::Counter>* events_;
+  prometheus::Counter* lists_;
+  prometheus::Gauge* candidates_;
+};
+
+/// Exponential backoff with jitter: the n-th delay is drawn uniformly from [d/2, d] with
+/// d = min(max, initial × 2^n) ("equal jitter", so that a fleet of DaemonSet Pods that lost the
+/// API server together does not come back in lockstep), and never less than a server's
+/// Retry-After (itself capped at max_retry_after).
+class Backoff {
+ public:
+  Backoff(std::chrono::milliseconds initial, std::chrono::milliseconds max,
+          std::chrono::milliseconds max_retry_after);
+  std::chrono::milliseconds Next(std::chrono::seconds retry_after = std::chrono::seconds(0));
+  void Reset() { attempt_ = 0; }
+  int attempt() const { return attempt_; }
+
+ private:
+  std::chrono::milliseconds initial_, max_, max_retry_after_;
+  int attempt_ = 0;
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+struct DiscoveryOptions {
+  std::string namespace_name;  // where the Service's EndpointSlices live
+  std::string service;         // label kubernetes.io/service-name
+  std::string node;            // self.node: whose zone to read
+  bool want_zone = false;      // self.zone empty: read it from the Node
+  std::chrono::milliseconds initial_backoff{1000};
+  std::chrono::milliseconds max_backoff{60000};
+  std::chrono::milliseconds max_retry_after{300000};
+  /// timeoutSeconds asked of each watch is drawn from [min, 2 × min) (client-go's reflector
+  /// does the same, so that watches of many clients do not all end together); the client's own
+  /// deadline is that plus watch_grace.
+  std::chrono::seconds min_watch_timeout{300};
+  std::chrono::seconds watch_grace{30};
+};
+
+/// What discovery knows: the own zone (once read) and the Service's candidates.
+struct Snapshot {
+  std::string self_zone;            // "" until read from the Node (or when not asked to)
+  bool synced = false;              // the first list succeeded; `endpoints` is meaningful
+  std::vector<Endpoint> endpoints;  // MergeSlices of the current slices (self included)
+};
+
+/// Kubernetes peer discovery on one io_context (the serving loop; DESIGN.md: the watch never
+/// runs on the probe loop). Follows the API's list-then-watch protocol
+/// (https://kubernetes.io/docs/reference/using-api/api-concepts/, "Efficient detection of
+/// changes" and "Watch bookmarks"; sig-architecture api-conventions.md, "Concurrency Control
+/// and Consistency"):
+///  1. GET /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices
+///     ?labelSelector=kubernetes.io/service-name=SVC → the slices and the list's
+///     metadata.resourceVersion;
+///  2. GET the same with watch=1&resourceVersion=RV&allowWatchBookmarks=true&timeoutSeconds=T;
+///     each event (ADDED, MODIFIED, DELETED) replaces or removes one slice and moves RV on;
+///     BOOKMARK only moves RV; the stream ending after T is renewed from RV at once;
+///  3. 410 Gone — as the watch's HTTP status or an ERROR event with code 410 (RV too old, the
+///     server compacted it) — lists again; any other ERROR event, a broken stream or an
+///     undecodable event watches again from RV after a backoff (a broken event relists);
+///  4. failures (network, 5xx, 429 with Retry-After, 401 after which the token is re-read) are
+///     retried after Backoff; a success resets it.
+/// When want_zone, GET /api/v1/nodes/NODE runs alongside, retried likewise until it answers.
+/// `on_change` gets a Snapshot whenever the zone or the candidate set changes. Every failure is
+/// counted in DiscoveryMetrics and logged at debug. Not thread-safe: use it on its loop.
+class KubernetesDiscovery {
+ public:
+  KubernetesDiscovery(boost::asio::io_context& io, std::unique_ptr<ApiClient> client,
+                      DiscoveryOptions options, DiscoveryMetrics& metrics,
+                      std::function<void(const Snapshot&)> on_change);
+  ~KubernetesDiscovery();  // Stop()s
+
+  void Start();
+  /// Cancels the requests in flight and the timers; no callback runs after it.
+  void Stop();
+
+  /// The first list succeeded (for /-/ready).
+  bool synced() const;
+  const Snapshot& snapshot() const;
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+/// The paths of the list request and of the Node GET (names percent-encoded).
+std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service);
+std::string NodePath(const std::string& node);
+
+}  // namespace podnet::discovery::kubernetes

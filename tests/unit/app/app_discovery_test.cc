@@ -1,0 +1,231 @@
+// The whole App with Kubernetes discovery: a fake API server lists probe Pods at loopback
+// addresses, the App selects and probes them (UDP echo to its own responder) and, when a Pod
+// leaves the Service, stops probing it and removes its series.
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "exporter/app/app.h"
+#include "exporter/config/config.h"
+#include "tests/unit/discovery/fake_api_server.h"
+#include "tests/unit/discovery/fixtures.h"
+#include "tests/unit/testing/loop.h"
+
+namespace podnet::app {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using podnet::testing::EndpointJson;
+using podnet::testing::EventJson;
+using podnet::testing::Eventually;
+using podnet::testing::FakeApiServer;
+using podnet::testing::FakeRequest;
+using podnet::testing::FakeResponse;
+using podnet::testing::FakeStream;
+using podnet::testing::ListJson;
+using podnet::testing::SliceJson;
+using podnet::testing::TempDir;
+
+// A port free right now on 127.0.0.1 for both TCP and UDP (the HTTP server and the UDP echo
+// responder share the number).
+std::uint16_t FreePort() {
+  boost::asio::io_context io;
+  for (int i = 0; i < 50; ++i) {
+    boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    std::uint16_t port = a.local_endpoint().port();
+    boost::system::error_code ec;
+    boost::asio::ip::udp::socket u(io);
+    u.open(boost::asio::ip::udp::v4());
+    u.bind({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
+    if (!ec) return port;
+  }
+  return 0;
+}
+
+// GET http://127.0.0.1:port/target; "" on any failure. Asynchronous, so that the 2 s deadline
+// holds (a blocking Beast read ignores tcp_stream's expiry).
+std::string HttpGet(std::uint16_t port, const std::string& target, int* status = nullptr,
+                    boost::beast::http::verb verb = boost::beast::http::verb::get) {
+  namespace http = boost::beast::http;
+  boost::asio::io_context io;
+  boost::beast::tcp_stream s(io);
+  http::request<http::empty_body> req(verb, target, 11);
+  req.set(http::field::host, "127.0.0.1");
+  boost::beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  bool ok = false;
+  s.expires_after(2s);
+  s.async_connect(
+      {boost::asio::ip::make_address("127.0.0.1"), port}, [&](boost::system::error_code ec) {
+        if (ec) return;
+        http::async_write(s, req, [&](boost::system::error_code ec, std::size_t) {
+          if (ec) return;
+          http::async_read(s, buf, res,
+                           [&](boost::system::error_code ec, std::size_t) { ok = !ec; });
+        });
+      });
+  io.run();
+  if (!ok) return "";
+  if (status) *status = res.result_int();
+  return res.body();
+}
+
+// Runs App::Run on a thread; stops and joins it however the test ends.
+class Running {
+ public:
+  explicit Running(App& app) : app_(app), thread_([this] { rc_ = app_.Run(); }) {}
+  ~Running() { Join(); }
+  int Join() {
+    if (thread_.joinable()) {
+      app_.Stop();
+      thread_.join();
+    }
+    return rc_;
+  }
+
+ private:
+  App& app_;
+  int rc_ = -1;
+  std::thread thread_;
+};
+
+TEST(AppDiscoveryTest, DiscoveredPeersAreProbedAndRemovedPeersLoseTheirSeries) {
+  json endpoints = {EndpointJson("podnet-self", "127.0.0.1", "node-a", "zone-a"),
+                    EndpointJson("podnet-b", "127.0.0.1", "node-b", "zone-a"),
+                    EndpointJson("podnet-c", "127.0.0.1", "node-c", "zone-b")};
+  std::mutex mu;
+  std::shared_ptr<FakeStream> watch;
+  FakeApiServer server([&](const FakeRequest& r) {
+    if (r.authorization != "Bearer app-token") return FakeResponse{401, {}, "{}"};
+    if (r.target == "/api/v1/nodes/node-a") {
+      return FakeResponse{
+          200,
+          {},
+          json{{"kind", "Node"},
+               {"apiVersion", "v1"},
+               {"metadata",
+                {{"name", "node-a"}, {"labels", {{"topology.kubernetes.io/zone", "zone-a"}}}}}}
+              .dump()};
+    }
+    if (r.target.find("watch=1") != std::string::npos) {
+      std::lock_guard lock(mu);
+      watch = std::make_shared<FakeStream>();
+      return FakeResponse{200, {}, "", watch};
+    }
+    return FakeResponse{200, {}, ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)})};
+  });
+
+  TempDir dir;
+  dir.Write("ca.crt", podnet::testing::ServerCert().cert_pem);
+  dir.Write("token", "app-token\n");
+  std::string kubeconfig = dir.Write("kubeconfig", R"(
+current-context: test
+clusters: [{name: t, cluster: {server: "https://127.0.0.1:)" +
+                                                       std::to_string(server.port()) +
+                                                       R"(", certificate-authority: ca.crt}}]
+contexts: [{name: test, context: {cluster: t, user: u}}]
+users: [{name: u, user: {tokenFile: token}}]
+)");
+  std::uint16_t port = FreePort();
+  ASSERT_NE(port, 0);
+  std::string p = std::to_string(port);
+  auto config_text = [&](const std::string& peers) {
+    return R"(
+listen_address: "127.0.0.1:)" +
+           p + R"("
+self: {name: podnet-self, node: node-a, zone: ""}
+responders:
+  udp_echo: {listen_address: "127.0.0.1:)" +
+           p + R"("}
+peers:
+)" + peers +
+           R"(
+probes:
+  rtt: {protocol: udp, interval: 300ms, count: 2, spacing: 10ms, timeout: 100ms}
+)";
+  };
+  std::string config_path =
+      dir.Write("podnet.yaml", config_text("  kubernetes: {namespace: podnet, service: podnet, "
+                                           "peers_per_zone: 3, port: " +
+                                           p + "}"));
+  auto loaded = config::LoadFile(config_path, config::ProcessEnv());
+  ASSERT_TRUE(loaded.ok()) << (loaded.errors.empty() ? "" : loaded.errors[0].ToString());
+  Options options;
+  options.config_file = config_path;
+  options.kubeconfig = kubeconfig;
+  App app(options, loaded.config);
+  Running running(app);
+
+  auto metrics = [&] { return HttpGet(port, "/metrics"); };
+  auto has = [&](const std::string& needle) { return metrics().find(needle) != std::string::npos; };
+  // The value of the first series whose line starts with `prefix`; -1 when there is none.
+  auto value = [&](const std::string& prefix) {
+    std::string m = metrics();
+    auto at = m.find("\n" + prefix);
+    if (at == std::string::npos) return -1.0;
+    auto end = m.find('\n', at + 1);
+    auto space = m.rfind(' ', end);
+    return std::stod(m.substr(space + 1, end - space - 1));
+  };
+  // Both other Pods probed (echoes answered by this App's own responder), classified with the
+  // zone read from the Node; never self.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return value(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")") > 0 &&
+               value(R"(podnet_rtt_packets_received_total{path="cross_zone",peer="podnet-c")") > 0;
+      },
+      8000ms))
+      << metrics();
+  std::string m = metrics();
+  EXPECT_EQ(m.find(R"(peer="podnet-self")"), std::string::npos);
+  EXPECT_NE(m.find(R"(source_zone="zone-a")"), std::string::npos);
+  EXPECT_NE(m.find("podnet_discovery_candidates 3"), std::string::npos);
+  EXPECT_NE(m.find("podnet_kubernetes_lists_total 1"), std::string::npos);
+  int status = 0;
+  HttpGet(port, "/-/ready", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_NE(HttpGet(port, "/podnet/info").find(R"("zone":"zone-a")"), std::string::npos);
+
+  // podnet-c leaves the Service: its probes stop and its series go; podnet-b keeps running.
+  std::shared_ptr<FakeStream> w;
+  ASSERT_TRUE(Eventually([&] {
+    std::lock_guard lock(mu);
+    w = watch;
+    return w != nullptr;
+  }));
+  w->Push(EventJson("MODIFIED", SliceJson("podnet-abc12", "101", {endpoints[0], endpoints[1]})));
+  EXPECT_TRUE(Eventually([&] { return !has(R"(peer="podnet-c")"); }, 3000ms)) << metrics();
+  EXPECT_TRUE(has(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")"));
+  EXPECT_TRUE(has(R"(podnet_peers{path="cross_zone"} 0)"));
+  EXPECT_TRUE(has(R"(podnet_peers{path="same_zone"} 1)"));
+  EXPECT_TRUE(has(R"(podnet_kubernetes_watch_events_total{type="MODIFIED"} 1)"));
+
+  // A reload without peers.kubernetes stops discovery: its peers go, the static one comes.
+  dir.Write("podnet.yaml", config_text("  static: [{name: static-lo, address: 127.0.0.1, port: " +
+                                       p + ", node: node-z, zone: zone-z}]"));
+  status = 0;
+  HttpGet(port, "/-/reload", &status, boost::beast::http::verb::post);
+  EXPECT_EQ(status, 200);
+  EXPECT_TRUE(
+      Eventually([&] { return !has(R"(peer="podnet-b")") && has(R"(peer="static-lo")"); }, 3000ms))
+      << metrics();
+  // The zone read from the Node went with discovery: self.zone is "" again.
+  EXPECT_TRUE(has(R"(path="unknown",peer="static-lo")")) << metrics();
+  HttpGet(port, "/-/ready", &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_TRUE(has("podnet_discovery_candidates 0"));
+
+  EXPECT_EQ(running.Join(), 0);
+}
+
+}  // namespace
+}  // namespace podnet::app

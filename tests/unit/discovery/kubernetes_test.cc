@@ -1,0 +1,679 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "exporter/discovery/kubernetes/api_client.h"
+#include "exporter/discovery/kubernetes/api_config.h"
+#include "exporter/discovery/kubernetes/discovery.h"
+#include "exporter/discovery/kubernetes/resources.h"
+#include "tests/unit/discovery/fake_api_server.h"
+#include "tests/unit/discovery/fixtures.h"
+#include "tests/unit/testing/loop.h"
+
+namespace podnet::discovery::kubernetes {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using podnet::testing::CounterValue;
+using podnet::testing::EndpointJson;
+using podnet::testing::EventJson;
+using podnet::testing::Eventually;
+using podnet::testing::FakeApiServer;
+using podnet::testing::FakeRequest;
+using podnet::testing::FakeResponse;
+using podnet::testing::FakeStream;
+using podnet::testing::ListJson;
+using podnet::testing::LoopThread;
+using podnet::testing::SliceJson;
+using podnet::testing::TempDir;
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures shaped as a real API server's responses (kubectl get --raw, v1.29; uids shortened).
+
+constexpr char kNodeJson[] = R"({
+  "kind": "Node", "apiVersion": "v1",
+  "metadata": {
+    "name": "node-a", "uid": "5e0c7a9e-8f1d-4c7e-9a56-3a0a1b2c3d4e", "resourceVersion": "88123",
+    "creationTimestamp": "2026-11-01T08:00:00Z",
+    "labels": {
+      "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+      "failure-domain.beta.kubernetes.io/region": "ap-northeast-2",
+      "failure-domain.beta.kubernetes.io/zone": "ap-northeast-2a",
+      "kubernetes.io/hostname": "node-a", "node.kubernetes.io/instance-type": "m6i.large",
+      "topology.kubernetes.io/region": "ap-northeast-2",
+      "topology.kubernetes.io/zone": "ap-northeast-2a"
+    },
+    "annotations": {"node.alpha.kubernetes.io/ttl": "0"}
+  },
+  "spec": {"podCIDR": "10.0.1.0/24", "providerID": "aws:///ap-northeast-2a/i-0abc"},
+  "status": {"addresses": [{"type": "InternalIP", "address": "192.168.1.10"}],
+             "conditions": [{"type": "Ready", "status": "True"}]}
+})";
+
+std::string BookmarkJson(const std::string& rv) {
+  return EventJson("BOOKMARK",
+                   {{"metadata", {{"resourceVersion", rv}, {"creationTimestamp", nullptr}}}});
+}
+
+json GoneStatus() {
+  return {{"kind", "Status"},
+          {"apiVersion", "v1"},
+          {"metadata", json::object()},
+          {"status", "Failure"},
+          {"message", "too old resource version: 4990 (5001)"},
+          {"reason", "Expired"},
+          {"code", 410}};
+}
+
+json SliceA(const std::string& rv = "4990") {
+  return SliceJson("podnet-abc12", rv,
+                   {EndpointJson("podnet-self", "10.0.1.10", "node-a", "ap-northeast-2a"),
+                    EndpointJson("podnet-b", "10.0.2.10", "node-b", "ap-northeast-2a"),
+                    EndpointJson("podnet-c", "10.0.3.10", "node-c", "ap-northeast-2b")});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pure parts: kubeconfig, in-cluster configuration, resources.
+
+TEST(KubeconfigTest, CurrentContextWithInlineDataAndToken) {
+  std::string ca_b64 =
+      "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==";  // "-----BEGIN CERTIFICATE-----\n"
+  std::string text = R"(apiVersion: v1
+kind: Config
+current-context: lab
+clusters:
+- name: other
+  cluster: {server: "https://10.9.9.9"}
+- name: lab-cluster
+  cluster:
+    server: https://[fd00::1]:6443
+    certificate-authority-data: )" +
+                     ca_b64 + R"(
+contexts:
+- name: other
+  context: {cluster: other, user: other}
+- name: lab
+  context: {cluster: lab-cluster, user: admin, namespace: podnet}
+users:
+- name: admin
+  user: {token: "  abc.def  "}
+- name: other
+  user: {}
+)";
+  std::string err;
+  auto c = ParseKubeconfig(text, "/tmp", "", &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->host, "fd00::1");
+  EXPECT_EQ(c->port, 6443);
+  EXPECT_EQ(c->ca_pem, "-----BEGIN CERTIFICATE-----\n");
+  EXPECT_EQ(c->token, "abc.def");
+  EXPECT_TRUE(c->token_file.empty());
+
+  auto other = ParseKubeconfig(text, "/tmp", "other", &err);
+  ASSERT_TRUE(other) << err;
+  EXPECT_EQ(other->host, "10.9.9.9");
+  EXPECT_EQ(other->port, 443);
+}
+
+TEST(KubeconfigTest, FilesRelativeToTheKubeconfig) {
+  TempDir dir;
+  dir.Write("ca.crt", "CA PEM");
+  dir.Write("client.crt", "CERT PEM");
+  dir.Write("client.key", "KEY PEM");
+  std::string path = dir.Write("config", R"(
+current-context: c
+clusters: [{name: k, cluster: {server: "https://kube.example:8443/", certificate-authority: ca.crt}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]
+users: [{name: u, user: {client-certificate: client.crt, client-key: client.key, tokenFile: tok}}]
+)");
+  std::string err;
+  auto c = LoadKubeconfig(path, "", &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->host, "kube.example");
+  EXPECT_EQ(c->port, 8443);
+  EXPECT_EQ(c->ca_pem, "CA PEM");
+  EXPECT_EQ(c->client_cert_pem, "CERT PEM");
+  EXPECT_EQ(c->client_key_pem, "KEY PEM");
+  EXPECT_EQ(c->token_file, dir.path() + "/tok");
+}
+
+TEST(KubeconfigTest, ProblemsAreErrorsNotExceptions) {
+  struct Case {
+    std::string text;
+    std::string want;
+  } cases[] = {
+      {"current-context: c\nclusters: [{name: k, cluster: {server: \"https://a\"}}]\n"
+       "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+       "users: [{name: u, user: {exec: {command: aws, apiVersion: "
+       "client.authentication.k8s.io/v1beta1}}}]\n",
+       "exec and auth-provider credential plugins are not supported"},
+      {"current-context: nope\ncontexts: []\n", "context \"nope\" not found"},
+      {"current-context: c\nclusters: [{name: k, cluster: {server: \"http://a\"}}]\n"
+       "contexts: [{name: c, context: {cluster: k}}]\n",
+       "only https://"},
+      {"current-context: c\nclusters: [{name: k, cluster: {server: \"https://a:99999\"}}]\n"
+       "contexts: [{name: c, context: {cluster: k}}]\n",
+       "bad port"},
+      {"current-context: c\nclusters: [{name: k, cluster: {server: \"https://a\", "
+       "certificate-authority-data: \"!!\"}}]\ncontexts: [{name: c, context: {cluster: k}}]\n",
+       "not valid base64"},
+      {"{{{", "not valid YAML"},
+      {"- a list", "not a kubeconfig"},
+      {"", "not a kubeconfig"},
+  };
+  for (const auto& c : cases) {
+    std::string err;
+    EXPECT_FALSE(ParseKubeconfig(c.text, "/tmp", "", &err)) << c.text;
+    EXPECT_NE(err.find(c.want), std::string::npos) << err;
+  }
+  std::string err;
+  EXPECT_FALSE(LoadKubeconfig("/nonexistent/kubeconfig", "", &err));
+  EXPECT_NE(err.find("No such file"), std::string::npos) << err;
+}
+
+TEST(InClusterConfigTest, ServiceAccountAndEnvironment) {
+  TempDir sa;
+  sa.Write("ca.crt", "CA");
+  sa.Write("token", "tok\n");
+  std::map<std::string, std::string> env{{"KUBERNETES_SERVICE_HOST", "fd00:10:96::1"},
+                                         {"KUBERNETES_SERVICE_PORT", "443"}};
+  auto lookup = [&](const std::string& k) -> std::optional<std::string> {
+    auto it = env.find(k);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  std::string err;
+  auto c = InClusterConfig(sa.path(), lookup, &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->host, "fd00:10:96::1");
+  EXPECT_EQ(c->port, 443);
+  EXPECT_EQ(c->ca_pem, "CA");
+  EXPECT_EQ(c->token_file, sa.path() + "/token");
+
+  env["KUBERNETES_SERVICE_PORT"] = "https";
+  EXPECT_FALSE(InClusterConfig(sa.path(), lookup, &err));
+  env.clear();
+  EXPECT_FALSE(InClusterConfig(sa.path(), lookup, &err));
+  EXPECT_NE(err.find("KUBERNETES_SERVICE_HOST"), std::string::npos);
+}
+
+TEST(ResourcesTest, NodeZoneLabels) {
+  std::string err;
+  EXPECT_EQ(NodeZone(json::parse(kNodeJson), &err), "ap-northeast-2a");
+  json old = {{"metadata",
+               {{"name", "n"}, {"labels", {{"failure-domain.beta.kubernetes.io/zone", "z1"}}}}}};
+  EXPECT_EQ(NodeZone(old, &err), "z1");
+  EXPECT_EQ(NodeZone(json{{"metadata", {{"name", "n"}}}}, &err), "");
+  EXPECT_FALSE(NodeZone(json::array(), &err));
+  EXPECT_FALSE(NodeZone(json{{"metadata", 3}}, &err));
+}
+
+TEST(ResourcesTest, ReadyEndpointsFollowTheApiSemantics) {
+  json slice = SliceJson("s", "1",
+                         {EndpointJson("ready", "10.0.0.1", "n1", "z1"),
+                          EndpointJson("unknown-is-ready", "10.0.0.2", "n2", "z1", nullptr),
+                          EndpointJson("not-ready", "10.0.0.3", "n3", "z1", false),
+                          EndpointJson("terminating", "10.0.0.4", "n4", "z1", true, true),
+                          {{"addresses", {"10.0.0.5"}}},  // no targetRef, no node, no zone
+                          {{"addresses", {"not-an-ip"}}},
+                          {{"addresses", json::array()}},
+                          {{"addresses", {"fd00::9"}}}});  // wrong family for an IPv4 slice
+  std::string err;
+  auto eps = ReadyEndpoints(slice, &err);
+  ASSERT_TRUE(eps) << err;
+  ASSERT_EQ(eps->size(), 3u);
+  EXPECT_EQ((*eps)[0].name, "ready");
+  EXPECT_EQ((*eps)[0].address.to_string(), "10.0.0.1");
+  EXPECT_EQ((*eps)[0].node, "n1");
+  EXPECT_EQ((*eps)[0].zone, "z1");
+  EXPECT_EQ((*eps)[1].name, "unknown-is-ready");
+  EXPECT_EQ((*eps)[2].name, "10.0.0.5");
+  EXPECT_EQ((*eps)[2].node, "");
+
+  // A slice with no ready Pods omits `endpoints` (or has null); FQDN slices give nothing.
+  EXPECT_TRUE(
+      ReadyEndpoints(json{{"metadata", {{"name", "e"}}}, {"addressType", "IPv4"}}, &err)->empty());
+  EXPECT_TRUE(
+      ReadyEndpoints(SliceJson("f", "1", {{{"addresses", {"a.example"}}}}, "FQDN"), &err)->empty());
+  EXPECT_FALSE(ReadyEndpoints(json{{"addressType", "IPv4"}}, &err));
+  json bad = SliceA();
+  bad["endpoints"] = "x";
+  EXPECT_FALSE(ReadyEndpoints(bad, &err));
+}
+
+TEST(ResourcesTest, MergeDeduplicatesPodsAcrossSlices) {
+  std::string err;
+  std::map<std::string, std::vector<Endpoint>> slices;
+  // Dual stack: the same Pods in an IPv6 slice; one Pod also in a second IPv4 slice (churn).
+  slices["v6"] = *ReadyEndpoints(SliceJson("v6", "1",
+                                           {EndpointJson("p1", "fd00::1", "n1", "z1"),
+                                            EndpointJson("p2", "fd00::2", "n2", "z2"),
+                                            EndpointJson("p6", "fd00::6", "n6", "z2")},
+                                           "IPv6"),
+                                 &err);
+  slices["v4a"] = *ReadyEndpoints(SliceJson("v4a", "1",
+                                            {EndpointJson("p1", "10.0.0.1", "n1", "z1"),
+                                             EndpointJson("p2", "10.0.0.2", "n2", "z2")}),
+                                  &err);
+  slices["v4b"] =
+      *ReadyEndpoints(SliceJson("v4b", "1", {EndpointJson("p2", "10.0.0.2", "n2", "z2")}), &err);
+  auto merged = MergeSlices(slices);
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[0].name, "p1");
+  EXPECT_EQ(merged[0].address.to_string(), "10.0.0.1");
+  EXPECT_EQ(merged[1].name, "p2");
+  EXPECT_EQ(merged[1].address.to_string(), "10.0.0.2");
+  EXPECT_EQ(merged[2].name, "p6");  // IPv6 only
+  EXPECT_EQ(merged[2].address.to_string(), "fd00::6");
+}
+
+TEST(BackoffTest, GrowsWithJitterAndHonoursRetryAfter) {
+  Backoff b(100ms, 1000ms, 5000ms);
+  std::vector<std::chrono::milliseconds> got;
+  for (int i = 0; i < 8; ++i) got.push_back(b.Next());
+  EXPECT_GE(got[0], 50ms);
+  EXPECT_LE(got[0], 100ms);
+  EXPECT_GE(got[3], 400ms);
+  EXPECT_LE(got[3], 800ms);
+  for (int i = 4; i < 8; ++i) {
+    EXPECT_GE(got[i], 500ms);
+    EXPECT_LE(got[i], 1000ms);
+  }
+  EXPECT_EQ(b.Next(3s), 3000ms);   // Retry-After wins over a shorter backoff
+  EXPECT_EQ(b.Next(60s), 5000ms);  // but is capped
+  b.Reset();
+  EXPECT_LE(b.Next(), 100ms);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client and discovery against the fake API server.
+
+class DiscoveryTest : public ::testing::Test {
+ protected:
+  DiscoveryTest() : registry_(), metrics_(registry_) { sa_.Write("token", "token-1\n"); }
+  ~DiscoveryTest() override {
+    loop_.Run([&] { discovery_.reset(); });
+    loop_.Stop();
+  }
+
+  ApiConfig Config(std::uint16_t port) {
+    ApiConfig c;
+    c.host = "127.0.0.1";
+    c.port = port;
+    c.ca_pem = podnet::testing::ServerCert().cert_pem;
+    c.token_file = sa_.path() + "/token";
+    c.source = "test";
+    return c;
+  }
+
+  void StartDiscovery(std::uint16_t port, bool want_zone = true, ClientOptions copts = {}) {
+    copts.request_timeout =
+        copts.request_timeout == ClientOptions{}.request_timeout ? 3000ms : copts.request_timeout;
+    DiscoveryOptions o;
+    o.namespace_name = "podnet";
+    o.service = "podnet";
+    o.node = "node-a";
+    o.want_zone = want_zone;
+    o.initial_backoff = 20ms;
+    o.max_backoff = 200ms;
+    o.min_watch_timeout = 5s;
+    o.watch_grace = 1s;
+    loop_.Run([&] {
+      std::string err;
+      auto client = ApiClient::Create(loop_.io(), Config(port), copts, &err);
+      ASSERT_TRUE(client) << err;
+      discovery_ = std::make_unique<KubernetesDiscovery>(loop_.io(), std::move(client), o, metrics_,
+                                                         [this](const Snapshot& s) {
+                                                           std::lock_guard lock(mu_);
+                                                           snapshots_.push_back(s);
+                                                         });
+      discovery_->Start();
+    });
+  }
+
+  Snapshot Last() {
+    std::lock_guard lock(mu_);
+    return snapshots_.empty() ? Snapshot{} : snapshots_.back();
+  }
+  std::vector<std::string> Names() {
+    std::vector<std::string> n;
+    for (const auto& e : Last().endpoints) n.push_back(e.name);
+    return n;
+  }
+  double Errors(const std::string& resource, const std::string& reason) {
+    return CounterValue(registry_, "podnet_kubernetes_api_errors_total",
+                        {{"resource", resource}, {"reason", reason}});
+  }
+  double Events(const std::string& type) {
+    return CounterValue(registry_, "podnet_kubernetes_watch_events_total", {{"type", type}});
+  }
+  double Lists() { return CounterValue(registry_, "podnet_kubernetes_lists_total", {}); }
+
+  TempDir sa_;
+  prometheus::Registry registry_;
+  DiscoveryMetrics metrics_;
+  LoopThread loop_;
+  std::unique_ptr<KubernetesDiscovery> discovery_;
+  std::mutex mu_;
+  std::vector<Snapshot> snapshots_;
+};
+
+// Serves the Node, one list and watches whose streams the test feeds, in order.
+struct Script {
+  std::mutex mu;
+  std::vector<std::shared_ptr<FakeStream>> watches;
+  std::vector<std::string> lists;  // bodies for successive lists (the last one repeats)
+  int list_calls = 0;
+
+  FakeResponse operator()(const FakeRequest& r) {
+    std::lock_guard lock(mu);
+    if (r.target == "/api/v1/nodes/node-a") return {200, {}, kNodeJson};
+    if (r.target.find("watch=1") != std::string::npos) {
+      auto s = std::make_shared<FakeStream>();
+      watches.push_back(s);
+      return {200, {}, "", s};
+    }
+    if (r.target.find("/endpointslices?") != std::string::npos) {
+      std::size_t i = std::min<std::size_t>(list_calls++, lists.size() - 1);
+      return {200, {}, lists[i]};
+    }
+    return {404, {}, R"({"kind":"Status","apiVersion":"v1","status":"Failure","code":404})"};
+  }
+  std::shared_ptr<FakeStream> Watch(std::size_t i) {
+    std::lock_guard lock(mu);
+    return i < watches.size() ? watches[i] : nullptr;
+  }
+};
+
+TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
+  auto script = std::make_shared<Script>();
+  script->lists = {ListJson("5000", {SliceA()})};
+  FakeApiServer server([script](const FakeRequest& r) { return (*script)(r); });
+  StartDiscovery(server.port());
+
+  ASSERT_TRUE(Eventually([&] { return Last().synced && Last().self_zone == "ap-northeast-2a"; }));
+  EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
+  EXPECT_TRUE(loop_.Run([&] { return discovery_->synced(); }));
+  ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }));
+  auto reqs = server.requests();
+  EXPECT_EQ(reqs[0].authorization, "Bearer token-1");
+  std::string list_target =
+      "/apis/discovery.k8s.io/v1/namespaces/podnet/endpointslices"
+      "?labelSelector=kubernetes.io%2Fservice-name%3Dpodnet";
+  EXPECT_EQ(server.count(list_target + "&watch=1&resourceVersion=5000&allowWatchBookmarks=true"
+                                       "&timeoutSeconds="),
+            1);
+
+  auto w = script->Watch(0);
+  // A new slice (a Pod in a third zone), sent in two pieces to cross a chunk boundary.
+  std::string added = EventJson(
+      "ADDED", SliceJson("podnet-xyz89", "5001",
+                         {EndpointJson("podnet-d", "10.0.4.10", "node-d", "ap-northeast-2c")}));
+  w->Push(added.substr(0, 40));
+  w->Push(added.substr(40));
+  ASSERT_TRUE(Eventually([&] { return Last().endpoints.size() == 4; }));
+  // podnet-b goes not ready; podnet-c terminates.
+  json a = SliceA("5002");
+  a["endpoints"][1]["conditions"]["ready"] = false;
+  a["endpoints"][2]["conditions"]["terminating"] = true;
+  w->Push(EventJson("MODIFIED", a) + BookmarkJson("5003"));
+  ASSERT_TRUE(Eventually([&] {
+    return Names() == std::vector<std::string>{"podnet-d", "podnet-self"};
+  }));
+  w->Push(EventJson("DELETED", SliceJson("podnet-xyz89", "5004", json::array())));
+  ASSERT_TRUE(Eventually([&] { return Names() == std::vector<std::string>{"podnet-self"}; }));
+  w->Push(BookmarkJson("5100"));
+  ASSERT_TRUE(Eventually([&] { return Events("BOOKMARK") == 2; }));
+  EXPECT_EQ(Events("ADDED"), 1);
+  EXPECT_EQ(Events("MODIFIED"), 1);
+  EXPECT_EQ(Events("DELETED"), 1);
+  auto g = podnet::testing::FindSeries(registry_, "podnet_discovery_candidates", {});
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->gauge.value, 1);
+
+  // The server ends the watch (timeoutSeconds): renewed at once from the bookmark's version.
+  w->End();
+  ASSERT_TRUE(Eventually([&] { return script->Watch(1) != nullptr; }));
+  EXPECT_EQ(server.count("&watch=1&resourceVersion=5100&"), 1);
+  EXPECT_EQ(Lists(), 1);
+  EXPECT_EQ(Errors("endpointslices", "connection_lost"), -1);
+}
+
+TEST_F(DiscoveryTest, GoneRelistsBothAsEventAndAsStatus) {
+  auto script = std::make_shared<Script>();
+  script->lists = {
+      ListJson("5000", {SliceA()}),
+      ListJson("6000",
+               {SliceJson("podnet-abc12", "5990",
+                          {EndpointJson("podnet-e", "10.0.5.10", "node-e", "ap-northeast-2a")})}),
+      ListJson("7000", {SliceA("6990")})};
+  std::atomic<bool> watch_gone{false};
+  FakeApiServer server([&, script](const FakeRequest& r) {
+    if (watch_gone && r.target.find("resourceVersion=6000") != std::string::npos) {
+      watch_gone = false;
+      return FakeResponse{410, {}, GoneStatus().dump()};
+    }
+    return (*script)(r);
+  });
+  StartDiscovery(server.port(), /*want_zone=*/false);
+  ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }));
+  // An ERROR event with code 410: the version is too old; list again.
+  watch_gone = true;  // and the watch after that relist gets 410 as its HTTP status
+  script->Watch(0)->Push(EventJson("ERROR", GoneStatus()));
+  ASSERT_TRUE(Eventually([&] { return Lists() == 3; }, 3000ms));
+  ASSERT_TRUE(Eventually([&] { return script->Watch(1) != nullptr; }));
+  EXPECT_EQ(Events("ERROR"), 1);
+  EXPECT_EQ(Errors("endpointslices", "gone"), 2);
+  EXPECT_EQ(server.count("resourceVersion=7000"), 1);
+  EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
+  EXPECT_EQ(Last().self_zone, "");  // not asked for
+  EXPECT_EQ(server.count("/nodes/"), 0);
+}
+
+TEST_F(DiscoveryTest, ServerErrorsAndThrottlingBackOff) {
+  auto script = std::make_shared<Script>();
+  script->lists = {ListJson("5000", {SliceA()})};
+  std::atomic<int> list_calls{0};
+  std::atomic<int> node_calls{0};
+  std::mutex mu;
+  std::vector<std::chrono::steady_clock::time_point> at;
+  FakeApiServer server([&, script](const FakeRequest& r) {
+    if (r.target.find("watch=1") == std::string::npos &&
+        r.target.find("/endpointslices") != std::string::npos) {
+      {
+        std::lock_guard lock(mu);
+        at.push_back(std::chrono::steady_clock::now());
+      }
+      int n = list_calls++;
+      if (n < 2) {
+        return FakeResponse{500,
+                            {},
+                            R"({"kind":"Status","apiVersion":"v1","status":"Failure",)"
+                            R"("message":"etcdserver: request timed out","code":500})"};
+      }
+      if (n == 2) {
+        return FakeResponse{429,
+                            {{"Retry-After", "1"}},
+                            R"({"kind":"Status","apiVersion":"v1","status":"Failure",)"
+                            R"("reason":"TooManyRequests","code":429})"};
+      }
+    }
+    if (r.target == "/api/v1/nodes/node-a" && node_calls++ == 0) {
+      return FakeResponse{503, {}, "{}"};
+    }
+    return (*script)(r);
+  });
+  StartDiscovery(server.port());
+  ASSERT_TRUE(Eventually([&] { return Last().synced; }, 4000ms));
+  EXPECT_EQ(Errors("endpointslices", "server_error"), 2);
+  EXPECT_EQ(Errors("endpointslices", "throttled"), 1);
+  EXPECT_EQ(Errors("node", "server_error"), 1);
+  EXPECT_EQ(Last().self_zone, "ap-northeast-2a");
+  std::lock_guard lock(mu);
+  ASSERT_EQ(at.size(), 4u);
+  EXPECT_GE(at[1] - at[0], 10ms);    // initial backoff 20 ms, jittered down to half at most
+  EXPECT_GE(at[3] - at[2], 1000ms);  // Retry-After: 1
+}
+
+TEST_F(DiscoveryTest, TokenRotationAndADroppedWatch) {
+  auto script = std::make_shared<Script>();
+  script->lists = {ListJson("5000", {SliceA()})};
+  std::mutex mu;
+  std::string accepted = "Bearer token-1";
+  FakeApiServer server([&, script](const FakeRequest& r) {
+    {
+      std::lock_guard lock(mu);
+      if (r.authorization != accepted) {
+        return FakeResponse{401,
+                            {},
+                            R"({"kind":"Status","apiVersion":"v1","metadata":{},)"
+                            R"("status":"Failure","message":"Unauthorized",)"
+                            R"("reason":"Unauthorized","code":401})"};
+      }
+    }
+    return (*script)(r);
+  });
+  StartDiscovery(server.port(), false);
+  ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }));
+  // The kubelet rotates the projected token; the old one stops working.
+  sa_.Write("token", "token-2\n");
+  {
+    std::lock_guard lock(mu);
+    accepted = "Bearer token-2";
+  }
+  script->Watch(0)->Drop();  // the connection breaks mid-watch
+  ASSERT_TRUE(Eventually([&] { return script->Watch(1) != nullptr; }, 3000ms));
+  EXPECT_EQ(Errors("endpointslices", "connection_lost"), 1);
+  EXPECT_EQ(Errors("endpointslices", "unauthorized"), 1);  // once: then the file is re-read
+  auto reqs = server.requests();
+  EXPECT_EQ(reqs.back().authorization, "Bearer token-2");
+  EXPECT_NE(reqs.back().target.find("resourceVersion=5000"), std::string::npos);
+  EXPECT_EQ(Lists(), 1);  // a broken watch resumes from its version: no relist
+}
+
+TEST_F(DiscoveryTest, HostileResponsesAreCountedNotFatal) {
+  std::atomic<int> n{0};
+  auto script = std::make_shared<Script>();
+  script->lists = {ListJson("5000", {SliceA()})};
+  FakeApiServer server([&, script](const FakeRequest& r) {
+    bool list = r.target.find("watch=1") == std::string::npos &&
+                r.target.find("/endpointslices") != std::string::npos;
+    if (list) {
+      switch (n++) {
+        case 0:
+          return FakeResponse{200, {}, std::string(300 * 1024, '[')};  // over the limit
+        case 1:
+          return FakeResponse{200, {}, "{\"items\": [1, 2, "};  // truncated JSON
+        case 2:
+          return FakeResponse{200, {}, R"({"metadata":{"resourceVersion":"1"},"items":[3]})"};
+        case 3:
+          return FakeResponse{200,     {},    "HTTP/1.1 200 OK\r\nbad header\r\n\r\n",
+                              nullptr, false, true};
+        case 4:
+          return FakeResponse{200, {}, "", nullptr, /*hang=*/true};
+        case 5:
+          return FakeResponse{200, {}, R"({"kind":"EndpointSliceList","items":[]})"};
+        default:
+          break;
+      }
+    }
+    return (*script)(r);
+  });
+  ClientOptions copts;
+  copts.max_body_bytes = 256 * 1024;
+  copts.max_event_bytes = 64 * 1024;
+  copts.request_timeout = 300ms;
+  StartDiscovery(server.port(), false, copts);
+  ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }, 5000ms));
+  EXPECT_EQ(Errors("endpointslices", "too_large"), 1);
+  EXPECT_EQ(Errors("endpointslices", "bad_response"), 4);  // 1, 2, 3 and 5 (no version)
+  EXPECT_EQ(Errors("endpointslices", "timeout"), 1);
+  // Watch: garbage in the stream relists; an event without end exceeds the event limit.
+  script->Watch(0)->Push("{\"type\": \"ADDED\", \"object\": nul\n");
+  ASSERT_TRUE(Eventually([&] { return script->Watch(1) != nullptr; }));
+  EXPECT_EQ(Errors("endpointslices", "bad_response"), 5);
+  EXPECT_EQ(Lists(), 2);
+  script->Watch(1)->Push(std::string(80 * 1024, 'x'));
+  ASSERT_TRUE(Eventually([&] { return script->Watch(2) != nullptr; }));
+  EXPECT_EQ(Errors("endpointslices", "too_large"), 2);
+  script->Watch(2)->Push(EventJson(
+      "ADDED", {{"metadata", {{"name", "x"}}}, {"addressType", "IPv4"}, {"endpoints", 7}}));
+  ASSERT_TRUE(Eventually([&] { return script->Watch(3) != nullptr; }));
+  EXPECT_EQ(Errors("endpointslices", "bad_response"), 6);
+  EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
+}
+
+TEST(ApiClientTest, UntrustedCertificateIsATlsError) {
+  FakeApiServer server([](const FakeRequest&) { return FakeResponse{200, {}, "{}"}; });
+  LoopThread loop;
+  ApiConfig c;
+  c.host = "127.0.0.1";
+  c.port = server.port();
+  c.ca_pem = podnet::testing::MakeCert("another-ca").cert_pem;
+  std::promise<ApiResponse> got;
+  std::unique_ptr<ApiClient> client;
+  std::shared_ptr<ApiClient::Call> call;
+  loop.Run([&] {
+    std::string err;
+    client = ApiClient::Create(loop.io(), c, {}, &err);
+    ASSERT_TRUE(client) << err;
+    call = client->Get("/api/v1/nodes/x", [&](ApiResponse r) { got.set_value(r); });
+  });
+  auto r = got.get_future().get();
+  EXPECT_EQ(r.error, ApiError::kTls);
+  EXPECT_EQ(server.requests().size(), 0u);
+
+  // Trusted, and the insecure switch also skips the check: both reach the server.
+  for (bool insecure : {false, true}) {
+    c.ca_pem = insecure ? "" : podnet::testing::ServerCert().cert_pem;
+    c.insecure_skip_tls_verify = insecure;
+    c.token = "static";
+    std::promise<ApiResponse> ok;
+    loop.Run([&] {
+      std::string err;
+      client = ApiClient::Create(loop.io(), c, {}, &err);
+      call = client->Get("/api/v1/nodes/x", [&](ApiResponse r) { ok.set_value(r); });
+    });
+    auto r2 = ok.get_future().get();
+    EXPECT_EQ(r2.error, ApiError::kNone) << r2.detail;
+    EXPECT_EQ(r2.status, 200);
+    EXPECT_EQ(r2.body, "{}");
+  }
+  EXPECT_EQ(server.requests().back().authorization, "Bearer static");
+  loop.Run([&] {
+    call.reset();
+    client.reset();
+  });
+}
+
+TEST(ApiClientTest, BadCredentialsAndBadPem) {
+  LoopThread loop;
+  ApiConfig c;
+  c.host = "127.0.0.1";
+  c.port = 1;
+  c.ca_pem = "not a pem";
+  std::string err;
+  EXPECT_FALSE(loop.Run([&] { return ApiClient::Create(loop.io(), c, {}, &err) != nullptr; }));
+  EXPECT_NE(err.find("certificate authority"), std::string::npos) << err;
+  c.ca_pem.clear();
+  c.token_file = "/nonexistent/token";
+  std::promise<ApiResponse> got;
+  std::unique_ptr<ApiClient> client;
+  loop.Run([&] {
+    client = ApiClient::Create(loop.io(), c, {}, &err);
+    client->Get("/x", [&](ApiResponse r) { got.set_value(r); });
+  });
+  EXPECT_EQ(got.get_future().get().error, ApiError::kCredentials);
+  loop.Run([&] { client.reset(); });
+}
+
+}  // namespace
+}  // namespace podnet::discovery::kubernetes
