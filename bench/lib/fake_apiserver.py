@@ -8,8 +8,9 @@ ones (discovery.k8s.io/v1 EndpointSlice, v1 Node, watch events as newline-delimi
   GET /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices?labelSelector=
       kubernetes.io/service-name=SVC           -> EndpointSliceList (100 endpoints per slice,
                                                   as the EndpointSlice controller's default)
-  ...&watch=1&resourceVersion=RV               -> a chunked watch: every 1/churn s one endpoint of
-                                                  a random slice flips ready (MODIFIED), a
+  ...&watch=1&resourceVersion=RV               -> a chunked watch: every 1/churn s a MODIFIED
+                                                  slice (a random Pod goes unready, the next
+                                                  event brings it back), a
                                                   BOOKMARK every 5 s; ends after timeoutSeconds
 
 Pod i runs on node-i in zone-(a + i % zones) with address 127.1.(i // 250).(1 + i % 250): every
@@ -41,6 +42,7 @@ class Cluster:
             eps = [self.endpoint(i) for i in range(s, min(nodes, s + PER_SLICE))]
             self.slices.append(self.slice(s // PER_SLICE, eps))
         self.nodes = nodes
+        self.down = None  # (slice, endpoint) taken out of service by the last odd event
 
     def endpoint(self, i):
         return {
@@ -76,10 +78,16 @@ class Cluster:
         }
 
     def churn(self, rng):
-        """One MODIFIED event: a random endpoint flips ready (a Pod restarting)."""
+        """One MODIFIED event: a Pod restarting. Odd events take a random endpoint out of
+        service, even ones put it back, so the cluster stays at N or N-1 ready Pods."""
         with self.lock:
-            sl = rng.choice(self.slices)
-            ep = rng.choice(sl["endpoints"])
+            if self.down is None:
+                sl = rng.choice(self.slices)
+                ep = rng.choice(sl["endpoints"])
+                self.down = (sl, ep)
+            else:
+                sl, ep = self.down
+                self.down = None
             ready = not ep["conditions"]["ready"]
             ep["conditions"]["ready"] = ready
             ep["conditions"]["serving"] = ready

@@ -98,6 +98,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
         on_change_(std::move(on_change)),
         node_timer_(io),
         slices_timer_(io),
+        publish_timer_(io),
         node_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after),
         slices_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after) {}
 
@@ -117,6 +118,8 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     slices_call_.reset();
     node_timer_.cancel();
     slices_timer_.cancel();
+    publish_timer_.cancel();
+    publish_pending_ = false;
     metrics_.candidates().Set(0);
   }
 
@@ -358,6 +361,25 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void Publish(bool force) {
+    auto now = Clock::now();
+    if (!force && now - last_publish_ < options_.min_publish_interval) {
+      // Coalesce: one publish at the end of the interval carries every change made in it.
+      if (publish_pending_) return;
+      publish_pending_ = true;
+      publish_timer_.expires_at(last_publish_ + options_.min_publish_interval);
+      publish_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->stopped_ || !self->publish_pending_) return;
+        self->PublishNow(false);
+      });
+      return;
+    }
+    PublishNow(force);
+  }
+
+  void PublishNow(bool force) {
+    publish_pending_ = false;
+    publish_timer_.cancel();
+    last_publish_ = Clock::now();
     auto endpoints = MergeSlices(slices_);
     if (!force && endpoints == snapshot_.endpoints) return;
     snapshot_.endpoints = std::move(endpoints);
@@ -373,6 +395,9 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
   std::function<void(const Snapshot&)> on_change_;
   asio::steady_timer node_timer_;
   asio::steady_timer slices_timer_;
+  asio::steady_timer publish_timer_;  // a coalesced Publish (min_publish_interval)
+  Clock::time_point last_publish_{};
+  bool publish_pending_ = false;
   Backoff node_backoff_;
   Backoff slices_backoff_;
   std::mt19937_64 rng_{std::random_device{}()};

@@ -1,3 +1,5 @@
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -326,6 +328,7 @@ class DiscoveryTest : public ::testing::Test {
     o.max_backoff = 200ms;
     o.min_watch_timeout = 5s;
     o.watch_grace = 1s;
+    o.min_publish_interval = publish_interval_;
     loop_.Run([&] {
       std::string err;
       auto client = ApiClient::Create(loop_.io(), Config(port), copts, &err);
@@ -364,6 +367,7 @@ class DiscoveryTest : public ::testing::Test {
   std::unique_ptr<KubernetesDiscovery> discovery_;
   std::mutex mu_;
   std::vector<Snapshot> snapshots_;
+  std::chrono::milliseconds publish_interval_{1000};
 };
 
 // Serves the Node, one list and watches whose streams the test feeds, in order.
@@ -445,6 +449,38 @@ TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
   EXPECT_EQ(server.count("&watch=1&resourceVersion=5100&"), 1);
   EXPECT_EQ(Lists(), 1);
   EXPECT_EQ(Errors("endpointslices", "connection_lost"), -1);
+}
+
+TEST_F(DiscoveryTest, ABurstOfEventsIsPublishedTogether) {
+  // A rollout: 30 MODIFIED events within a few ms. Publishing each would rebuild and re-select
+  // every candidate 30 times; with the interval, the first goes at once and the rest together.
+  publish_interval_ = 300ms;
+  auto script = std::make_shared<Script>();
+  script->lists = {ListJson("5000", {SliceA()})};
+  FakeApiServer server([script](const FakeRequest& r) { return (*script)(r); });
+  StartDiscovery(server.port(), /*want_zone=*/false);
+  ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }));
+  std::size_t before = 0;
+  {
+    std::lock_guard lock(mu_);
+    before = snapshots_.size();
+  }
+  std::string burst;
+  for (int i = 0; i < 30; ++i) {
+    json a = SliceA(std::to_string(5001 + i));
+    a["endpoints"][1]["conditions"]["ready"] = i % 2 == 0;  // podnet-b flaps; ends not ready
+    burst += EventJson("MODIFIED", a);
+  }
+  script->Watch(0)->Push(burst);
+  ASSERT_TRUE(Eventually([&] { return Events("MODIFIED") == 30; }));
+  // The last state arrives within the interval...
+  ASSERT_TRUE(Eventually([&] {
+    return Names() == std::vector<std::string>{"podnet-c", "podnet-self"};
+  }));
+  std::this_thread::sleep_for(400ms);  // ...and nothing else comes after it.
+  std::lock_guard lock(mu_);
+  EXPECT_LE(snapshots_.size() - before, 2u) << "each event was published on its own";
+  EXPECT_GE(snapshots_.size() - before, 1u);
 }
 
 TEST_F(DiscoveryTest, GoneRelistsBothAsEventAndAsStatus) {
