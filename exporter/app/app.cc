@@ -171,6 +171,15 @@ bool App::Reload(std::string* error) {
     *error = all;
     return false;
   }
+  // Discovery first: credentials that cannot be read fail the reload like a bad file does,
+  // and keep the running configuration (and discovery) — otherwise a reload reported as
+  // successful would leave the Pod without its Kubernetes peers.
+  if (std::string err; !ConfigureDiscovery(*result.config, &err)) {
+    spdlog::error("reload failed, keeping the running configuration: peers.kubernetes: {}", err);
+    metrics_.SetReloadOutcome(false, UnixNow());
+    *error = "peers.kubernetes: " + err + "\n";
+    return false;
+  }
   std::shared_ptr<const config::Config> previous;
   {
     std::lock_guard lock(config_mu_);
@@ -185,10 +194,6 @@ bool App::Reload(std::string* error) {
     spdlog::warn("reload: listen addresses are kept until a restart");
   }
   boost::asio::post(probe_io_, [this, next = result.config] { Reconcile(next); });
-  if (std::string err; !ConfigureDiscovery(*result.config, &err)) {
-    // The configuration is valid; the cluster is not reachable from here. Static peers run.
-    spdlog::error("reload: peers.kubernetes: {}; discovery stays off", err);
-  }
   metrics_.SetReloadOutcome(true, UnixNow());
   spdlog::info("configuration reloaded from {}", options_.config_file);
   return true;
@@ -217,11 +222,6 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
               discovery_options_.service == o.service && discovery_options_.node == o.node &&
               discovery_options_.want_zone == o.want_zone;
   if (same) return true;  // peers_per_zone and ports apply in Reconcile
-  if (discovery_) {
-    discovery_->Stop();
-    discovery_.reset();
-    boost::asio::post(probe_io_, [this] { discovered_ = {}; });  // a new Service: start clean
-  }
   // --kubeconfig, else $KUBECONFIG (its first file), else the Pod's service account.
   std::optional<k8s::ApiConfig> api;
   std::string kubeconfig = options_.kubeconfig.value_or("");
@@ -237,6 +237,13 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
   if (!api) return false;
   auto client = k8s::ApiClient::Create(serve_io_, std::move(*api), {}, error);
   if (!client) return false;
+  // Only now, with credentials in hand, the running discovery goes: a reload whose credentials
+  // fail keeps it (and its peers) running.
+  if (discovery_) {
+    discovery_->Stop();
+    discovery_.reset();
+    boost::asio::post(probe_io_, [this] { discovered_ = {}; });  // a new Service: start clean
+  }
   discovery_options_ = o;
   // Called on the serving loop; the probe loop owns what it feeds. Stop() ends the calls, so a
   // stopped discovery never posts after the snapshot that replaced it.

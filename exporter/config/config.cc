@@ -82,7 +82,7 @@ class Decoder {
     }
     std::set<std::string> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node& key = it->first;
+      const YAML::Node key = it->first;  // a copy: it->first is a temporary of yaml-cpp
       if (!key.IsScalar()) {
         Fail(key, path, "keys must be strings");
         continue;

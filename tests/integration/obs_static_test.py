@@ -10,7 +10,9 @@
   - rules: no rule needs `peer` or `peer_node` (aggregate_peers drops them); every alert has a
     severity, a summary, a description and a runbook_url whose anchor is a heading of
     docs/runbooks.md, a promtool test that fires it and one that keeps it quiet, and a row in
-    README.md's table of alerts.
+    README.md's table of alerts;
+  - the job the alerts select (`up{job="..."}`) is the job both documented ways of scraping
+    produce: the scrape-config example's job_name and the PodMonitor's job relabeling.
 
 Usage: obs_static_test.py [--promtool PATH]
 """
@@ -138,6 +140,29 @@ def check_rules():
               "%s: a row in README.md's table of alerts" % name)
 
 
+def check_job_name():
+    jobs = set()
+    for _group, r in oq.rules():
+        jobs.update(re.findall(r'\bjob="([^"]*)"', r["expr"]))
+    check(len(jobs) == 1, "the alerts select one scrape job: %s" % sorted(jobs))
+    job = next(iter(jobs), None)
+    with open(os.path.join(oq.RULES, "scrape-config.example.yaml"), encoding="utf-8") as f:
+        example = yaml.safe_load(f)
+    names = [j.get("job_name") for j in example.get("scrape_configs", [])]
+    check(names == [job], "scrape-config example's job_name %s is the alerts' job %r"
+          % (names, job))
+    pm_path = os.path.join(oq.ROOT, "deploy", "kubernetes", "prometheus-operator",
+                           "podmonitor.yaml")
+    with open(pm_path, encoding="utf-8") as f:
+        pm = yaml.safe_load(f)
+    # The operator names the job "<namespace>/<name>" unless a relabeling replaces it.
+    set_job = [rl.get("replacement") for ep in pm["spec"]["podMetricsEndpoints"]
+               for rl in ep.get("relabelings", [])
+               if rl.get("targetLabel") == "job" and not rl.get("sourceLabels")]
+    check(set_job == [job], "the PodMonitor relabels job to the alerts' job %r: %s"
+          % (job, set_job))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
@@ -146,6 +171,7 @@ def main():
     check_parse(args.promtool)
     check_dashboards()
     check_rules()
+    check_job_name()
     labkit.log(labkit.summary())
     return 1 if labkit.failures else 0
 

@@ -2,6 +2,8 @@
 // addresses, the App selects and probes them (UDP echo to its own responder) and, when a Pod
 // leaves the Service, stops probing it and removes its series.
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -208,6 +210,26 @@ probes:
   EXPECT_TRUE(has(R"(podnet_peers{path="cross_zone"} 0)"));
   EXPECT_TRUE(has(R"(podnet_peers{path="same_zone"} 1)"));
   EXPECT_TRUE(has(R"(podnet_kubernetes_watch_events_total{type="MODIFIED"} 1)"));
+
+  // A reload to another Service whose credentials cannot be read fails like a bad file: the
+  // running configuration and its discovery stay, and so do their peers.
+  std::filesystem::rename(kubeconfig, kubeconfig + ".gone");
+  dir.Write("podnet.yaml", config_text("  kubernetes: {namespace: podnet, service: other, port: " +
+                                       p + "}"));
+  status = 0;
+  std::string answer = HttpGet(port, "/-/reload", &status, boost::beast::http::verb::post);
+  EXPECT_EQ(status, 500) << answer;
+  EXPECT_NE(answer.find("peers.kubernetes"), std::string::npos) << answer;
+  EXPECT_TRUE(has("podnet_config_last_reload_successful 0"));
+  const double before = value(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")");
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return value(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")") >
+               before;
+      },
+      3000ms))
+      << metrics();
+  std::filesystem::rename(kubeconfig + ".gone", kubeconfig);
 
   // A reload without peers.kubernetes stops discovery: its peers go, the static one comes.
   dir.Write("podnet.yaml", config_text("  static: [{name: static-lo, address: 127.0.0.1, port: " +
