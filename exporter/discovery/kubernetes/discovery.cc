@@ -54,7 +54,7 @@ std::chrono::milliseconds Backoff::Next(std::chrono::seconds retry_after) {
   auto d = initial_;
   for (int i = 0; i < attempt_ && d < max_; ++i) d *= 2;  // bounded: stops at max_
   d = std::min(d, max_);
-  if (attempt_ < 64) ++attempt_;
+  if (attempt_ < 1000000) ++attempt_;  // the delay stops growing at max_; the count goes on
   std::uniform_int_distribution<long long> jitter(d.count() / 2, d.count());
   std::chrono::milliseconds delay(jitter(rng_));
   auto server = std::min<std::chrono::milliseconds>(retry_after, max_retry_after_);
@@ -161,8 +161,10 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     }
     metrics_.Error("node", reason);
     auto delay = node_backoff_.Next(r.retry_after);
-    spdlog::debug("kubernetes: GET node {} failed ({}: {} {}), retrying in {} ms", options_.node,
-                  reason, r.status, r.detail, delay.count());
+    spdlog::log(StreakLevel(node_backoff_.attempt()),
+                "kubernetes: GET node {} failed ({}: {} {}), retrying in {} ms (failure {})",
+                options_.node, reason, r.status, Describe(r), delay.count(),
+                node_backoff_.attempt());
     node_timer_.expires_after(delay);
     node_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (!ec && !self->stopped_) self->GetNode();
@@ -216,7 +218,8 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
       metrics_.Error("endpointslices", reason);
       RetrySlices(
           r.retry_after, [](Impl* self) { self->List(); },
-          "list: " + reason + ": " + std::to_string(r.status) + " " + detail);
+          "list: " + reason + ": " + std::to_string(r.status) + " " +
+              (detail == r.detail ? Describe(r) : detail));
       return;
     }
     slices_ = std::move(slices);
@@ -341,16 +344,40 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     }
     RetrySlices(
         r.retry_after, [](Impl* self) { self->Watch(); },
-        "watch: " + reason + ": " + std::to_string(r.status) + " " + r.detail);
+        "watch: " + reason + ": " + std::to_string(r.status) + " " + Describe(r));
   }
 
   void RetrySlices(std::chrono::seconds retry_after, void (*next)(Impl*), const std::string& why) {
     auto delay = slices_backoff_.Next(retry_after);
-    spdlog::debug("kubernetes: endpointslices {}; retrying in {} ms", why, delay.count());
+    spdlog::log(StreakLevel(slices_backoff_.attempt()),
+                "kubernetes: endpointslices {}; retrying in {} ms (failure {})", why, delay.count(),
+                slices_backoff_.attempt());
     slices_timer_.expires_after(delay);
     slices_timer_.async_wait([self = shared_from_this(), next](boost::system::error_code ec) {
       if (!ec && !self->stopped_) next(self.get());
     });
+  }
+
+  // A failure streak is logged at warn on its first failure and then every 10th (every
+  // failure at debug): a Pod stuck NotReady on RBAC or credentials must say why at the default
+  // log level, without a line per retry for as long as the API server is away.
+  static spdlog::level::level_enum StreakLevel(int attempt) {
+    return attempt == 1 || attempt % 10 == 0 ? spdlog::level::warn : spdlog::level::debug;
+  }
+
+  // What went wrong, for the log: the client's detail, and the API's own words when the body is
+  // a Status object (e.g. 'endpointslices.discovery.k8s.io is forbidden: User
+  // "system:serviceaccount:podnet:podnet-exporter" cannot list resource ...').
+  static std::string Describe(const ApiResponse& r) {
+    std::string out = r.detail;
+    if (!r.body.empty() && r.body.size() < 64 * 1024) {
+      auto j = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.value("kind", "") == "Status" && j.contains("message") &&
+          j["message"].is_string()) {
+        out += (out.empty() ? "" : ": ") + j["message"].get<std::string>();
+      }
+    }
+    return out;
   }
 
   // "" for a 2xx response, else the reason label.
