@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
+#include <list>
+#include <optional>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
@@ -34,6 +37,7 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
     boost::system::error_code ec;
     acceptor_.close(ec);
     retry_.cancel();
+    waiting_.reset();
   }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
   int open_connections() const { return open_; }
@@ -42,8 +46,42 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
     --open_;
     if (paused_ && open_ < limits_.max_connections) {
       paused_ = false;
+      if (waiting_) {
+        StartSession(std::move(*waiting_));
+        waiting_.reset();
+      }
       Accept();
     }
+  }
+
+  // Connections waiting for a request's first byte (new, or keep-alive between requests), oldest
+  // first, each with the action that closes it. At the connection limit the oldest is closed to
+  // make room (as nginx reuses idle keep-alive connections), so that idle or silent clients can
+  // never lock out a scrape or the kubelet's liveness probe; connections in the middle of a
+  // request are never cut for this.
+  using IdleList = std::list<std::function<void()>>;
+  IdleList::iterator AddIdle(std::function<void()> close) {
+    auto it = idle_.insert(idle_.end(), std::move(close));
+    if (paused_ && waiting_) {
+      // A connection waits for room: the oldest idle one goes (after this call returns, as the
+      // caller still has to keep the iterator); its end starts the waiting one.
+      boost::asio::post(io_, [self = shared_from_this()] {
+        if (self->paused_ && self->waiting_) self->EvictOldestIdle();
+      });
+    } else if (paused_) {  // there is room again: the next connection accepted will take it
+      paused_ = false;
+      Accept();
+    }
+    return it;
+  }
+  void RemoveIdle(IdleList::iterator it) { idle_.erase(it); }
+  bool EvictOldestIdle() {
+    if (idle_.empty()) return false;
+    auto close = std::move(idle_.front());
+    idle_.pop_front();
+    ++evicted_;
+    close();
+    return true;
   }
 
   const HttpHandler& handler() const { return handler_; }
@@ -57,8 +95,13 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   boost::asio::steady_timer retry_;  // after an accept error (EMFILE, ENFILE): no busy loop
   HttpHandler handler_;
   HttpLimits limits_;
+  void StartSession(tcp::socket s);
+
   int open_ = 0;
   bool paused_ = false;
+  std::optional<tcp::socket> waiting_;  // accepted at the limit with nothing idle to close
+  IdleList idle_;
+  std::uint64_t evicted_ = 0;
 };
 
 bool AcceptsGzip(std::string_view value) {
@@ -97,7 +140,10 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, std::shared_ptr<HttpServer::Impl> server)
       : stream_(std::move(socket)), server_(std::move(server)) {}
-  ~Session() { server_->SessionEnded(); }
+  ~Session() {
+    MarkBusy();
+    server_->SessionEnded();
+  }
 
   void Start() { Read(); }
 
@@ -109,13 +155,17 @@ class Session : public std::enable_shared_from_this<Session> {
     header_bytes_ = 0;
     header_done_ = false;
     // Between keep-alive requests the connection may idle for idle_timeout until the next
-    // request's first byte; from then on (and on a new connection from the start) the whole
-    // request must arrive within request_timeout, however slowly it trickles in.
-    if (!first_ && buffer_.size() == 0) {
-      stream_.expires_after(std::chrono::seconds(server_->limits().idle_timeout_seconds));
+    // request's first byte (a new connection for request_timeout); from then on the whole
+    // request must arrive within request_timeout, however slowly it trickles in. While it waits
+    // for that first byte, the server may close it to make room (HttpServer::Impl::AddIdle).
+    if (buffer_.size() == 0) {
+      stream_.expires_after(std::chrono::seconds(first_ ? server_->limits().request_timeout_seconds
+                                                        : server_->limits().idle_timeout_seconds));
+      MarkIdle();
       stream_.async_read_some(
           buffer_.prepare(512), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-            if (ec) {  // idle timeout, or the client went away
+            self->MarkBusy();
+            if (ec) {  // idle timeout, evicted, or the client went away
               self->Close();
               return;
             }
@@ -125,6 +175,19 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     ReadRequest();
+  }
+
+  void MarkIdle() {
+    idle_it_ = server_->AddIdle([weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        self->idle_it_.reset();  // already taken off the list
+        self->stream_.cancel();  // the pending read ends with operation_aborted: Close()
+      }
+    });
+  }
+  void MarkBusy() {
+    if (idle_it_) server_->RemoveIdle(*idle_it_);
+    idle_it_.reset();
   }
 
   void ReadRequest() {
@@ -213,6 +276,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_{8192};
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::Impl> server_;
+  std::optional<HttpServer::Impl::IdleList::iterator> idle_it_;  // while waiting, on the list
   bool first_ = true;
   std::size_t header_bytes_ = 0;  // of the request being read, while its header is
   bool header_done_ = false;
@@ -221,8 +285,11 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 void HttpServer::Impl::Accept() {
-  if (open_ >= limits_.max_connections) {
-    paused_ = true;  // resumed by SessionEnded; the kernel backlog holds the rest
+  // At the limit, a connection accepted takes the place of the oldest idle one; with none idle
+  // (all in a request), accepting pauses until one ends (SessionEnded) or turns idle
+  // (AddIdle), and the kernel's backlog holds the rest.
+  if (open_ >= limits_.max_connections && idle_.empty()) {
+    paused_ = true;
     return;
   }
   acceptor_.async_accept(io_, [self = shared_from_this()](beast::error_code ec, tcp::socket s) {
@@ -236,10 +303,21 @@ void HttpServer::Impl::Accept() {
       return;
     }
     s.set_option(tcp::no_delay(true), ec);
-    ++self->open_;
-    std::make_shared<Session>(std::move(s), self)->Start();
+    if (self->open_ >= self->limits_.max_connections && !self->EvictOldestIdle()) {
+      // Everyone is in a request (they turned busy since Accept() looked): this one waits,
+      // unread, until a session ends or turns idle; further ones wait in the backlog.
+      self->waiting_.emplace(std::move(s));
+      self->paused_ = true;
+      return;
+    }
+    self->StartSession(std::move(s));
     self->Accept();
   });
+}
+
+void HttpServer::Impl::StartSession(tcp::socket s) {
+  ++open_;
+  std::make_shared<Session>(std::move(s), shared_from_this())->Start();
 }
 
 HttpServer::HttpServer(boost::asio::io_context& io, const net::HostPort& listen,

@@ -45,7 +45,7 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 /// Limits that keep one port safe to expose to every Pod of a cluster.
 struct HttpLimits {
-  int max_connections = 128;       // further connections wait in the kernel's accept backlog
+  int max_connections = 128;  // at the limit a new one replaces the oldest idle; else waits
   std::size_t max_header_bytes = 8192;
   std::size_t max_body_bytes = 65536;
   int idle_timeout_seconds = 30;   // a keep-alive connection may wait this for its next request

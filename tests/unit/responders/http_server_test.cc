@@ -380,7 +380,9 @@ TEST_F(HttpServerTest, HandlerExceptionIs500AndServerGoesOn) {
   EXPECT_EQ(r2->status, 200);
 }
 
-TEST_F(HttpServerTest, MaxConnectionsHoldsFurtherOnesUntilOneCloses) {
+TEST_F(HttpServerTest, AtTheLimitANewConnectionTakesTheOldestIdleOnesPlace) {
+  // Idle keep-alive (or silent) clients must not lock out a scrape or the liveness probe: at
+  // the limit, the oldest connection waiting for a request is closed to make room.
   HttpLimits limits;
   limits.max_connections = 2;
   Start(limits);
@@ -391,19 +393,38 @@ TEST_F(HttpServerTest, MaxConnectionsHoldsFurtherOnesUntilOneCloses) {
   }
   EXPECT_EQ(OpenConnections(), 2);
   Conn third(port_);
+  ASSERT_TRUE(third.Send(Get("/third")));
+  auto r = third.Read(2000ms);
+  ASSERT_TRUE(r.has_value()) << "the new connection was not served";
+  EXPECT_EQ(r->body, "hello GET /third");
+  // The oldest idle one (a) made room; b is still served.
+  EXPECT_FALSE(a.Send(Get("/again")) && a.Read(500ms).has_value()) << "a was not closed";
+  ASSERT_TRUE(b.Send(Get("/still")));
+  ASSERT_TRUE(b.Read().has_value());
+  EXPECT_TRUE(Eventually([&] { return OpenConnections() == 2; }, 2000ms)) << OpenConnections();
+}
+
+TEST_F(HttpServerTest, AtTheLimitConnectionsInARequestHoldFurtherOnes) {
+  // Connections in the middle of a request are never cut to make room: a further one waits in
+  // the backlog until one of them is answered (and so turns idle) or ends.
+  HttpLimits limits;
+  limits.max_connections = 2;
+  Start(limits);
+  Conn a(port_), b(port_);
+  for (Conn* c : {&a, &b}) ASSERT_TRUE(c->Send("GET /slow HTTP/1.1\r\nHost: x\r\n"));
+  ASSERT_TRUE(Eventually([&] { return OpenConnections() == 2; }, 2000ms));
+  Conn third(port_);
   ASSERT_TRUE(third.connected());  // the kernel's backlog completes the handshake
   ASSERT_TRUE(third.Send(Get("/third")));
   EXPECT_FALSE(third.Read(300ms).has_value()) << "a third connection was served";
-  EXPECT_EQ(OpenConnections(), 2);
-  EXPECT_EQ(requests_, 2);
-  // The two held connections are still served meanwhile.
-  ASSERT_TRUE(b.Send(Get("/still")));
-  ASSERT_TRUE(b.Read().has_value());
-  a.Close();
+  EXPECT_EQ(requests_, 0);
+  ASSERT_TRUE(a.Send("\r\n"));  // a's request completes; a is answered and turns idle
+  ASSERT_TRUE(a.Read().has_value());
   auto r = third.Read(2000ms);
-  ASSERT_TRUE(r.has_value()) << "the waiting connection was not served after one closed";
+  ASSERT_TRUE(r.has_value()) << "the waiting connection was not served after one turned idle";
   EXPECT_EQ(r->body, "hello GET /third");
-  EXPECT_EQ(OpenConnections(), 2);
+  ASSERT_TRUE(b.Send("\r\n"));  // b was mid-request throughout: it was not cut
+  ASSERT_TRUE(b.Read().has_value());
 }
 
 TEST_F(HttpServerTest, IdleKeepAliveConnectionClosed) {
