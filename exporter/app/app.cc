@@ -329,8 +329,12 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
   self_ = self;
   applied_ = std::move(next);
   if (log) {
-    spdlog::info("probing {} peers ({} selected of {} Kubernetes candidates; {} probe schedules)",
-                 peers_.size(), selected, candidates, scheduler_->size());
+    if (next->kubernetes) {
+      spdlog::info("probing {} peers ({} selected of {} Kubernetes candidates; {} probe schedules)",
+                   peers_.size(), selected, candidates, scheduler_->size());
+    } else {
+      spdlog::info("probing {} peers ({} probe schedules)", peers_.size(), scheduler_->size());
+    }
   }
 }
 
