@@ -329,7 +329,7 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
   self_ = self;
   applied_ = std::move(next);
   if (log) {
-    if (next->kubernetes) {
+    if (applied_->kubernetes) {
       spdlog::info("probing {} peers ({} selected of {} Kubernetes candidates; {} probe schedules)",
                    peers_.size(), selected, candidates, scheduler_->size());
     } else {
