@@ -31,6 +31,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import benchlib as B  # noqa: E402
 TICK = os.sysconf("SC_CLK_TCK")
 procs = []
 
@@ -123,18 +125,8 @@ def hist_delta(a, b):
 
 
 def quantile(h, q):
-    buckets = h[0]
-    if not buckets or buckets[-1][1] <= 0:
-        return float("nan")
-    rank = q * buckets[-1][1]
-    prev_le, prev_c = 0.0, 0.0
-    for le, c in buckets:
-        if c >= rank:
-            if math.isinf(le):
-                return prev_le
-            return prev_le + (le - prev_le) * (rank - prev_c) / max(c - prev_c, 1e-9)
-        prev_le, prev_c = le, c
-    return float("nan")
+    """histogram_quantile of a hist() result (benchlib's, the one every bench uses)."""
+    return B.histogram_quantile(q, dict(h[0]))
 
 
 def ping_p50_ms(addr, count, ns=None):
