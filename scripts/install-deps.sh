@@ -3,21 +3,29 @@
 # suite runs against) from Debian 12's packages. Idempotent: apt is skipped when all are present.
 set -euo pipefail
 
+# What a minimal Debian 12 root (mmdebstrap --variant=minbase) lacks for the build; .ci/run proves
+# this list in such a root (scripts/fresh-root-check.sh), so a package missing here fails CI.
 build_pkgs=(
   cmake g++ make pkg-config
+  git  # names the revision in podnet_build_info and --version
   prometheus-cpp-dev libboost-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libc-ares-dev
   nlohmann-json3-dev libssl-dev zlib1g-dev
-  libgrpc++-dev  # gRPC health responder and probe (cmake -DPODNET_WITH_GRPC=OFF to build without)
+  # gRPC health responder and probe (cmake -DPODNET_WITH_GRPC=OFF to build without). Debian's
+  # gRPC CMake package imports grpc_cpp_plugin and links protobuf, which libgrpc++-dev does not
+  # pull in.
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
 )
 test_pkgs=(
   libgtest-dev libgmock-dev googletest
+  ca-certificates  # npm ci (tests/deploy, tests/dashboards) reaches the npm registry over https
   iproute2 iputils-ping ethtool prometheus tcpdump curl procps python3
   prometheus-smokeping-prober iperf3 prometheus-blackbox-exporter
   unbound musl-tools
   python3-yaml   # the dashboard and rule tests read the rule files
   nodejs         # npm-pinned validators: tests/deploy (kubernetes-models), tests/dashboards (@grafana/schema)
 )
-# kubectl (tests/deploy: `kubectl kustomize`) is not a Debian package; the machine image has it.
+# kubectl (tests/deploy: `kubectl kustomize`) is not a Debian package: where it is missing, the
+# three tests that render the kustomizations are skipped with that reason (they fail with CI=true).
 
 pkgs=("${build_pkgs[@]}")
 if [[ "${1:-}" == "--test" ]]; then
