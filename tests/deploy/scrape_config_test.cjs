@@ -24,6 +24,7 @@ for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^
 for (const k of ["kubectl", "deploy", "modules", "prometheus", "promtool"]) {
   if (!args[k]) { console.error(`usage: missing --${k}`); process.exit(2); }
 }
+require("./kubectl.cjs").requireKubectl(args.kubectl);
 const YAML = require(require.resolve("yaml", { paths: [path.resolve(args.modules)] }));
 
 let passed = 0;

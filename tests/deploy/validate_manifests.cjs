@@ -29,6 +29,7 @@ for (const k of ["kubectl", "deploy", "dockerfile", "modules"]) {
     process.exit(2);
   }
 }
+require("./kubectl.cjs").requireKubectl(args.kubectl);
 const modules = path.resolve(args.modules);
 const req = (m) => require(require.resolve(m, { paths: [modules] }));
 const YAML = req("yaml");
