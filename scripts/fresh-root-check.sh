@@ -121,10 +121,10 @@ for _ in $(seq 1 90); do  # at most ~90 s: the first RTT train starts within its
     break
   fi
   body=$(scrape)
-  received=$(printf '%s\n' "$body" |
-    awk '/^podnet_rtt_packets_received_total\{/ && $NF > 0 { print; exit }')
-  if [[ -n "$received" ]] && printf '%s\n' "$body" | grep -q '^HTTP/1.1 200' &&
-     printf '%s\n' "$body" | grep -q '^podnet_build_info{'; then
+  # Whole-input awk and bash matching, no early-exiting reader: with pipefail, a reader that
+  # stops first would fail the pipeline with SIGPIPE.
+  received=$(awk '/^podnet_rtt_packets_received_total\{/ && $NF > 0 && !n++' <<<"$body")
+  if [[ -n "$received" && "$body" == "HTTP/1.1 200"* && "$body" == *$'\npodnet_build_info{'* ]]; then
     break
   fi
   received=""
