@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 
@@ -227,6 +228,13 @@ ares_ssize_t AresChannel::SockSendv(ares_socket_t fd, const struct iovec* iov, i
     m.msg_namelen = self->peer_len_;
   }
   ssize_t r = ::sendmsg(fd, &m, MSG_NOSIGNAL);
+  if (r < 0 && errno == ECONNREFUSED && !stream) {
+    // The refusal (ICMP port unreachable) of the datagram before this one, reported by this
+    // send, which did not go out. glibc sends its A and AAAA pair in one sendmmsg, so both
+    // leave before the refusal comes back (2 questions to a refusing server on the wire): this
+    // one is sent again once; the next refusal reaches c-ares's read and ends both.
+    r = ::sendmsg(fd, &m, MSG_NOSIGNAL);
+  }
   if (r > 0) self->Wrote(fd, iov, n, static_cast<std::size_t>(r));
   return r;
 }

@@ -44,7 +44,8 @@ void PrintRows(const LookupOutcome& outcome, std::ostream& out) {
   if (outcome.queries.empty()) return;
   std::chrono::nanoseconds t0 = outcome.queries.front().sent_at;
   for (const auto& q : outcome.queries) {
-    std::string answer = "no answer (timeout)";
+    std::string answer = outcome.result == Result::kTimeout ? "no answer (timeout)"
+                                                            : "no answer before the walk ended";
     std::chrono::nanoseconds at = std::max(q.replied_at, q.sent_at);
     if (q.reply && q.reply->kind == Reply::Kind::kConnRefused) {
       answer =
@@ -103,7 +104,7 @@ int ExplainLookup(const std::string& name, const std::string& resolv_conf_path, 
 
   if (!outcome.note.empty()) {
     // The libc ends the lookup before any question: its reason, and no table.
-    out << fmt::format("{}: {}\n", LibcName(libc), outcome.note);
+    out << outcome.note << "\n";  // names the libc and its source
   } else {
     PrintRows(outcome, out);
   }

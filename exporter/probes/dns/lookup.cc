@@ -85,7 +85,7 @@ void Lookup::Apply(Actions a) {
         },
         [weak = weak_from_this(), index](std::chrono::steady_clock::time_point at) {
           auto l = weak.lock();
-          if (!l || l->finished_ || index >= l->outcome_.queries.size()) return;
+          if (!l || l->handed_over_ || index >= l->outcome_.queries.size()) return;
           l->outcome_.queries[index].on_wire = true;
           l->outcome_.queries[index].sent_at = at - l->start_;
         });
@@ -113,8 +113,11 @@ void Lookup::Apply(Actions a) {
 }
 
 void Lookup::OnReply(std::size_t index, int status, const unsigned char* abuf, int alen) {
-  if (finished_ || index >= outcome_.queries.size()) return;
+  // A reply that comes in the same c-ares dispatch as the one that ended the walk (c-ares ends
+  // every question to a server that refused) is still recorded, not fed to the model.
+  if (handed_over_ || index >= outcome_.queries.size()) return;
   if (status == ARES_ECANCELLED || status == ARES_EDESTRUCTION) return;
+  if (finished_ && outcome_.queries[index].reply) return;
   Reply r;
   if (status == ARES_SUCCESS && abuf && alen >= 12) {
     r.kind = Reply::Kind::kAnswer;
@@ -132,6 +135,7 @@ void Lookup::OnReply(std::size_t index, int status, const unsigned char* abuf, i
     rec.replied_at = Now();
     rec.reply_bytes = status == ARES_SUCCESS ? alen : 0;
   }
+  if (finished_) return;
   Apply(model_->OnReply(rec.query.id, r));
 }
 
@@ -143,14 +147,16 @@ void Lookup::Finish(std::optional<Result> forced) {
   outcome_.duration = Now();
   outcome_.result = forced ? *forced : model_->result();
   outcome_.note = model_->note();
-  // What left the socket, in the order it did (a TCP question leaves once its connection is
-  // up, possibly after a later UDP one); a question c-ares could not write is not counted.
-  std::erase_if(outcome_.queries, [](const QueryRecord& q) { return !q.on_wire; });
-  std::stable_sort(
-      outcome_.queries.begin(), outcome_.queries.end(),
-      [](const QueryRecord& a, const QueryRecord& b) { return a.sent_at < b.sent_at; });
   // Posted: we may be inside ares_process_fd, where cancelling the channel is not safe.
   boost::asio::post(io_, [self = shared_from_this()] {
+    self->handed_over_ = true;
+    // What left the socket, in the order it did (a TCP question leaves once its connection is
+    // up, possibly after a later UDP one); a question c-ares could not write is not counted.
+    auto& q = self->outcome_.queries;
+    std::erase_if(q, [](const QueryRecord& r) { return !r.on_wire; });
+    std::stable_sort(q.begin(), q.end(), [](const QueryRecord& a, const QueryRecord& b) {
+      return a.sent_at < b.sent_at;
+    });
     self->pool_->CancelAll();
     if (self->done_) {
       auto done = std::move(self->done_);

@@ -89,7 +89,8 @@ class Lookup : public std::enable_shared_from_this<Lookup> {
   std::chrono::steady_clock::time_point start_;
   LookupOutcome outcome_;
   Done done_;
-  bool finished_ = false;
+  bool finished_ = false;     // the walk is over: the model hears nothing more
+  bool handed_over_ = false;  // outcome_ went to `done`
 };
 
 }  // namespace podnet::probes::dns

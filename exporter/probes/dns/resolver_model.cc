@@ -183,17 +183,18 @@ class GlibcModel : public ResolverModel {
     tcp_ = false;
     if (!Encodable(current_)) {
       // res_mkquery.c → ns_name.c ns_name_pton refuses it (EMSGSIZE): __res_context_query sets
-      // NO_RECOVERY without sending; getaddrinfo says EAI_FAIL.
-      note_ = "glibc cannot encode " + current_ +
-              " (resolv/ns_name.c: empty label, label over 63 or name over 253 bytes): "
-              "NO_RECOVERY, nothing sent";
+      // NO_RECOVERY without sending (getaddrinfo, measured: EAI_NONAME).
+      note_ = "glibc cannot put " + current_ +
+              " in a question (resolv/ns_name.c: empty label, label over 63 or name over 253 "
+              "bytes), nothing sent; getaddrinfo: Name or service not known";
       return NameDone(HErrno::kNoRecovery);
     }
     if (conf_.attempts <= 0) {
       // res_send.c: "for (try = 0; try < statp->retry; try++)" never runs; gotsomewhere is 0:
       // ECONNREFUSED, which ends __res_context_search's walk.
       note_ = "glibc sends nothing with attempts:" + std::to_string(conf_.attempts) +
-              " (resolv/res_send.c: zero tries, ECONNREFUSED)";
+              " (resolv/res_send.c: zero tries, ECONNREFUSED); getaddrinfo: Temporary failure "
+              "in name resolution";
       return NameDone(HErrno::kConnRefused);
     }
     return SendToServer();
@@ -424,7 +425,9 @@ class MuslModel : public ResolverModel {
 
   Actions Start() override {
     if (refused_) {
-      note_ = "musl refuses the name before any question (lookup_name.c): EAI_NONAME";
+      note_ =
+          "musl refuses the name before any question (src/network/lookup_name.c): Name "
+          "does not resolve";
       return Finish(Result::kError);
     }
     return BeginName();
@@ -482,8 +485,8 @@ class MuslModel : public ResolverModel {
     elapsed_ = milliseconds(0);
     if (!Encodable(candidates_[index_])) {
       // res_mkquery.c returns -1; name_from_dns returns EAI_NONAME, which ends the walk.
-      note_ = "musl cannot encode " + candidates_[index_] +
-              " (src/network/res_mkquery.c): EAI_NONAME, nothing sent";
+      note_ = "musl cannot put " + candidates_[index_] +
+              " in a question (src/network/res_mkquery.c), nothing sent: Name does not resolve";
       return Finish(Result::kError);
     }
     if (conf_.attempts <= 0) {
@@ -495,7 +498,7 @@ class MuslModel : public ResolverModel {
     }
     if (conf_.timeout_s <= 0) {
       // res_msend.c: "for (; t2-t0 < timeout; ...)" never runs: no reply, EAI_AGAIN.
-      note_ = "musl sends nothing with timeout:0 (src/network/res_msend.c): EAI_AGAIN";
+      note_ = "musl sends nothing with timeout:0 (src/network/res_msend.c): Try again";
       return Finish(Result::kTimeout);
     }
     Actions a = SendRound();
