@@ -211,9 +211,9 @@ def scenario(args, tmp):
     # Keep-alive servers real clients take: curl (10 requests on one connection) is the truth.
     for name, (offset, reason) in CLEAN.items():
         url = "http://%s:%d/echo" % (ADDR["same"], FAULT_BASE_PORT + offset)
-        r = lab.in_ns(NS["client"], "curl", "-s", "-o", "/dev/null", "-m", "10", "-w",
-                      "%{http_code} %{num_connects}\n", *([url] * 10), check_rc=False,
-                      timeout=30)
+        r = lab.in_ns(NS["client"], "curl", "-s", "-m", "10", "-w",
+                      "%{http_code} %{num_connects}\n", *(["-o", "/dev/null", url] * 10),
+                      check_rc=False, timeout=30)
         codes = [l.split()[0] for l in r.stdout.splitlines() if l.strip()]
         connects = sum(int(l.split()[1]) for l in r.stdout.splitlines() if l.strip())
         lab.log("curl %s: codes %s, %d connections" % (name, " ".join(codes), connects))
