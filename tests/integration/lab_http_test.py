@@ -198,6 +198,12 @@ def scenario(args, tmp):
     time.sleep(2 * INTERVAL_S + 1)
     _, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
     first = parse_metrics(body)
+    r = subprocess.run([args.promtool, "check", "metrics"], input=body, capture_output=True,
+                       text=True)
+    check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip()
+          and "podnet_http_reconnects_total{" in body,
+          "promtool check metrics with every fault and reconnect series: no problem %s"
+          % (r.stdout + r.stderr).strip())
     for name, (_, reason) in FAULTS.items():
         n = counter(first, "podnet_probe_errors_total", peer=name, probe="http", reason=reason)
         others = {l["reason"]: v for l, v in select(first, "podnet_probe_errors_total",
