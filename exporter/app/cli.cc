@@ -24,7 +24,8 @@ flags:
 
 dns-explain: performs one lookup of NAME the way the C library would (glibc, the default, or
 musl) under the resolv.conf (default /etc/resolv.conf) and prints every question it sends, its
-answer and timing, and the result.
+answer and timing, and the result. Exit codes: 0 the name was found, 1 it was not (NXDOMAIN,
+NODATA, SERVFAIL, timeout, refused, or a name the C library refuses to send), 2 bad flags.
 
 exit codes: 0 ok, 1 a listener cannot be bound, 2 bad flags or bad configuration.
 SIGHUP or POST /-/reload reloads the configuration; a bad file keeps the running one.

@@ -1,7 +1,15 @@
 #include "exporter/net/ares_channel.h"
 
 #include <arpa/nameser.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 
@@ -19,6 +27,18 @@ struct AresChannel::Socket {
   bool want_read = false, want_write = false;
   bool reading = false, writing = false;
 };
+
+struct AresChannel::Pending {
+  AresChannel* owner = nullptr;
+  std::string question;  // the DNS message after its 2-byte id (c-ares sets the id)
+  Callback cb;
+  OnSent on_sent;
+  bool sent = false;
+};
+
+const ares_socket_functions AresChannel::kSocketFunctions = {
+    &AresChannel::SockOpen, &AresChannel::SockClose, &AresChannel::SockConnect,
+    &AresChannel::SockRecvFrom, &AresChannel::SockSendv};
 
 AresChannel::AresChannel(boost::asio::io_context& io, Options options)
     : io_(io), options_(std::move(options)), timer_(io) {}
@@ -56,6 +76,7 @@ std::unique_ptr<AresChannel> AresChannel::Create(boost::asio::io_context& io,
     c->channel_ = nullptr;
     return nullptr;
   }
+  ares_set_socket_functions(c->channel_, &kSocketFunctions, c.get());
   ares_addr_port_node server{};
   server.next = nullptr;
   if (options.server.is_v4()) {
@@ -88,7 +109,7 @@ AresChannel::~AresChannel() {
 void AresChannel::OnSocketState(void* data, ares_socket_t fd, int readable, int writable) {
   auto* self = static_cast<AresChannel*>(data);
   if (!readable && !writable) {
-    self->sockets_.erase(fd);
+    self->Forget(fd);
     return;
   }
   auto& s = self->sockets_[fd];
@@ -137,19 +158,159 @@ void AresChannel::ArmTimer() {
   });
 }
 
-namespace {
-void Trampoline(void* arg, int status, int /*timeouts*/, unsigned char* abuf, int alen) {
-  std::unique_ptr<AresChannel::Callback> cb(static_cast<AresChannel::Callback*>(arg));
-  (*cb)(status, abuf, alen);
+// A handler running for this socket may still hold its Socket: the descriptor leaves the
+// reactor now, before c-ares closes the fd and another channel's socket gets the same number
+// (whose registration a late release would otherwise remove).
+void AresChannel::Forget(ares_socket_t fd) {
+  auto it = sockets_.find(fd);
+  if (it == sockets_.end()) return;
+  boost::system::error_code ec;
+  it->second->desc.cancel(ec);
+  it->second->desc.release();
+  sockets_.erase(it);
 }
-}  // namespace
 
-int AresChannel::Send(const std::string& name, std::uint16_t qtype, bool edns, Callback cb) {
+ares_socket_t AresChannel::SockOpen(int af, int type, int protocol, void* data) {
+  auto* self = static_cast<AresChannel*>(data);
+  int fd = ::socket(af, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+  if (fd < 0) return ARES_SOCKET_BAD;
+  bool stream = type == SOCK_STREAM;
+  if (stream) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as c-ares does itself
+  }
+  self->fds_[fd] = FdInfo{stream, {}};
+  return fd;
+}
+
+int AresChannel::SockClose(ares_socket_t fd, void* data) {
+  auto* self = static_cast<AresChannel*>(data);
+  self->Forget(fd);
+  self->fds_.erase(fd);
+  return ::close(fd);
+}
+
+int AresChannel::SockConnect(ares_socket_t fd, const struct sockaddr* addr, ares_socklen_t len,
+                             void* data) {
+  auto* self = static_cast<AresChannel*>(data);
+  if (len > sizeof self->peer_) {
+    errno = EINVAL;
+    return -1;
+  }
+  std::memset(&self->peer_, 0, sizeof self->peer_);
+  std::memcpy(&self->peer_, addr, len);
+  self->peer_len_ = len;
+  if (self->peer_.ss_family == AF_INET6 && self->options_.server.is_v6()) {
+    reinterpret_cast<sockaddr_in6*>(&self->peer_)->sin6_scope_id =
+        self->options_.server.to_v6().scope_id();
+  }
+  auto it = self->fds_.find(fd);
+  bool stream = it != self->fds_.end() && it->second.stream;
+  if (!stream && !self->options_.connect_udp) return 0;  // sendto each datagram (musl)
+  return ::connect(fd, reinterpret_cast<const sockaddr*>(&self->peer_), self->peer_len_);
+}
+
+ares_ssize_t AresChannel::SockRecvFrom(ares_socket_t fd, void* buf, size_t len, int flags,
+                                       struct sockaddr* from, ares_socklen_t* from_len,
+                                       void* /*data*/) {
+  return ::recvfrom(fd, buf, len, flags, from, from_len);
+}
+
+ares_ssize_t AresChannel::SockSendv(ares_socket_t fd, const struct iovec* iov, int n, void* data) {
+  auto* self = static_cast<AresChannel*>(data);
+  auto it = self->fds_.find(fd);
+  bool stream = it != self->fds_.end() && it->second.stream;
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = static_cast<std::size_t>(n);
+  if (!stream && !self->options_.connect_udp) {
+    m.msg_name = &self->peer_;
+    m.msg_namelen = self->peer_len_;
+  }
+  ssize_t r = ::sendmsg(fd, &m, MSG_NOSIGNAL);
+  if (r < 0 && errno == ECONNREFUSED && !stream) {
+    // The refusal (ICMP port unreachable) of the datagram before this one, reported by this
+    // send, which did not go out. glibc sends its A and AAAA pair in one sendmmsg, so both
+    // leave before the refusal comes back (2 questions to a refusing server on the wire): this
+    // one is sent again once; the next refusal reaches c-ares's read and ends both.
+    r = ::sendmsg(fd, &m, MSG_NOSIGNAL);
+  }
+  if (r > 0) self->Wrote(fd, iov, n, static_cast<std::size_t>(r));
+  return r;
+}
+
+void AresChannel::Wrote(ares_socket_t fd, const struct iovec* iov, int n, std::size_t bytes) {
+  std::string out;
+  for (int i = 0; i < n && out.size() < bytes; ++i) {
+    std::size_t take = std::min(iov[i].iov_len, bytes - out.size());
+    out.append(static_cast<const char*>(iov[i].iov_base), take);
+  }
+  auto it = fds_.find(fd);
+  if (it == fds_.end() || !it->second.stream) {
+    MarkSent(reinterpret_cast<const unsigned char*>(out.data()), out.size());
+    return;
+  }
+  // TCP: RFC 1035 4.2.2 two-byte length, then the message; a write may end mid-message.
+  std::string& buf = it->second.partial;
+  buf += out;
+  while (buf.size() >= 2) {
+    std::size_t len =
+        (static_cast<unsigned char>(buf[0]) << 8) | static_cast<unsigned char>(buf[1]);
+    if (buf.size() < 2 + len) break;
+    MarkSent(reinterpret_cast<const unsigned char*>(buf.data()) + 2, len);
+    buf.erase(0, 2 + len);
+  }
+}
+
+void AresChannel::MarkSent(const unsigned char* msg, std::size_t len) {
+  if (len < 12) return;
+  for (auto& p : pending_) {
+    if (p->sent || p->question.size() + 2 != len ||
+        std::memcmp(p->question.data(), msg + 2, len - 2) != 0) {
+      continue;
+    }
+    p->sent = true;
+    if (p->on_sent) p->on_sent(std::chrono::steady_clock::now());
+    return;
+  }
+}
+
+void AresChannel::Trampoline(void* arg, int status, int /*timeouts*/, unsigned char* abuf,
+                             int alen) {
+  auto* p = static_cast<Pending*>(arg);
+  AresChannel* self = p->owner;
+  Callback cb = std::move(p->cb);
+  auto it = std::find_if(self->pending_.begin(), self->pending_.end(),
+                         [p](const auto& q) { return q.get() == p; });
+  if (it != self->pending_.end()) self->pending_.erase(it);
+  if (self->in_send_ && status != ARES_EDESTRUCTION) {
+    // c-ares ended the question inside ares_send (its write failed): the caller hears it from
+    // the loop, not in the middle of Send.
+    std::vector<unsigned char> copy(abuf, abuf + (abuf && alen > 0 ? alen : 0));
+    boost::asio::post(self->io_, [cb = std::move(cb), status, copy = std::move(copy)] {
+      cb(status, copy.empty() ? nullptr : copy.data(), static_cast<int>(copy.size()));
+    });
+    return;
+  }
+  cb(status, abuf, alen);
+}
+
+int AresChannel::Send(const std::string& name, std::uint16_t qtype, bool edns, Callback cb,
+                      OnSent on_sent) {
   unsigned char* buf = nullptr;
   int len = 0;
   int rc = ares_create_query(name.c_str(), ns_c_in, qtype, 0, 1, &buf, &len, edns ? 1200 : 0);
   if (rc != ARES_SUCCESS) return -1;
-  ares_send(channel_, buf, len, &Trampoline, new Callback(std::move(cb)));
+  auto p = std::make_unique<Pending>();
+  p->owner = this;
+  p->question.assign(reinterpret_cast<const char*>(buf) + 2, static_cast<std::size_t>(len - 2));
+  p->cb = std::move(cb);
+  p->on_sent = std::move(on_sent);
+  Pending* raw = p.get();
+  pending_.push_back(std::move(p));
+  in_send_ = true;
+  ares_send(channel_, buf, len, &Trampoline, raw);
+  in_send_ = false;
   ares_free_string(buf);
   if (*alive_) ArmTimer();
   return len;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <ares.h>
+#include <sys/socket.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -12,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace podnet::net {
 
@@ -25,12 +27,24 @@ namespace podnet::net {
 /// when `tcp` is set. Every response is handed back whatever its rcode (ARES_FLAG_NOCHECKRESP)
 /// and a truncated one is not retried over TCP (ARES_FLAG_IGNTC): what happens next is the
 /// caller's decision (the resolver models decide it as their libc does).
+///
+/// The channel owns c-ares's socket calls (ares_set_socket_functions), so that:
+///  - a question counts as sent only when its bytes left the socket (`on_sent`, with the time):
+///    a UDP send that fails on the error of an earlier ICMP port unreachable, or a TCP
+///    connection that was refused, sends nothing (what a capture shows);
+///  - UDP is connected (ICMP errors come back as ECONNREFUSED, as glibc's send_dg does), or,
+///    with `connect_udp` false, unconnected with sendto (as musl's res_msend.c: no ICMP errors);
+///  - an IPv6 server's scope id (fe80::53%eth0) reaches connect/sendto (c-ares 1.18's server
+///    list has no scope);
+///  - a closed socket leaves the reactor before its fd number can be reused.
 class AresChannel {
  public:
   struct Options {
     boost::asio::ip::address server;
     std::uint16_t port = 53;
     bool tcp = false;
+    /// false: UDP questions go out with sendto on an unconnected socket (musl).
+    bool connect_udp = true;
     /// c-ares's own give-up time for one question; the caller normally gives up first.
     std::chrono::milliseconds timeout{30000};
   };
@@ -38,6 +52,8 @@ class AresChannel {
   /// `status` is an ARES_* code (ARES_SUCCESS with the raw response in abuf/alen,
   /// ARES_ETIMEOUT, ARES_ECONNREFUSED, ARES_ECANCELLED, ...).
   using Callback = std::function<void(int status, const unsigned char* abuf, int alen)>;
+  /// Called once when the question's last byte left the socket (never, if it did not).
+  using OnSent = std::function<void(std::chrono::steady_clock::time_point)>;
 
   /// nullptr and *error set when c-ares cannot be initialised.
   static std::unique_ptr<AresChannel> Create(boost::asio::io_context& io, const Options& options,
@@ -48,8 +64,10 @@ class AresChannel {
 
   /// Sends one question (class IN, RD set; EDNS0 OPT with 1200 bytes when `edns`). Returns the
   /// query's size in bytes (DNS message only), or -1 (then `cb` is not called) when c-ares
-  /// cannot encode the name.
-  int Send(const std::string& name, std::uint16_t qtype, bool edns, Callback cb);
+  /// cannot encode the name. `cb` is never called from inside Send (a failure c-ares reports
+  /// at once is posted to the io_context).
+  int Send(const std::string& name, std::uint16_t qtype, bool edns, Callback cb,
+           OnSent on_sent = {});
 
   /// Ends every outstanding question (their callbacks get ARES_ECANCELLED).
   void Cancel();
@@ -58,7 +76,20 @@ class AresChannel {
 
  private:
   struct Socket;
+  struct Pending;
   AresChannel(boost::asio::io_context& io, Options options);
+  static const ares_socket_functions kSocketFunctions;
+  static ares_socket_t SockOpen(int af, int type, int protocol, void* data);
+  static int SockClose(ares_socket_t fd, void* data);
+  static int SockConnect(ares_socket_t fd, const struct sockaddr* addr, ares_socklen_t len,
+                         void* data);
+  static ares_ssize_t SockRecvFrom(ares_socket_t fd, void* buf, size_t len, int flags,
+                                   struct sockaddr* from, ares_socklen_t* from_len, void* data);
+  static ares_ssize_t SockSendv(ares_socket_t fd, const struct iovec* iov, int n, void* data);
+  static void Trampoline(void* arg, int status, int timeouts, unsigned char* abuf, int alen);
+  void Forget(ares_socket_t fd);
+  void Wrote(ares_socket_t fd, const struct iovec* iov, int n, std::size_t bytes);
+  void MarkSent(const unsigned char* msg, std::size_t len);
   static void OnSocketState(void* data, ares_socket_t fd, int readable, int writable);
   void Watch(const std::shared_ptr<Socket>& s, bool read);
   void ArmTimer();
@@ -67,6 +98,15 @@ class AresChannel {
   Options options_;
   ares_channel channel_ = nullptr;
   std::map<ares_socket_t, std::shared_ptr<Socket>> sockets_;
+  struct FdInfo {
+    bool stream = false;
+    std::string partial;  // TCP: written bytes not yet a whole length-prefixed message
+  };
+  std::map<ares_socket_t, FdInfo> fds_;
+  std::vector<std::unique_ptr<Pending>> pending_;  // questions given to c-ares, in send order
+  bool in_send_ = false;
+  sockaddr_storage peer_{};  // the server as c-ares connects to it, with our scope id
+  socklen_t peer_len_ = 0;
   boost::asio::steady_timer timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

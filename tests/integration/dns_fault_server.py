@@ -2,6 +2,7 @@
 """A misbehaving DNS server for the fault tests (python3 stdlib only).
 
 Usage: dns_fault_server.py --listen ADDR --port N --mode MODE [--max-seconds S]
+ADDR may be a scoped IPv6 address (fe80::53%eth0).
 MODE: drop (never answers), servfail, refused, tc (UDP answers are empty with TC set; TCP
 answers carry one A / AAAA record), garbage (random bytes of random length), ok (one record).
 Listens on UDP and TCP; logs one line per question to stdout ("udp A name"). Exits after
@@ -73,12 +74,16 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=600)
     a = ap.parse_args()
     fam = socket.AF_INET6 if ":" in a.listen else socket.AF_INET
+    addr = (a.listen, a.port)
+    if "%" in a.listen:  # a link-local address with its zone: fe80::53%eth0
+        host, zone = a.listen.split("%", 1)
+        addr = (host, a.port, 0, int(zone) if zone.isdigit() else socket.if_nametoindex(zone))
     udp = socket.socket(fam, socket.SOCK_DGRAM)
     udp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    udp.bind((a.listen, a.port))
+    udp.bind(addr)
     tcp = socket.socket(fam, socket.SOCK_STREAM)
     tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    tcp.bind((a.listen, a.port))
+    tcp.bind(addr)
     tcp.listen(16)
     print("ready", flush=True)
     end = time.time() + a.max_seconds

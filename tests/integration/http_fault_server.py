@@ -5,8 +5,11 @@
 
 Ports from P: +0 blackhole (accepts, reads, never answers), +1 reset (half a response, then RST),
 +2 status500, +3 garbage (not HTTP), +4 slowloris (a valid response one byte every 50 ms),
-+5 bigbody (Content-Length 1 MB, over the probe's limit). "refused" needs no server: a port
-nothing listens on. Bounded: the process exits after --seconds; every connection is closed
++5 bigbody (Content-Length 1 MB, over the probe's limit), and three keep-alive servers that
+real clients (curl, Go's net/http) take without an error: +6 early_hints ("103 Early Hints" with
+a Link header before each 200), +7 idle_close (closes the idle connection after 3 responses,
+without "Connection: close"), +8 close_on_reuse (answers the first request of a connection,
+closes at the second without a byte). "refused" needs no server: a port nothing listens on. Bounded: the process exits after --seconds; every connection is closed
 within a few seconds; at most 512 connections are handled at once (more are closed at once).
 """
 import argparse
@@ -15,7 +18,43 @@ import sys
 import threading
 import time
 
-FAULTS = ["blackhole", "reset", "status500", "garbage", "slowloris", "bigbody"]
+FAULTS = ["blackhole", "reset", "status500", "garbage", "slowloris", "bigbody",
+          "early_hints", "idle_close", "close_on_reuse"]
+KEEPALIVE = {"early_hints", "idle_close", "close_on_reuse"}
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\npodnet"
+HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
+
+
+def keepalive(kind, c):
+    """Serves requests on one connection for at most 10 s (pipelined heads are answered in
+    order)."""
+    data, served, until = b"", 0, time.time() + 10
+    while time.time() < until:
+        while b"\r\n\r\n" not in data:
+            c.settimeout(max(0.01, until - time.time()))
+            try:
+                chunk = c.recv(4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            data += chunk
+        data = data.split(b"\r\n\r\n", 1)[1]
+        if kind == "close_on_reuse" and served == 1:
+            return
+        if kind == "early_hints":
+            if served % 2:
+                c.sendall(HINTS)
+                time.sleep(0.002)
+                c.sendall(OK)
+            else:
+                c.sendall(HINTS + OK)
+        else:
+            c.sendall(OK)
+        served += 1
+        if kind == "idle_close" and served == 3:
+            time.sleep(0.002)
+            return
 active = threading.BoundedSemaphore(512)
 
 
@@ -35,6 +74,9 @@ def read_head(c, deadline):
 
 def handle(kind, c):
     try:
+        if kind in KEEPALIVE:
+            keepalive(kind, c)
+            return
         if read_head(c, time.time() + 2) is None:
             return
         if kind == "blackhole":

@@ -50,6 +50,31 @@ VARIANTS = [
 FAULTS = [("drop", "127.0.0.21"), ("servfail", "127.0.0.22"), ("refused", "127.0.0.23"),
           ("tc", "127.0.0.24"), ("garbage", "127.0.0.25")]
 FAULT_NAME = "faulty.example"
+# Resolver fidelity: resolv.conf read byte for byte, option bounds, scoped and refused
+# nameservers, names the libcs refuse. Each is compared on the wire with real glibc and musl
+# (phase 1) and in the exporter's metrics (phase 2), like every other case.
+# Names the configuration refuses (not valid DNS names): dns-explain only.
+PHASE1_ONLY = {"fid-names"}
+LONG_SEARCH = "search " + " ".join("d%d-long-search-domain-for-line-length.test" % i
+                                   for i in range(1, 11)) + "\n"
+SCOPED_IF = "pnd0"
+SCOPED_NS = "fe80::53"
+FIDELITY = [
+    ("fid-long-line", "nameserver 127.0.0.1\n" + LONG_SEARCH + "options ndots:5\n", ["web"]),
+    ("fid-crlf", "nameserver 127.0.0.1\nsearch c.test b.test\r\n", ["web"]),
+    ("fid-timeout0", "nameserver 127.0.0.1\noptions timeout:0\n", ["web.a.test"]),
+    ("fid-attempts0", "nameserver 127.0.0.1\noptions attempts:0\n", ["web.a.test"]),
+    ("fid-scoped", "nameserver %s%%%s\noptions ndots:1\n" % (SCOPED_NS, SCOPED_IF),
+     ["web.scoped.test"]),
+    # 127.0.0.5 is a local address with nothing on port 53: ICMP port unreachable / TCP RST.
+    ("fid-refused", "nameserver 127.0.0.5\nnameserver 127.0.0.1\noptions timeout:2 attempts:1\n",
+     ["web.a.test"]),
+    ("fid-refused-vc",
+     "nameserver 127.0.0.5\nnameserver 127.0.0.1\noptions use-vc timeout:2 attempts:1\n",
+     ["web.a.test"]),
+    ("fid-names", "nameserver 127.0.0.1\nsearch a.test\n",
+     ["a..b", "web..", ".".join(["x" * 62] * 4) + ".example"]),
+]
 # Results the models must report (glibc, musl).
 FAULT_RESULTS = {"drop": ("timeout", "timeout"), "servfail": ("servfail", "servfail"),
                  "refused": ("error", "timeout"), "tc": ("success", "nodata"),
@@ -120,11 +145,13 @@ class Capture:
             incl = struct.unpack("<I", data[pos + 8:pos + 12])[0]
             pkt = data[pos + 16:pos + 16 + incl]
             pos += 16 + incl
-            if len(pkt) < 14 + 20 or pkt[12:14] != b"\x08\x00":
+            if len(pkt) < 14 + 20 or pkt[12:14] not in (b"\x08\x00", b"\x86\xdd"):
                 continue
             ip = pkt[14:]
-            ihl = (ip[0] & 15) * 4
-            proto = ip[9]
+            if pkt[12:14] == b"\x08\x00":
+                ihl, proto, src, dst = (ip[0] & 15) * 4, ip[9], ip[12:16], ip[16:20]
+            else:  # IPv6 without extension headers (what the resolvers send)
+                ihl, proto, src, dst = 40, ip[6], ip[8:24], ip[24:40]
             l4 = ip[ihl:]
             if proto == 17:
                 q = self.question(l4[8:])
@@ -132,7 +159,7 @@ class Capture:
                     out.append(q + ("udp",))
             elif proto == 6:
                 sport = struct.unpack("!H", l4[0:2])[0]
-                key = (ip[12:16], sport, ip[16:20])
+                key = (src, sport, dst)
                 payload = l4[(l4[12] >> 4) * 4:]
                 if not payload:
                     continue
@@ -233,6 +260,15 @@ def main():
         for mode, addr in FAULTS:
             start(["python3", a.fault_server, "--listen", addr, "--port", "53", "--mode", mode,
                    "--max-seconds", "600"], os.path.join(tmp, "fault-%s.log" % mode))
+        # A link-local nameserver with a zone id: one end of a veth pair (this kernel has no
+        # dummy interfaces) holds fe80::53.
+        run("ip", "-n", NS, "link", "add", SCOPED_IF, "type", "veth", "peer", "name",
+            SCOPED_IF + "p")
+        run("ip", "-n", NS, "link", "set", SCOPED_IF + "p", "up")
+        run("ip", "-n", NS, "link", "set", SCOPED_IF, "up")
+        run("ip", "-n", NS, "-6", "addr", "add", SCOPED_NS + "/64", "dev", SCOPED_IF, "nodad")
+        start(["python3", a.fault_server, "--listen", "%s%%%s" % (SCOPED_NS, SCOPED_IF), "--port",
+               "53", "--mode", "ok", "--max-seconds", "600"], os.path.join(tmp, "fault-scoped.log"))
         set_resolv_conf("nameserver 127.0.0.1\n")
         wait_for(lambda: in_ns(a.glibc, "www.amazon.com.", check_rc=False).returncode == 0, 20,
                  "unbound to answer")
@@ -243,6 +279,10 @@ def main():
         cases = [(v, conf, names) for v, conf, names in VARIANTS]
         cases += [("fault-" + mode, "nameserver %s\nsearch lab.test\noptions timeout:1 attempts:2\n"
                    % addr, [FAULT_NAME]) for mode, addr in FAULTS]
+        cases += FIDELITY
+        only = os.environ.get("PODNET_DNS_CASES")  # a comma-separated subset, while debugging
+        if only:
+            cases = [c for c in cases if c[0] in only.split(",")]
         for variant, conf, names in cases:
             set_resolv_conf(conf)
             conf_path = os.path.join(tmp, variant + ".conf")
@@ -252,20 +292,43 @@ def main():
                 for form, qname in (("as_written", n), ("absolute", n + ".")):
                     for res, binary in (("glibc", a.glibc), ("musl", a.musl)):
                         cnt, qs, r, _ = captured(cap, [binary, qname])
-                        truth[(variant, n, form, res)] = (cnt, r.returncode == 0)
+                        truth[(variant, n, form, res)] = (cnt, r.returncode == 0, qs)
+                        if variant.startswith("fid-"):
+                            log("truth %s %r %s: %d questions, rc %s, %s %s"
+                                % (variant, qname, res, cnt, r.returncode, r.stdout.strip(),
+                                   [q[:2] for q in qs]))
                         ours, oqs, er, elapsed = captured(
                             cap, [a.exporter, "dns-explain", qname, "--resolv-conf", conf_path,
                                   "--resolver", res])
                         check(ours == cnt and sorted(oqs) == sorted(qs),
                               "%s %s %s %s: dns-explain put %d questions on the wire, %s %d"
                               % (variant, qname, form, res, ours, res, cnt))
-                        if ours != cnt:
+                        if ours != cnt or sorted(oqs) != sorted(qs):
                             log("  %s: %s\n  ours: %s\n%s" % (res, qs, oqs, er.stdout))
+                        check(er.returncode == (0 if r.returncode == 0 else 1),
+                              "%s %s %s: dns-explain exit %d, %s %s" % (
+                                  variant, qname, res, er.returncode, res,
+                                  "found" if r.returncode == 0 else "not found"))
+                        rows_out = [l for l in er.stdout.splitlines()
+                                    if re.match(r"\s+\d+\.\d{3}\s", l)]
+                        check(len(rows_out) == ours, "%s %s %s: dns-explain prints %d rows for "
+                              "%d questions" % (variant, qname, res, len(rows_out), ours))
+                        times = [float(l.split()[0]) for l in rows_out]
+                        check(times == sorted(times) and "at -" not in er.stdout,
+                              "%s %s %s: rows in time order, no negative time"
+                              % (variant, qname, res))
+                        if cnt == 0:
+                            check("t(ms)" not in er.stdout
+                                  and re.search(r"^%s .*\n\nresult " % res, er.stdout, re.M),
+                                  "%s %s %s: nothing sent: the libc's reason, no table\n%s"
+                                  % (variant, qname, res, er.stdout))
 
         # Phase 2: the exporter's own metrics.
         exporters = []
         port = 19500
         for variant, conf, names in cases:
+            if variant in PHASE1_ONLY:
+                continue
             port += 1
             conf_path = os.path.join(tmp, variant + ".conf")
             cfg = os.path.join(tmp, variant + ".yaml")
@@ -289,7 +352,7 @@ def main():
             for n in names:
                 for form in ("as_written", "absolute"):
                     for res in ("glibc", "musl"):
-                        cnt, ok = truth[(variant, n, form, res)]
+                        cnt, ok, qs = truth[(variant, n, form, res)]
                         got = value(s, "podnet_dns_queries_per_lookup", name=n, form=form,
                                     resolver=res)
                         success = value(s, "podnet_dns_lookups_total", name=n, form=form,
@@ -300,6 +363,19 @@ def main():
                         check((success > 0) == ok, "%s %s %s %s: exporter result %s, libc %s"
                               % (variant, n, form, res, "success" if success else "failure",
                                  "found" if ok else "not found"))
+                        # Every lookup of a case is the same walk: the qtype counters are the
+                        # captured questions of each type times the lookups.
+                        lookups = sum(v for l, v in s.get("podnet_dns_lookups_total", [])
+                                      if l.get("name") == n and l.get("form") == form
+                                      and l.get("resolver") == res)
+                        for qt in ("A", "AAAA"):
+                            want = lookups * sum(1 for q in qs if q[0] == qt)
+                            got_qt = value(s, "podnet_dns_queries_total", name=n, form=form,
+                                           resolver=res, qtype=qt)
+                            check(got_qt == want, "%s %s %s %s: podnet_dns_queries_total{qtype="
+                                  "\"%s\"} %s, captured %d per lookup x %d lookups"
+                                  % (variant, n, form, res, qt, got_qt,
+                                     want // max(1, lookups), lookups))
             if variant.startswith("fault-"):
                 mode = variant[len("fault-"):]
                 for res, want in zip(("glibc", "musl"), FAULT_RESULTS[mode]):

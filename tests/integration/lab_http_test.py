@@ -44,6 +44,13 @@ FAULTS = {  # peer name -> (port offset from FAULT_BASE_PORT, or None for a clos
     "f-slowloris": (4, "slow_response"),
     "f-bigbody": (5, "body_too_large"),
 }
+# Keep-alive peers real clients take without an error (curl is the truth, asked in the same
+# run): peer name -> (port offset, the reconnect reason the probe must count, or None).
+CLEAN = {
+    "f-early-hints": (6, None),
+    "f-idle-close": (7, "idle_closed"),
+    "f-close-on-reuse": (8, "retried"),
+}
 INTERVAL_S = 6
 
 
@@ -94,7 +101,7 @@ def write_client_config(path, faults):
             "    - { name: zone, address: %s, node: node-b, zone: zone-a }\n"
             "    - { name: cross, address: %s, node: node-c, zone: zone-b }\n"
             % (ADDR["same"], ADDR["zone"], ADDR["cross"]))
-    for name, (offset, _) in (FAULTS.items() if faults else []):
+    for name, (offset, _) in (list(FAULTS.items()) + list(CLEAN.items()) if faults else []):
         port = FAULT_BASE_PORT + (offset if offset is not None else 90)
         text += ("    - { name: %s, address: %s, port: %d, node: node-a, zone: zone-a }\n"
                  % (name, ADDR["same"], port))
@@ -191,6 +198,12 @@ def scenario(args, tmp):
     time.sleep(2 * INTERVAL_S + 1)
     _, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
     first = parse_metrics(body)
+    r = subprocess.run([args.promtool, "check", "metrics"], input=body, capture_output=True,
+                       text=True)
+    check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip()
+          and "podnet_http_reconnects_total{" in body,
+          "promtool check metrics with every fault and reconnect series: no problem %s"
+          % (r.stdout + r.stderr).strip())
     for name, (_, reason) in FAULTS.items():
         n = counter(first, "podnet_probe_errors_total", peer=name, probe="http", reason=reason)
         others = {l["reason"]: v for l, v in select(first, "podnet_probe_errors_total",
@@ -200,6 +213,28 @@ def scenario(args, tmp):
               "%s: errors counted as %s (%d; others %s)" % (name, reason, n, others))
         check(counter(first, "podnet_http_request_duration_seconds_count", peer=name) == 0,
               "%s: no latency observed for failed requests" % name)
+
+    # Keep-alive servers real clients take: curl (10 requests on one connection) is the truth.
+    for name, (offset, reason) in CLEAN.items():
+        url = "http://%s:%d/echo" % (ADDR["same"], FAULT_BASE_PORT + offset)
+        r = lab.in_ns(NS["client"], "curl", "-s", "-m", "10", "-w",
+                      "%{http_code} %{num_connects}\n", *(["-o", "/dev/null", url] * 10),
+                      check_rc=False, timeout=30)
+        codes = [l.split()[0] for l in r.stdout.splitlines() if l.strip()]
+        connects = sum(int(l.split()[1]) for l in r.stdout.splitlines() if l.strip())
+        lab.log("curl %s: codes %s, %d connections" % (name, " ".join(codes), connects))
+        check(codes == ["200"] * 10, "%s: curl gets 200 ten times (%s)" % (name, codes))
+        errors = {l["reason"]: v for l, v in select(first, "podnet_probe_errors_total",
+                                                    peer=name, probe="http")}
+        ok = counter(first, "podnet_http_requests_total", peer=name, code="200")
+        other = {l["code"]: v for l, v in select(first, "podnet_http_requests_total", peer=name)
+                 if l["code"] != "200"}
+        check(ok > 0 and not any(errors.values()) and not any(other.values()),
+              "%s: the probe, like curl, gets 200 only (%d; other codes %s, errors %s)"
+              % (name, ok, other, errors))
+        if reason:
+            n = counter(first, "podnet_http_reconnects_total", peer=name, reason=reason)
+            check(n > 0, "%s: reconnects counted as %s (%d)" % (name, reason, n))
 
     # The probe goes on: another round later, the healthy peers got more answers and the
     # faults more errors; the exporter serves and is alive.

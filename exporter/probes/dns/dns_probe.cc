@@ -242,7 +242,7 @@ void ServersTarget::Run(std::chrono::steady_clock::time_point, std::function<voi
   auto start = std::chrono::steady_clock::now();
   for (const auto& ns : conf.nameservers) {
     std::string err;
-    net::AresChannel* ch = pool_->Get(ns, false, &err);
+    net::AresChannel* ch = pool_->Get(ns, false, true, &err);
     if (!ch) {
       kind_->Error(series_, "channel");
       continue;

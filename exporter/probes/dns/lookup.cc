@@ -1,19 +1,22 @@
 #include "exporter/probes/dns/lookup.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 
 #include "exporter/net/address.h"
 
 namespace podnet::probes::dns {
 
-net::AresChannel* ChannelPool::Get(const ResolvConf::Nameserver& ns, bool tcp, std::string* error) {
-  auto key = std::make_tuple(ns.address.to_string(), ns.port, tcp);
+net::AresChannel* ChannelPool::Get(const ResolvConf::Nameserver& ns, bool tcp, bool connect_udp,
+                                   std::string* error) {
+  auto key = std::make_tuple(ns.address.to_string(), ns.port, tcp, connect_udp);
   auto& c = channels_[key];
   if (!c) {
     net::AresChannel::Options o;
     o.server = ns.address;
     o.port = ns.port;
     o.tcp = tcp;
+    o.connect_udp = connect_udp;
     c = net::AresChannel::Create(io_, o, error);
   }
   return c.get();
@@ -59,7 +62,9 @@ void Lookup::Apply(Actions a) {
   for (const WireQuery& q : a.send) {
     const auto& ns = conf_.nameservers.at(static_cast<std::size_t>(q.server));
     std::string err;
-    net::AresChannel* ch = pool_->Get(ns, q.tcp, &err);
+    // glibc's send_dg connects its UDP socket (ICMP errors come back as ECONNREFUSED); musl's
+    // res_msend.c uses sendto on an unconnected one.
+    net::AresChannel* ch = pool_->Get(ns, q.tcp, libc_ == Libc::kGlibc, &err);
     QueryRecord rec;
     rec.query = q;
     rec.server = net::FormatHostPort(ns.address, ns.port);
@@ -73,11 +78,17 @@ void Lookup::Apply(Actions a) {
     outcome_.queries.push_back(rec);
     by_id_[q.id] = index;
     bool edns = libc_ == Libc::kGlibc && conf_.edns0;
-    int len =
-        ch->Send(q.name, static_cast<std::uint16_t>(q.qtype), edns,
-                 [weak = weak_from_this(), index](int status, const unsigned char* abuf, int alen) {
-                   if (auto l = weak.lock()) l->OnReply(index, status, abuf, alen);
-                 });
+    int len = ch->Send(
+        q.name, static_cast<std::uint16_t>(q.qtype), edns,
+        [weak = weak_from_this(), index](int status, const unsigned char* abuf, int alen) {
+          if (auto l = weak.lock()) l->OnReply(index, status, abuf, alen);
+        },
+        [weak = weak_from_this(), index](std::chrono::steady_clock::time_point at) {
+          auto l = weak.lock();
+          if (!l || l->handed_over_ || index >= l->outcome_.queries.size()) return;
+          l->outcome_.queries[index].on_wire = true;
+          l->outcome_.queries[index].sent_at = at - l->start_;
+        });
     if (len < 0) {
       outcome_.queries.pop_back();
       outcome_.error = "c-ares cannot encode the name " + q.name;
@@ -85,8 +96,6 @@ void Lookup::Apply(Actions a) {
       return;
     }
     outcome_.queries[index].bytes = len;
-    // c-ares wrote the datagram inside Send (opening the socket first on a channel's first use).
-    outcome_.queries[index].sent_at = Now();
     if (finished_) return;
   }
   if (a.done) {
@@ -104,8 +113,11 @@ void Lookup::Apply(Actions a) {
 }
 
 void Lookup::OnReply(std::size_t index, int status, const unsigned char* abuf, int alen) {
-  if (finished_ || index >= outcome_.queries.size()) return;
+  // A reply that comes in the same c-ares dispatch as the one that ended the walk (c-ares ends
+  // every question to a server that refused) is still recorded, not fed to the model.
+  if (handed_over_ || index >= outcome_.queries.size()) return;
   if (status == ARES_ECANCELLED || status == ARES_EDESTRUCTION) return;
+  if (finished_ && outcome_.queries[index].reply) return;
   Reply r;
   if (status == ARES_SUCCESS && abuf && alen >= 12) {
     r.kind = Reply::Kind::kAnswer;
@@ -123,6 +135,7 @@ void Lookup::OnReply(std::size_t index, int status, const unsigned char* abuf, i
     rec.replied_at = Now();
     rec.reply_bytes = status == ARES_SUCCESS ? alen : 0;
   }
+  if (finished_) return;
   Apply(model_->OnReply(rec.query.id, r));
 }
 
@@ -133,8 +146,17 @@ void Lookup::Finish(std::optional<Result> forced) {
   guard_.cancel();
   outcome_.duration = Now();
   outcome_.result = forced ? *forced : model_->result();
+  outcome_.note = model_->note();
   // Posted: we may be inside ares_process_fd, where cancelling the channel is not safe.
   boost::asio::post(io_, [self = shared_from_this()] {
+    self->handed_over_ = true;
+    // What left the socket, in the order it did (a TCP question leaves once its connection is
+    // up, possibly after a later UDP one); a question c-ares could not write is not counted.
+    auto& q = self->outcome_.queries;
+    std::erase_if(q, [](const QueryRecord& r) { return !r.on_wire; });
+    std::stable_sort(q.begin(), q.end(), [](const QueryRecord& a, const QueryRecord& b) {
+      return a.sent_at < b.sent_at;
+    });
     self->pool_->CancelAll();
     if (self->done_) {
       auto done = std::move(self->done_);

@@ -23,21 +23,24 @@ class ChannelPool {
  public:
   explicit ChannelPool(boost::asio::io_context& io) : io_(io) {}
   /// nullptr and *error set when c-ares cannot make the channel.
-  net::AresChannel* Get(const ResolvConf::Nameserver& ns, bool tcp, std::string* error);
+  /// `connect_udp`: see net::AresChannel::Options (glibc true, musl false).
+  net::AresChannel* Get(const ResolvConf::Nameserver& ns, bool tcp, bool connect_udp,
+                        std::string* error);
   void CancelAll();
 
  private:
   boost::asio::io_context& io_;
-  std::map<std::tuple<std::string, std::uint16_t, bool>, std::unique_ptr<net::AresChannel>>
+  std::map<std::tuple<std::string, std::uint16_t, bool, bool>, std::unique_ptr<net::AresChannel>>
       channels_;
 };
 
 /// One question as it went on the wire, and what came back (times from the lookup's start).
 struct QueryRecord {
   WireQuery query;
-  std::string server;  // "10.0.0.10:53"
-  std::chrono::nanoseconds sent_at{0};
-  std::optional<Reply> reply;  // nullopt: none before the lookup ended (TIMEOUT)
+  std::string server;                   // "10.0.0.10:53"
+  bool on_wire = false;                 // its bytes left the socket
+  std::chrono::nanoseconds sent_at{0};  // when they did
+  std::optional<Reply> reply;           // nullopt: none before the lookup ended (TIMEOUT)
   std::chrono::nanoseconds replied_at{0};
   int bytes = 0;        // DNS message sent
   int reply_bytes = 0;  // DNS message received
@@ -46,8 +49,12 @@ struct QueryRecord {
 struct LookupOutcome {
   Result result = Result::kError;
   std::chrono::nanoseconds duration{0};
-  std::vector<QueryRecord> queries;  // in the order they were sent
-  std::string error;                 // set with Result::kError from our side (c-ares setup)
+  /// Exactly the questions that left the socket, in the order they did (a question the model
+  /// asked for that the socket refused to send, e.g. after an ICMP port unreachable, is not
+  /// here: it is not on the wire).
+  std::vector<QueryRecord> queries;
+  std::string error;  // set with Result::kError from our side (c-ares setup)
+  std::string note;   // the model's ResolverModel::note(): why the libc sent nothing
 };
 
 /// Performs one lookup of `name` as `libc` would under `conf`: the model decides every question,
@@ -82,7 +89,8 @@ class Lookup : public std::enable_shared_from_this<Lookup> {
   std::chrono::steady_clock::time_point start_;
   LookupOutcome outcome_;
   Done done_;
-  bool finished_ = false;
+  bool finished_ = false;     // the walk is over: the model hears nothing more
+  bool handed_over_ = false;  // outcome_ went to `done`
 };
 
 }  // namespace podnet::probes::dns

@@ -15,21 +15,35 @@ enum class Libc { kGlibc, kMusl };
 const char* LibcName(Libc l);                       // "glibc" | "musl"
 std::optional<Libc> ParseLibc(std::string_view s);  // inverse of LibcName
 
-/// /etc/resolv.conf as one C library sees it.
+/// musl reads resolv.conf with fgets into a 256-byte buffer: a line with more bytes than this
+/// before its '\n' is skipped whole (src/network/resolvconf.c).
+inline constexpr std::size_t kMuslLineMax = 254;
+
+/// /etc/resolv.conf as one C library sees it, byte for byte. The README's table "resolv.conf as
+/// each model reads it" lists every option, bound and limit with its source line.
 ///
-/// glibc (resolv/res_init.c: __res_vinit, res_setoptions; glibc 2.36):
-///  - `nameserver` IPv4 or IPv6 literal (an IPv6 `%scope` is dropped), at most 3 (MAXNS); more
-///    are ignored; none = 127.0.0.1 (and ::1 is not added).
-///  - `domain X` and `search X Y ...`: the last such line wins; `domain` is a one-entry list.
-///  - `options` (and the RES_OPTIONS environment variable, applied after the file):
-///    ndots:N (cap 15), timeout:N (cap 30), attempts:N (cap 5), rotate, single-request,
-///    single-request-reopen, edns0, use-vc, no-aaaa, trust-ad, no-tld-query; unknown ones ignored.
+/// glibc 2.36 (resolv/res_init.c: __res_vinit, res_setoptions; resolv/resolv_conf.c):
+///  - lines of any length ('\n' ends one; a '\r' is an ordinary byte); `#` or `;` in column 1
+///    is a comment; a keyword counts at the start of a line followed by ' ' or '\t'.
+///  - `nameserver`: the word up to " \t\n"; IPv4 as inet_aton reads the whole word, else IPv6
+///    with an optional `%scope` (interface name for link-local, else a number; an unknown
+///    scope is ignored); at most 3 (MAXNS); none = 127.0.0.1.
+///  - `domain X` and `search X Y ...`: the last such line wins; `domain` is a one-entry list;
+///    the search list is split on ' ' and '\t' only (a CRLF file leaves "b.test\r").
+///  - `options` (and RES_OPTIONS, after the file): words split on ' ' and '\t', matched by
+///    prefix; ndots:N = atoi, > 15 → 15, a negative value keeps its low 4 bits (res_state's
+///    `unsigned ndots:4`); timeout:N (> 30 → 30; <= 0 behaves as 1 s in send_dg); attempts:N
+///    (> 5 → 5; <= 0 → no question is sent); rotate, edns0, single-request-reopen,
+///    single-request, no-tld-query (or no_tld_query), use-vc, trust-ad, no-aaaa.
 ///  - LOCALDOMAIN in the environment replaces the search list (blank-separated).
-///  - Keywords count only at the start of a line, followed by a blank; `#` and `;` start a
-///    comment line.
-/// musl (src/network/resolvconf.c: __get_resolv_conf; musl 1.2.3):
-///  - `nameserver` at most 3, none = 127.0.0.1; `domain`/`search` the last wins;
-///    `options` ndots (cap 15), attempts (cap 10), timeout (cap 60) only; no environment.
+/// musl 1.2.3 (src/network/resolvconf.c __get_resolv_conf; lookup_ipliteral.c; lookup_name.c):
+///  - a line longer than kMuslLineMax bytes is skipped; a keyword is followed by isspace(3).
+///  - `nameserver` at most 3, none = 127.0.0.1; IPv4 (inet_aton) or IPv6 with `%scope`
+///    (digits, or an interface name on a link-local address only; unknown: line dropped).
+///  - `domain`/`search`: the rest of the line, the last wins, split on isspace ('\r' too).
+///  - `options`: strstr anywhere on the line for ndots: (cap 15), attempts: (cap 10, 0 divides
+///    by zero in res_msend.c), timeout: (cap 60, 0 sends nothing); a digit must follow the
+///    colon. No environment, no flags.
 struct ResolvConf {
   struct Nameserver {
     boost::asio::ip::address address;

@@ -53,6 +53,24 @@ struct NameShape {
   bool trailing_dot = false;
 };
 
+}  // namespace
+
+bool Encodable(std::string_view name) {
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);
+  if (name.empty() || name.size() > 253) return false;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t dot = name.find('.', start);
+    std::size_t len = (dot == std::string_view::npos ? name.size() : dot) - start;
+    if (len == 0 || len > 63) return false;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return true;
+}
+
+namespace {
+
 NameShape Shape(const std::string& name) {
   NameShape s;
   s.dots = static_cast<int>(std::count(name.begin(), name.end(), '.'));
@@ -126,6 +144,7 @@ class GlibcModel : public ResolverModel {
   }
 
   Result result() const override { return result_; }
+  std::string note() const override { return note_; }
 
   milliseconds MaxDuration() const override {
     // Every name tried: as-is + search list (+ as-is); each costs attempts × Σ server timeouts
@@ -144,6 +163,7 @@ class GlibcModel : public ResolverModel {
   // res_send.c send_dg: "seconds = (statp->retrans << ns); if (ns > 0) seconds /= nscount;
   // if (seconds <= 0) seconds = 1".
   milliseconds ServerTimeout(int ns) const {
+    if (conf_.timeout_s <= 0) return milliseconds(1000);
     long s = static_cast<long>(conf_.timeout_s) << ns;
     if (ns > 0) s /= Nscount();
     return milliseconds(std::max(1L, s) * 1000);
@@ -161,6 +181,22 @@ class GlibcModel : public ResolverModel {
     try_ = 0;
     ns_ = 0;
     tcp_ = false;
+    if (!Encodable(current_)) {
+      // res_mkquery.c → ns_name.c ns_name_pton refuses it (EMSGSIZE): __res_context_query sets
+      // NO_RECOVERY without sending (getaddrinfo, measured: EAI_NONAME).
+      note_ = "glibc cannot put " + current_ +
+              " in a question (resolv/ns_name.c: empty label, label over 63 or name over 253 "
+              "bytes), nothing sent; getaddrinfo: Name or service not known";
+      return NameDone(HErrno::kNoRecovery);
+    }
+    if (conf_.attempts <= 0) {
+      // res_send.c: "for (try = 0; try < statp->retry; try++)" never runs; gotsomewhere is 0:
+      // ECONNREFUSED, which ends __res_context_search's walk.
+      note_ = "glibc sends nothing with attempts:" + std::to_string(conf_.attempts) +
+              " (resolv/res_send.c: zero tries, ECONNREFUSED); getaddrinfo: Temporary failure "
+              "in name resolution";
+      return NameDone(HErrno::kConnRefused);
+    }
     return SendToServer();
   }
 
@@ -358,6 +394,7 @@ class GlibcModel : public ResolverModel {
   int next_id_ = 1;
   bool done_ = false;
   Result result_ = Result::kError;
+  std::string note_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -370,8 +407,14 @@ class MuslModel : public ResolverModel {
     NameShape s = Shape(name);
     std::string bare = name;
     if (s.trailing_dot) bare.pop_back();
+    // lookup_name.c: a name of 0 or 255+ bytes, or with two trailing dots, is EAI_NONAME.
+    refused_ = name.empty() || name.size() >= 255 ||
+               (s.trailing_dot && (bare.empty() || bare.back() == '.'));
     if (s.dots < conf_.ndots && !s.trailing_dot) {
-      for (const auto& d : conf_.search) candidates_.push_back(bare + "." + d);
+      // name_from_dns_search: a domain is tried only when "z-p < 256 - l - 1".
+      for (const auto& d : conf_.search) {
+        if (d.size() < 256 - bare.size() - 1) candidates_.push_back(bare + "." + d);
+      }
     }
     candidates_.push_back(bare);
     total_ = milliseconds(1000L * conf_.timeout_s);
@@ -380,7 +423,15 @@ class MuslModel : public ResolverModel {
     if (retry_.count() <= 0) retry_ = total_;
   }
 
-  Actions Start() override { return BeginName(); }
+  Actions Start() override {
+    if (refused_) {
+      note_ =
+          "musl refuses the name before any question (src/network/lookup_name.c): Name "
+          "does not resolve";
+      return Finish(Result::kError);
+    }
+    return BeginName();
+  }
 
   Actions OnReply(int id, const Reply& reply) override {
     auto it = sent_.find(id);
@@ -415,6 +466,7 @@ class MuslModel : public ResolverModel {
   }
 
   Result result() const override { return result_; }
+  std::string note() const override { return note_; }
 
   milliseconds MaxDuration() const override {
     return total_ * static_cast<int>(candidates_.size());
@@ -431,6 +483,24 @@ class MuslModel : public ResolverModel {
     answers_.assign(2, std::nullopt);
     sent_.clear();
     elapsed_ = milliseconds(0);
+    if (!Encodable(candidates_[index_])) {
+      // res_mkquery.c returns -1; name_from_dns returns EAI_NONAME, which ends the walk.
+      note_ = "musl cannot put " + candidates_[index_] +
+              " in a question (src/network/res_mkquery.c), nothing sent: Name does not resolve";
+      return Finish(Result::kError);
+    }
+    if (conf_.attempts <= 0) {
+      // res_msend.c: "retry_interval = timeout / attempts" divides by zero: SIGFPE.
+      note_ =
+          "musl 1.2.3 divides by zero with attempts:0 (src/network/res_msend.c): "
+          "getaddrinfo kills the process (SIGFPE), nothing sent";
+      return Finish(Result::kError);
+    }
+    if (conf_.timeout_s <= 0) {
+      // res_msend.c: "for (; t2-t0 < timeout; ...)" never runs: no reply, EAI_AGAIN.
+      note_ = "musl sends nothing with timeout:0 (src/network/res_msend.c): Try again";
+      return Finish(Result::kTimeout);
+    }
     Actions a = SendRound();
     a.wait = std::min(retry_, total_);
     return a;
@@ -482,9 +552,11 @@ class MuslModel : public ResolverModel {
   std::map<int, std::pair<std::size_t, int>> sent_;  // id → (question, server)
   int servfail_retry_ = 0;
   bool saw_servfail_ = false;
+  bool refused_ = false;
   int next_id_ = 1;
   bool done_ = false;
   Result result_ = Result::kError;
+  std::string note_;
 };
 
 }  // namespace

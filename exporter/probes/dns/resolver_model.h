@@ -82,9 +82,17 @@ class ResolverModel {
   /// The last `wait` elapsed.
   virtual Actions OnDeadline() = 0;
   virtual Result result() const = 0;
+  /// Why the walk ended without a question where the libc sends none (a name it cannot
+  /// encode, attempts:0, musl's timeout:0), naming the libc's source; empty otherwise.
+  virtual std::string note() const = 0;
   /// Upper bound of the lookup's duration under this configuration (all nameservers silent).
   virtual std::chrono::milliseconds MaxDuration() const = 0;
 };
+
+/// Whether `name` can be a DNS question (both libcs' res_mkquery: ns_name.c ns_name_pton for
+/// glibc, src/network/res_mkquery.c for musl): one trailing dot allowed, then 1..253 bytes,
+/// labels of 1..63 bytes (no empty label).
+bool Encodable(std::string_view name);
 
 /// glibc 2.36 (Debian 12) getaddrinfo → nss_dns → resolv/res_query.c __res_context_search →
 /// __res_context_querydomain → __res_context_query (A and AAAA as one T_QUERY_A_AND_AAAA

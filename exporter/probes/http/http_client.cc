@@ -1,7 +1,10 @@
 #include "exporter/probes/http/http_client.h"
 
+#include <sys/socket.h>
+
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <sstream>
 
 #include "podnet/version.h"
@@ -41,6 +44,18 @@ const char* FailureReason(Failure f) {
       return "io";
   }
   return "io";
+}
+
+const char* ReconnectReason(Reconnect r) {
+  switch (r) {
+    case Reconnect::kIdleClosed:
+      return "idle_closed";
+    case Reconnect::kIdleData:
+      return "idle_data";
+    case Reconnect::kRetried:
+      return "retried";
+  }
+  return "retried";
 }
 
 Failure Classify(const boost::system::error_code& ec, bool got_bytes) {
@@ -129,39 +144,62 @@ void HttpConnection::Request(bool keep_alive, Clock::time_point deadline,
                     });
 }
 
+std::optional<Reconnect> HttpConnection::CheckIdle() {
+  if (!is_open()) return Reconnect::kIdleClosed;
+  char byte;
+  ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return Reconnect::kIdleClosed;
+  if (n > 0) return Reconnect::kIdleData;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return std::nullopt;
+  return Reconnect::kIdleClosed;
+}
+
 void HttpConnection::ReadResponse(std::shared_ptr<Exchange> ex,
                                   std::function<void(const Exchange&)> done) {
-  // The first read is a plain one so that the time to first byte is when it completes; the
-  // parser then takes what it read from the buffer and reads the rest.
-  stream_.async_read_some(
-      buffer_.prepare(4096), [self = shared_from_this(), ex, done = std::move(done)](
-                                 beast::error_code ec, std::size_t n) mutable {
-        ex->first_byte = Clock::now();
+  if (buffer_.size() > 0) {
+    // The final response's first bytes came with the interim one's read, a moment ago.
+    ex->first_byte = Clock::now();
+    ReadHeader(ex, std::move(done));
+    return;
+  }
+  // A plain read, so that the time to first byte is when it completes; the parser then takes
+  // what it read from the buffer and reads the rest.
+  stream_.async_read_some(buffer_.prepare(4096),
+                          [self = shared_from_this(), ex, done = std::move(done)](
+                              beast::error_code ec, std::size_t n) mutable {
+                            ex->first_byte = Clock::now();
+                            if (ec) {
+                              self->Fail(ex, ec, ex->bytes_received > 0, done);
+                              return;
+                            }
+                            self->buffer_.commit(n);
+                            self->ReadHeader(ex, std::move(done));
+                          });
+}
+
+void HttpConnection::ReadHeader(std::shared_ptr<Exchange> ex,
+                                std::function<void(const Exchange&)> done) {
+  auto parser = std::make_shared<Parser>();
+  parser->header_limit(8192);
+  parser->body_limit(max_body_bytes_);
+  std::size_t before = ex->bytes_received;
+  std::size_t buffered = buffer_.size();
+  // Header first: Beast 1.74 lets a Content-Length over body_limit through when the header and
+  // part of the body arrive in one read (eager parse), so it is checked here.
+  bhttp::async_read_header(
+      stream_, buffer_, *parser,
+      [self = shared_from_this(), ex, parser, before, buffered, done = std::move(done)](
+          beast::error_code ec, std::size_t n) mutable {
+        // n: the header's bytes the parser consumed; on an error, what had arrived.
+        ex->bytes_received = before + (ec ? std::max(buffered, n) : n);
+        if (!ec && parser->content_length() && *parser->content_length() > self->max_body_bytes_) {
+          ec = bhttp::error::body_limit;
+        }
         if (ec) {
-          self->Fail(ex, ec, false, done);
+          self->Fail(ex, ec, true, done);
           return;
         }
-        self->buffer_.commit(n);
-        ex->bytes_received = n;
-        auto parser = std::make_shared<Parser>();
-        parser->header_limit(8192);
-        parser->body_limit(self->max_body_bytes_);
-        // Header first: Beast 1.74 lets a Content-Length over body_limit through when the
-        // header and part of the body arrive in one read (eager parse), so it is checked here.
-        bhttp::async_read_header(self->stream_, self->buffer_, *parser,
-                                 [self, ex, parser, done = std::move(done)](beast::error_code ec,
-                                                                            std::size_t n) mutable {
-                                   ex->bytes_received = std::max(ex->bytes_received, n);
-                                   if (!ec && parser->content_length() &&
-                                       *parser->content_length() > self->max_body_bytes_) {
-                                     ec = bhttp::error::body_limit;
-                                   }
-                                   if (ec) {
-                                     self->Fail(ex, ec, true, done);
-                                     return;
-                                   }
-                                   self->ReadBody(ex, parser, std::move(done));
-                                 });
+        self->ReadBody(ex, parser, std::move(done));
       });
 }
 
@@ -170,15 +208,23 @@ void HttpConnection::ReadBody(std::shared_ptr<Exchange> ex, std::shared_ptr<Pars
   std::size_t header_bytes = ex->bytes_received;
   bhttp::async_read(stream_, buffer_, *parser,
                     [self = shared_from_this(), ex, parser, header_bytes, done = std::move(done)](
-                        beast::error_code ec, std::size_t n) {
+                        beast::error_code ec, std::size_t n) mutable {
                       ex->bytes_received = header_bytes + n;
                       if (ec) {
                         self->Fail(ex, ec, true, done);
                         return;
                       }
-                      ex->done = Clock::now();
                       const auto& res = parser->get();
-                      ex->status = res.result_int();
+                      int status = res.result_int();
+                      if (status >= 100 && status <= 199 && status != 101) {
+                        // Interim (103 Early Hints, 100 Continue, ...): skipped; the final
+                        // response follows on the same connection, within the same deadline.
+                        ++ex->interim;
+                        self->ReadResponse(ex, std::move(done));
+                        return;
+                      }
+                      ex->done = Clock::now();
+                      ex->status = status;
                       ex->keep_alive = res.keep_alive();
                       if (ex->status < 200 || ex->status > 299) ex->failure = Failure::kBadStatus;
                       if (!ex->keep_alive) self->Close();

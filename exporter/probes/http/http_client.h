@@ -42,12 +42,25 @@ const char* FailureReason(Failure f);
 /// (a timeout then is a slow response, an EOF a response cut short).
 Failure Classify(const boost::system::error_code& ec, bool got_bytes);
 
+/// Why the probe opened a new keep-alive connection in place of one it had: the `reason` label
+/// of podnet_http_reconnects_total. A real client does the same (curl: the connection check
+/// before reuse and "Connection died, retrying a fresh connect"; Go's net/http Transport: the
+/// idle connection's background read, and the retry of a request that got nothing back).
+enum class Reconnect {
+  kIdleClosed,  // the peer closed (FIN or RST) the idle connection before it was reused
+  kIdleData,    // bytes arrived on the idle connection that no request asked for
+  kRetried,     // a request on a reused connection failed before any response byte (EOF, RST)
+                // and was sent again, once, on a new connection
+};
+const char* ReconnectReason(Reconnect r);  // "idle_closed" | "idle_data" | "retried"
+
 /// One request's outcome and phase times.
 struct Exchange {
   Failure failure = Failure::kNone;
-  int status = 0;                  // HTTP status of a complete response; 0 without one
+  int status = 0;                  // HTTP status of the final response; 0 without one
+  int interim = 0;                 // 1xx responses read and skipped before it (RFC 9110 15.2)
   Clock::time_point sent{};        // just before the request was written
-  Clock::time_point first_byte{};  // the first response byte was read (when status != 0)
+  Clock::time_point first_byte{};  // the first byte of the final (non-1xx) response was read
   Clock::time_point done{};        // the response was complete, or the request failed
   std::size_t bytes_sent = 0;      // TCP payload bytes: request
   std::size_t bytes_received = 0;  // TCP payload bytes: response (as far as read)
@@ -66,16 +79,24 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   /// TCP connect (TCP_NODELAY set after it). `done(failure, connected_at)`.
   void Connect(Clock::time_point deadline, std::function<void(Failure, Clock::time_point)> done);
 
-  /// GET target with "Connection: keep-alive" or "close"; reads one whole response.
-  /// On any failure the connection is closed.
+  /// GET target with "Connection: keep-alive" or "close"; reads one whole final response,
+  /// skipping interim 1xx responses (RFC 9110 15.2: a client reads and ignores 1xx responses
+  /// other than 101 before the final one; curl and Go do). On any failure the connection is
+  /// closed.
   void Request(bool keep_alive, Clock::time_point deadline,
                std::function<void(const Exchange&)> done);
 
   bool is_open() const { return stream_.socket().is_open(); }
+
+  /// Before reusing an idle keep-alive connection: whether the peer closed it meanwhile, or
+  /// sent bytes nobody asked for (a non-blocking MSG_PEEK: 0 = FIN, > 0 = stray bytes, an error
+  /// other than EAGAIN = RST). nullopt: usable. Such a connection must not carry a request.
+  std::optional<Reconnect> CheckIdle();
   void Close();
 
  private:
   void ReadResponse(std::shared_ptr<Exchange> ex, std::function<void(const Exchange&)> done);
+  void ReadHeader(std::shared_ptr<Exchange> ex, std::function<void(const Exchange&)> done);
   using Parser = boost::beast::http::response_parser<boost::beast::http::string_body>;
   void ReadBody(std::shared_ptr<Exchange> ex, std::shared_ptr<Parser> parser,
                 std::function<void(const Exchange&)> done);

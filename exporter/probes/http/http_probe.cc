@@ -25,13 +25,22 @@ struct HttpFamilies {
       : duration(prometheus::BuildHistogram()
                      .Name("podnet_http_request_duration_seconds")
                      .Help("HTTP request latency of 2xx responses, from the request's start "
-                           "(its intended start when it started late) to the last response "
-                           "byte; connect included for connection=\"new\".")
+                           "(its intended start when it started late) to the last byte of the "
+                           "final response (after any 1xx); connect included for "
+                           "connection=\"new\", and a retry on a new connection included.")
                      .Register(r)),
         ttfb(prometheus::BuildHistogram()
                  .Name("podnet_http_time_to_first_byte_seconds")
-                 .Help("HTTP time from writing the request to the first response byte.")
+                 .Help("HTTP time from writing the request to the first byte of the final "
+                       "response (interim 1xx responses are skipped, RFC 9110 15.2).")
                  .Register(r)),
+        reconnects(prometheus::BuildCounter()
+                       .Name("podnet_http_reconnects_total")
+                       .Help("Keep-alive connections replaced by a new one: the peer closed "
+                             "it while idle (idle_closed), sent unrequested bytes on it "
+                             "(idle_data), or a request on it got no response byte and was "
+                             "retried once on a new connection (retried).")
+                       .Register(r)),
         connect(prometheus::BuildHistogram()
                     .Name("podnet_http_connect_duration_seconds")
                     .Help("TCP connect time of the HTTP probe's connections.")
@@ -48,6 +57,7 @@ struct HttpFamilies {
                  .Register(r)) {}
   prometheus::Family<prometheus::Histogram>& duration;
   prometheus::Family<prometheus::Histogram>& ttfb;
+  prometheus::Family<prometheus::Counter>& reconnects;
   prometheus::Family<prometheus::Histogram>& connect;
   prometheus::Family<prometheus::Counter>& requests;
   prometheus::Family<prometheus::Counter>& late;
@@ -132,6 +142,7 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
     series_.reset();
     codes_.clear();
     errors_.clear();
+    reconnects_.clear();
   }
 
  private:
@@ -256,9 +267,22 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
     Slot& slot = slots_[s];
     slot.state = SlotState::kBusy;
     if (slot.conn && slot.conn->is_open()) {
-      Send(s, i, from, deadline);
-      return;
+      // A kept-alive connection the peer closed while it was idle is not written to (curl's
+      // connection check, Go's idle read): a new one takes its place.
+      if (auto why = slot.conn->CheckIdle()) {
+        CountReconnect(*why);
+        slot.conn->Close();
+      } else {
+        Send(s, i, from, deadline, /*reused=*/true);
+        return;
+      }
     }
+    ConnectAndSend(s, i, from, deadline);
+  }
+
+  void ConnectAndSend(std::size_t s, long long i, Clock::time_point from,
+                      Clock::time_point deadline) {
+    Slot& slot = slots_[s];
     slot.conn = NewConnection();
     auto started = Clock::now();
     slot.conn->Connect(deadline, [weak = weak_from_this(), gen = gen_, s, i, from, deadline,
@@ -273,17 +297,36 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
         return;
       }
       if (self->series_) self->connect_->Observe(Seconds(at - started));
-      self->Send(s, i, from, deadline);
+      self->Send(s, i, from, deadline, /*reused=*/false);
     });
   }
 
-  void Send(std::size_t s, long long i, Clock::time_point from, Clock::time_point deadline) {
-    slots_[s].conn->Request(keepalive_, deadline,
-                            [weak = weak_from_this(), gen = gen_, s, i, from](const Exchange& ex) {
-                              auto self = weak.lock();
-                              if (!self || gen != self->gen_) return;
-                              self->Finish(s, i, from, ex, true);
-                            });
+  // A request on a reused connection that got no response byte, the connection ended (EOF or
+  // RST): the peer closed it as the request went out. Sent again once on a new connection, as
+  // curl and Go's Transport do; the latency keeps the original start. A request that got part
+  // of a response, or that failed on a new connection, is an error.
+  static bool Retryable(const Exchange& ex) {
+    return ex.bytes_received == 0 &&
+           (ex.failure == Failure::kClosed || ex.failure == Failure::kReset);
+  }
+
+  void Send(std::size_t s, long long i, Clock::time_point from, Clock::time_point deadline,
+            bool reused) {
+    slots_[s].conn->Request(
+        keepalive_, deadline,
+        [weak = weak_from_this(), gen = gen_, s, i, from, deadline, reused](const Exchange& ex) {
+          auto self = weak.lock();
+          if (!self || gen != self->gen_) return;
+          if (reused && Retryable(ex) && Clock::now() < deadline) {
+            if (self->series_) {
+              self->sent_bytes_->Increment(static_cast<double>(ex.bytes_sent));
+            }
+            self->CountReconnect(Reconnect::kRetried);
+            self->ConnectAndSend(s, i, from, deadline);
+            return;
+          }
+          self->Finish(s, i, from, ex, true);
+        });
   }
 
   void Finish(std::size_t s, long long i, Clock::time_point from, const Exchange& ex,
@@ -346,6 +389,18 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
     return c;
   }
 
+  void CountReconnect(Reconnect r) {
+    SPDLOG_DEBUG("http: peer={} reconnect reason={}", peer_.name, ReconnectReason(r));
+    if (!series_) return;
+    auto it = reconnects_.find(r);
+    if (it == reconnects_.end()) {
+      auto l = labels_;
+      l["reason"] = ReconnectReason(r);
+      it = reconnects_.emplace(r, &series_->Add(kind_->families().reconnects, l)).first;
+    }
+    it->second->Increment();
+  }
+
   void CountError(Failure f) {
     auto it = errors_.find(f);
     if (it == errors_.end()) {
@@ -378,6 +433,7 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
   prometheus::Counter* received_bytes_ = nullptr;
   std::map<std::pair<int, int>, prometheus::Counter*> codes_;
   std::map<Failure, prometheus::Counter*> errors_;
+  std::map<Reconnect, prometheus::Counter*> reconnects_;
 
   std::function<void()> done_;
   std::vector<bool> modes_;  // true = keepalive, in run order

@@ -137,5 +137,49 @@ TEST(LookupTest, SilentServerIsBoundedByTheModel) {
   EXPECT_LT(took, std::chrono::milliseconds(2500));
 }
 
+// A port on 127.0.0.1 nothing listens on (bound, then closed): ICMP port unreachable.
+std::uint16_t ClosedPort(boost::asio::io_context& io) {
+  udp::socket s(io, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  return s.local_endpoint().port();
+}
+
+// Only what left the socket is counted, in the order it did. Real glibc 2.36 (lab_dns_truth,
+// case fid-refused) sends A and AAAA to a refusing first server (one sendmmsg), then both to
+// the second: 4 questions; musl (unconnected socket, no ICMP errors) asks both servers at once:
+// 4. Every row's answer comes after its question.
+TEST(LookupTest, RefusingServerCountsWhatLeftTheSocket) {
+  boost::asio::io_context io;
+  LoopbackDns dns(io, {});
+  for (Libc libc : {Libc::kGlibc, Libc::kMusl}) {
+    ResolvConf conf = ParseResolvConf("options timeout:2 attempts:1\n", libc, {});
+    conf.nameservers = {{boost::asio::ip::make_address("127.0.0.1"), ClosedPort(io)},
+                        {boost::asio::ip::make_address("127.0.0.1"), dns.port()}};
+    int before = dns.questions;
+    LookupOutcome o = RunLookup(io, conf, libc, "web.a.test.");
+    EXPECT_EQ(o.result, Result::kNxDomain) << LibcName(libc);
+    ASSERT_EQ(o.queries.size(), 4u) << LibcName(libc);
+    EXPECT_EQ(dns.questions - before, 2) << LibcName(libc);
+    int a = 0, aaaa = 0;
+    for (std::size_t i = 0; i < o.queries.size(); ++i) {
+      const QueryRecord& q = o.queries[i];
+      EXPECT_TRUE(q.on_wire);
+      (q.query.qtype == QType::kA ? a : aaaa)++;
+      if (i > 0) {
+        EXPECT_GE(q.sent_at, o.queries[i - 1].sent_at);
+      }
+      if (q.reply) {
+        EXPECT_GE(q.replied_at, q.sent_at);
+      }
+    }
+    EXPECT_EQ(a, 2) << LibcName(libc);
+    EXPECT_EQ(aaaa, 2) << LibcName(libc);
+    if (libc == Libc::kGlibc) {
+      // Both refusals are on record (c-ares ends every question to the refusing server).
+      EXPECT_EQ(o.queries[0].reply->kind, Reply::Kind::kConnRefused);
+      EXPECT_EQ(o.queries[1].reply->kind, Reply::Kind::kConnRefused);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace podnet::probes::dns

@@ -48,7 +48,7 @@ TEST(ResolvConfTest, Defaults) {
 
 TEST(ResolvConfTest, AtMostThreeNameserversIpv4AndIpv6) {
   auto c = ParseResolvConf(
-      "nameserver 10.0.0.1\nnameserver fe80::1%eth0\nnameserver not-an-ip\n"
+      "nameserver 10.0.0.1\nnameserver fe80::1%nosuch0\nnameserver not-an-ip\n"
       "nameserver 2001:db8::53\nnameserver 10.0.0.4\n",
       Libc::kGlibc, Env({}));
   EXPECT_EQ(Servers(c), (std::vector<std::string>{"10.0.0.1", "fe80::1", "2001:db8::53"}));
@@ -147,6 +147,103 @@ TEST(ResolvConfTest, MissingFileIsDefaults) {
   auto c = LoadResolvConf("/nonexistent/resolv.conf", Libc::kGlibc, Env({}), &readable);
   EXPECT_FALSE(readable);
   EXPECT_EQ(Servers(c), std::vector<std::string>{"127.0.0.1"});
+}
+
+}  // namespace
+}  // namespace podnet::probes::dns
+
+namespace podnet::probes::dns {
+namespace {
+
+// musl 1.2.3 resolvconf.c: fgets(line, 256): a line with more than 254 bytes before its '\n'
+// (or 255 bytes at the end of the file) does not fit and is skipped whole; glibc's getline
+// reads any length. (Lab: lab_dns_truth, case musl-long-line.)
+TEST(ResolvConfBytesTest, MuslSkipsALineThatDoesNotFitItsBuffer) {
+  auto line_of = [](std::size_t bytes) {
+    std::string l = "search a.test ";
+    while (l.size() < bytes) l += "x";
+    return l;
+  };
+  std::string fits = line_of(254), over = line_of(255);
+  auto m = ParseResolvConf(fits + "\n", Libc::kMusl, Env({}));
+  ASSERT_EQ(m.search.size(), 2u);
+  EXPECT_EQ(m.search[0], "a.test");
+  EXPECT_TRUE(ParseResolvConf(over + "\n", Libc::kMusl, Env({})).search.empty());
+  EXPECT_EQ(ParseResolvConf(fits, Libc::kMusl, Env({})).search.size(), 2u);  // at EOF
+  EXPECT_TRUE(ParseResolvConf(over, Libc::kMusl, Env({})).search.empty());
+  // The line after a skipped one is read; an earlier search list stays.
+  auto after = ParseResolvConf("search keep.test\n" + over + "\nnameserver 10.0.0.9\n", Libc::kMusl,
+                               Env({}));
+  EXPECT_EQ(after.search, std::vector<std::string>{"keep.test"});
+  EXPECT_EQ(Servers(after), std::vector<std::string>{"10.0.0.9"});
+  EXPECT_EQ(ParseResolvConf(over + "\n", Libc::kGlibc, Env({})).search.size(), 2u);
+}
+
+// glibc res_init.c splits on ' ' and '\t' only and cuts a nameserver word at " \t\n": under
+// CRLF the last search domain keeps its '\r' and "127.0.0.1\r" is no address. musl splits on
+// isspace. (Lab: lab_dns_truth, case crlf.)
+TEST(ResolvConfBytesTest, CarriageReturnIsPartOfTheWordForGlibcOnly) {
+  const char* text = "nameserver 10.0.0.1\r\nsearch a.test b.test\r\noptions ndots:2\r\n";
+  auto g = ParseResolvConf(text, Libc::kGlibc, Env({}));
+  EXPECT_EQ(g.search, (std::vector<std::string>{"a.test", "b.test\r"}));
+  EXPECT_EQ(Servers(g), std::vector<std::string>{"127.0.0.1"});  // none read: the default
+  EXPECT_EQ(g.ndots, 2);                                         // atoi stops at '\r'
+  auto m = ParseResolvConf(text, Libc::kMusl, Env({}));
+  EXPECT_EQ(m.search, (std::vector<std::string>{"a.test", "b.test"}));
+  EXPECT_EQ(Servers(m), std::vector<std::string>{"10.0.0.1"});
+  EXPECT_EQ(m.ndots, 2);
+}
+
+// Numeric options at their bounds, zero and beyond, as each libc's source computes them
+// (glibc res_init.c res_setoptions: atoi, caps 15/30/5, res_state's `unsigned ndots:4`;
+// musl resolvconf.c: a digit after the colon, strtoul, caps 15/10/60).
+TEST(ResolvConfBytesTest, NumericOptionBounds) {
+  struct Row {
+    std::string options;
+    Libc libc;
+    int ndots, timeout, attempts;
+  };
+  for (const Row& r : std::vector<Row>{
+           {"timeout:0 attempts:0 ndots:0", Libc::kGlibc, 0, 0, 0},
+           {"timeout:0 attempts:0 ndots:0", Libc::kMusl, 0, 0, 0},
+           {"ndots:-1 timeout:-3 attempts:-2", Libc::kGlibc, 15, -3, 0},
+           {"ndots:-1 timeout:-3 attempts:-2", Libc::kMusl, 1, 5, 2},  // no digit after ':'
+           {"ndots:99999999999999999999 timeout:31 attempts:6", Libc::kGlibc, 15, 30, 5},
+           {"ndots:99999999999999999999 timeout:61 attempts:11", Libc::kMusl, 15, 60, 10},
+           {"timeout:.5 ndots:3x", Libc::kMusl, 3, 5, 2},
+           {"timeout:.5 ndots:3x", Libc::kGlibc, 3, 0, 2},
+       }) {
+    auto c = ParseResolvConf("options " + r.options + "\n", r.libc, Env({}));
+    EXPECT_EQ(c.ndots, r.ndots) << r.options << " " << LibcName(r.libc);
+    EXPECT_EQ(c.timeout_s, r.timeout) << r.options << " " << LibcName(r.libc);
+    EXPECT_EQ(c.attempts, r.attempts) << r.options << " " << LibcName(r.libc);
+  }
+  // glibc matches option words by prefix (strncmp), in its table's order.
+  auto g = ParseResolvConf("options rotatex no_tld_query single-request-reopen\n", Libc::kGlibc,
+                           Env({}));
+  EXPECT_TRUE(g.rotate);
+  EXPECT_TRUE(g.no_tld_query);
+  EXPECT_TRUE(g.single_request_reopen);
+  EXPECT_FALSE(g.single_request);
+}
+
+// A link-local nameserver keeps its zone: both libcs send to the scoped address (glibc
+// __inet6_scopeid_pton, musl lookup_ipliteral.c); an unknown interface is ignored by glibc
+// (scope 0) and drops the line for musl. (Lab: lab_dns_truth, case scoped.)
+TEST(ResolvConfBytesTest, ScopedNameserverKeepsItsZone) {
+  for (Libc l : {Libc::kGlibc, Libc::kMusl}) {
+    auto c = ParseResolvConf("nameserver fe80::53%lo\nnameserver fe80::54%7\n", l, Env({}));
+    ASSERT_EQ(c.nameservers.size(), 2u) << LibcName(l);
+    EXPECT_EQ(c.nameservers[0].address.to_v6().scope_id(), 1u) << LibcName(l);  // lo
+    EXPECT_EQ(c.nameservers[1].address.to_v6().scope_id(), 7u) << LibcName(l);
+  }
+  auto g = ParseResolvConf("nameserver fe80::53%nosuch0\n", Libc::kGlibc, Env({}));
+  EXPECT_EQ(g.nameservers.at(0).address.to_string(), "fe80::53");
+  auto m = ParseResolvConf("nameserver fe80::53%nosuch0\n", Libc::kMusl, Env({}));
+  EXPECT_EQ(Servers(m), std::vector<std::string>{"127.0.0.1"});
+  // musl: only a link-local address may name an interface.
+  auto m2 = ParseResolvConf("nameserver 2001:db8::53%lo\n", Libc::kMusl, Env({}));
+  EXPECT_EQ(Servers(m2), std::vector<std::string>{"127.0.0.1"});
 }
 
 }  // namespace

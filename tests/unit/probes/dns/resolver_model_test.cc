@@ -27,6 +27,7 @@ struct Zone {
       {"www.amazon.com", {QType::kA, QType::kAAAA}},
       {"web.a.test", {}},  // exists, no address: NODATA
       {"web.b.test", {QType::kA}},
+      {"web.d10-long-search-domain-for-line-length.test", {QType::kA}},
   };
   std::vector<Behaviour> servers = {Behaviour::kZone};
 
@@ -250,6 +251,68 @@ INSTANTIATE_TEST_SUITE_P(
              "faulty.example", G, 8, Result::kError, {B::kConnRefused}}),
     [](const auto& info) { return info.param.label; });
 // clang-format on
+
+// A search line of 10 domains (the last holds the name), 302 bytes: more than musl's line
+// buffer holds.
+std::string LongSearchLine() {
+  std::string line = "search";
+  for (int i = 1; i <= 10; ++i) {
+    std::string d = "d" + std::to_string(i) + "-long-search-domain-for-line-length.test";
+    line += " " + d;
+  }
+  return line + "\n";
+}
+
+// The field cases of the resolver fidelity issue, with the values real glibc 2.36 and musl
+// 1.2.3 give (the lab test lab_dns_truth measures the same cases on the wire).
+INSTANTIATE_TEST_SUITE_P(
+    Fidelity, ModelTest,
+    ::testing::Values(
+        // musl skips the 302-byte search line: "web." alone. glibc reads it all.
+        Case{"musl_long_search_line", LongSearchLine() + "options ndots:5\n", "web", M, 2,
+             Result::kNxDomain},
+        Case{"glibc_long_search_line", LongSearchLine() + "options ndots:5\n", "web", G, 20,
+             Result::kSuccess},
+        // CRLF: glibc asks "web.b.test\r" (not found), then "web"; musl finds web.b.test.
+        Case{"glibc_crlf_search", "search c.test b.test\r\n", "web", G, 6, Result::kNxDomain},
+        Case{"musl_crlf_search", "search c.test b.test\r\n", "web", M, 4, Result::kSuccess},
+        // timeout:0: glibc's 1 s floor; musl's send loop never runs (EAI_AGAIN, nothing sent).
+        Case{"glibc_timeout0", "options timeout:0\n", "web.a.test", G, 2, Result::kNoData},
+        Case{"musl_timeout0", "options timeout:0\n", "web.a.test", M, 0, Result::kTimeout},
+        // attempts:0: glibc makes no try (ECONNREFUSED); musl divides by zero.
+        Case{"glibc_attempts0", "options attempts:0\n", "web.a.test", G, 0, Result::kError},
+        Case{"musl_attempts0", "options attempts:0\n", "web.a.test", M, 0, Result::kError},
+        // Names the libcs cannot put in a question: nothing sent.
+        Case{"glibc_empty_label", Ndots(5), "a..b", G, 0, Result::kError},
+        Case{"musl_empty_label", Ndots(5), "a..b", M, 0, Result::kError},
+        Case{"glibc_name_over_253", Ndots(1),
+             std::string(62, 'a') + "." + std::string(62, 'b') + "." + std::string(62, 'c') + "." +
+                 std::string(62, 'd') + ".example",
+             G, 0, Result::kError},
+        Case{"musl_name_over_253", Ndots(1),
+             std::string(62, 'a') + "." + std::string(62, 'b') + "." + std::string(62, 'c') + "." +
+                 std::string(62, 'd') + ".example",
+             M, 0, Result::kError},
+        Case{"musl_two_trailing_dots", Ndots(1), "web..", M, 0, Result::kError},
+        Case{"glibc_two_trailing_dots", Ndots(1), "web..", G, 0, Result::kError}),
+    [](const auto& info) { return info.param.label; });
+
+TEST(EncodableTest, LabelsAndLength) {
+  EXPECT_TRUE(Encodable("a.b"));
+  EXPECT_TRUE(Encodable("a.b."));
+  EXPECT_FALSE(Encodable("a..b"));
+  EXPECT_FALSE(Encodable(".a"));
+  EXPECT_FALSE(Encodable("a.."));
+  EXPECT_FALSE(Encodable(""));
+  EXPECT_TRUE(Encodable(std::string(63, 'x')));
+  EXPECT_FALSE(Encodable(std::string(64, 'x')));
+  std::string n253 = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                     std::string(63, 'c') + "." + std::string(61, 'd');
+  ASSERT_EQ(n253.size(), 253u);
+  EXPECT_TRUE(Encodable(n253));
+  EXPECT_TRUE(Encodable(n253 + "."));
+  EXPECT_FALSE(Encodable(n253 + "d"));
+}
 
 TEST(ModelBoundTest, MaxDuration) {
   ResolvConf conf = ParseResolvConf(

@@ -41,23 +41,29 @@ topology::Peer MakePeer(std::uint16_t port) {
   return p;
 }
 
+// A listening TCP socket on 127.0.0.1, port chosen by the kernel.
+int ListenOnLoopback(std::uint16_t* port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  listen(fd, 64);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 // A misbehaving HTTP server on 127.0.0.1 (blocking sockets on a thread of its own): each
 // connection reads one request head, then behaves as `mode` says. Bounded: every wait polls
 // with a timeout and the thread stops with the object.
 class FaultServer {
  public:
   explicit FaultServer(std::string mode) : mode_(std::move(mode)) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    listen(fd_, 64);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = ListenOnLoopback(&port_);
     thread_ = std::thread([this] { Serve(); });
   }
   ~FaultServer() {
@@ -122,6 +128,102 @@ class FaultServer {
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::vector<int> held_;
+  std::thread thread_;
+};
+
+// A keep-alive HTTP/1.1 server on 127.0.0.1 that serves many requests per connection (one
+// thread, poll over every connection; bounded by the object's life) in one of the ways real
+// servers do that the probe must take as curl and Go's Transport do:
+//  - "early_hints": each response is preceded by "103 Early Hints" with a Link header (every
+//    other one in a separate write, so the final response comes in a later read);
+//  - "idle_close": after 3 responses the server closes the idle connection (no
+//    "Connection: close"), as request-count and idle limits do;
+//  - "close_on_reuse": the first request of a connection is answered; at the second the server
+//    closes without a byte (the idle-close race seen from the client).
+class KeepAliveServer {
+ public:
+  explicit KeepAliveServer(std::string mode) : mode_(std::move(mode)) {
+    fd_ = ListenOnLoopback(&port_);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~KeepAliveServer() {
+    stop_ = true;
+    thread_.join();
+    for (auto& c : conns_) close(c.fd);
+    close(fd_);
+  }
+  std::uint16_t port() const { return port_; }
+  int connections() const { return accepted_; }
+
+ private:
+  struct Conn {
+    int fd;
+    std::string in;
+    int served = 0;
+  };
+  static void Send(int c, const std::string& s) { (void)!write(c, s.data(), s.size()); }
+  void Serve() {
+    const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\npodnet";
+    const std::string hints =
+        "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n";
+    while (!stop_) {
+      std::vector<pollfd> p{{fd_, POLLIN, 0}};
+      for (auto& c : conns_) p.push_back({c.fd, POLLIN, 0});
+      if (poll(p.data(), p.size(), 20) <= 0) continue;
+      if (p[0].revents & POLLIN) {
+        int c = accept(fd_, nullptr, nullptr);
+        if (c >= 0) {
+          conns_.push_back({c, {}, 0});
+          ++accepted_;
+        }
+      }
+      for (std::size_t i = 1; i < p.size(); ++i) {
+        if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        Conn& c = conns_[i - 1];
+        char buf[2048];
+        ssize_t n = read(c.fd, buf, sizeof buf);
+        if (n <= 0) {
+          close(c.fd);
+          c.fd = -1;
+          continue;
+        }
+        c.in.append(buf, static_cast<std::size_t>(n));
+        std::size_t end;
+        while (c.fd >= 0 && (end = c.in.find("\r\n\r\n")) != std::string::npos) {
+          c.in.erase(0, end + 4);
+          if (mode_ == "close_on_reuse" && c.served == 1) {
+            close(c.fd);
+            c.fd = -1;
+            break;
+          }
+          if (mode_ == "early_hints") {
+            if (c.served % 2 == 0) {
+              Send(c.fd, hints + ok);
+            } else {
+              Send(c.fd, hints);
+              std::this_thread::sleep_for(2ms);
+              Send(c.fd, ok);
+            }
+          } else {
+            Send(c.fd, ok);
+          }
+          if (++c.served == 3 && mode_ == "idle_close") {
+            std::this_thread::sleep_for(2ms);  // idle, then closed
+            close(c.fd);
+            c.fd = -1;
+          }
+        }
+      }
+      std::erase_if(conns_, [](const Conn& c) { return c.fd < 0; });
+    }
+  }
+
+  std::string mode_;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::vector<Conn> conns_;
   std::thread thread_;
 };
 
@@ -299,6 +401,81 @@ TEST_F(HttpProbeTest, CancelEndsTheRoundAtOnce) {
   io_.restart();
   io_.run_for(500ms);
   EXPECT_EQ(done, 1);
+}
+
+}  // namespace
+}  // namespace podnet::probes::http
+
+namespace podnet::probes::http {
+namespace {
+
+// Counter values; -1 (CounterValue) when the series does not exist, so "none" is <= 0.
+double Reconnects(metrics::Metrics& m, const prometheus::Labels& peer, const char* reason) {
+  auto l = peer;
+  l["reason"] = reason;
+  return CounterValue(m.registry(), "podnet_http_reconnects_total", l);
+}
+
+// RFC 9110 15.2 (curl: 200 every time): interim 1xx responses are read and skipped; the
+// request counts under its final status, its TTFB and latency are the final response's.
+TEST_F(HttpProbeTest, EarlyHintsAreSkippedForTheFinalResponse) {
+  KeepAliveServer server("early_hints");
+  HttpOptions o = Options();
+  ASSERT_TRUE(RunRound(o, server.port()));
+  EXPECT_EQ(Requests(server.port(), "keepalive", "200"), 10);
+  EXPECT_EQ(Requests(server.port(), "new", "200"), 10);
+  EXPECT_LE(Requests(server.port(), "keepalive", "103"), 0);  // no series
+  EXPECT_LE(Errors(server.port(), "bad_status"), 0);
+  EXPECT_EQ(HistogramCount("podnet_http_request_duration_seconds", server.port(), "keepalive"),
+            10u);
+  // Kept alive across the interim responses: the 2 connections opened before the run.
+  EXPECT_EQ(server.connections(), 2 + 10);
+}
+
+// A server that closes idle keep-alive connections after 3 responses (curl and Go: 0 errors,
+// a new connection when the FIN is seen): no request is written into a closed connection.
+TEST_F(HttpProbeTest, IdleClosedConnectionsAreReplacedBeforeReuse) {
+  KeepAliveServer server("idle_close");
+  HttpOptions o = Options();
+  o.new_connection = false;
+  o.connections = 1;
+  o.qps = 50;
+  o.duration = 400ms;  // 20 requests, 10 ms apart, on one connection at a time
+  ASSERT_TRUE(RunRound(o, server.port()));
+  EXPECT_EQ(Requests(server.port(), "keepalive", "200"), 20);
+  EXPECT_LE(Requests(server.port(), "keepalive", "error"), 0);
+  // Closed after responses 3, 6, ... 18: six replaced connections.
+  EXPECT_EQ(Reconnects(metrics_, Labels(server.port()), "idle_closed"), 6);
+  EXPECT_EQ(server.connections(), 7);
+}
+
+// The close races the request: nothing came back on the reused connection, so the request is
+// sent once more on a new one (curl: "Connection died, retrying a fresh connect"; Go: retry of
+// an idempotent request that got no response). A first request on a new connection is not
+// retried.
+TEST_F(HttpProbeTest, RequestThatGotNothingOnAReusedConnectionIsRetriedOnce) {
+  KeepAliveServer server("close_on_reuse");
+  HttpOptions o = Options();
+  o.new_connection = false;
+  o.connections = 1;
+  o.qps = 50;
+  o.duration = 200ms;  // 10 requests
+  ASSERT_TRUE(RunRound(o, server.port()));
+  EXPECT_EQ(Requests(server.port(), "keepalive", "200"), 10);
+  EXPECT_LE(Requests(server.port(), "keepalive", "error"), 0);
+  EXPECT_EQ(Reconnects(metrics_, Labels(server.port()), "retried"), 9);
+}
+
+// A response cut short is an error, not retried: the server may have acted on the request.
+TEST_F(HttpProbeTest, PartialResponseIsNotRetried) {
+  FaultServer server("reset");
+  HttpOptions o = Options();
+  o.new_connection = false;
+  o.connections = 1;
+  o.qps = 20;  // 4 requests
+  ASSERT_TRUE(RunRound(o, server.port()));
+  EXPECT_EQ(Errors(server.port(), "reset"), 4);
+  EXPECT_LE(Reconnects(metrics_, Labels(server.port()), "retried"), 0);
 }
 
 }  // namespace
