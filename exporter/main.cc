@@ -1,14 +1,14 @@
 // podnet-exporter: Pod-to-Pod network latency by path class, for Prometheus.
 #include <malloc.h>
+#include <spdlog/spdlog.h>
 
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
-
 #include "exporter/app/app.h"
 #include "exporter/app/cli.h"
+#include "exporter/app/early_signals.h"
 #include "exporter/config/config.h"
 #include "exporter/log/logging.h"
 #include "exporter/net/address.h"
@@ -16,6 +16,8 @@
 #include "podnet/version.h"
 
 int main(int argc, char** argv) {
+  // First: a SIGHUP from a config-map watcher while we start must not kill us (signal(7)).
+  podnet::app::InstallEarlySignalHandlers();
   // A fixed mmap threshold (glibc's default adapts it upwards to the largest block freed, up
   // to 32 MiB): a /metrics body of several MiB is then mapped and unmapped per scrape instead
   // of staying in the heap as resident memory between scrapes (bench/README.md, scale_1000).
@@ -37,9 +39,9 @@ int main(int argc, char** argv) {
                 << podnet::kRevision << ")\n";
       return 0;
     case Options::Mode::kDnsExplain:
-      return podnet::probes::dns::ExplainLookup(
-          options->dns_name, options->resolv_conf,
-          *podnet::probes::dns::ParseLibc(options->resolver), std::cout);
+      return podnet::probes::dns::ExplainLookup(options->dns_name, options->resolv_conf,
+                                                *podnet::probes::dns::ParseLibc(options->resolver),
+                                                std::cout);
     case Options::Mode::kCheckConfig:
     case Options::Mode::kRun:
       break;
@@ -62,8 +64,8 @@ int main(int argc, char** argv) {
   }
   if (options->mode == Options::Mode::kCheckConfig) {
     const auto& c = *loaded.config;
-    std::cout << options->config_file << ": OK (self " << c.self.name << " on node "
-              << c.self.node << ", " << c.static_peers.size() << " static peers, rtt probe "
+    std::cout << options->config_file << ": OK (self " << c.self.name << " on node " << c.self.node
+              << ", " << c.static_peers.size() << " static peers, rtt probe "
               << (c.rtt ? "on" : "off") << ", dns probe " << (c.dns ? "on" : "off")
               << ", http probe " << (c.http ? "on" : "off") << ")\n";
     return 0;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs podnet-exporter's build dependencies (and, with --test, the real peers the test
-# suite runs against) from Debian 12's packages. Idempotent: apt is skipped when all are present.
+# suite runs against; with --sanitize, also the sanitizer and fuzzer toolchain) from Debian 12's
+# packages. Idempotent: apt is skipped when all are present.
 set -euo pipefail
 
 # What a minimal Debian 12 root (mmdebstrap --variant=minbase) lacks for the build; .ci/run proves
@@ -24,12 +25,18 @@ test_pkgs=(
   python3-yaml   # the dashboard and rule tests read the rule files
   nodejs         # npm-pinned validators: tests/deploy (kubernetes-models), tests/dashboards (@grafana/schema)
 )
+# scripts/sanitize.sh and scripts/fuzz.sh (--sanitize): clang with its runtimes (ASan, UBSan,
+# TSan and libFuzzer live in libclang-rt-14-dev), on top of the test packages.
+sanitize_pkgs=(clang libclang-rt-14-dev)
 # kubectl (tests/deploy: `kubectl kustomize`) is not a Debian package: where it is missing, the
 # three tests that render the kustomizations are skipped with that reason (they fail with CI=true).
 
 pkgs=("${build_pkgs[@]}")
-if [[ "${1:-}" == "--test" ]]; then
+if [[ "${1:-}" == "--test" || "${1:-}" == "--sanitize" ]]; then
   pkgs+=("${test_pkgs[@]}")
+fi
+if [[ "${1:-}" == "--sanitize" ]]; then
+  pkgs+=("${sanitize_pkgs[@]}")
 fi
 
 missing=()
@@ -40,7 +47,7 @@ for p in "${pkgs[@]}"; do
 done
 # Debian's nodejs has npm in a package of its own; other nodejs builds (e.g. NodeSource's) bundle
 # it and conflict with Debian's npm package, so ask for it only when the command is missing.
-if [[ "${1:-}" == "--test" ]] && ! command -v npm >/dev/null 2>&1; then
+if [[ "${1:-}" == "--test" || "${1:-}" == "--sanitize" ]] && ! command -v npm >/dev/null 2>&1; then
   missing+=(npm)
 fi
 if ((${#missing[@]} == 0)); then

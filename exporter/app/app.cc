@@ -1,18 +1,20 @@
 #include "exporter/app/app.h"
 
-#include <algorithm>
-#include <chrono>
-#include <cstdlib>
-#include <set>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include <set>
 
+#include "exporter/app/early_signals.h"
 #include "exporter/discovery/kubernetes/api_config.h"
 #include "exporter/discovery/static_peers.h"
+#include "exporter/log/last_chance.h"
 #include "exporter/probes/registry.h"
 #include "exporter/topology/selection.h"
 #include "podnet/version.h"
@@ -21,8 +23,7 @@ namespace podnet::app {
 namespace {
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // 75 bytes, like the reference run's echo server: small enough that a request's latency is the
@@ -95,9 +96,9 @@ int App::Run() {
     if (config->burst_responder) {
       burst_ = std::make_unique<responders::BurstResponder>(*config->burst_responder,
                                                             metrics_.registry());
-      spdlog::info("burst responder (iperf3-compatible) listening on {}",
-                   net::FormatHostPort(config->burst_responder->listen_address.address,
-                                       burst_->port()));
+      spdlog::info(
+          "burst responder (iperf3-compatible) listening on {}",
+          net::FormatHostPort(config->burst_responder->listen_address.address, burst_->port()));
     }
   } catch (const boost::system::system_error& e) {
     spdlog::error("cannot listen for UDP echo on {} (responders.udp_echo.listen_address): {}",
@@ -131,24 +132,32 @@ int App::Run() {
   }
 
   boost::asio::signal_set signals(serve_io_, SIGHUP, SIGINT, SIGTERM);
-  std::function<void(boost::system::error_code, int)> on_signal =
-      [&](boost::system::error_code ec, int sig) {
-        if (ec) return;
-        if (sig == SIGHUP) {
-          std::string err;
-          Reload(&err);
-          signals.async_wait(on_signal);
-          return;
-        }
-        spdlog::info("received signal {}, stopping", sig);
-        Stop();
-      };
+  std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec,
+                                                                      int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      std::string err;
+      Reload(&err);
+      signals.async_wait(on_signal);
+      return;
+    }
+    spdlog::info("received signal {}, stopping", sig);
+    Stop();
+  };
   signals.async_wait(on_signal);
+  // A SIGHUP that came while we were starting (main() made it harmless) may mean the file
+  // changed after we read it: reload once, now that the loop's handler is in place.
+  if (TakeEarlyReload()) {
+    boost::asio::post(serve_io_, [this] {
+      std::string err;
+      Reload(&err);
+    });
+  }
 
   auto probe_work = boost::asio::make_work_guard(probe_io_);
-  std::thread probe_thread([this] { probe_io_.run(); });
+  std::thread probe_thread([this] { log::RunOrExit("probe", [this] { probe_io_.run(); }); });
   ready_ = true;
-  serve_io_.run();
+  log::RunOrExit("serving", [this] { serve_io_.run(); });
 
   if (discovery_) discovery_->Stop();
   probe_io_.stop();
@@ -189,8 +198,7 @@ bool App::Reload(std::string* error) {
   if (previous->listen_address.address != result.config->listen_address.address ||
       previous->listen_address.port != result.config->listen_address.port ||
       previous->udp_echo_listen_address.port != result.config->udp_echo_listen_address.port ||
-      previous->udp_echo_listen_address.address !=
-          result.config->udp_echo_listen_address.address) {
+      previous->udp_echo_listen_address.address != result.config->udp_echo_listen_address.address) {
     spdlog::warn("reload: listen addresses are kept until a restart");
   }
   boost::asio::post(probe_io_, [this, next = result.config] { Reconcile(next); });
@@ -297,8 +305,8 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
               [](const topology::Peer& a, const topology::Peer& b) { return a.name < b.name; });
   }
   const config::Config* prev = applied_.get();
-  bool labels_changed = prev == nullptr || self_ != self ||
-                        prev->aggregate_peers != next->aggregate_peers;
+  bool labels_changed =
+      prev == nullptr || self_ != self || prev->aggregate_peers != next->aggregate_peers;
   if (labels_changed) {
     // Every series carries source labels (and the peer labels aggregate_peers picks): all
     // probes restart under the new identity and label set, removing their old series first.
@@ -319,8 +327,8 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
       }
     }
     if (!diff.added.empty() || !diff.removed.empty()) {
-      spdlog::info("peers: {} added, {} removed, {} kept", diff.added.size(),
-                   diff.removed.size(), diff.kept.size());
+      spdlog::info("peers: {} added, {} removed, {} kept", diff.added.size(), diff.removed.size(),
+                   diff.kept.size());
     }
   }
   metrics_.SetPeers(peers);
@@ -373,8 +381,10 @@ responders::HttpResponse App::Route(const responders::HttpRequest& req) {
     }
     std::string zone = c->self.zone;
     if (zone.empty() && discovery_) zone = discovery_->snapshot().self_zone;
-    nlohmann::json j{{"name", c->self.name},   {"node", c->self.node},
-                     {"zone", zone},           {"version", kVersion},
+    nlohmann::json j{{"name", c->self.name},
+                     {"node", c->self.node},
+                     {"zone", zone},
+                     {"version", kVersion},
                      {"revision", kRevision}};
     return {200, "application/json", j.dump() + "\n"};
   }

@@ -1,27 +1,29 @@
 #include "exporter/config/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "exporter/config/text_checks.h"
+
 namespace podnet::config {
 
-using probes::rtt::RttOptions;
-using probes::rtt::RttProtocol;
 using probes::burst::BurstOptions;
 using probes::burst::BurstResponderOptions;
-using probes::http::HttpOptions;
 using probes::grpc::GrpcOptions;
-
+using probes::http::HttpOptions;
+using probes::rtt::RttOptions;
+using probes::rtt::RttProtocol;
 
 std::string Error::ToString() const {
   std::string out = file;
@@ -40,6 +42,11 @@ const std::map<std::string, std::string, std::less<>> kNotSupportedYet = {};
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
+// Bounds on hostile files: problems reported (each unknown key is one), and nesting (yaml-cpp
+// recurses per level and gives up near 400 levels with only "bad file").
+constexpr std::size_t kMaxErrors = 100;
+constexpr int kMaxNesting = 64;
+
 // Walks the YAML tree, collecting every problem instead of stopping at the first one, so that
 // --config.check prints all of them in one run.
 class Decoder {
@@ -49,8 +56,13 @@ class Decoder {
       : file_(std::move(file)), env_(env), errors_(errors), warnings_(warnings) {}
 
   void Fail(const YAML::Node& at, const std::string& path, std::string message) {
+    if (errors_->size() >= kMaxErrors) {
+      ++not_shown_;  // millions of unknown keys must not cost millions of messages
+      return;
+    }
     errors_->push_back(At(at, path, std::move(message)));
   }
+  std::size_t not_shown() const { return not_shown_; }
 
   void Warn(const YAML::Node& at, const std::string& path, std::string message) {
     warnings_->push_back(At(at, path, std::move(message)));
@@ -94,7 +106,8 @@ class Decoder {
         continue;
       }
       if (auto ns = kNotSupportedYet.find(child); ns != kNotSupportedYet.end()) {
-        Fail(key, child, "not supported yet: " + ns->second + " is not implemented in this version");
+        Fail(key, child,
+             "not supported yet: " + ns->second + " is not implemented in this version");
         continue;
       }
       if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -115,6 +128,12 @@ class Decoder {
     std::vector<std::string> unset;
     auto v = ExpandEnv(node.Scalar(), env_, &err, &unset);
     if (!v) Fail(node, path, err);
+    if (v && !IsValidUtf8(*v)) {
+      // Only an environment variable can bring it here (the file was checked whole); names
+      // become label values, which must be UTF-8.
+      Fail(node, path, "is not valid UTF-8 after ${VAR} expansion");
+      return std::nullopt;
+    }
     for (const auto& name : unset) {
       Warn(node, path, "environment variable " + name + " is not set; it expanded to \"\"");
     }
@@ -184,6 +203,7 @@ class Decoder {
   const EnvLookup& env_;
   std::vector<Error>* errors_;
   std::vector<Error>* warnings_;
+  std::size_t not_shown_ = 0;
 };
 
 void DecodeSelf(Decoder& d, const YAML::Node& root, const YAML::Node& n, Config& c) {
@@ -272,8 +292,8 @@ void DecodeResponders(Decoder& d, const YAML::Node& n, Config& c) {
 }
 
 // `port` and `burst_port` of a peer entry (static or kubernetes); false if either is invalid.
-bool DecodePeerPorts(Decoder& d, const YAML::Node& n, const std::string& path,
-                     std::uint16_t* port, std::uint16_t* burst_port) {
+bool DecodePeerPorts(Decoder& d, const YAML::Node& n, const std::string& path, std::uint16_t* port,
+                     std::uint16_t* burst_port) {
   bool ok = true;
   for (auto [key, out] : {std::pair<const char*, std::uint16_t*>{"port", port},
                           std::pair<const char*, std::uint16_t*>{"burst_port", burst_port}}) {
@@ -343,8 +363,8 @@ void DecodePeers(Decoder& d, const YAML::Node& n, Config& c) {
     d.Fail(list, "peers.static", "must be a list of peers");
     return;
   }
-  std::map<std::string, std::string> names;                              // name → first path
-  std::map<std::pair<std::string, int>, std::string> endpoints;          // (address, port) → path
+  std::map<std::string, std::string> names;                      // name → first path
+  std::map<std::pair<std::string, int>, std::string> endpoints;  // (address, port) → path
   for (std::size_t i = 0; i < list.size(); ++i) {
     const YAML::Node p = list[i];
     std::string path = "peers.static[" + std::to_string(i) + "]";
@@ -363,7 +383,8 @@ void DecodePeers(Decoder& d, const YAML::Node& n, Config& c) {
         peer.name = *s;
         auto [it, fresh] = names.emplace(*s, path);
         if (!fresh) {
-          d.Fail(v, path + ".name", "duplicate peer name " + Quote(*s) + " (also " + it->second + ")");
+          d.Fail(v, path + ".name",
+                 "duplicate peer name " + Quote(*s) + " (also " + it->second + ")");
           ok = false;
         }
       }
@@ -437,13 +458,13 @@ void DecodeRtt(Decoder& d, const YAML::Node& n, Config& c) {
   // Checked arithmetic: 999 * 1y does not fit in 64-bit nanoseconds and must not wrap round
   // to a short (or negative) train that passes the check.
   std::int64_t train_ns = 0;
-  bool overflow =
-      __builtin_mul_overflow(o.spacing.count(), std::int64_t{o.count - 1}, &train_ns) ||
-      __builtin_add_overflow(train_ns, o.timeout.count(), &train_ns);
+  bool overflow = __builtin_mul_overflow(o.spacing.count(), std::int64_t{o.count - 1}, &train_ns) ||
+                  __builtin_add_overflow(train_ns, o.timeout.count(), &train_ns);
   if (overflow) {
     d.Fail(n, base,
            "a train lasts (count-1)*spacing + timeout, more than 292 years, longer than "
-           "interval " + FormatDuration(o.interval));
+           "interval " +
+               FormatDuration(o.interval));
   } else if (Duration train(train_ns); train > o.interval) {
     d.Fail(n, base,
            "a train lasts (count-1)*spacing + timeout = " + FormatDuration(train) +
@@ -500,8 +521,7 @@ void DecodeDns(Decoder& d, const YAML::Node& n, Config& c) {
         auto libc = probes::dns::ParseLibc(*s);
         if (!libc) {
           d.Fail(v[i], path, "must be \"glibc\" or \"musl\", got " + Quote(*s));
-        } else if (std::find(o.resolvers.begin(), o.resolvers.end(), *libc) !=
-                   o.resolvers.end()) {
+        } else if (std::find(o.resolvers.begin(), o.resolvers.end(), *libc) != o.resolvers.end()) {
           d.Fail(v[i], path, "duplicate resolver " + Quote(*s));
         } else {
           o.resolvers.push_back(*libc);
@@ -611,13 +631,14 @@ void OptionalInteger(Decoder& d, const YAML::Node& n, const std::string& base, c
 
 void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
   const std::string base = "probes.http";
-  if (!d.CheckMap(n, base, {"interval", "duration", "qps", "connections", "modes", "timeout",
-                            "path", "max_body_bytes"})) {
+  if (!d.CheckMap(n, base,
+                  {"interval", "duration", "qps", "connections", "modes", "timeout", "path",
+                   "max_body_bytes"})) {
     return;
   }
   HttpOptions o;
-  OptionalDurations(d, n, base,
-                    {{"interval", &o.interval}, {"duration", &o.duration}, {"timeout", &o.timeout}});
+  OptionalDurations(
+      d, n, base, {{"interval", &o.interval}, {"duration", &o.duration}, {"timeout", &o.timeout}});
   OptionalInteger(d, n, base, "qps", 1, 10000, &o.qps);
   OptionalInteger(d, n, base, "connections", 1, 64, &o.connections);
   if (const YAML::Node v = n["modes"]; v.IsDefined()) {
@@ -629,7 +650,7 @@ void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
         std::string path = base + ".modes[" + std::to_string(i) + "]";
         auto s = d.String(v[i], path);
         if (!s) continue;
-        bool* mode = *s == "keepalive" ? &o.keepalive
+        bool* mode = *s == "keepalive"        ? &o.keepalive
                      : *s == "new_connection" ? &o.new_connection
                                               : nullptr;
         if (mode == nullptr) {
@@ -644,8 +665,7 @@ void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
   }
   if (const YAML::Node v = n["path"]; v.IsDefined()) {
     if (auto s = d.String(v, base + ".path")) {
-      if (s->empty() || s->front() != '/' ||
-          s->find_first_of(" \r\n\t") != std::string::npos) {
+      if (s->empty() || s->front() != '/' || s->find_first_of(" \r\n\t") != std::string::npos) {
         d.Fail(v, base + ".path", "must be a request path starting with /, got " + Quote(*s));
       } else {
         o.path = *s;
@@ -666,14 +686,14 @@ void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
   // before the next one is due. Each term is at most ~1e18 ns only if small: check overflow.
   int modes = int{o.keepalive} + int{o.new_connection};
   std::int64_t round_ns = 0;
-  bool overflow =
-      __builtin_add_overflow(o.duration.count(), o.timeout.count(), &round_ns) ||
-      __builtin_mul_overflow(round_ns, std::int64_t{modes}, &round_ns) ||
-      __builtin_add_overflow(round_ns, o.keepalive ? o.timeout.count() : 0, &round_ns);
+  bool overflow = __builtin_add_overflow(o.duration.count(), o.timeout.count(), &round_ns) ||
+                  __builtin_mul_overflow(round_ns, std::int64_t{modes}, &round_ns) ||
+                  __builtin_add_overflow(round_ns, o.keepalive ? o.timeout.count() : 0, &round_ns);
   if (overflow || Duration(round_ns) > o.interval) {
     d.Fail(n, base,
            "a round lasts modes*(duration + timeout) (+ timeout to open keep-alive "
-           "connections)" + (overflow ? std::string() : " = " + FormatDuration(Duration(round_ns))) +
+           "connections)" +
+               (overflow ? std::string() : " = " + FormatDuration(Duration(round_ns))) +
                ", longer than interval " + FormatDuration(o.interval));
   }
   c.http = o;
@@ -691,12 +711,12 @@ void DecodeGrpc(Decoder& d, const YAML::Node& n, Config& c) {
   OptionalInteger(d, n, base, "count", 1, 1000, &o.count);
   OptionalInteger(d, n, base, "port", 1, 65535, &o.port);
   std::int64_t round_ns = 0;
-  bool overflow =
-      __builtin_mul_overflow(o.spacing.count(), std::int64_t{o.count - 1}, &round_ns) ||
-      __builtin_add_overflow(round_ns, o.timeout.count(), &round_ns);
+  bool overflow = __builtin_mul_overflow(o.spacing.count(), std::int64_t{o.count - 1}, &round_ns) ||
+                  __builtin_add_overflow(round_ns, o.timeout.count(), &round_ns);
   if (overflow || Duration(round_ns) > o.interval) {
-    d.Fail(n, base, "a round lasts (count-1)*spacing + timeout, longer than interval " +
-                        FormatDuration(o.interval));
+    d.Fail(n, base,
+           "a round lasts (count-1)*spacing + timeout, longer than interval " +
+               FormatDuration(o.interval));
   }
   c.grpc = o;
 }
@@ -714,6 +734,19 @@ void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
 
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env) {
   LoadResult result;
+  if (auto bad = FindInvalidUtf8(text)) {
+    result.errors.push_back(Error{file, bad->line, bad->column, "",
+                                  "not valid UTF-8 (YAML files are text; names become label "
+                                  "values, which must be UTF-8)"});
+    return result;
+  }
+  Nesting nesting = ScanNesting(text, kMaxNesting);
+  if (nesting.too_deep) {
+    result.errors.push_back(
+        Error{file, nesting.too_deep->line, nesting.too_deep->column, "",
+              "nested more than " + std::to_string(kMaxNesting) + " levels deep"});
+    return result;
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -723,6 +756,14 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
     err.line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
     err.column = e.mark.column >= 0 ? e.mark.column + 1 : 0;
     err.message = "malformed YAML: " + e.msg;
+    bool flow_end = e.msg.find("flow not found") != std::string::npos;
+    if (flow_end && nesting.unclosed) {
+      // yaml-cpp reports where the input ended; the place to fix is the bracket left open.
+      err.line = nesting.unclosed->line;
+      err.column = nesting.unclosed->column;
+      err.message = std::string("malformed YAML: this ") +
+                    (e.msg.find("sequence") != std::string::npos ? "[" : "{") + " is never closed";
+    }
     if (e.msg.find("flow") != std::string::npos && text.find("${") != std::string::npos) {
       err.message += " (inside { } or [ ], quote values with ${VAR}: \"${VAR}\")";
     } else if (text.find(": [") != std::string::npos && text.find("]:") != std::string::npos) {
@@ -751,27 +792,58 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
   } catch (const YAML::Exception& e) {  // defensive: yaml-cpp throws on odd node shapes
     d.Fail(root, "", std::string("unexpected YAML structure: ") + e.what());
   }
+  if (d.not_shown() > 0) {
+    result.errors.push_back(
+        Error{file, 0, 0, "", std::to_string(d.not_shown()) + " more problem(s) not shown"});
+  }
   if (result.errors.empty()) result.config = std::move(c);
   return result;
 }
 
 LoadResult LoadFile(const std::string& path, const EnvLookup& env) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  auto fail = [&](std::string why) {
     LoadResult r;
-    r.errors.push_back(Error{path, 0, 0, "", "cannot read the file: it is a directory"});
+    r.errors.push_back(Error{path, 0, 0, "", "cannot read the file: " + std::move(why)});
     return r;
+  };
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it would hang --config.check, and a
+  // reload would hang the loop that serves /-/healthy). Only regular files are read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return fail(std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return fail(std::string("it is ") + what + " (only regular files are read)");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    LoadResult r;
-    r.errors.push_back(
-        Error{path, 0, 0, "", std::string("cannot read the file: ") + std::strerror(errno)});
-    return r;
+  auto too_large = [&](std::uint64_t size) {
+    return fail(std::to_string(size) + " bytes is more than the limit of " +
+                std::to_string(kMaxFileBytes) + " bytes");
+  };
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxFileBytes) return too_large(st.st_size);
+  // Read at most one byte past the limit: a file that grows while it is read is caught too.
+  std::string text;
+  text.resize(kMaxFileBytes + 1);
+  std::size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::strerror(errno));
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return Parse(buf.str(), path, env);
+  if (got > kMaxFileBytes) return too_large(got);
+  text.resize(got);
+  return Parse(text, path, env);
 }
 
 }  // namespace podnet::config

@@ -9,8 +9,8 @@
 #include "exporter/config/env.h"
 #include "exporter/config/units.h"
 #include "exporter/net/address.h"
-#include "exporter/probes/dns/dns_options.h"
 #include "exporter/probes/burst/burst_options.h"
+#include "exporter/probes/dns/dns_options.h"
 #include "exporter/probes/grpc/grpc_options.h"
 #include "exporter/probes/http/http_options.h"
 #include "exporter/probes/rtt/rtt_options.h"
@@ -40,9 +40,9 @@ struct StaticPeer {
 /// peers.kubernetes: discover peers from the EndpointSlices of a Service (label
 /// kubernetes.io/service-name) and pick a bounded, topology-aware sample of them.
 struct KubernetesPeers {
-  std::string namespace_name;  // `namespace` in YAML: where the Service and its slices live
-  std::string service;         // the headless Service that selects the probe Pods
-  int peers_per_zone = 3;      // per zone (own zone included); same-node peers are always in
+  std::string namespace_name;       // `namespace` in YAML: where the Service and its slices live
+  std::string service;              // the headless Service that selects the probe Pods
+  int peers_per_zone = 3;           // per zone (own zone included); same-node peers are always in
   std::uint16_t port = 9479;        // HTTP and UDP echo port of every discovered peer
   std::uint16_t burst_port = 5201;  // burst responder port of every discovered peer
 
@@ -60,13 +60,13 @@ struct Config {
   /// metrics.aggregate_peers: drop the `peer` and `peer_node` labels so that series are per
   /// (source, peer zone, path) and cardinality stays bounded on big clusters (DESIGN.md).
   bool aggregate_peers = false;
-  std::optional<probes::rtt::RttOptions> rtt;  // probes.rtt; absent = off
-  std::optional<probes::dns::DnsOptions> dns;  // probes.dns; absent = off
+  std::optional<probes::rtt::RttOptions> rtt;        // probes.rtt; absent = off
+  std::optional<probes::dns::DnsOptions> dns;        // probes.dns; absent = off
   std::optional<probes::burst::BurstOptions> burst;  // probes.burst; absent = off
   /// responders.burst (iperf3-compatible server); absent = off.
   std::optional<probes::burst::BurstResponderOptions> burst_responder;
-  std::optional<probes::http::HttpOptions> http;  // probes.http; absent = off
-  std::optional<probes::grpc::GrpcOptions> grpc;  // probes.grpc; absent = off
+  std::optional<probes::http::HttpOptions> http;     // probes.http; absent = off
+  std::optional<probes::grpc::GrpcOptions> grpc;     // probes.grpc; absent = off
   std::optional<net::HostPort> grpc_listen_address;  // responders.grpc; absent = off
 };
 
@@ -74,8 +74,8 @@ struct Config {
 /// "podnet.yaml:12:7: probes.rtt.interval: must be a positive duration, got \"0s\"".
 struct Error {
   std::string file;
-  int line = 0;    // 1-based; 0 when the problem is not tied to a place (unreadable file)
-  int column = 0;  // 1-based
+  int line = 0;          // 1-based; 0 when the problem is not tied to a place (unreadable file)
+  int column = 0;        // 1-based
   std::string key_path;  // e.g. "peers.static[2].address"; empty for syntax errors
   std::string message;
 
@@ -97,8 +97,15 @@ struct LoadResult {
 /// sections of probe kinds not implemented yet are errors that say so. Never throws.
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
-/// Reads `path` and calls Parse. A file that cannot be read (missing, a directory, no
-/// permission) is one Error with line 0 that gives the reason.
+/// The largest configuration file LoadFile reads: 512 KiB holds thousands of static peers;
+/// yaml-cpp takes about 100 bytes of memory per byte of dense YAML, so this bounds a load at
+/// tens of MB instead of whatever a path to /dev/zero or a runaway generator provides.
+inline constexpr std::size_t kMaxFileBytes = 512 * 1024;
+
+/// Reads `path` and calls Parse. Only a regular file of at most kMaxFileBytes is read (a FIFO is
+/// never waited on); one that cannot be read (missing, a directory, a FIFO or device, too
+/// large, no permission) is one Error with line 0 that gives the reason. Parse also refuses text
+/// that is not UTF-8 or nests more than 64 levels (line and column of the first such place).
 LoadResult LoadFile(const std::string& path, const EnvLookup& env);
 
 }  // namespace podnet::config

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -18,6 +19,7 @@
 #include <list>
 #include <thread>
 
+#include "exporter/log/last_chance.h"
 #include "exporter/net/tcp_info.h"
 #include "exporter/probes/burst/iperf3.h"
 
@@ -31,8 +33,14 @@ namespace iperf3 = probes::burst::iperf3;
 
 constexpr auto kStepTimeout = std::chrono::seconds(5);
 constexpr auto kGrace = std::chrono::seconds(5);  // after time + omit, before we give up
-constexpr std::size_t kMaxPending = 64;           // connections that have not sent a cookie
-constexpr std::size_t kReadSize = 256 * 1024;     // per recv(MSG_TRUNC): nothing is copied
+// Connections that have not sent their cookie yet. A stock client sends it right after
+// connecting, so the wait is short, one source holds few of them, and at either limit the
+// oldest waiting connection makes room for the new one: stalled clients cannot lock out a real
+// one (the break test: 64 stalled connections refused every `iperf3 -c` for 5 s at a time).
+constexpr std::size_t kMaxPending = 64;
+constexpr std::size_t kMaxPendingPerSource = 16;  // a client opening 16 streams at once keeps them
+constexpr auto kCookieTimeout = std::chrono::seconds(2);
+constexpr std::size_t kReadSize = 256 * 1024;  // per recv(MSG_TRUNC): nothing is copied
 
 }  // namespace
 
@@ -54,6 +62,7 @@ class BurstResponder::Impl {
     denied_ = &family.Add({{"responder", "burst"}, {"result", "access_denied"}});
     refused_ = &family.Add({{"responder", "burst"}, {"result", "refused"}});
     failed_ = &family.Add({{"responder", "burst"}, {"result", "failed"}});
+    evicted_ = &family.Add({{"responder", "burst"}, {"result", "no_cookie"}});
     received_ = &prometheus::BuildCounter()
                      .Name("podnet_responder_burst_received_bytes_total")
                      .Help("Payload bytes the burst responder received from testing clients.")
@@ -63,7 +72,7 @@ class BurstResponder::Impl {
 
   void Start() {
     Accept();
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] { log::RunOrExit("burst responder", [this] { io_.run(); }); });
   }
 
   void Stop();
@@ -84,27 +93,51 @@ class BurstResponder::Impl {
 
   // Every connection starts with a cookie: a new test's control connection, or a data stream
   // of a test waiting for its streams.
+  struct Pending {
+    Pending(tcp::socket s, boost::asio::io_context& io) : socket(std::move(s)), timer(io) {}
+    tcp::socket socket;
+    boost::asio::steady_timer timer;
+    std::string cookie = std::string(iperf3::kCookieSize, '\0');
+    boost::asio::ip::address source;
+  };
+
   void ReadCookie(tcp::socket socket) {
-    if (pending_ >= kMaxPending) return;  // closed by going out of scope
-    ++pending_;
-    struct Pending {
-      Pending(tcp::socket s, boost::asio::io_context& io) : socket(std::move(s)), timer(io) {}
-      tcp::socket socket;
-      boost::asio::steady_timer timer;
-      std::string cookie = std::string(iperf3::kCookieSize, '\0');
-    };
+    ErrorCode ignored;
+    auto source = socket.remote_endpoint(ignored).address();
+    // Room first: the oldest waiting connection of this source, else the oldest of all.
+    std::size_t from_source = 0;
+    for (const auto& p : pending_) from_source += p->source == source;
+    if (from_source >= kMaxPendingPerSource) {
+      auto oldest = std::find_if(pending_.begin(), pending_.end(),
+                                 [&](const auto& p) { return p->source == source; });
+      Evict(*oldest);
+    } else if (pending_.size() >= kMaxPending) {
+      Evict(pending_.front());
+    }
     auto p = std::make_shared<Pending>(std::move(socket), io_);
-    p->timer.expires_after(kStepTimeout);
-    p->timer.async_wait([p](ErrorCode ec) {
-      if (!ec) p->socket.close(ec);
+    p->source = source;
+    pending_.push_back(p);
+    p->timer.expires_after(kCookieTimeout);
+    p->timer.async_wait([this, p](ErrorCode ec) {
+      if (!ec) Evict(p);
     });
     boost::asio::async_read(p->socket, boost::asio::buffer(p->cookie),
                             [this, p](ErrorCode ec, std::size_t) {
-                              --pending_;
                               p->timer.cancel();
+                              pending_.remove(p);
                               if (ec || !iperf3::IsCookie(p->cookie)) return;
                               Dispatch(std::move(p->socket), p->cookie);
                             });
+  }
+
+  // Closes a connection still waiting for its cookie (its read then completes with an error).
+  void Evict(std::shared_ptr<Pending> p) {
+    if (std::find(pending_.begin(), pending_.end(), p) == pending_.end()) return;  // done
+    ErrorCode ignored;
+    p->socket.close(ignored);
+    p->timer.cancel();
+    pending_.remove(p);
+    evicted_->Increment();
   }
 
   void Dispatch(tcp::socket socket, const std::string& cookie);
@@ -115,12 +148,13 @@ class BurstResponder::Impl {
   tcp::acceptor acceptor_;
   std::thread thread_;
   std::list<std::shared_ptr<Test>> tests_;
-  std::size_t pending_ = 0;
+  std::list<std::shared_ptr<Pending>> pending_;  // oldest first
   std::atomic<int> active_{0};
   prometheus::Counter* completed_;
   prometheus::Counter* denied_;
   prometheus::Counter* refused_;
   prometheus::Counter* failed_;
+  prometheus::Counter* evicted_;
   prometheus::Counter* received_;
 };
 
@@ -420,6 +454,8 @@ void BurstResponder::Impl::Stop() {
     acceptor_.close(ignored);
     for (auto& t : tests_) t->Close();
     tests_.clear();
+    for (auto& p : pending_) p->socket.close(ignored);
+    pending_.clear();
     io_.stop();
   });
   if (thread_.joinable()) thread_.join();

@@ -14,14 +14,18 @@ namespace podnet::responders {
 /// longer than max_duration (or unbounded: -n/-k) SERVER_ERROR IEDURATION, more than
 /// max_streams SERVER_ERROR IENUMSTREAMS, and a client beyond max_clients concurrent tests
 /// ACCESS_DENIED (what iperf3 -s answers when busy). Every step has a deadline (5 s; the data
-/// phase time + omit + 5 s), so a client that stalls or dies mid-test frees its slot.
+/// phase time + omit + 5 s), so a client that stalls or dies mid-test frees its slot. Before
+/// its cookie, a connection gets 2 s; at most 16 wait per source address and 64 in all, and at
+/// either limit the oldest waiting one is closed for the new one, so stalled connections cannot
+/// lock out a real client (which sends its cookie at once).
 ///
 /// Threading: its own io_context on its own thread. Receiving a burst moves gigabytes per
 /// second; on the serving loop that would delay the UDP echo replies peers time RTT with (and
 /// /metrics scrapes), on the probe loop it would disturb our own probes' timing.
 ///
 /// Series: podnet_responder_requests_total{responder="burst", result="completed" |
-/// "access_denied" | "refused" | "failed"} and podnet_responder_burst_received_bytes_total.
+/// "access_denied" | "refused" | "failed" | "no_cookie"} and
+/// podnet_responder_burst_received_bytes_total.
 class BurstResponder {
  public:
   /// Binds and starts serving. Throws boost::system::system_error when the address cannot be

@@ -1,24 +1,24 @@
 #include "exporter/responders/udp_echo.h"
 
 #include <netinet/in.h>
+#include <prometheus/counter.h>
 #include <sys/socket.h>
-
-#include <chrono>
-#include <vector>
 
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
-#include <prometheus/counter.h>
+#include <chrono>
+#include <vector>
 
 #include "exporter/probes/rtt/wire.h"
+#include "exporter/responders/echo_limiter.h"
 
 namespace podnet::responders {
 
 class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(boost::asio::io_context& io, const net::HostPort& listen, prometheus::Registry& registry,
-       double rate)
-      : socket_(io), rate_(rate), tokens_(rate), last_refill_(std::chrono::steady_clock::now()) {
+       const EchoLimits& limits)
+      : socket_(io), limiter_(limits, std::chrono::steady_clock::now()) {
     boost::asio::ip::udp::endpoint ep(listen.address, listen.port);
     socket_.open(ep.protocol());
     if (listen.address.is_v6()) socket_.set_option(boost::asio::ip::v6_only(false));
@@ -33,6 +33,8 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     answered_ = &family.Add({{"responder", "udp_echo"}, {"result", "answered"}});
     ignored_ = &family.Add({{"responder", "udp_echo"}, {"result", "ignored"}});
     rate_limited_ = &family.Add({{"responder", "udp_echo"}, {"result", "rate_limited"}});
+    source_limited_ = &family.Add({{"responder", "udp_echo"}, {"result", "source_limited"}});
+    too_large_ = &family.Add({{"responder", "udp_echo"}, {"result", "too_large"}});
   }
 
   void Start() { Wait(); }
@@ -53,16 +55,6 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
                        });
   }
 
-  bool TakeToken() {
-    auto now = std::chrono::steady_clock::now();
-    double elapsed = std::chrono::duration<double>(now - last_refill_).count();
-    last_refill_ = now;
-    tokens_ = std::min(rate_, tokens_ + elapsed * rate_);  // burst up to one second's worth
-    if (tokens_ < 1) return false;
-    tokens_ -= 1;
-    return true;
-  }
-
   void Drain() {
     for (int i = 0; i < 256; ++i) {
       boost::asio::ip::udp::endpoint from;
@@ -74,9 +66,18 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
         ignored_->Increment();
         continue;
       }
-      if (!TakeToken()) {
-        rate_limited_->Increment();
-        continue;
+      switch (limiter_.Admit(from.address(), n, std::chrono::steady_clock::now())) {
+        case EchoLimiter::Verdict::kAnswer:
+          break;
+        case EchoLimiter::Verdict::kTooLarge:
+          too_large_->Increment();
+          continue;
+        case EchoLimiter::Verdict::kSourceLimited:
+          source_limited_->Increment();
+          continue;
+        case EchoLimiter::Verdict::kRateLimited:
+          rate_limited_->Increment();
+          continue;
       }
       socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
       if (!ec) answered_->Increment();
@@ -85,17 +86,17 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
 
   boost::asio::ip::udp::socket socket_;
   std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(65536);
-  double rate_;
-  double tokens_;
-  std::chrono::steady_clock::time_point last_refill_;
+  EchoLimiter limiter_;
   prometheus::Counter* answered_;
   prometheus::Counter* ignored_;
   prometheus::Counter* rate_limited_;
+  prometheus::Counter* source_limited_;
+  prometheus::Counter* too_large_;
 };
 
 UdpEchoResponder::UdpEchoResponder(boost::asio::io_context& io, const net::HostPort& listen,
-                                   prometheus::Registry& registry, double max_replies_per_second)
-    : impl_(std::make_shared<Impl>(io, listen, registry, max_replies_per_second)) {
+                                   prometheus::Registry& registry, const EchoLimits& limits)
+    : impl_(std::make_shared<Impl>(io, listen, registry, limits)) {
   impl_->Start();
 }
 

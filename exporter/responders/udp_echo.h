@@ -1,27 +1,30 @@
 #pragma once
 
-#include <memory>
-
-#include <boost/asio/io_context.hpp>
 #include <prometheus/registry.h>
 
+#include <boost/asio/io_context.hpp>
+#include <memory>
+
 #include "exporter/net/address.h"
+#include "exporter/responders/echo_limiter.h"
 
 namespace podnet::responders {
 
 /// The UDP echo responder that peers' `protocol: udp` RTT probes aim at. It answers only
 /// podnet probe requests (probes/rtt/wire.h: magic, version, kind = request) by sending the
 /// datagram back with kind = reply, so it reflects nothing else and two responders cannot
-/// ping-pong. Bounded: one fixed receive buffer, at most `max_replies_per_second` replies (a
-/// token bucket; the excess is dropped and counted), at most 256 datagrams per wake-up so the
-/// serving loop stays responsive. Series: podnet_responder_requests_total{responder="udp_echo",
-/// result="answered"|"ignored"|"rate_limited"}.
+/// ping-pong. Bounded: one fixed receive buffer, at most 256 datagrams per wake-up so the
+/// serving loop stays responsive, and an EchoLimiter (echo_limiter.h): requests over 9000 bytes
+/// are not answered, one source address gets at most 1/16 of the reply and byte budgets, and
+/// all sources together at most 20,000 replies and 20 MB per second (defaults of EchoLimits).
+/// Series: podnet_responder_requests_total{responder="udp_echo",
+/// result="answered"|"ignored"|"too_large"|"source_limited"|"rate_limited"}.
 class UdpEchoResponder {
  public:
   /// Binds `listen` (an IPv6 wildcard also accepts IPv4). Throws boost::system::system_error
   /// when the address cannot be bound — a start-up error, reported by the caller.
   UdpEchoResponder(boost::asio::io_context& io, const net::HostPort& listen,
-                   prometheus::Registry& registry, double max_replies_per_second = 20000);
+                   prometheus::Registry& registry, const EchoLimits& limits = {});
   ~UdpEchoResponder();
 
   /// The bound port (useful when listening on port 0).

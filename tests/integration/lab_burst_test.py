@@ -82,7 +82,7 @@ def exporter_pid(p):
 def main():
     args = labkit.lab_arguments("--burst")
     if not labkit.have_root():
-        return 77
+        return labkit.skip(labkit.ROOT_NEEDED)
     if not shutil.which("iperf3"):
         log("FAILED: iperf3 is not installed (scripts/install-deps.sh --test)")
         return 1

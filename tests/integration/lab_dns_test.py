@@ -243,15 +243,12 @@ def main():
     ap.add_argument("--fault-server", required=True)
     a = ap.parse_args()
     if os.geteuid() != 0:
-        log("SKIP: needs root (network namespaces)")
-        return 77
+        return labkit.skip("needs root (network namespaces)")
     for tool in ("unbound", "tcpdump", "curl"):
         if not shutil.which(tool):
-            log("SKIP: %s not installed (scripts/install-deps.sh --test)" % tool)
-            return 77
+            return labkit.skip("%s not installed (scripts/install-deps.sh --test)" % tool)
     if not os.path.exists(a.musl):
-        log("SKIP: no musl binary (musl-tools not installed)")
-        return 77
+        return labkit.skip("no musl binary (musl-tools not installed)")
     tmp = tempfile.mkdtemp(prefix="pndns-")
     try:
         run("ip", "netns", "add", NS)

@@ -257,7 +257,7 @@ def scenario(args, tmp):
 def main():
     args = lab.lab_arguments()
     if not lab.have_root():
-        return 77
+        return lab.skip(lab.ROOT_NEEDED)
     return lab.run_lab_test(args.lab_script, args.delayline, PREFIX,
                             lambda _, tmp: scenario(args, tmp), "podnet-lab-http-")
 

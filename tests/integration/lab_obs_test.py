@@ -183,7 +183,7 @@ def scenario(args, lab, tmp):
 def main():
     args = labkit.lab_arguments()
     if not labkit.have_root():
-        return 77
+        return labkit.skip(labkit.ROOT_NEEDED)
     for tool in ("unbound", "curl", args.prometheus, args.promtool):
         if not shutil.which(tool):
             log("FAILED: %s is not installed (scripts/install-deps.sh --test)" % tool)

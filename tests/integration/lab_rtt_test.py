@@ -64,7 +64,7 @@ def write_client_config(path, peers, rtt=True, broken=False):
 def main():
     args = labkit.lab_arguments()
     if not labkit.have_root():
-        return 77
+        return labkit.skip(labkit.ROOT_NEEDED)
     return labkit.run_lab_test(args.lab_script, args.delayline, PREFIX,
                                lambda lab, tmp: scenario(args, tmp))
 

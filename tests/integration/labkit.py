@@ -60,13 +60,23 @@ def lab_arguments(*required):
     return ap.parse_args()
 
 
+def skip(reason):
+    """The exit code of a test that cannot run: 77 (ctest counts it as skipped) after saying
+    SKIP and why; but with CI=true a skip would hide a broken machine, so it is a failure (1)
+    that gives the same reason."""
+    if os.environ.get("CI", "").lower() == "true":
+        log("FAILED: cannot run with CI=true (a skip is a failure in CI): %s" % reason)
+        return 1
+    log("SKIP: %s" % reason)
+    return 77
+
+
 def have_root():
-    """False (after saying SKIP) when not root: the caller exits 77, which ctest counts as
-    skipped."""
-    if os.geteuid() != 0:
-        log("SKIP: the lab needs root (network namespaces)")
-        return False
-    return True
+    """True when root; otherwise the caller returns skip(ROOT_NEEDED)."""
+    return os.geteuid() == 0
+
+
+ROOT_NEEDED = "the lab needs root (network namespaces)"
 
 
 def pod_namespaces(prefix):

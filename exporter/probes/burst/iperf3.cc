@@ -1,12 +1,16 @@
 #include "exporter/probes/burst/iperf3.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string_view>
+#include <type_traits>
 
 namespace podnet::probes::burst::iperf3 {
 namespace {
 
 constexpr std::string_view kCookieAlphabet = "abcdefghijklmnopqrstuvwxyz234567";
+constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
 
 // Type checks of known keys, as the reference server does them: booleans must be JSON true or
 // false, numbers must be numbers.
@@ -26,21 +30,46 @@ bool GetBool(const nlohmann::json& doc, const char* key, bool* out, std::string*
   return false;
 }
 
-template <typename T>
-bool GetInt(const nlohmann::json& doc, const char* key, T* out, std::string* error) {
+// A known integer key, range-checked as int64 before anything narrows it or adds to it: a
+// value outside [lo, hi], a fraction, or an integer beyond int64 is an error that names the key.
+bool GetInt(const nlohmann::json& doc, const char* key, std::int64_t lo, std::int64_t hi,
+            std::int64_t* out, std::string* error) {
   auto it = doc.find(key);
   if (it == doc.end() || it->is_null()) return true;
+  auto range = [&] {
+    *error = std::string("parameter \"") + key + "\" must be an integer from " +
+             std::to_string(lo) + " to " + std::to_string(hi) + ", got " + it->dump();
+    return false;
+  };
   if (!it->is_number()) {
     *error = std::string("parameter \"") + key + "\" must be a number";
     return false;
   }
-  if (it->is_number_float()) {
-    *out = static_cast<T>(it->get<double>());
-  } else if (it->is_number_unsigned()) {
-    *out = static_cast<T>(it->get<std::uint64_t>());
+  std::int64_t v = 0;
+  if (it->is_number_unsigned()) {
+    std::uint64_t u = it->get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return range();
+    v = static_cast<std::int64_t>(u);
+  } else if (it->is_number_integer()) {
+    v = it->get<std::int64_t>();
   } else {
-    *out = static_cast<T>(it->get<std::int64_t>());
+    // A float: only an integral value well inside int64 (iperf3's cJSON writes integers).
+    double d = it->get<double>();
+    if (!(d >= -9.0e15 && d <= 9.0e15) || d != std::trunc(d)) return range();
+    v = static_cast<std::int64_t>(d);
   }
+  if (v < lo || v > hi) return range();
+  *out = v;
+  return true;
+}
+
+template <typename T>
+bool GetInt(const nlohmann::json& doc, const char* key, std::int64_t lo, std::int64_t hi, T* out,
+            std::string* error) {
+  static_assert(std::is_integral_v<T>);
+  std::int64_t v = static_cast<std::int64_t>(*out);
+  if (!GetInt(doc, key, lo, hi, &v, error)) return false;
+  *out = static_cast<T>(v);  // within [lo, hi], which the caller chose to fit T
   return true;
 }
 
@@ -133,26 +162,17 @@ std::optional<Params> DecodeParams(const nlohmann::json& doc, std::string* error
   bool ok = GetBool(doc, "tcp", &p.tcp, error) && GetBool(doc, "udp", &p.udp, error) &&
             GetBool(doc, "sctp", &p.sctp, error) && GetBool(doc, "reverse", &p.reverse, error) &&
             GetBool(doc, "bidirectional", &p.bidirectional, error) &&
-            GetInt(doc, "omit", &p.omit, error) && GetInt(doc, "time", &p.time, error) &&
-            GetInt(doc, "num", &p.num, error) && GetInt(doc, "blockcount", &p.blockcount, error) &&
-            GetInt(doc, "parallel", &p.parallel, error) && GetInt(doc, "len", &p.len, error);
+            GetInt(doc, "omit", 0, kMaxSeconds, &p.omit, error) &&
+            GetInt(doc, "time", 0, kMaxSeconds, &p.time, error) &&
+            GetInt(doc, "num", 0, kMaxInt64, &p.num, error) &&
+            GetInt(doc, "blockcount", 0, kMaxInt64, &p.blockcount, error) &&
+            GetInt(doc, "parallel", 1, kMaxParallel, &p.parallel, error) &&
+            GetInt(doc, "len", 1, kMaxBlockSize, &p.len, error);
   if (!ok) return std::nullopt;
   if (auto it = doc.find("client_version"); it != doc.end() && it->is_string()) {
     p.client_version = it->get<std::string>();
   }
   if (!p.tcp && !p.udp && !p.sctp) p.tcp = true;  // TCP is the default protocol
-  if (p.len <= 0) {
-    *error = "len must be > 0";
-    return std::nullopt;
-  }
-  if (p.parallel < 1) {
-    *error = "parallel must be >= 1";
-    return std::nullopt;
-  }
-  if (p.time < 0 || p.omit < 0) {
-    *error = "time and omit must not be negative";
-    return std::nullopt;
-  }
   return p;
 }
 

@@ -60,6 +60,13 @@ std::uint32_t DecodeLength(const unsigned char header[4]);
 /// Stream ids as iperf3 numbers them: 1, 3, 4, 5, … (2 is skipped for old versions' sake).
 int StreamId(int index);
 
+/// Ranges DecodeParams enforces, checked on the int64 value before anything narrows or adds it:
+/// time and omit up to one day each (so time + omit cannot overflow an int), parallel up to
+/// iperf3's MAX_STREAMS (iperf.h: 128), len up to iperf3's MAX_BLOCKSIZE (iperf.h: 1 MiB).
+inline constexpr std::int64_t kMaxSeconds = 86400;
+inline constexpr std::int64_t kMaxParallel = 128;
+inline constexpr std::int64_t kMaxBlockSize = 1024 * 1024;
+
 /// The client's test parameters (the subset we send or check).
 struct Params {
   bool tcp = true;
@@ -77,7 +84,9 @@ struct Params {
 };
 nlohmann::json EncodeParams(const Params& p);
 /// Parses and type-checks the parameter document as an iperf3 server does: unknown keys are
-/// ignored; a known key of the wrong type, len ≤ 0 or parallel < 1 are errors (*error says which).
+/// ignored; a known key of the wrong type, or an integer outside its range (time, omit: 0 to
+/// kMaxSeconds; parallel: 1 to kMaxParallel; len: 1 to kMaxBlockSize; num, blockcount: 0 to
+/// int64's maximum) — including one beyond int64 or a fraction — is an error (*error says which).
 std::optional<Params> DecodeParams(const nlohmann::json& doc, std::string* error);
 
 /// One stream's line of the results document.

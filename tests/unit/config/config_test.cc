@@ -671,7 +671,7 @@ TEST(ConfigTest, LoadFileMissing) {
 TEST(ConfigTest, LoadFileOnADirectorySaysSo) {
   LoadResult r = LoadFile("/tmp", FakeEnv({}));
   ASSERT_EQ(r.errors.size(), 1u);
-  EXPECT_EQ(r.errors[0].ToString(), "/tmp: cannot read the file: it is a directory");
+  EXPECT_EQ(r.errors[0].ToString(), "/tmp: cannot read the file: it is a directory (only regular files are read)");
 }
 
 TEST(ConfigTest, UnsetVariableIsAWarningWithItsPlace) {

@@ -1,10 +1,14 @@
 #include "exporter/responders/udp_echo.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/system/system_error.hpp>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -13,11 +17,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/system/system_error.hpp>
-#include <gtest/gtest.h>
-#include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 
 #include "exporter/probes/rtt/wire.h"
 #include "tests/unit/testing/loop.h"
@@ -47,8 +46,17 @@ class Client {
   bool ok() const { return fd_ >= 0; }
 
   void SetTimeout(std::chrono::milliseconds t) {
-    timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+    timeval tv{static_cast<time_t>(t.count() / 1000),
+               static_cast<suseconds_t>(t.count() % 1000 * 1000)};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+
+  // Sends from `address` (any 127/8 address is local): another source for the responder.
+  bool Bind(const char* address) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, address, &a.sin_addr);
+    return bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   }
 
   bool SendTo(const Bytes& data, std::uint16_t port) {
@@ -96,10 +104,14 @@ Bytes Request(std::uint16_t seq, std::uint64_t token, std::size_t size = 56) {
 
 class UdpEchoTest : public ::testing::Test {
  protected:
-  void Start(double rate = 20000, const char* listen = "127.0.0.1") {
+  // `rate`: replies per second overall; `share`: the most one source may take of it.
+  void Start(double rate = 20000, const char* listen = "127.0.0.1", double share = 1) {
     net::HostPort hp{boost::asio::ip::make_address(listen), 0};
+    EchoLimits limits;
+    limits.replies_per_second = rate;
+    limits.source_share = share;
     responder_ = loop_.Run(
-        [&] { return std::make_unique<UdpEchoResponder>(loop_.io(), hp, registry_, rate); });
+        [&] { return std::make_unique<UdpEchoResponder>(loop_.io(), hp, registry_, limits); });
     port_ = responder_->port();
     ASSERT_NE(port_, 0);
   }
@@ -191,13 +203,12 @@ Bytes WithByte(Bytes b, std::size_t i, std::uint8_t v) {
 INSTANTIATE_TEST_SUITE_P(
     Table, UdpEchoIgnoresTest,
     ::testing::Values(
-        BadDatagram{"garbage", Bytes{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', ' ',
-                                     'g', 'a', 'r', 'b', 'a', 'g', 'e', '!'}},
+        BadDatagram{"garbage", Bytes{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l',
+                                     'd', ' ', 'g', 'a', 'r', 'b', 'a', 'g', 'e', '!'}},
         BadDatagram{"reply_kind", wire::EncodePayload({wire::Kind::kReply, 1, 2}, 56)},
         BadDatagram{"short", Truncated(Request(1, 2), 15)},
         BadDatagram{"wrong_magic", WithByte(Request(1, 2), 0, 'X')},
-        BadDatagram{"wrong_version", WithByte(Request(1, 2), 4, 9)},
-        BadDatagram{"empty", Bytes{}}),
+        BadDatagram{"wrong_version", WithByte(Request(1, 2), 4, 9)}, BadDatagram{"empty", Bytes{}}),
     [](const auto& info) { return info.param.name; });
 
 TEST_F(UdpEchoTest, RateLimited) {
@@ -222,6 +233,53 @@ TEST_F(UdpEchoTest, RateLimited) {
   auto got = c.Receive();
   ASSERT_TRUE(got.has_value()) << "not answered after the bucket refilled";
   EXPECT_EQ(wire::DecodePayload(got->first)->token, 500u);
+}
+
+// The break test: one sender flooding valid requests made a legitimate prober lose half its
+// packets (the budget was global). Now the flooder is held to its share: the prober, from another
+// address, gets every reply. Each probe is sent before a flood burst, so a full socket buffer
+// would drop the flood's datagrams, not the probe's.
+TEST_F(UdpEchoTest, OneFloodingSourceDoesNotStarveAnother) {
+  Start(/*rate=*/2000, "127.0.0.1", /*share=*/1.0 / 16);
+  Client prober, flooder;
+  ASSERT_TRUE(prober.ok() && flooder.ok());
+  ASSERT_TRUE(flooder.Bind("127.0.0.2"));
+  constexpr int kProbes = 20, kFloodPerProbe = 200;
+  for (int i = 0; i < kProbes; ++i) {
+    ASSERT_TRUE(prober.SendTo(Request(i, 7000 + i), port_));
+    for (int k = 0; k < kFloodPerProbe; ++k) flooder.SendTo(Request(k, 1), port_);
+    std::this_thread::sleep_for(5ms);
+  }
+  int answers = 0;
+  prober.SetTimeout(500ms);
+  while (auto got = prober.Receive()) {
+    if (wire::DecodePayload(got->first)->token >= 7000) ++answers;
+  }
+  EXPECT_EQ(answers, kProbes);
+  EXPECT_GT(Count("source_limited"), 0);
+  EXPECT_EQ(Count("rate_limited"), 0);
+  // The flooder got at most its share: one second's burst (125) plus what refilled meanwhile.
+  EXPECT_LE(Count("answered"), kProbes + 125 + 125);
+}
+
+// Replies are bounded in size: a 65,507-byte request (the break test reflected 541 MB of them in
+// 0.36 s) is not answered; the largest probe size (9000) is.
+TEST_F(UdpEchoTest, LargeRequestsAreNotReflected) {
+  Start();
+  Client c;
+  ASSERT_TRUE(c.ok());
+  auto big = Request(1, 1);
+  big.resize(65507, 0x55);
+  ASSERT_TRUE(c.SendTo(big, port_));
+  auto largest = Request(2, 2);
+  largest.resize(9000, 0x55);
+  ASSERT_TRUE(c.SendTo(largest, port_));
+  auto got = c.Receive();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->first.size(), 9000u);
+  c.SetTimeout(200ms);
+  EXPECT_FALSE(c.Receive().has_value());
+  EXPECT_TRUE(Eventually([&] { return Count("too_large") == 1; })) << Count("too_large");
 }
 
 TEST_F(UdpEchoTest, IgnoredDatagramsDoNotSpendTheRate) {
@@ -289,9 +347,7 @@ TEST_F(UdpEchoTest, PortInUseThrows) {
   Start();
   net::HostPort hp{boost::asio::ip::make_address("127.0.0.1"), port_};
   prometheus::Registry other;
-  EXPECT_THROW(loop_.Run([&] {
-                 return std::make_unique<UdpEchoResponder>(loop_.io(), hp, other, 100.0);
-               }),
+  EXPECT_THROW(loop_.Run([&] { return std::make_unique<UdpEchoResponder>(loop_.io(), hp, other); }),
                boost::system::system_error);
 }
 

@@ -76,6 +76,42 @@ TEST(Iperf3Test, ParamsTypeChecked) {
   EXPECT_TRUE(rev->reverse);
 }
 
+// The break test's inputs: each was accepted before (time + omit overflowed int; 4294967301
+// narrowed to 5 s; 4294967312 streams to 16). Each is now refused, naming the key.
+TEST(Iperf3Test, ParamsRangeCheckedAsInt64) {
+  struct Case {
+    const char* doc;
+    const char* key;
+  } cases[] = {
+      {R"({"tcp":true,"time":1,"omit":2147483647})", "\"omit\""},
+      {R"({"tcp":true,"time":4294967301})", "\"time\""},
+      {R"({"tcp":true,"time":-1})", "\"time\""},
+      {R"({"tcp":true,"time":2,"parallel":4294967312})", "\"parallel\""},
+      {R"({"tcp":true,"time":2,"parallel":129})", "\"parallel\""},
+      {R"({"tcp":true,"time":2,"len":4294967296})", "\"len\""},
+      {R"({"tcp":true,"time":2,"len":-131072})", "\"len\""},
+      {R"({"tcp":true,"num":18446744073709551615})", "\"num\""},
+      {R"({"tcp":true,"blockcount":-1})", "\"blockcount\""},
+      {R"({"tcp":true,"time":2.5})", "\"time\""},
+      {R"({"tcp":true,"time":1e300})", "\"time\""},
+  };
+  for (const auto& c : cases) {
+    std::string err;
+    EXPECT_FALSE(iperf3::DecodeParams(nlohmann::json::parse(c.doc), &err)) << c.doc;
+    EXPECT_NE(err.find(c.key), std::string::npos) << c.doc << ": " << err;
+  }
+  // The edges of each range are accepted, as a stock client sends them.
+  std::string err;
+  auto edge = iperf3::DecodeParams(
+      nlohmann::json::parse(
+          R"({"tcp":true,"time":86400,"omit":86400,"parallel":128,"len":1048576,"num":0,"blockcount":9223372036854775807})"),
+      &err);
+  ASSERT_TRUE(edge) << err;
+  EXPECT_EQ(edge->time, 86400);
+  EXPECT_EQ(edge->parallel, 128);
+  EXPECT_EQ(edge->blockcount, 9223372036854775807ULL);
+}
+
 TEST(Iperf3Test, ResultsRoundTrip) {
   iperf3::Results r;
   r.cpu_util_total = 12.5;

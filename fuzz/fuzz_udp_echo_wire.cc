@@ -1,0 +1,41 @@
+// What arrives on the UDP echo port (and as ICMP echo replies): the probe wire format, the
+// responder's reply decision and its admission by source and size.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "exporter/probes/rtt/wire.h"
+#include "exporter/responders/echo_limiter.h"
+
+namespace rtt = podnet::probes::rtt;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::span<const std::uint8_t> in(data, size);
+  (void)rtt::DecodePayload(in);
+  std::vector<std::uint8_t> copy(data, data + size);
+  if (rtt::MakeReply(copy)) {
+    auto h = rtt::DecodePayload(copy);
+    if (!h || h->kind != rtt::Kind::kReply) __builtin_trap();  // a reply must read as one
+  }
+  for (bool v6 : {false, true}) {
+    for (bool with_ip : {false, true}) (void)rtt::ParseIcmpEchoReply(v6, with_ip, in);
+  }
+  (void)rtt::InternetChecksum(in);
+  // The limiter, fed sources and sizes from the input: never a crash, never more sources kept
+  // than its bound.
+  static podnet::responders::EchoLimits limits = [] {
+    podnet::responders::EchoLimits l;
+    l.max_sources = 64;
+    return l;
+  }();
+  static podnet::responders::EchoLimiter limiter(limits, {});
+  static auto now = podnet::responders::EchoLimiter::Clock::time_point{};
+  for (std::size_t i = 0; i + 6 <= size; i += 6) {
+    boost::asio::ip::address_v4 source({data[i], data[i + 1], data[i + 2], data[i + 3]});
+    now += std::chrono::microseconds(data[i + 4] * 97);
+    (void)limiter.Admit(source, std::size_t{data[i + 5]} * 300, now);
+    if (limiter.sources() > limits.max_sources) __builtin_trap();
+  }
+  return 0;
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the exporter and its unit tests under sanitizers, each kind in a build directory of its
+# own (clang), and runs the unit tests and the command-line test (cli: real exporter processes
+# on loopback — reload, SIGHUP, the burst responder against stock iperf3) under each:
+#   address  build-asan/  ASan + UBSan (and LeakSanitizer); any report fails the run
+#   thread   build-tsan/  TSan
+# build-asan also holds the libFuzzer targets (PODNET_FUZZ=ON) that scripts/fuzz.sh runs: run
+# this script first, or the two one after the other, never both at once.
+# Usage: scripts/sanitize.sh [address|thread]...   (default: both). Exit 0 only when all pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --sanitize
+
+kinds=("$@")
+if ((${#kinds[@]} == 0)); then kinds=(address thread); fi
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+jobs=$(nproc)
+
+# Reports fail the test that produced them; no suppression files (a suppression needs a written
+# reason next to it, and none has been needed).
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+
+status=0
+for kind in "${kinds[@]}"; do
+  case "$kind" in
+    address) dir=build-asan; extra=(-DPODNET_FUZZ=ON) ;;
+    thread) dir=build-tsan; extra=() ;;
+    *) echo "sanitize.sh: unknown kind $kind (address or thread)" >&2; exit 2 ;;
+  esac
+  start=$(date +%s)
+  if [[ ! -f $dir/CMakeCache.txt ]]; then
+    CC=clang CXX=clang++ cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DPODNET_BUILD_TESTS=ON -DPODNET_SANITIZE="$kind" "${extra[@]}" >/dev/null
+  fi
+  nice cmake --build "$dir" --parallel "$jobs" --target podnet_unit_tests podnet-exporter
+  built=$(date +%s)
+  echo "sanitize.sh: $kind: built in $((built - start)) s; running the unit tests"
+  if ! "$dir/tests/podnet_unit_tests" --gtest_brief=1; then
+    echo "sanitize.sh: $kind: unit tests FAILED" >&2
+    status=1
+  fi
+  if ! (cd "$dir" && ctest --output-on-failure -R '^cli$'); then
+    echo "sanitize.sh: $kind: cli test FAILED" >&2
+    status=1
+  fi
+  echo "sanitize.sh: $kind: tests ran in $(($(date +%s) - built)) s (total $(($(date +%s) - start)) s)"
+done
+exit $status
