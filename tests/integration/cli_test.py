@@ -293,6 +293,14 @@ def main():
     check(r.returncode == 2 and "needs a NAME" in r.stderr, "dns-explain without NAME: exit 2")
     r = run(exe, "dns-explain", "a.example", "--resolver=bionic")
     check(r.returncode == 2 and "--resolver" in r.stderr, "dns-explain bad --resolver: exit 2")
+    r = run(exe, "--help")
+    check("0 the name was found, 1 it was not" in " ".join(r.stdout.split())
+          and "2 bad flags" in r.stdout, "--help gives dns-explain's exit codes")
+    # A name no C library can send: the library's reason, 0 questions, exit 1.
+    r = run(exe, "dns-explain", "a..b", "--resolv-conf", "/nonexistent")
+    check(r.returncode == 1 and "glibc cannot put a..b in a question" in r.stdout
+          and "t(ms)" not in r.stdout and "result error: 0 questions" in r.stdout,
+          "dns-explain of a name glibc refuses: its reason, 0 questions, exit 1:\n" + r.stdout)
     rc = os.path.join(tmp, "resolv.conf")
     with open(rc, "w") as f:
         f.write("nameserver 127.0.0.1\nsearch lab.test\noptions timeout:1 attempts:1\n")

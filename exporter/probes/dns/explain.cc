@@ -117,6 +117,13 @@ int ExplainLookup(const std::string& name, const std::string& resolv_conf_path, 
   }
   std::chrono::nanoseconds t0 =
       outcome.queries.empty() ? outcome.duration : outcome.queries.front().sent_at;
+  if (outcome.not_sent > 0) {
+    out << fmt::format(
+        "({} question{} the walk asked for never left the socket: the connection was refused "
+        "before {} written; not counted)\n",
+        outcome.not_sent, outcome.not_sent == 1 ? "" : "s",
+        outcome.not_sent == 1 ? "it was" : "they were");
+  }
   if (!outcome.error.empty()) out << "error: " << outcome.error << "\n";
   out << fmt::format(
       "\nresult {}: {} questions ({} NXDOMAIN, {} NODATA) in {:.3f} ms ({:.3f} ms of it on the "

@@ -153,7 +153,8 @@ void Lookup::Finish(std::optional<Result> forced) {
     // What left the socket, in the order it did (a TCP question leaves once its connection is
     // up, possibly after a later UDP one); a question c-ares could not write is not counted.
     auto& q = self->outcome_.queries;
-    std::erase_if(q, [](const QueryRecord& r) { return !r.on_wire; });
+    self->outcome_.not_sent =
+        static_cast<int>(std::erase_if(q, [](const QueryRecord& r) { return !r.on_wire; }));
     std::stable_sort(q.begin(), q.end(), [](const QueryRecord& a, const QueryRecord& b) {
       return a.sent_at < b.sent_at;
     });

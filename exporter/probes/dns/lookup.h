@@ -55,6 +55,9 @@ struct LookupOutcome {
   std::vector<QueryRecord> queries;
   std::string error;  // set with Result::kError from our side (c-ares setup)
   std::string note;   // the model's ResolverModel::note(): why the libc sent nothing
+  /// Questions the model asked for that never left the socket (a refused TCP connection, a
+  /// send that failed): not in `queries`, not counted anywhere but here.
+  int not_sent = 0;
 };
 
 /// Performs one lookup of `name` as `libc` would under `conf`: the model decides every question,

@@ -107,7 +107,11 @@ bool Encodable(std::string_view name);
 ///    SERVFAIL / NOTIMP / REFUSED, or that does not answer within its timeout
 ///    (timeout << ns / nscount for the ns-th server, at least 1 s), passes the query on to the
 ///    next; a truncated UDP answer makes glibc re-ask the same server over TCP (both types);
-///    one answer of the pair with the other lost is used as it is.
+///    one answer of the pair with the other lost is used as it is;
+///  - attempts <= 0: no question at all (res_send.c's try loop never runs; ECONNREFUSED ends
+///    the walk); timeout <= 0: 1 s per try (send_dg's floor);
+///  - a candidate name that cannot be a question (Encodable) sends nothing: NO_RECOVERY for
+///    that name (resolv/res_mkquery.c, ns_name.c).
 std::unique_ptr<ResolverModel> MakeGlibcModel(const ResolvConf& conf, std::string name);
 
 /// musl 1.2.3 (Debian 12 musl-tools) getaddrinfo → src/network/lookup_name.c
@@ -120,7 +124,12 @@ std::unique_ptr<ResolverModel> MakeGlibcModel(const ResolvConf& conf, std::strin
 ///    each type is taken; a SERVFAIL answer is re-asked at once (at most 2×questions times per
 ///    round, as measured on the wire), other rcodes are ignored; unanswered questions are sent
 ///    again every timeout/attempts until `timeout` has passed. No TCP: a truncated answer is used
-///    as is.
+///    as is;
+///  - timeout:0 sends nothing (the send loop never runs: EAI_AGAIN, result timeout);
+///    attempts:0 sends nothing (musl 1.2.3 divides by zero: SIGFPE; result error);
+///  - a name of 0 or 255+ bytes or with two trailing dots, or a candidate that cannot be a
+///    question (res_mkquery.c), sends nothing and ends the walk (EAI_NONAME, result error); a
+///    search domain is tried only when name + domain fit in 255 bytes.
 std::unique_ptr<ResolverModel> MakeMuslModel(const ResolvConf& conf, std::string name);
 
 std::unique_ptr<ResolverModel> MakeModel(Libc libc, const ResolvConf& conf, std::string name);

@@ -181,5 +181,18 @@ TEST(LookupTest, RefusingServerCountsWhatLeftTheSocket) {
   }
 }
 
+// use-vc to a server that refuses the TCP connection: nothing is written, so nothing is counted
+// (real glibc, lab case fid-refused-vc: 0 questions to it); the two questions the walk asked
+// for are reported apart.
+TEST(LookupTest, RefusedTcpConnectionSendsNothing) {
+  boost::asio::io_context io;
+  ResolvConf conf = ParseResolvConf("options use-vc timeout:1 attempts:1\n", Libc::kGlibc, {});
+  conf.nameservers = {{boost::asio::ip::make_address("127.0.0.1"), ClosedPort(io)}};
+  LookupOutcome o = RunLookup(io, conf, Libc::kGlibc, "web.a.test.");
+  EXPECT_EQ(o.result, Result::kError);
+  EXPECT_TRUE(o.queries.empty());
+  EXPECT_EQ(o.not_sent, 2);
+}
+
 }  // namespace
 }  // namespace podnet::probes::dns

@@ -252,7 +252,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.label; });
 // clang-format on
 
-// A search line of 10 domains (the last holds the name), 302 bytes: more than musl's line
+// A search line of 10 domains (the last holds the name), 437 bytes: more than musl's line
 // buffer holds.
 std::string LongSearchLine() {
   std::string line = "search";

