@@ -17,7 +17,7 @@ namespace podnet::responders {
 /// phase time + omit + 5 s), so a client that stalls or dies mid-test frees its slot.
 ///
 /// Threading: its own io_context on its own thread. Receiving a burst moves gigabytes per
-/// second; on the serving loop that would delay the UDP echo replies peers time RTT with (and
+/// second; on the responder loop that would delay the UDP echo replies peers time RTT with (and
 /// /metrics scrapes), on the probe loop it would disturb our own probes' timing.
 ///
 /// Series: podnet_responder_requests_total{responder="burst", result="completed" |

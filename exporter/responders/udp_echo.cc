@@ -11,6 +11,7 @@
 #include <prometheus/counter.h>
 
 #include "exporter/probes/rtt/wire.h"
+#include "exporter/runtime/loop_role.h"
 
 namespace podnet::responders {
 
@@ -33,6 +34,13 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     answered_ = &family.Add({{"responder", "udp_echo"}, {"result", "answered"}});
     ignored_ = &family.Add({{"responder", "udp_echo"}, {"result", "ignored"}});
     rate_limited_ = &family.Add({{"responder", "udp_echo"}, {"result", "rate_limited"}});
+    auto& dropped = prometheus::BuildCounter()
+                        .Name("podnet_responder_dropped_total")
+                        .Help("Requests this Pod's responders received and did not answer, by "
+                              "reason.")
+                        .Register(registry);
+    dropped_rate_limited_ = &dropped.Add({{"responder", "udp_echo"}, {"reason", "rate_limited"}});
+    dropped_malformed_ = &dropped.Add({{"responder", "udp_echo"}, {"reason", "malformed"}});
   }
 
   void Start() { Wait(); }
@@ -64,6 +72,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void Drain() {
+    PODNET_DCHECK_LOOP(kResponder);
     for (int i = 0; i < 256; ++i) {
       boost::asio::ip::udp::endpoint from;
       boost::system::error_code ec;
@@ -72,10 +81,12 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
       std::span<std::uint8_t> data(buffer_.data(), n);
       if (!probes::rtt::MakeReply(data)) {
         ignored_->Increment();
+        dropped_malformed_->Increment();
         continue;
       }
       if (!TakeToken()) {
         rate_limited_->Increment();
+        dropped_rate_limited_->Increment();
         continue;
       }
       socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
@@ -91,6 +102,8 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   prometheus::Counter* answered_;
   prometheus::Counter* ignored_;
   prometheus::Counter* rate_limited_;
+  prometheus::Counter* dropped_rate_limited_;  // podnet_responder_dropped_total
+  prometheus::Counter* dropped_malformed_;
 };
 
 UdpEchoResponder::UdpEchoResponder(boost::asio::io_context& io, const net::HostPort& listen,

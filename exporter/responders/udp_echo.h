@@ -14,8 +14,9 @@ namespace podnet::responders {
 /// datagram back with kind = reply, so it reflects nothing else and two responders cannot
 /// ping-pong. Bounded: one fixed receive buffer, at most `max_replies_per_second` replies (a
 /// token bucket; the excess is dropped and counted), at most 256 datagrams per wake-up so the
-/// serving loop stays responsive. Series: podnet_responder_requests_total{responder="udp_echo",
-/// result="answered"|"ignored"|"rate_limited"}.
+/// responder loop stays responsive. Series: podnet_responder_requests_total{responder="udp_echo",
+/// result="answered"|"ignored"|"rate_limited"} and podnet_responder_dropped_total{responder=
+/// "udp_echo", reason="rate_limited"|"malformed"} (malformed: not a podnet request, = ignored).
 class UdpEchoResponder {
  public:
   /// Binds `listen` (an IPv6 wildcard also accepts IPv4). Throws boost::system::system_error
