@@ -9,7 +9,11 @@ Two exporters in a private network namespace (lo only, made and removed by this 
 Phases of --seconds each (default 20): A quiet, then A under load:
   scrape: A's /metrics fetched back to back on one keep-alive connection (gzip, as Prometheus
           asks);
-  (more phases: --phases).
+  reload: POST /-/reload every second (A's file: --peers static peers);
+  flood:  a third process sends A well-formed UDP echo requests at A's rate limit (20,000/s);
+  references, reported and not checked: healthy (/-/healthy back to back: the client's own load),
+  cpu (another process burning a core).
+Not done yet: the issue's relist of 5,000 endpoints from a fake API server.
 B's UDP RTT p50/p99 and HTTP keep-alive p99 to A come from B's own histograms
 (podnet_rtt_seconds{protocol="udp"}, podnet_http_request_duration_seconds{connection=
 "keepalive"}): bucket deltas between two scrapes of B, the phase's samples only. Check for each
@@ -130,6 +134,34 @@ def scrape_load(tmp, seconds, path="/metrics"):
     return start
 
 
+def reload_load(seconds):
+    """POST /-/reload to A every second (each one parses A's file of --peers peers)."""
+    script = ("while :; do curl -s -o /dev/null -X POST http://127.0.0.1:%d/-/reload; sleep 1; "
+              "done" % A_PORT)
+
+    def start():
+        return lab.start(NS, ["timeout", str(int(seconds)), "sh", "-c", script], os.devnull)
+    return start
+
+
+def flood_load(tmp, seconds):
+    """Well-formed UDP echo requests to A at its rate limit (20,000/s) from a third process."""
+    out = os.path.join(tmp, "flood.txt")
+
+    def start():
+        p = lab.start(NS, [sys.executable, os.path.join(HERE, "echo_flood.py"), "--port",
+                           str(A_PORT), "--rate", "20000", "--seconds", str(seconds)], out)
+        p.figures_file = out
+        return p
+    return start
+
+
+def a_counter(name, **want):
+    code, body = lab.http(NS, "http://127.0.0.1:%d/metrics" % A_PORT, timeout=30)
+    return sum(v for n, labels, v in lab.parse_metrics(body)
+               if n == name and all(labels.get(k) == w for k, w in want.items()))
+
+
 def cpu_load(seconds):
     """A reference, not a check: another process burning one core at nice 0 (what the scrape
     load would cost A's responders if it were CPU contention alone)."""
@@ -191,6 +223,18 @@ def scenario(args, tmp):
             note = "%d scrapes, median %.0f ms" % (
                 len(times), 1000 * sorted(times)[len(times) // 2]) if times else "no scrapes"
             check(len(times) >= 5, "scrape: A was scraped back to back (%s)" % note)
+        elif phase == "reload":
+            t0 = time.time()
+            m = measure(args.seconds, reload_load(args.seconds))
+            last = a_counter("podnet_config_last_reload_success_timestamp_seconds")
+            note = "POST /-/reload every 1 s"
+            check(last >= t0, "reload: A reloaded during the phase (%s)" % note)
+        elif phase == "flood":
+            r0 = a_counter("podnet_responder_requests_total", responder="udp_echo")
+            m = measure(args.seconds, flood_load(tmp, args.seconds))
+            r1 = a_counter("podnet_responder_requests_total", responder="udp_echo")
+            note = "%.0f echo requests/s to A" % ((r1 - r0) / args.seconds)
+            check(r1 - r0 >= 5000 * args.seconds, "flood: A received a flood (%s)" % note)
         elif phase == "healthy":  # reference: the same client load without a body to build
             m = measure(args.seconds, scrape_load(tmp, args.seconds, "/-/healthy"))
             rows.append(("/-/healthy back to back (reference)", m, ""))
@@ -224,7 +268,7 @@ def main():
     ap.add_argument("--exporter", required=True)
     ap.add_argument("--peers", type=int, default=500)
     ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--phases", default="scrape")
+    ap.add_argument("--phases", default="scrape,reload,flood")
     args = ap.parse_args()
     args.phases = [p for p in args.phases.split(",") if p]
     if not lab.have_root():
