@@ -11,9 +11,11 @@ Phases of --seconds each (default 20): A quiet, then A under load:
           asks);
   reload: POST /-/reload every second (A's file: --peers static peers);
   flood:  a third process sends A well-formed UDP echo requests at A's rate limit (20,000/s);
+  relist: A watches the fake API server's 5,000 endpoints (bench/lib/fake_apiserver.py), whose
+          watches end with 410 Expired after 1 s during the phase: A relists, backing off as they
+          repeat (3 relists of 50 EndpointSlices in 15 s here);
   references, reported and not checked: healthy (/-/healthy back to back: the client's own load),
   cpu (another process burning a core).
-Not done yet: the issue's relist of 5,000 endpoints from a fake API server.
 B's UDP RTT p50/p99 and HTTP keep-alive p99 to A come from B's own histograms
 (podnet_rtt_seconds{protocol="udp"}, podnet_http_request_duration_seconds{connection=
 "keepalive"}): bucket deltas between two scrapes of B, the phase's samples only. Check for each
@@ -70,11 +72,14 @@ def delta(b1, b0):
     return {le: c - b0.get(le, 0.0) for le, c in b1.items()}
 
 
-def a_config(peers):
+def a_config(peers, kubernetes=False):
     lines = ['listen_address: "127.0.0.1:%d"' % A_PORT,
              "self: { name: a, node: node-a, zone: zone-a }",
              'responders: { udp_echo: { listen_address: "127.0.0.1:%d" } }' % A_PORT,
-             "peers:", "  static:"]
+             "peers:"]
+    if kubernetes:  # the fake API server's 5,000 Pods; 3 per zone are probed
+        lines.append("  kubernetes: { namespace: podnet, service: podnet, peers_per_zone: 3 }")
+    lines.append("  static:")
     for i in range(peers):
         lines.append("    - { name: lo-%d, address: 127.0.%d.%d, node: lo-node-%d, zone: zone-a }"
                      % (i + 1, 1 + i // 250, 1 + i % 250, i + 1))
@@ -156,6 +161,38 @@ def flood_load(tmp, seconds):
     return start
 
 
+def start_api_server(tmp, seconds):
+    """bench/lib/fake_apiserver.py with 5,000 Pods (50 EndpointSlices) and no churn; while
+    tmp/gone exists, every watch ends after 1 s with 410 Expired, so A relists all 5,000
+    endpoints about every second. Returns the kubeconfig's path."""
+    crt, key = os.path.join(tmp, "api.crt"), os.path.join(tmp, "api.key")
+    lab.run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out",
+            crt, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+            "subjectAltName=IP:127.0.0.1")
+    log = os.path.join(tmp, "apiserver.log")
+    lab.start(NS, [sys.executable, os.path.join(HERE, "..", "..", "bench", "lib",
+                                                 "fake_apiserver.py"),
+                   "--nodes", "5000", "--cert", crt, "--key", key, "--token", "isolation",
+                   "--churn", "0", "--gone-file", os.path.join(tmp, "gone"),
+                   "--max-seconds", str(int(seconds))], log)
+
+    def port():
+        with open(log) as f:
+            for line in f:
+                if line.startswith("listening "):
+                    return int(line.split()[1])
+        return None
+    lab.wait_for(port, 30, "fake API server")
+    path = os.path.join(tmp, "kubeconfig")
+    with open(path, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\ncurrent-context: lab\n"
+                "clusters:\n- name: lab\n  cluster:\n    server: https://127.0.0.1:%d\n"
+                "    certificate-authority: %s\n"
+                "users:\n- name: lab\n  user:\n    token: isolation\n"
+                "contexts:\n- name: lab\n  context: {cluster: lab, user: lab}\n" % (port(), crt))
+    return path
+
+
 def a_counter(name, **want):
     code, body = lab.http(NS, "http://127.0.0.1:%d/metrics" % A_PORT, timeout=30)
     return sum(v for n, labels, v in lab.parse_metrics(body)
@@ -194,11 +231,16 @@ def scenario(args, tmp):
     lab.run("ip", "netns", "add", NS)
     lab.run("ip", "-n", NS, "link", "set", "lo", "up")
     acfg, bcfg = os.path.join(tmp, "a.yaml"), os.path.join(tmp, "b.yaml")
+    relist = "relist" in args.phases
+    kube = []
+    if relist:
+        kube = ["--kubeconfig=" + start_api_server(tmp, 60 + args.seconds * 8)]
     with open(acfg, "w") as f:
-        f.write(a_config(args.peers))
+        f.write(a_config(args.peers, kubernetes=relist))
     with open(bcfg, "w") as f:
         f.write(b_config())
-    lab.start(NS, NICE + [args.exporter, "--config.file=" + acfg], os.path.join(tmp, "a.log"))
+    lab.start(NS, NICE + [args.exporter, "--config.file=" + acfg] + kube,
+              os.path.join(tmp, "a.log"))
     lab.wait_for(lambda: lab.http(NS, "http://127.0.0.1:%d/-/ready" % A_PORT)[0] == 200, 30,
                  "exporter A ready")
     lab.start(NS, NICE + [args.exporter, "--config.file=" + bcfg], os.path.join(tmp, "b.log"))
@@ -235,6 +277,18 @@ def scenario(args, tmp):
             r1 = a_counter("podnet_responder_requests_total", responder="udp_echo")
             note = "%.0f echo requests/s to A" % ((r1 - r0) / args.seconds)
             check(r1 - r0 >= 5000 * args.seconds, "flood: A received a flood (%s)" % note)
+        elif phase == "relist":
+            l0 = a_counter("podnet_kubernetes_lists_total")
+            gone = os.path.join(tmp, "gone")
+            open(gone, "w").close()
+            try:
+                m = measure(args.seconds)
+            finally:
+                os.unlink(gone)
+            lists = a_counter("podnet_kubernetes_lists_total") - l0
+            note = "%.0f relists of 5,000 endpoints" % lists
+            # A relists at once after a 410, then backs off (1 s, 2 s, ...) while they repeat.
+            check(lists >= 2, "relist: A relisted during the phase (%s)" % note)
         elif phase == "healthy":  # reference: the same client load without a body to build
             m = measure(args.seconds, scrape_load(tmp, args.seconds, "/-/healthy"))
             rows.append(("/-/healthy back to back (reference)", m, ""))
@@ -268,7 +322,7 @@ def main():
     ap.add_argument("--exporter", required=True)
     ap.add_argument("--peers", type=int, default=500)
     ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--phases", default="scrape,reload,flood")
+    ap.add_argument("--phases", default="scrape,reload,flood,relist")
     args = ap.parse_args()
     args.phases = [p for p in args.phases.split(",") if p]
     if not lab.have_root():
