@@ -1,3 +1,5 @@
+// The checks as a debug build compiles them, whatever this build's NDEBUG.
+#undef NDEBUG
 #include "exporter/runtime/loop_role.h"
 
 #include <thread>
@@ -41,6 +43,33 @@ TEST(LoopRoleDeathTest, AViolationNamesTheFunctionAndBothLoops) {
         LoopViolation("Serialize", Loop::kResponder, true);
       },
       "Serialize runs on the responder loop, must never run on the responder");
+}
+
+void SerializeLikeWork() { PODNET_DCHECK_NOT_LOOP(kResponder); }
+void ResponderHandler() { PODNET_DCHECK_LOOP(kResponder); }
+
+TEST(LoopRoleDeathTest, DebugChecksAbortOnTheWrongLoopOnly) {
+  {
+    BindLoop bind(Loop::kControl);
+    SerializeLikeWork();  // allowed: not the responder loop
+  }
+  {
+    BindLoop bind(Loop::kResponder);
+    ResponderHandler();  // allowed: its own loop
+  }
+  ResponderHandler();  // an unbound thread (a test's loop) passes
+  EXPECT_DEATH(
+      {
+        BindLoop bind(Loop::kResponder);
+        SerializeLikeWork();
+      },
+      "SerializeLikeWork runs on the responder loop, must never run on the responder");
+  EXPECT_DEATH(
+      {
+        BindLoop bind(Loop::kControl);
+        ResponderHandler();
+      },
+      "ResponderHandler runs on the control loop, claims the responder");
 }
 
 }  // namespace
