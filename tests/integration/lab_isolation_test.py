@@ -45,8 +45,8 @@ B_PORT = 9579
 SLACK_S = 200e-6
 # Both exporters run at nice -10 (the test is root), the load (curl) at 0: CI machines run other
 # work, and what this test measures is A's own chores against A's responders, not the
-# neighbours'. A's threads keep their own order (its control loop sits 10 above its responder
-# loop, as in production), so the check is the same as in a Pod.
+# neighbours'. A's threads keep their own order: its control loop sets itself to nice 10 (20 above
+# its responder loop here, 10 in a Pod), and the responder and probe loops ask for short slices.
 NICE = ["nice", "-n", "-10"]
 # A UDP train lasts 0.69 s and lands its samples at its end: between phases, wait for the trains
 # (and HTTP runs) begun in the previous one to end.
