@@ -8,15 +8,22 @@
 //                  text: what any use of the library's serializer costs, whatever the buffer
 //   ostringstream  Collect + TextSerializer into an ostringstream + .str() (the buffer handling
 //                  /metrics had before; its le pass, one more full copy, not included)
+//   writer         Collect + our TextWriter (exposition.h) into a sink that drops the text: the
+//                  same text as the library floor (le shortest), side by side with it
 //   identity       metrics::Metrics::Serialize() (/metrics without gzip)
 //   gzip           metrics::Metrics::Serialize(kGzip) (/metrics as Prometheus asks for it)
+// Each row: median wall ms and median CPU ms (this process's CPU clock; single-threaded), and
+// CPU as a fraction of the library floor's. Targets (issue 11): identity median <= 50 ms;
+// writer CPU <= 1/4 of the library floor's.
 // Usage: podnet-bench-serialize [PEERS=1000] [ROUNDS=10] [--aggregate]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <streambuf>
 #include <string>
@@ -25,6 +32,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "exporter/metrics/buckets.h"
+#include "exporter/metrics/exposition.h"
 #include "exporter/metrics/metrics.h"
 
 namespace {
@@ -37,16 +45,29 @@ class NullBuf : public std::streambuf {
   std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
 };
 
-double MedianMs(int rounds, const std::function<std::size_t()>& f, std::size_t* bytes) {
-  std::vector<double> ms;
+double CpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct Medians {
+  double wall_ms, cpu_ms;
+};
+
+Medians Median(int rounds, const std::function<std::size_t()>& f, std::size_t* bytes) {
+  std::vector<double> wall, cpu;
   for (int i = 0; i < rounds; ++i) {
     auto t0 = std::chrono::steady_clock::now();
+    double c0 = CpuMs();
     *bytes = f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    cpu.push_back(CpuMs() - c0);
+    wall.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  std::sort(wall.begin(), wall.end());
+  std::sort(cpu.begin(), cpu.end());
+  return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
 }
 
 }  // namespace
@@ -91,13 +112,16 @@ int main(int argc, char** argv) {
   std::size_t bytes = 0;
   std::printf("%d peers%s, median of %d rounds\n", peers, aggregate ? " (aggregated)" : "",
               rounds);
-  std::printf("%-16s %10s %12s %10s\n", "step", "ms", "bytes", "x floor");
-  double floor_ms = 0;
+  std::printf("%-16s %10s %10s %12s %14s\n", "step", "wall ms", "CPU ms", "bytes",
+              "CPU x floor");
+  double floor_cpu = 0;
+  std::map<std::string, Medians> got;
   auto row = [&](const char* step, const std::function<std::size_t()>& f) {
-    double ms = MedianMs(rounds, f, &bytes);
-    if (floor_ms == 0 && std::strcmp(step, "library floor") == 0) floor_ms = ms;
-    std::printf("%-16s %10.1f %12zu %10s\n", step, ms, bytes,
-                floor_ms > 0 ? std::to_string(ms / floor_ms).substr(0, 4).c_str() : "-");
+    Medians m = Median(rounds, f, &bytes);
+    got[step] = m;
+    if (floor_cpu == 0 && std::strcmp(step, "library floor") == 0) floor_cpu = m.cpu_ms;
+    std::printf("%-16s %10.1f %10.1f %12zu %14s\n", step, m.wall_ms, m.cpu_ms, bytes,
+                floor_cpu > 0 ? std::to_string(m.cpu_ms / floor_cpu).substr(0, 5).c_str() : "-");
   };
   row("collect", [&] { return r.Collect().size(); });
   row("library floor", [&] {
@@ -111,7 +135,22 @@ int main(int argc, char** argv) {
     prometheus::TextSerializer().Serialize(out, r.Collect());
     return out.str().size();
   });
+  row("writer", [&] {
+    std::size_t n = 0;
+    podnet::metrics::TextWriter([&n](std::string_view piece) { n += piece.size(); })
+        .Write(r.Collect());
+    return n;
+  });
   row("identity", [&] { return m.Serialize().size(); });
   row("gzip", [&] { return m.Serialize(Metrics::Encoding::kGzip).size(); });
+  double identity = got["identity"].wall_ms, ratio = got["writer"].cpu_ms / floor_cpu;
+  double collect = got["collect"].cpu_ms;
+  double text_only = (got["writer"].cpu_ms - collect) / (floor_cpu - collect);
+  std::printf("\ntarget: /metrics identity median <= 50 ms: %.1f ms  %s\n", identity,
+              identity <= 50 ? "PASS" : "MISS");
+  std::printf("target: writer CPU <= 1/4 of TextSerializer's, Collect included: %.3f (1/%.1f)  %s\n",
+              ratio, 1 / ratio, ratio <= 0.25 ? "PASS" : "MISS");
+  std::printf("        the same, text only (Collect's median CPU taken from both): %.3f (1/%.1f)  %s\n",
+              text_only, 1 / text_only, text_only <= 0.25 ? "PASS" : "MISS");
   return 0;
 }

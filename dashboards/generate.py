@@ -143,6 +143,25 @@ def overview():
         panel("timeseries", "Probe errors by probe and reason",
               [('sum by (probe, reason) (rate(podnet_probe_errors_total{%s}[%s]))' % (CL, RI),
                 "{{probe}} {{reason}}")], "ops", 12, 22),
+        # The exporter's own health: what it costs, and whether it keeps its schedule and answers
+        # its peers (alerts PodnetProbeRoundsSkipped, PodnetResponderDropping).
+        panel("timeseries", "Exporter health: CPU (cores) and resident memory by instance",
+              [('rate(process_cpu_seconds_total{%s, job=~".*podnet.*"}[%s])' % (CL, RI),
+                "{{instance}} CPU"),
+               ('process_resident_memory_bytes{%s, job=~".*podnet.*"} / 2^30' % CL,
+                "{{instance}} RSS GiB")], "none", 0, 30, 8, 8,
+              "process_* metrics of each exporter: CPU in cores, resident memory in GiB."),
+        panel("timeseries", "Exporter health: round start delay p99 by probe",
+              [(quantile(0.99, "podnet_probe_round_start_delay_seconds", "probe", CL),
+                "{{probe}}")], "s", 8, 30, 8, 8,
+              "How late probe rounds start: a busy or throttled probe loop shows here first."),
+        panel("timeseries", "Exporter health: skipped rounds and responder drops",
+              [('sum by (probe) (rate(podnet_probe_rounds_skipped_total{%s}[%s]))' % (CL, RI),
+                "skipped {{probe}}"),
+               ('sum by (responder, reason) (rate(podnet_responder_dropped_total{%s}[%s]))'
+                % (CL, RI), "dropped {{responder}} {{reason}}")], "ops", 16, 30, 8, 8,
+              "Rounds skipped (a round outlasted its interval) and requests the responders did "
+              "not answer (rate limit, malformed)."),
     ]
 
 

@@ -23,6 +23,7 @@ test_pkgs=(
   prometheus-smokeping-prober iperf3 prometheus-blackbox-exporter
   unbound musl-tools
   python3-yaml   # the dashboard and rule tests read the rule files
+  openssl        # lab_isolation and bench/discovery_5000: the fake API server's certificate
   nodejs         # npm-pinned validators: tests/deploy (kubernetes-models), tests/dashboards (@grafana/schema)
 )
 # scripts/sanitize.sh and scripts/fuzz.sh (--sanitize): clang with its runtimes (ASan, UBSan,

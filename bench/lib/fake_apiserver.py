@@ -12,6 +12,8 @@ ones (discovery.k8s.io/v1 EndpointSlice, v1 Node, watch events as newline-delimi
                                                   slice (a random Pod goes unready, the next
                                                   event brings it back), a
                                                   BOOKMARK every 5 s; ends after timeoutSeconds
+                                                  (or, while --gone-file exists, once open 1 s,
+                                                  with an ERROR event 410 Expired: a relist)
 
 Pod i runs on node-i in zone-(a + i % zones) with address 127.1.(i // 250).(1 + i % 250): every
 peer address is loopback, so an exporter fed this cluster only ever probes its own namespace.
@@ -20,6 +22,7 @@ Run by bench/lib/discovery_5000.py; prints "listening PORT" when ready.
 import argparse
 import http.server
 import json
+import os
 import random
 import socketserver
 import ssl
@@ -115,7 +118,7 @@ class Cluster:
         })
 
 
-def make_handler(cluster, token, churn_per_s, stats):
+def make_handler(cluster, token, churn_per_s, stats, gone_file=None):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -163,8 +166,19 @@ def make_handler(cluster, token, churn_per_s, stats):
             rng = random.Random(stats["watches"])
             end = time.monotonic() + min(timeout, 600)
             next_bookmark = time.monotonic() + 5
+            started = time.monotonic()
             try:
                 while time.monotonic() < end and not stats["stop"]:
+                    if (gone_file and time.monotonic() - started >= 1
+                            and os.path.exists(gone_file)):
+                        # As the API server answers a watch from a compacted resourceVersion.
+                        stats["gone"] = stats.get("gone", 0) + 1
+                        data = (json.dumps({"type": "ERROR", "object": {
+                            "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                            "message": "too old resource version", "reason": "Expired",
+                            "code": 410}}) + "\n").encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        break
                     time.sleep(1.0 / churn_per_s if churn_per_s > 0 else 1.0)
                     lines = []
                     if churn_per_s > 0:
@@ -201,12 +215,14 @@ def main():
     ap.add_argument("--token", required=True)
     ap.add_argument("--churn", type=float, default=10, help="MODIFIED events per second")
     ap.add_argument("--max-seconds", type=float, default=900, help="exit after this long")
+    ap.add_argument("--gone-file", help="while this file exists, watches end after 1 s with 410")
     args = ap.parse_args()
     if args.nodes > 250 * 250:
         sys.exit("at most 62,500 nodes (127.1.0.0/16)")
     cluster = Cluster(args.nodes, args.zones, args.namespace, args.service)
     stats = {"requests": 0, "lists": 0, "watches": 0, "events": 0, "stop": False}
-    srv = Server(("127.0.0.1", 0), make_handler(cluster, args.token, args.churn, stats))
+    srv = Server(("127.0.0.1", 0), make_handler(cluster, args.token, args.churn, stats,
+                                                       args.gone_file))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)

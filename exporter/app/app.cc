@@ -1,26 +1,35 @@
 #include "exporter/app/app.h"
 
-#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <chrono>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <spdlog/spdlog.h>
 
 #include "exporter/app/early_signals.h"
 #include "exporter/discovery/kubernetes/api_config.h"
 #include "exporter/discovery/static_peers.h"
 #include "exporter/log/last_chance.h"
 #include "exporter/probes/registry.h"
+#include "exporter/runtime/loop_role.h"
 #include "exporter/topology/selection.h"
 #include "podnet/version.h"
 
 namespace podnet::app {
 namespace {
+
+// nice(2) of the control loop's thread, against 0 for the responder and probe loops.
+constexpr int kControlNice = 10;
 
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -62,7 +71,8 @@ App::App(Options options, std::shared_ptr<const config::Config> config)
 App::~App() = default;
 
 void App::Stop() {
-  serve_io_.stop();
+  control_io_.stop();
+  respond_io_.stop();
   probe_io_.stop();
 }
 
@@ -84,7 +94,11 @@ int App::Run() {
   }
   try {
     http_ = std::make_unique<responders::HttpServer>(
-        serve_io_, listen, [this](const responders::HttpRequest& r) { return Route(r); });
+        respond_io_, listen,
+        responders::AsyncHttpHandler(
+            [this](responders::HttpRequest r, responders::HttpRespond respond) {
+              Route(std::move(r), std::move(respond));
+            }));
   } catch (const boost::system::system_error& e) {
     spdlog::error("cannot listen for HTTP on {} (listen_address / --web.listen-address): {}",
                   net::FormatHostPort(listen.address, listen.port), e.code().message());
@@ -92,7 +106,7 @@ int App::Run() {
   }
   try {
     udp_echo_ = std::make_unique<responders::UdpEchoResponder>(
-        serve_io_, config->udp_echo_listen_address, metrics_.registry());
+        respond_io_, config->udp_echo_listen_address, metrics_.registry());
     if (config->burst_responder) {
       burst_ = std::make_unique<responders::BurstResponder>(*config->burst_responder,
                                                             metrics_.registry());
@@ -124,50 +138,84 @@ int App::Run() {
                net::FormatHostPort(config->udp_echo_listen_address.address, udp_echo_->port()));
 
   probe_env_ = std::make_unique<probes::ProbeEnv>(probes::ProbeEnv{probe_io_, metrics_, {}});
-  scheduler_ = std::make_unique<scheduler::Scheduler>(probe_io_);
+  scheduler_ = std::make_unique<scheduler::Scheduler>(probe_io_, &scheduler_metrics_);
   boost::asio::post(probe_io_, [this, config] { Reconcile(config); });
   if (std::string err; !ConfigureDiscovery(*config, &err)) {
     spdlog::error("peers.kubernetes: {}", err);
     return 2;
   }
 
-  boost::asio::signal_set signals(serve_io_, SIGHUP, SIGINT, SIGTERM);
-  std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec,
-                                                                      int sig) {
-    if (ec) return;
-    if (sig == SIGHUP) {
-      std::string err;
-      Reload(&err);
-      signals.async_wait(on_signal);
-      return;
-    }
-    spdlog::info("received signal {}, stopping", sig);
-    Stop();
-  };
+  boost::asio::signal_set signals(control_io_, SIGHUP, SIGINT, SIGTERM);
+  std::function<void(boost::system::error_code, int)> on_signal =
+      [&](boost::system::error_code ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) {
+          std::string err;
+          Reload(&err);
+          signals.async_wait(on_signal);
+          return;
+        }
+        spdlog::info("received signal {}, stopping", sig);
+        Stop();
+      };
   signals.async_wait(on_signal);
   // A SIGHUP that came while we were starting (main() made it harmless) may mean the file
   // changed after we read it: reload once, now that the loop's handler is in place.
   if (TakeEarlyReload()) {
-    boost::asio::post(serve_io_, [this] {
+    boost::asio::post(control_io_, [this] {
       std::string err;
       Reload(&err);
     });
   }
 
   auto probe_work = boost::asio::make_work_guard(probe_io_);
-  std::thread probe_thread([this] { log::RunOrExit("probe", [this] { probe_io_.run(); }); });
+  auto respond_work = boost::asio::make_work_guard(respond_io_);
+  // The responder and probe loops time things: each asks for a short slice, so that it
+  // preempts the control loop's long runs when it wakes (runtime::RequestShortSlice).
+  std::thread probe_thread([this] {
+    runtime::BindLoop bind(runtime::Loop::kProbe);
+    if (int err = runtime::RequestShortSlice()) {
+      spdlog::debug("probe loop: no short time slice: {}", std::strerror(err));
+    }
+    log::RunOrExit("probe", [this] { probe_io_.run(); });
+  });
+  std::thread respond_thread([this] {
+    runtime::BindLoop bind(runtime::Loop::kResponder);
+    if (int err = runtime::RequestShortSlice()) {
+      spdlog::debug("responder loop: no short time slice: {}", std::strerror(err));
+    }
+    log::RunOrExit("responder", [this] { respond_io_.run(); });
+  });
   ready_ = true;
-  log::RunOrExit("serving", [this] { serve_io_.run(); });
+  {
+    runtime::BindLoop bind(runtime::Loop::kControl);
+    // The control loop's work (a scrape's collection and text, a reload, a relist's JSON) can
+    // take a core for tens of milliseconds. At a lower priority than the responder and probe
+    // threads (nice is per thread on Linux, sched(7); raising it needs no privilege), the kernel
+    // runs those first when they wake, so a peer's echo does not queue behind a scrape for CPU
+    // either. Threads this thread starts from now on inherit it.
+    if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kControlNice) != 0) {
+      spdlog::debug("control loop: setpriority: {}", std::strerror(errno));
+    }
+    log::RunOrExit("control", [this] { control_io_.run(); });
+  }
 
+  ready_ = false;
   if (discovery_) discovery_->Stop();
+  // The responders go with their loop: stopped first, then destroyed after their thread ended
+  // (nothing of theirs runs any more), so no peer is answered by a half-torn-down server.
+  respond_io_.stop();
+  respond_thread.join();
+  http_.reset();
+  udp_echo_.reset();
   probe_io_.stop();
   probe_thread.join();
   discovery_.reset();
-  ready_ = false;
   return 0;
 }
 
 bool App::Reload(std::string* error) {
+  PODNET_DCHECK_NOT_LOOP(kResponder);
   auto result = config::LoadFile(options_.config_file, config::ProcessEnv());
   for (const auto& w : result.warnings) spdlog::warn("reload: {}", w.ToString());
   if (!result.ok()) {
@@ -208,12 +256,14 @@ bool App::Reload(std::string* error) {
 }
 
 bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
+  PODNET_DCHECK_NOT_LOOP(kResponder);
   namespace k8s = discovery::kubernetes;
   if (!c.kubernetes) {
     if (discovery_) {
       spdlog::info("kubernetes discovery: off");
       discovery_->Stop();
       discovery_.reset();
+      discovery_unsynced_ = false;
       boost::asio::post(probe_io_, [this] {
         discovered_ = {};
         Reconcile(applied_);
@@ -243,7 +293,7 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
     api = k8s::InClusterConfig(options_.service_account_dir, config::ProcessEnv(), error);
   }
   if (!api) return false;
-  auto client = k8s::ApiClient::Create(serve_io_, std::move(*api), {}, error);
+  auto client = k8s::ApiClient::Create(control_io_, std::move(*api), {}, error);
   if (!client) return false;
   // Only now, with credentials in hand, the running discovery goes: a reload whose credentials
   // fail keeps it (and its peers) running.
@@ -253,15 +303,17 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
     boost::asio::post(probe_io_, [this] { discovered_ = {}; });  // a new Service: start clean
   }
   discovery_options_ = o;
-  // Called on the serving loop; the probe loop owns what it feeds. Stop() ends the calls, so a
+  // Called on the control loop; the probe loop owns what it feeds. Stop() ends the calls, so a
   // stopped discovery never posts after the snapshot that replaced it.
   discovery_ = std::make_unique<k8s::KubernetesDiscovery>(
-      serve_io_, std::move(client), o, discovery_metrics_, [this](const k8s::Snapshot& snap) {
+      control_io_, std::move(client), o, discovery_metrics_, [this](const k8s::Snapshot& snap) {
+        discovery_unsynced_ = !snap.synced;
         boost::asio::post(probe_io_, [this, snap] {
           discovered_ = snap;
           Reconcile(applied_);
         });
       });
+  discovery_unsynced_ = true;
   discovery_->Start();
   return true;
 }
@@ -269,7 +321,7 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
 bool App::Ready() const {
   // With Kubernetes discovery, ready once the first list succeeded: before it this Pod would
   // probe no one (or only its static peers) and a rollout should wait.
-  return ready_ && (!discovery_ || discovery_->synced());
+  return ready_ && !discovery_unsynced_;
 }
 
 void App::Reconcile(std::shared_ptr<const config::Config> next) {
@@ -346,8 +398,53 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
   }
 }
 
-responders::HttpResponse App::Route(const responders::HttpRequest& req) {
+void App::Route(responders::HttpRequest req, responders::HttpRespond respond) {
+  PODNET_DCHECK_LOOP(kResponder);
   std::string path = req.target.substr(0, req.target.find('?'));
+  bool get = req.method == "GET" || req.method == "HEAD";
+  // What peers and the kubelet time is answered here, from constants and atomics only.
+  if (path == "/echo" && (get || req.method == "POST")) {
+    respond({200, "text/plain; charset=utf-8", kEchoBody});
+    return;
+  }
+  if (path == "/-/healthy" && get) {
+    respond({200, "text/plain; charset=utf-8", "Healthy.\n"});
+    return;
+  }
+  if (path == "/-/ready" && get) {
+    if (Ready()) {
+      respond({200, "text/plain; charset=utf-8", "Ready.\n"});
+    } else {
+      respond({503, "text/plain; charset=utf-8", "Not ready.\n"});
+    }
+    return;
+  }
+  if (path == "/" && get) {
+    static const std::string kLanding = LandingPage();
+    respond({200, "text/html; charset=utf-8", kLanding});
+    return;
+  }
+  if (path != "/metrics" && path != "/-/reload" && path != "/podnet/info") {
+    respond({404, "text/plain; charset=utf-8", "404 page not found\n"});
+    return;
+  }
+  // The rest is built on the control loop and written back here (HttpRespond).
+  boost::asio::post(control_io_, [this, req = std::move(req), path = std::move(path),
+                                  respond = std::move(respond)] {
+    responders::HttpResponse resp;
+    try {
+      resp = RouteControl(req, path);
+    } catch (const std::exception& e) {
+      spdlog::error("http: handler for {} failed: {}", req.target, e.what());
+      resp = {500, "text/plain; charset=utf-8", "internal error\n"};
+    }
+    respond(std::move(resp));
+  });
+}
+
+responders::HttpResponse App::RouteControl(const responders::HttpRequest& req,
+                                           const std::string& path) {
+  PODNET_DCHECK_LOOP(kControl);
   bool get = req.method == "GET" || req.method == "HEAD";
   if (path == "/metrics") {
     if (!get) return {405, "text/plain; charset=utf-8", "Only GET or HEAD requests allowed.\n"};
@@ -356,14 +453,6 @@ responders::HttpResponse App::Route(const responders::HttpRequest& req) {
               metrics_.Serialize(metrics::Metrics::Encoding::kGzip), "gzip"};
     }
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
-  }
-  if (path == "/echo" && (get || req.method == "POST")) {
-    return {200, "text/plain; charset=utf-8", kEchoBody};
-  }
-  if (path == "/-/healthy" && get) return {200, "text/plain; charset=utf-8", "Healthy.\n"};
-  if (path == "/-/ready" && get) {
-    if (Ready()) return {200, "text/plain; charset=utf-8", "Ready.\n"};
-    return {503, "text/plain; charset=utf-8", "Not ready.\n"};
   }
   if (path == "/-/reload") {
     if (req.method != "POST" && req.method != "PUT") {
@@ -388,7 +477,6 @@ responders::HttpResponse App::Route(const responders::HttpRequest& req) {
                      {"revision", kRevision}};
     return {200, "application/json", j.dump() + "\n"};
   }
-  if (path == "/" && get) return {200, "text/html; charset=utf-8", LandingPage()};
   return {404, "text/plain; charset=utf-8", "404 page not found\n"};
 }
 

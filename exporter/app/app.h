@@ -23,14 +23,20 @@
 
 namespace podnet::app {
 
-/// The running exporter: two event loops, each on its own thread, so that serving never
-/// disturbs probe timing (DESIGN.md):
-///  - the serving loop: HTTP server (/metrics, health, reload, /echo, /podnet/info), the UDP echo
-///    responder, signals (SIGHUP reload, SIGINT/SIGTERM stop) and configuration reloads;
+/// The running exporter: three event loops, each on its own thread, so that neither serving nor
+/// the exporter's own chores disturb what is measured (DESIGN.md; runtime/loop_role.h; README,
+/// "Architecture"):
+///  - the responder loop answers what peers time: the UDP echo responder and the HTTP server's
+///    sockets. /echo, /-/healthy, /-/ready and / are answered on it; nothing else runs there;
+///  - the control loop (the thread that called Run()): /metrics bodies (collection,
+///    serialization, gzip), /-/reload, /podnet/info, signals (SIGHUP reload, SIGINT/SIGTERM stop),
+///    configuration reloads and Kubernetes discovery. The HTTP server hands those requests to it
+///    (Route posts them) and the finished response is written back on the responder loop;
 ///  - the probe loop: the scheduler and every probe.
-/// A configuration is parsed and validated on the serving loop, then handed to the probe loop
+/// The burst responder and the gRPC health responder have threads of their own.
+/// A configuration is parsed and validated on the control loop, then handed to the probe loop
 /// as a whole (std::shared_ptr<const Config>); a bad one never reaches it.
-/// With peers.kubernetes, Kubernetes discovery runs on the serving loop too and posts every
+/// With peers.kubernetes, Kubernetes discovery runs on the control loop and posts every
 /// change (own zone, candidates) to the probe loop. A configuration and a discovery change take
 /// the same path there (Reconcile): select the Kubernetes peers (topology::SelectPeers), add the
 /// static ones, diff against the running peers, start and stop only what changed.
@@ -48,21 +54,27 @@ class App {
   void Stop();
 
   /// Re-reads the configuration file. On success the new configuration is applied; on failure
-  /// the running one is kept. Both set podnet_config_last_reload_successful. Serving loop only.
+  /// the running one is kept. Both set podnet_config_last_reload_successful. Control loop only.
   bool Reload(std::string* error);
 
  private:
-  responders::HttpResponse Route(const responders::HttpRequest& req);
-  // Serving loop: starts, restarts or stops Kubernetes discovery as `c` asks. False and *error
+  // Responder loop: answers /echo, health and / at once; posts the rest to the control loop.
+  void Route(responders::HttpRequest req, responders::HttpRespond respond);
+  // Control loop: /metrics, /-/reload, /podnet/info.
+  responders::HttpResponse RouteControl(const responders::HttpRequest& req,
+                                        const std::string& path);
+  // Control loop: starts, restarts or stops Kubernetes discovery as `c` asks. False and *error
   // when it cannot start (no in-cluster credentials, a bad kubeconfig).
   bool ConfigureDiscovery(const config::Config& c, std::string* error);
-  bool Ready() const;  // serving loop
+  bool Ready() const;  // any thread
   // Probe loop only: the one path from (configuration, discovery snapshot) to running probes.
   void Reconcile(std::shared_ptr<const config::Config> next);
 
   Options options_;
   metrics::Metrics metrics_;
-  boost::asio::io_context serve_io_;
+  scheduler::SchedulerMetrics scheduler_metrics_{metrics_.registry()};
+  boost::asio::io_context control_io_;
+  boost::asio::io_context respond_io_;
   boost::asio::io_context probe_io_;
 
   std::mutex config_mu_;
@@ -76,7 +88,7 @@ class App {
   config::Self self_;  // effective: config's self, zone from the Node when the config has none
   discovery::kubernetes::Snapshot discovered_;  // last snapshot posted by discovery
 
-  // Serving-loop state: Kubernetes discovery, when peers.kubernetes is set.
+  // Control-loop state: Kubernetes discovery, when peers.kubernetes is set.
   discovery::kubernetes::DiscoveryMetrics discovery_metrics_;
   std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> discovery_;
   discovery::kubernetes::DiscoveryOptions discovery_options_;  // of the running discovery
@@ -88,6 +100,9 @@ class App {
   std::unique_ptr<responders::GrpcHealthServer> grpc_health_;  // responders.grpc, if set
 #endif
   std::atomic<bool> ready_{false};
+  // Set on the control loop, read by /-/ready on the responder loop: discovery runs and has not
+  // listed yet.
+  std::atomic<bool> discovery_unsynced_{false};
 };
 
 }  // namespace podnet::app

@@ -1,16 +1,14 @@
 #include "exporter/metrics/metrics.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <cstring>
 #include <map>
-#include <ostream>
-#include <streambuf>
 
-#include <prometheus/text_serializer.h>
 #include <zlib.h>
 
+#include "exporter/metrics/exposition.h"
+#include "exporter/metrics/process.h"
+#include "exporter/runtime/loop_role.h"
 #include "podnet/version.h"
 
 namespace podnet::metrics {
@@ -101,77 +99,40 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 
 namespace {
 
-// prometheus-cpp 1.0 writes doubles with precision 16, so a bucket bound whose nearest double
-// is not within half a 16th digit of the decimal comes out long: 8e-05 (8.0000000000000007e-05)
-// as le="8.000000000000001e-05", 6e-04 as le="0.0005999999999999999" - no double prints short
-// there. `le` is part of the series identity, so rewrite each value as the shortest text that
-// reads back to the same double (as client_golang writes it): rules and dashboards can name
-// the bucket, and a library upgrade does not rename the bucket series.
-void AppendShortenedLe(std::string_view text, std::string& out) {
-  static constexpr std::string_view kLe = "le=\"";
-  std::size_t pos = 0;
-  for (std::size_t at = text.find(kLe); at != std::string_view::npos;
-       at = text.find(kLe, at + 1)) {
-    if (at == 0 || (text[at - 1] != '{' && text[at - 1] != ',')) continue;  // e.g. scale="
-    std::size_t begin = at + kLe.size();
-    std::size_t end = text.find('"', begin);
-    if (end == std::string_view::npos) break;
-    double v = 0;
-    auto [ptr, ec] = std::from_chars(text.data() + begin, text.data() + end, v);
-    if (ec != std::errc{} || ptr != text.data() + end || !std::isfinite(v)) continue;  // +Inf
-    // The shortest digits, in the style the serializer chose (%g with precision 16: scientific
-    // when the exponent is below -4 or at least 16), so that good values stay as they were.
-    char buf[64];
-    auto sci = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-    if (sci.ec != std::errc{}) continue;
-    const char* e = std::find(buf, sci.ptr, 'e');
-    int exponent = 0;
-    if (e == sci.ptr) continue;
-    std::from_chars(e + (e[1] == '+' ? 2 : 1), sci.ptr, exponent);  // "e-05", "e+21"
-    char* last = sci.ptr;
-    if (exponent >= -4 && exponent < 16) {
-      auto fixed = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
-      if (fixed.ec != std::errc{}) continue;
-      last = fixed.ptr;
-    }
-    out.append(text.substr(pos, begin - pos));
-    out.append(buf, last);
-    pos = end;
-  }
-  out.append(text.substr(pos));
-}
-
-// The ostream buffer TextSerializer writes into. It holds at most kChunk bytes of text: each
-// time it fills, the complete lines in it get their `le` bounds shortened (a line is never cut,
-// so a bound is never split) and go on to the body, as they are or through deflate. The body is
-// thus built once, without the doubling growth of an ostringstream, its .str() copy or a second
-// full-size pass. A line longer than kChunk (none here: label values are short) is passed on
-// unshortened rather than buffered whole.
-class ExpositionBuf : public std::streambuf {
+// The body of one scrape: the text as it comes (in one string reserved at the previous
+// scrape's size), or one gzip member (RFC 1952, zlib level 1) fed piece by piece, so the text is
+// never held whole. Level 1: the text is highly repetitive, so level 1 already shrinks it ~38x
+// (1,000 peers) at a fraction of level 6's CPU (the scrape's latency is what is budgeted).
+class Body {
  public:
-  static constexpr std::size_t kChunk = 64 * 1024;
+  static constexpr std::size_t kRoom = 32 * 1024;  // deflate output per round
 
-  ExpositionBuf(Metrics::Encoding encoding, std::size_t size_hint)
-      : gzip_(encoding == Metrics::Encoding::kGzip), chunk_(kChunk) {
-    setp(chunk_.data(), chunk_.data() + chunk_.size());
-    shortened_.reserve(kChunk + kChunk / 4);
+  Body(Metrics::Encoding encoding, std::size_t size_hint)
+      : gzip_(encoding == Metrics::Encoding::kGzip) {
     if (gzip_) {
-      // windowBits 15 + 16: a gzip header and trailer (RFC 1952) instead of zlib's. Level 1:
-      // the text is highly repetitive, so level 1 already shrinks it ~38x (1,000 peers) at a
-      // fraction of level 6's CPU (the scrape's latency is what is budgeted).
+      // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
       ok_ = z_open_ = deflateInit2(&z_, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
       body_.reserve(size_hint / 8);
     } else {
       body_.reserve(size_hint + size_hint / 16);
     }
   }
-  ~ExpositionBuf() override {
+  ~Body() {
     if (z_open_) deflateEnd(&z_);
   }
+  Body(const Body&) = delete;
+  Body& operator=(const Body&) = delete;
 
-  /// Passes on what is left and returns the body (empty if zlib failed).
+  void Append(std::string_view text) {
+    if (gzip_) {
+      Deflate(text, Z_NO_FLUSH);
+    } else {
+      body_.append(text);
+    }
+  }
+
+  /// The body (empty if zlib failed).
   std::string Finish() {
-    Pass(/*all=*/true);
     if (gzip_) {
       Deflate({}, Z_FINISH);
       if (!ok_) return {};
@@ -179,65 +140,20 @@ class ExpositionBuf : public std::streambuf {
     return std::move(body_);
   }
 
- protected:
-  int_type overflow(int_type c) override {
-    Pass(/*all=*/false);
-    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
-    *pptr() = traits_type::to_char_type(c);
-    pbump(1);
-    return c;
-  }
-
-  // Single characters (TextSerializer writes label values one character at a time) and short
-  // strings land here: copy without the generic loop's per-call overflow checks.
-  std::streamsize xsputn(const char* s, std::streamsize n) override {
-    char* p = pptr();
-    if (n > epptr() - p) return std::streambuf::xsputn(s, n);
-    if (n == 1) {
-      *p = *s;  // most calls: one character of a label value (no memcpy call for it)
-    } else {
-      std::memcpy(p, s, static_cast<std::size_t>(n));
-    }
-    pbump(static_cast<int>(n));
-    return n;
-  }
-
  private:
-  // Hands the complete lines in the buffer (all of it when `all`) on, keeps the rest.
-  void Pass(bool all) {
-    std::string_view held(pbase(), static_cast<std::size_t>(pptr() - pbase()));
-    std::size_t cut = held.size();
-    if (!all) {
-      std::size_t nl = held.rfind('\n');
-      if (nl != std::string_view::npos) cut = nl + 1;  // else: one overlong line, passed as is
-    }
-    shortened_.clear();
-    AppendShortenedLe(held.substr(0, cut), shortened_);
-    if (gzip_) {
-      Deflate(shortened_, Z_NO_FLUSH);
-    } else {
-      body_.append(shortened_);
-    }
-    std::size_t rest = held.size() - cut;
-    std::memmove(chunk_.data(), held.data() + cut, rest);
-    setp(chunk_.data(), chunk_.data() + chunk_.size());
-    pbump(static_cast<int>(rest));
-  }
-
   // Bounded: each round either finishes or fills a fresh piece of output.
   void Deflate(std::string_view in, int flush) {
     if (!ok_) return;
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
     z_.avail_in = static_cast<uInt>(in.size());
-    const std::size_t room = kChunk / 2;
-    const std::size_t max_rounds = 64 + 2 * (in.size() / room);
+    const std::size_t max_rounds = 64 + 2 * (in.size() / kRoom);
     for (std::size_t round = 0; round < max_rounds; ++round) {
       std::size_t used = body_.size();
-      body_.resize(used + room);
+      body_.resize(used + kRoom);
       z_.next_out = reinterpret_cast<Bytef*>(body_.data() + used);
-      z_.avail_out = static_cast<uInt>(room);
+      z_.avail_out = static_cast<uInt>(kRoom);
       int rc = deflate(&z_, flush);
-      body_.resize(used + room - z_.avail_out);
+      body_.resize(used + kRoom - z_.avail_out);
       if (rc == Z_STREAM_ERROR) break;
       // zlib: output room left means all input was taken (deflate.c); Z_FINISH ends the member.
       if (flush == Z_FINISH ? rc == Z_STREAM_END : z_.avail_out != 0) return;
@@ -249,19 +165,17 @@ class ExpositionBuf : public std::streambuf {
   bool ok_ = true;
   bool z_open_ = false;  // deflateInit2 succeeded: deflateEnd is owed
   z_stream z_{};
-  std::vector<char> chunk_;
-  std::string shortened_;  // one chunk's lines after the le rewrite (reused)
   std::string body_;
 };
 
 }  // namespace
 
 std::string Metrics::Serialize(Encoding encoding) const {
-  ExpositionBuf buf(encoding, last_size_.load(std::memory_order_relaxed));
-  {
-    std::ostream out(&buf);
-    prometheus::TextSerializer().Serialize(out, registry_->Collect());
-  }
+  PODNET_DCHECK_NOT_LOOP(kResponder);  // a scrape must never delay what peers time
+  auto families = registry_->Collect();
+  for (auto& f : CollectProcessMetrics()) families.push_back(std::move(f));
+  Body buf(encoding, last_size_.load(std::memory_order_relaxed));
+  TextWriter([&buf](std::string_view piece) { buf.Append(piece); }).Write(families);
   std::string body = buf.Finish();
   if (encoding == Encoding::kIdentity) last_size_.store(body.size(), std::memory_order_relaxed);
   return body;

@@ -107,7 +107,7 @@ class SeriesSet {
 };
 
 /// The registry and the families shared by all probes. Thread-safe as prometheus-cpp is:
-/// probes update series on the probe loop while /metrics collects on the serving loop.
+/// probes update series on the probe loop while /metrics collects on the control loop.
 class Metrics {
  public:
   Metrics();
@@ -117,12 +117,12 @@ class Metrics {
   /// How a /metrics body is encoded (HTTP Content-Encoding).
   enum class Encoding { kIdentity, kGzip };
 
-  /// The text exposition format (version 0.0.4) of everything registered: prometheus-cpp's
-  /// Collect and TextSerializer, streamed through a 64 KiB buffer that rewrites each `le`
-  /// bound as its shortest text and hands complete lines on to the body, so that neither a
-  /// growing stream nor a second full copy of the text exists. kGzip: the body is one gzip
-  /// member (RFC 1952, zlib level 1, the text never held whole); kIdentity: the text, in one
-  /// string reserved at the previous scrape's size.
+  /// The text exposition format (version 0.0.4) of everything registered plus the standard
+  /// process_* metrics (process.h): prometheus-cpp's Collect, written by TextWriter
+  /// (exposition.h: TextSerializer's text, `le` bounds shortest) in 64 KiB pieces of whole
+  /// lines straight into the body, so no second full copy of the text exists. kGzip: the body
+  /// is one gzip member (RFC 1952, zlib level 1, the text never held whole); kIdentity: the
+  /// text, in one string reserved at the previous scrape's size. Never on the responder loop.
   std::string Serialize(Encoding encoding = Encoding::kIdentity) const;
 
   /// The users of each series, for every SeriesSet fed from this registry.

@@ -20,7 +20,7 @@ namespace podnet::responders {
 /// lock out a real client (which sends its cookie at once).
 ///
 /// Threading: its own io_context on its own thread. Receiving a burst moves gigabytes per
-/// second; on the serving loop that would delay the UDP echo replies peers time RTT with (and
+/// second; on the responder loop that would delay the UDP echo replies peers time RTT with (and
 /// /metrics scrapes), on the probe loop it would disturb our own probes' timing.
 ///
 /// Series: podnet_responder_requests_total{responder="burst", result="completed" |

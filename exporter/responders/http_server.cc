@@ -6,6 +6,7 @@
 #include <list>
 #include <optional>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -21,7 +22,7 @@ using tcp = boost::asio::ip::tcp;
 
 class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(boost::asio::io_context& io, const net::HostPort& listen, HttpHandler handler,
+  Impl(boost::asio::io_context& io, const net::HostPort& listen, AsyncHttpHandler handler,
        HttpLimits limits)
       : io_(io), acceptor_(io), retry_(io), handler_(std::move(handler)), limits_(limits) {
     tcp::endpoint ep(listen.address, listen.port);
@@ -84,7 +85,7 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
     return true;
   }
 
-  const HttpHandler& handler() const { return handler_; }
+  const AsyncHttpHandler& handler() const { return handler_; }
   const HttpLimits& limits() const { return limits_; }
 
  private:
@@ -93,7 +94,7 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   boost::asio::io_context& io_;
   tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_;  // after an accept error (EMFILE, ENFILE): no busy loop
-  HttpHandler handler_;
+  AsyncHttpHandler handler_;
   HttpLimits limits_;
   void StartSession(tcp::socket s);
 
@@ -233,14 +234,26 @@ class Session : public std::enable_shared_from_this<Session> {
     auto accept_encoding = req[http::field::accept_encoding];
     HttpRequest r{std::string(req.method_string()), std::string(req.target()), req.body(),
                   AcceptsGzip(std::string_view(accept_encoding.data(), accept_encoding.size()))};
-    HttpResponse resp;
+    // While the handler works (maybe on another thread), the session keeps itself alive and
+    // `respond` holds only a weak reference: the last reference is always dropped on this loop.
+    pending_self_ = shared_from_this();
+    bool keep_alive = req.keep_alive();
+    unsigned version = req.version();
+    HttpRespond respond = [weak = weak_from_this(), ex = stream_.get_executor(), keep_alive,
+                           version](HttpResponse resp) {
+      boost::asio::dispatch(ex, [weak, resp = std::move(resp), keep_alive, version]() mutable {
+        auto self = weak.lock();
+        if (!self || !self->pending_self_) return;  // answered already
+        self->pending_self_.reset();
+        self->Reply(std::move(resp), keep_alive, version);
+      });
+    };
     try {
-      resp = server_->handler()(r);
+      server_->handler()(std::move(r), respond);
     } catch (const std::exception& e) {  // a handler bug must not take the server down
-      spdlog::error("http: handler for {} failed: {}", r.target, e.what());
-      resp = HttpResponse{500, "text/plain; charset=utf-8", "internal error\n"};
+      spdlog::error("http: handler for {} failed: {}", std::string(req.target()), e.what());
+      respond(HttpResponse{500, "text/plain; charset=utf-8", "internal error\n"});
     }
-    Reply(std::move(resp), req.keep_alive(), req.version());
   }
 
   void Reply(HttpResponse resp, bool keep_alive, unsigned version) {
@@ -276,6 +289,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_{8192};
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::Impl> server_;
+  std::shared_ptr<Session> pending_self_;  // set while the handler has the request
   std::optional<HttpServer::Impl::IdleList::iterator> idle_it_;  // while waiting, on the list
   bool first_ = true;
   std::size_t header_bytes_ = 0;  // of the request being read, while its header is
@@ -321,10 +335,19 @@ void HttpServer::Impl::StartSession(tcp::socket s) {
 }
 
 HttpServer::HttpServer(boost::asio::io_context& io, const net::HostPort& listen,
-                       HttpHandler handler, HttpLimits limits)
+                       AsyncHttpHandler handler, HttpLimits limits)
     : impl_(std::make_shared<Impl>(io, listen, std::move(handler), limits)) {
   impl_->Start();
 }
+
+HttpServer::HttpServer(boost::asio::io_context& io, const net::HostPort& listen,
+                       HttpHandler handler, HttpLimits limits)
+    : HttpServer(
+          io, listen,
+          AsyncHttpHandler([handler = std::move(handler)](HttpRequest r, HttpRespond respond) {
+            respond(handler(r));
+          }),
+          limits) {}
 
 HttpServer::~HttpServer() { impl_->Stop(); }
 

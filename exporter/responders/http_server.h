@@ -41,7 +41,17 @@ struct HttpResponse {
 /// listed with no q-value or q > 0 ("gzip;q=0" refuses it). "*" is not taken as gzip.
 bool AcceptsGzip(std::string_view accept_encoding);
 
+/// Answers a request on the server's loop.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+/// Completes one request: call it exactly once, from any thread; the response is written back on
+/// the server's loop (the connection waits for it, holding no thread).
+using HttpRespond = std::function<void(HttpResponse)>;
+
+/// Takes a request on the server's loop and completes it through `respond`, at once or later
+/// from another thread — how work that must not run on the server's loop (a /metrics body, a
+/// reload) is done elsewhere on the same port (runtime/loop_role.h).
+using AsyncHttpHandler = std::function<void(HttpRequest, HttpRespond)>;
 
 /// Limits that keep one port safe to expose to every Pod of a cluster.
 struct HttpLimits {
@@ -60,6 +70,9 @@ class HttpServer {
  public:
   /// Binds and listens on `listen`. Throws boost::system::system_error when it cannot bind.
   HttpServer(boost::asio::io_context& io, const net::HostPort& listen, HttpHandler handler,
+             HttpLimits limits = {});
+  /// The same with a handler that may complete requests from another thread.
+  HttpServer(boost::asio::io_context& io, const net::HostPort& listen, AsyncHttpHandler handler,
              HttpLimits limits = {});
   ~HttpServer();
 

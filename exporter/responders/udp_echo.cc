@@ -11,6 +11,7 @@
 
 #include "exporter/probes/rtt/wire.h"
 #include "exporter/responders/echo_limiter.h"
+#include "exporter/runtime/loop_role.h"
 
 namespace podnet::responders {
 
@@ -35,6 +36,16 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     rate_limited_ = &family.Add({{"responder", "udp_echo"}, {"result", "rate_limited"}});
     source_limited_ = &family.Add({{"responder", "udp_echo"}, {"result", "source_limited"}});
     too_large_ = &family.Add({{"responder", "udp_echo"}, {"result", "too_large"}});
+    auto& dropped = prometheus::BuildCounter()
+                        .Name("podnet_responder_dropped_total")
+                        .Help("Requests this Pod's responders received and did not answer, by "
+                              "reason.")
+                        .Register(registry);
+    dropped_rate_limited_ = &dropped.Add({{"responder", "udp_echo"}, {"reason", "rate_limited"}});
+    dropped_malformed_ = &dropped.Add({{"responder", "udp_echo"}, {"reason", "malformed"}});
+    dropped_source_limited_ =
+        &dropped.Add({{"responder", "udp_echo"}, {"reason", "source_limited"}});
+    dropped_too_large_ = &dropped.Add({{"responder", "udp_echo"}, {"reason", "too_large"}});
   }
 
   void Start() { Wait(); }
@@ -56,6 +67,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void Drain() {
+    PODNET_DCHECK_LOOP(kResponder);
     for (int i = 0; i < 256; ++i) {
       boost::asio::ip::udp::endpoint from;
       boost::system::error_code ec;
@@ -64,6 +76,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
       std::span<std::uint8_t> data(buffer_.data(), n);
       if (!probes::rtt::MakeReply(data)) {
         ignored_->Increment();
+        dropped_malformed_->Increment();
         continue;
       }
       switch (limiter_.Admit(from.address(), n, std::chrono::steady_clock::now())) {
@@ -71,12 +84,15 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
           break;
         case EchoLimiter::Verdict::kTooLarge:
           too_large_->Increment();
+          dropped_too_large_->Increment();
           continue;
         case EchoLimiter::Verdict::kSourceLimited:
           source_limited_->Increment();
+          dropped_source_limited_->Increment();
           continue;
         case EchoLimiter::Verdict::kRateLimited:
           rate_limited_->Increment();
+          dropped_rate_limited_->Increment();
           continue;
       }
       socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
@@ -92,6 +108,10 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   prometheus::Counter* rate_limited_;
   prometheus::Counter* source_limited_;
   prometheus::Counter* too_large_;
+  prometheus::Counter* dropped_rate_limited_;  // podnet_responder_dropped_total
+  prometheus::Counter* dropped_malformed_;
+  prometheus::Counter* dropped_source_limited_;
+  prometheus::Counter* dropped_too_large_;
 };
 
 UdpEchoResponder::UdpEchoResponder(boost::asio::io_context& io, const net::HostPort& listen,

@@ -14,11 +14,14 @@ namespace podnet::responders {
 /// podnet probe requests (probes/rtt/wire.h: magic, version, kind = request) by sending the
 /// datagram back with kind = reply, so it reflects nothing else and two responders cannot
 /// ping-pong. Bounded: one fixed receive buffer, at most 256 datagrams per wake-up so the
-/// serving loop stays responsive, and an EchoLimiter (echo_limiter.h): requests over 9000 bytes
+/// responder loop stays responsive, and an EchoLimiter (echo_limiter.h): requests over 9000 bytes
 /// are not answered, one source address gets at most 1/16 of the reply and byte budgets, and
 /// all sources together at most 20,000 replies and 20 MB per second (defaults of EchoLimits).
 /// Series: podnet_responder_requests_total{responder="udp_echo",
-/// result="answered"|"ignored"|"too_large"|"source_limited"|"rate_limited"}.
+/// result="answered"|"ignored"|"too_large"|"source_limited"|"rate_limited"} and
+/// podnet_responder_dropped_total{responder="udp_echo",
+/// reason="malformed"|"too_large"|"source_limited"|"rate_limited"} (malformed: not a podnet
+/// request, = ignored).
 class UdpEchoResponder {
  public:
   /// Binds `listen` (an IPv6 wildcard also accepts IPv4). Throws boost::system::system_error

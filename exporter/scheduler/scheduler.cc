@@ -10,6 +10,8 @@ struct Scheduler::Target {
   explicit Target(boost::asio::io_context& io) : timer(io) {}
   topology::Peer peer;
   std::shared_ptr<probes::PeerProbe> probe;
+  prometheus::Counter* skipped = nullptr;  // of its kind; null when not exported
+  prometheus::Histogram* start_delay = nullptr;
   boost::asio::steady_timer timer;
   config::Duration interval{};
   std::chrono::steady_clock::time_point next{};
@@ -17,8 +19,35 @@ struct Scheduler::Target {
   bool stopped = false;
 };
 
-Scheduler::Scheduler(boost::asio::io_context& io)
-    : io_(io), rng_(std::random_device{}()), epoch_(std::chrono::steady_clock::now()) {}
+SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
+    : skipped_(prometheus::BuildCounter()
+                   .Name("podnet_probe_rounds_skipped_total")
+                   .Help("Probe rounds not run because the previous round towards the same peer "
+                         "was still running when they were due.")
+                   .Register(registry)),
+      start_delay_(prometheus::BuildHistogram()
+                       .Name("podnet_probe_round_start_delay_seconds")
+                       .Help("How late probe rounds started against their schedule.")
+                       .Register(registry)) {}
+
+prometheus::Counter& SchedulerMetrics::skipped(const std::string& kind) {
+  return skipped_.Add({{"probe", kind}});
+}
+
+prometheus::Histogram& SchedulerMetrics::start_delay(const std::string& kind) {
+  // 50 us to 5 s, about x2.5 apart: a loop that is merely busy shows in the low buckets, a
+  // blocked one in the high ones.
+  static const prometheus::Histogram::BucketBoundaries kBounds = {
+      50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3,
+      500e-3, 1, 2.5, 5};
+  return start_delay_.Add({{"probe", kind}}, kBounds);
+}
+
+Scheduler::Scheduler(boost::asio::io_context& io, SchedulerMetrics* metrics)
+    : io_(io),
+      metrics_(metrics),
+      rng_(std::random_device{}()),
+      epoch_(std::chrono::steady_clock::now()) {}
 
 Scheduler::~Scheduler() { StopAll(); }
 
@@ -32,6 +61,7 @@ void Scheduler::SetKind(std::string_view name, std::shared_ptr<probes::ProbeKind
   if (!kind) return;
   KindState& state = kinds_[std::string(name)];
   state.kind = std::move(kind);
+  state.name = std::string(name);
   if (auto keys = state.kind->Targets(); !keys.empty()) {
     state.fixed_targets = true;
     for (const auto& key : keys) {
@@ -78,6 +108,10 @@ void Scheduler::Start(KindState& state, const topology::Peer& peer,
   t->peer = peer;
   t->probe = probe ? std::move(probe) : state.kind->ForPeer(peer);
   t->interval = state.kind->interval();
+  if (metrics_) {
+    t->skipped = &metrics_->skipped(state.name);
+    t->start_delay = &metrics_->start_delay(state.name);
+  }
   // A random slot of the grid within one interval from now, counted from the epoch so that
   // targets started at different times still share slots.
   auto now = std::chrono::steady_clock::now();
@@ -94,6 +128,10 @@ void Scheduler::Arm(const std::shared_ptr<Target>& t) {
   t->timer.async_wait([this, weak = std::weak_ptr<Target>(t)](boost::system::error_code ec) {
     auto t = weak.lock();
     if (ec || !t || t->stopped) return;
+    if (t->start_delay) {
+      auto late = std::chrono::steady_clock::now() - t->next;
+      t->start_delay->Observe(std::max(0.0, std::chrono::duration<double>(late).count()));
+    }
     t->running = true;
     t->probe->Run(t->next, [this, weak] {
       auto t = weak.lock();
@@ -105,6 +143,7 @@ void Scheduler::Arm(const std::shared_ptr<Target>& t) {
       while (t->next <= now) {  // fell behind: skip, never burst to catch up
         t->next += t->interval;
         ++skipped_rounds_;
+        if (t->skipped) t->skipped->Increment();
       }
       Arm(t);
     });

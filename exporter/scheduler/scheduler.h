@@ -8,6 +8,10 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
 
 #include "exporter/probes/probe.h"
 #include "exporter/topology/topology.h"
@@ -24,9 +28,28 @@ namespace podnet::scheduler {
 /// of the loop: 1,000 peers at 1 round/s cost ~200 wake-ups/s instead of thousands. Accuracy is
 /// untouched: RTT comes from kernel timestamps, not from when a send was scheduled.
 inline constexpr std::chrono::milliseconds kPhaseGrid{5};
+
+/// The scheduler's own health, by probe kind (`probe` label: rtt, http, grpc, burst, dns):
+///  - podnet_probe_rounds_skipped_total{probe}: rounds not run because the previous round of
+///    the same (kind, peer) was still running when they were due;
+///  - podnet_probe_round_start_delay_seconds{probe}: how late each round started against its
+///    schedule (the timer's wake-up lateness: a busy probe loop shows here first).
+/// Series appear with the kind's first round.
+class SchedulerMetrics {
+ public:
+  explicit SchedulerMetrics(prometheus::Registry& registry);
+  prometheus::Counter& skipped(const std::string& kind);
+  prometheus::Histogram& start_delay(const std::string& kind);
+
+ private:
+  prometheus::Family<prometheus::Counter>& skipped_;
+  prometheus::Family<prometheus::Histogram>& start_delay_;
+};
+
 class Scheduler {
  public:
-  explicit Scheduler(boost::asio::io_context& io);
+  /// `metrics` (may be null: not exported) must outlive the scheduler.
+  explicit Scheduler(boost::asio::io_context& io, SchedulerMetrics* metrics = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -53,6 +76,7 @@ class Scheduler {
   struct Target;
   struct KindState {
     std::shared_ptr<probes::ProbeKind> kind;
+    std::string name;  // the `probe` label
     std::map<std::string, std::shared_ptr<Target>> targets;  // by peer name (or target key)
     bool fixed_targets = false;  // the kind's own Targets(), not peers
   };
@@ -63,6 +87,7 @@ class Scheduler {
   static void Stop(Target& t, bool remove_series);
 
   boost::asio::io_context& io_;
+  SchedulerMetrics* metrics_;
   std::mt19937_64 rng_;
   std::chrono::steady_clock::time_point epoch_;  // origin of the phase grid
   std::map<std::string, KindState, std::less<>> kinds_;

@@ -54,39 +54,14 @@ CLEAN = {
 INTERVAL_S = 6
 
 
-def parse_metrics(text):
-    """[(name, {labels}, value)] from the text exposition format."""
-    out = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)$', line)
-        if not m:
-            continue
-        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
-        out.append((m.group(1), labels, float(m.group(3))))
-    return out
-
-
 def select(samples, name, **want):
     return [(l, v) for n, l, v in samples if n == name and all(l.get(k) == v2 for k, v2 in want.items())]
 
 
 def quantile(samples, name, q, **want):
     """histogram_quantile over one series' cumulative buckets (linear within a bucket)."""
-    buckets = sorted(((float(l["le"]) if l["le"] != "+Inf" else math.inf, v)
-                      for l, v in select(samples, name + "_bucket", **want)))
-    if not buckets or buckets[-1][1] == 0:
-        return None
-    rank = q * buckets[-1][1]
-    prev_le, prev_c = 0.0, 0.0
-    for le, c in buckets:
-        if c >= rank:
-            if math.isinf(le):
-                return prev_le
-            return prev_le + (le - prev_le) * (rank - prev_c) / max(c - prev_c, 1e-9)
-        prev_le, prev_c = le, c
-    return None
+    return lab.histogram_quantile(q, ((float(l["le"]) if l["le"] != "+Inf" else math.inf, v)
+                                      for l, v in select(samples, name + "_bucket", **want)))
 
 
 def counter(samples, name, **want):
@@ -152,7 +127,7 @@ def scenario(args, tmp):
                        text=True)
     check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
           "promtool check metrics: no problem %s" % (r.stdout + r.stderr).strip())
-    first = parse_metrics(body)
+    first = lab.parse_metrics(body)
 
     ka, new = {}, {}
     for name, path in PATH_OF.items():
@@ -197,7 +172,7 @@ def scenario(args, tmp):
     os.kill(client.pid, signal.SIGHUP)  # `ip netns exec` exec()s: the pid is the exporter's
     time.sleep(2 * INTERVAL_S + 1)
     _, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
-    first = parse_metrics(body)
+    first = lab.parse_metrics(body)
     r = subprocess.run([args.promtool, "check", "metrics"], input=body, capture_output=True,
                        text=True)
     check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip()
@@ -240,7 +215,7 @@ def scenario(args, tmp):
     # faults more errors; the exporter serves and is alive.
     time.sleep(INTERVAL_S)
     _, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
-    later = parse_metrics(body)
+    later = lab.parse_metrics(body)
     for name in ("same", "zone", "cross"):
         check(counter(later, "podnet_http_requests_total", peer=name, code="200")
               > counter(first, "podnet_http_requests_total", peer=name, code="200"),

@@ -6,6 +6,7 @@ stop_all(), newest first. Every wait is bounded in count and time.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -187,6 +188,37 @@ def ping_median_ms(ns, addr, count=50):
     loss = re.search(r"([\d.]+)% packet loss", r.stdout)
     median = times[len(times) // 2] if times else float("nan")
     return median, float(loss.group(1))
+
+
+def parse_metrics(text):
+    """[(name, {labels}, value)] from the text exposition format."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)$', line)
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        out.append((m.group(1), labels, float(m.group(3))))
+    return out
+
+
+def histogram_quantile(q, buckets):
+    """PromQL's histogram_quantile over (le, cumulative count) pairs (le may be math.inf):
+    linear within a bucket; the +Inf bucket gives the largest finite bound. None if empty."""
+    items = sorted(buckets)
+    if not items or items[-1][1] <= 0:
+        return None
+    rank = q * items[-1][1]
+    prev_le, prev_c = 0.0, 0.0
+    for le, c in items:
+        if c >= rank:
+            if math.isinf(le):
+                return prev_le
+            return prev_le + (le - prev_le) * (rank - prev_c) / max(c - prev_c, 1e-9)
+        prev_le, prev_c = le, c
+    return None
 
 
 def start_unbound(ns, folder):

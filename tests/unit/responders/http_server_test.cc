@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 #include "tests/unit/testing/loop.h"
@@ -221,6 +223,59 @@ TEST(AcceptsGzipTest, Table) {
                                          {"br, gzip;q=0, deflate", false}}) {
     EXPECT_EQ(AcceptsGzip(c.value), c.gzip) << c.value;
   }
+}
+
+// The exporter's split (runtime/loop_role.h): a request handed to another thread holds no
+// thread of the server's loop while it is worked on; other connections are answered meanwhile,
+// and the late response is written back on the same keep-alive connection.
+TEST(HttpServerOffloadTest, AHandedOffRequestDoesNotHoldUpOthers) {
+  LoopThread loop;
+  LoopThread worker;  // stands in for the control loop
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> slow_started{0};
+  auto server = loop.Run([&] {
+    return std::make_unique<HttpServer>(
+        loop.io(), net::HostPort{boost::asio::ip::make_address("127.0.0.1"), 0},
+        AsyncHttpHandler([&](HttpRequest r, HttpRespond respond) {
+          if (r.target != "/slow") {
+            respond({200, "text/plain", "fast"});
+            return;
+          }
+          boost::asio::post(worker.io(), [&, respond] {
+            ++slow_started;
+            released.wait();  // the body is "built" until the test says so
+            respond({200, "text/plain", "slow"});
+          });
+        }));
+  });
+  std::uint16_t port = server->port();
+  Conn slow(port), fast(port);
+  ASSERT_TRUE(slow.connected() && fast.connected());
+  ASSERT_TRUE(slow.Send(Get("/slow")));
+  ASSERT_TRUE(Eventually([&] { return slow_started == 1; }, 2000ms));
+  for (int i = 0; i < 3; ++i) {  // answered while /slow is still being built
+    ASSERT_TRUE(fast.Send(Get("/echo")));
+    auto r = fast.Read();
+    ASSERT_TRUE(r.has_value()) << i;
+    EXPECT_EQ(r->body, "fast");
+  }
+  EXPECT_FALSE(slow.Read(100ms).has_value());
+  release.set_value();
+  auto r = slow.Read();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "slow");
+  ASSERT_TRUE(slow.Send(Get("/echo")));  // the connection goes on (keep-alive)
+  auto again = slow.Read();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->body, "fast");
+  slow.Close();
+  fast.Close();
+  EXPECT_TRUE(Eventually([&] { return loop.Run([&] { return server->open_connections(); }) == 0; },
+                         3000ms));
+  loop.Run([&] { server.reset(); });
+  worker.Stop();
+  loop.Stop();
 }
 
 TEST_F(HttpServerTest, ContentEncodingFromTheHandlerAndAcceptEncodingToIt) {

@@ -124,6 +124,10 @@ class UdpEchoTest : public ::testing::Test {
   double Count(const char* result) {
     return CounterValue(registry_, kFamily, {{"responder", "udp_echo"}, {"result", result}});
   }
+  double Dropped(const char* reason) {
+    return CounterValue(registry_, "podnet_responder_dropped_total",
+                        {{"responder", "udp_echo"}, {"reason", reason}});
+  }
 
   prometheus::Registry registry_;
   LoopThread loop_;
@@ -226,6 +230,8 @@ TEST_F(UdpEchoTest, RateLimited) {
       << "answered " << Count("answered") << " rate_limited " << Count("rate_limited");
   EXPECT_EQ(Count("answered"), answers);
   EXPECT_EQ(Count("ignored"), 0);
+  EXPECT_EQ(Dropped("rate_limited"), Count("rate_limited"));
+  EXPECT_EQ(Dropped("malformed"), 0);
   // The limit is a rate, not a quota: after a pause, requests are answered again.
   std::this_thread::sleep_for(250ms);
   c.SetTimeout(1000ms);
@@ -291,6 +297,8 @@ TEST_F(UdpEchoTest, IgnoredDatagramsDoNotSpendTheRate) {
   auto got = c.Receive();
   ASSERT_TRUE(got.has_value()) << "garbage must not use up the replies";
   EXPECT_TRUE(Eventually([&] { return Count("ignored") == 50; })) << Count("ignored");
+  EXPECT_EQ(Dropped("malformed"), 50);
+  EXPECT_EQ(Dropped("rate_limited"), 0);
 }
 
 TEST_F(UdpEchoTest, SeriesAreInTheExposition) {

@@ -18,7 +18,7 @@
 
 namespace podnet::testing {
 
-/// An io_context running on a thread of its own, as the exporter's serving loop does. Objects
+/// An io_context running on a thread of its own, as each of the exporter's loops does. Objects
 /// that live on the loop are made and destroyed through Run, never from the test thread.
 class LoopThread {
  public:

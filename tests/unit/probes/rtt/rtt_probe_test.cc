@@ -89,7 +89,7 @@ bool Ipv6LoopbackWorks() {
 
 class RttProbeTest : public ::testing::Test {
  protected:
-  // The UDP echo responder runs on a loop of its own, as the serving loop does in the exporter.
+  // The UDP echo responder runs on a loop of its own, as the responder loop does in the exporter.
   std::uint16_t StartResponder(const char* address = "127.0.0.1") {
     net::HostPort hp{boost::asio::ip::make_address(address), 0};
     responder_ = responder_loop_.Run([&] {

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""A bounded flood of well-formed podnet UDP echo requests (probes/rtt/wire.h: magic "PNET",
+version 1, kind request, seq, token; 56 bytes) at --rate per second, paced in 1 ms batches, for
+at most --seconds, at a loopback or lab address. Replies are not read (the socket's receive
+buffer overflows and drops them). Prints: sent=N
+"""
+import argparse
+import socket
+import struct
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--rate", type=float, default=20000)
+    ap.add_argument("--seconds", type=float, required=True)
+    a = ap.parse_args()
+    if not a.host.startswith(("127.", "10.213.")):
+        raise SystemExit("echo_flood.py: refusing to aim at %s" % a.host)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.setblocking(False)
+    start = time.monotonic()
+    sent = 0
+    while True:
+        now = time.monotonic()
+        if now - start >= a.seconds:
+            break
+        due = int((now - start) * a.rate)
+        while sent < due:
+            payload = struct.pack("!IBBHQ", 0x504E4554, 1, 1, sent & 0xFFFF, 0xF100D) + b"\0" * 40
+            try:
+                u.sendto(payload, (a.host, a.port))
+            except BlockingIOError:
+                pass
+            sent += 1
+        time.sleep(0.001)
+    print("sent=%d" % sent, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,59 @@
+#include "exporter/metrics/process.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+
+#include <gtest/gtest.h>
+
+namespace podnet::metrics {
+namespace {
+
+// A real line of /proc/PID/stat (proc(5)) whose command name holds a space and parentheses.
+TEST(ProcessMetricsTest, ParseProcStatReadsTheFieldsAfterTheCommandName) {
+  std::string line =
+      "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 5 0 123456 "
+      "987654321 2048 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0\n";
+  auto s = ParseProcStat(line);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->utime_ticks, 250);
+  EXPECT_EQ(s->stime_ticks, 75);
+  EXPECT_EQ(s->starttime_ticks, 123456);
+  EXPECT_EQ(s->vsize_bytes, 987654321);
+  EXPECT_EQ(s->rss_pages, 2048);
+  EXPECT_FALSE(ParseProcStat("4242 (x) S 1 2 3").has_value());
+  EXPECT_FALSE(ParseProcStat("no parenthesis").has_value());
+}
+
+TEST(ProcessMetricsTest, TheStandardSixOfThisProcess) {
+  std::map<std::string, double> got;
+  for (const auto& f : CollectProcessMetrics()) {
+    ASSERT_EQ(f.metric.size(), 1u) << f.name;
+    got[f.name] = f.type == prometheus::MetricType::Counter ? f.metric[0].counter.value
+                                                            : f.metric[0].gauge.value;
+  }
+  ASSERT_EQ(got.size(), 6u);
+  // Open one more descriptor: the count follows.
+  int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  double open_after = 0;
+  for (const auto& f : CollectProcessMetrics()) {
+    if (f.name == "process_open_fds") open_after = f.metric[0].gauge.value;
+  }
+  close(fd);
+  EXPECT_EQ(open_after, got["process_open_fds"] + 1);
+  EXPECT_GT(got["process_max_fds"], got["process_open_fds"]);
+  EXPECT_GT(got["process_resident_memory_bytes"], 0);
+  EXPECT_GE(got["process_virtual_memory_bytes"], got["process_resident_memory_bytes"]);
+  EXPECT_GE(got["process_cpu_seconds_total"], 0);
+  double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // Started before now, and this test binary has not run for a day.
+  EXPECT_LE(got["process_start_time_seconds"], now + 1);
+  EXPECT_GT(got["process_start_time_seconds"], now - 86400);
+}
+
+}  // namespace
+}  // namespace podnet::metrics
