@@ -137,6 +137,9 @@ bool AcceptsGzip(std::string_view value) {
 
 namespace {
 
+// Bytes of a response handed to one send(2) (see Session::Reply).
+constexpr std::size_t kWriteChunkBytes = 64 * 1024;
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, std::shared_ptr<HttpServer::Impl> server)
@@ -269,8 +272,14 @@ class Session : public std::enable_shared_from_this<Session> {
     res->body() = std::move(resp.body);
     res->prepare_payload();
     stream_.expires_after(std::chrono::seconds(server_->limits().request_timeout_seconds));
-    http::async_write(stream_, *res,
-                      [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+    // A /metrics body is megabytes. Written in one send(2), the kernel copies and, on loopback,
+    // delivers all of it inside that call, on this loop, where a peer's echo then waits behind
+    // it. In kWriteChunkBytes pieces, each completion goes back through the loop, so an echo
+    // request waits for at most one piece.
+    auto sr = std::make_shared<http::response_serializer<http::string_body>>(*res);
+    sr->limit(kWriteChunkBytes);
+    http::async_write(stream_, *sr,
+                      [self = shared_from_this(), res, sr](beast::error_code ec, std::size_t) {
                         if (ec || !res->keep_alive()) {
                           self->Close();
                           return;
