@@ -97,6 +97,15 @@ struct LoadResult {
 /// sections of probe kinds not implemented yet are errors that say so. Never throws.
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
+/// The probe kinds `c` turns on, in the order the README lists them: rtt, http, grpc, burst,
+/// dns.
+std::vector<std::string> EnabledProbes(const Config& c);
+
+/// One line for --config.check: who this is, every peer source (static count, the Kubernetes
+/// Service), every enabled probe and responder; e.g. "self a on node n in zone z; peers: 2
+/// static; probes: rtt, dns; responders: http /echo, udp_echo, burst".
+std::string Summary(const Config& c);
+
 /// Reads `path` and calls Parse. A file that cannot be read (missing, a directory, no
 /// permission) is one Error with line 0 that gives the reason.
 LoadResult LoadFile(const std::string& path, const EnvLookup& env);
