@@ -63,11 +63,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options->mode == Options::Mode::kCheckConfig) {
-    const auto& c = *loaded.config;
-    std::cout << options->config_file << ": OK (self " << c.self.name << " on node " << c.self.node
-              << ", " << c.static_peers.size() << " static peers, rtt probe "
-              << (c.rtt ? "on" : "off") << ", dns probe " << (c.dns ? "on" : "off")
-              << ", http probe " << (c.http ? "on" : "off") << ")\n";
+    std::cout << options->config_file << ": OK (" << podnet::config::Summary(*loaded.config)
+              << ")\n";
     return 0;
   }
   spdlog::info("starting podnet-exporter version {} (revision {})", podnet::kVersion,

@@ -9,12 +9,13 @@ if [[ "${1:-}" == "--test" ]]; then tests=ON; fi
 scripts/install-deps.sh "$@"
 generator=()
 if [[ ! -f build/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
-# PODNET_REVISION (environment) names the revision where there is no git checkout (image builds);
-# PODNET_WERROR=ON (environment; CI sets it) makes every compiler warning an error.
+# PODNET_WERROR=ON (environment) makes every compiler warning an error (CI sets it).
+werror=(-DPODNET_WERROR="${PODNET_WERROR:-OFF}")
+# PODNET_REVISION (environment) names the revision where there is no git checkout (image builds).
 revision=()
 if [[ -n "${PODNET_REVISION:-}" ]]; then revision=(-DPODNET_REVISION="$PODNET_REVISION"); fi
 cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DPODNET_BUILD_TESTS="$tests" -DPODNET_WERROR="${PODNET_WERROR:-OFF}" "${revision[@]}" >/dev/null
+  -DPODNET_BUILD_TESTS="$tests" "${werror[@]}" "${revision[@]}" >/dev/null
 if [[ $tests == OFF ]]; then
   cmake --build build --parallel "$(nproc)" --target podnet-exporter
 else

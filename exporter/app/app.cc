@@ -62,9 +62,7 @@ std::string LandingPage() {
 }  // namespace
 
 App::App(Options options, std::shared_ptr<const config::Config> config)
-    : options_(std::move(options)),
-      config_(std::move(config)),
-      discovery_metrics_(metrics_.registry()) {
+    : options_(std::move(options)), config_(std::move(config)) {
   metrics_.SetReloadOutcome(true, UnixNow());
 }
 
@@ -92,50 +90,43 @@ int App::Run() {
     }
     listen = *hp;
   }
-  try {
-    http_ = std::make_unique<responders::HttpServer>(
-        respond_io_, listen,
-        responders::AsyncHttpHandler(
-            [this](responders::HttpRequest r, responders::HttpRespond respond) {
-              Route(std::move(r), std::move(respond));
-            }));
-  } catch (const boost::system::system_error& e) {
-    spdlog::error("cannot listen for HTTP on {} (listen_address / --web.listen-address): {}",
-                  net::FormatHostPort(listen.address, listen.port), e.code().message());
-    return 1;
-  }
-  try {
-    udp_echo_ = std::make_unique<responders::UdpEchoResponder>(
-        respond_io_, config->udp_echo_listen_address, metrics_.registry());
-    if (config->burst_responder) {
-      burst_ = std::make_unique<responders::BurstResponder>(*config->burst_responder,
-                                                            metrics_.registry());
-      spdlog::info(
-          "burst responder (iperf3-compatible) listening on {}",
-          net::FormatHostPort(config->burst_responder->listen_address.address, burst_->port()));
-    }
-  } catch (const boost::system::system_error& e) {
-    spdlog::error("cannot listen for UDP echo on {} (responders.udp_echo.listen_address): {}",
-                  net::FormatHostPort(config->udp_echo_listen_address.address,
-                                      config->udp_echo_listen_address.port),
-                  e.code().message());
-    return 1;
-  }
+  // Each listener binds on its own, and a failure names that listener's key and address: a
+  // taken port must point at the setting to change, not at a neighbour.
+  bool bound =
+      Listen("HTTP", options_.listen_address ? "--web.listen-address" : "listen_address", listen,
+             [&] {
+               http_ = std::make_unique<responders::HttpServer>(
+                   respond_io_, listen,
+                   responders::AsyncHttpHandler(
+                       [this](responders::HttpRequest r, responders::HttpRespond respond) {
+                         Route(std::move(r), std::move(respond));
+                       }));
+               return http_->port();
+             }) &&
+      Listen("UDP echo", "responders.udp_echo.listen_address", config->udp_echo_listen_address,
+             [&] {
+               udp_echo_ = std::make_unique<responders::UdpEchoResponder>(
+                   respond_io_, config->udp_echo_listen_address, metrics_.registry());
+               return udp_echo_->port();
+             }) &&
+      (!config->burst_responder ||
+       Listen("bursts (iperf3-compatible)", "responders.burst.listen_address",
+              config->burst_responder->listen_address, [&] {
+                burst_ = std::make_unique<responders::BurstResponder>(*config->burst_responder,
+                                                                      metrics_.registry());
+                return burst_->port();
+              }));
 #ifdef PODNET_WITH_GRPC
-  if (config->grpc_listen_address) {
-    try {
-      grpc_health_ = std::make_unique<responders::GrpcHealthServer>(*config->grpc_listen_address);
-    } catch (const std::runtime_error& e) {
-      spdlog::error("cannot listen: {}", e.what());
-      return 1;
-    }
-    spdlog::info("listening on {} (gRPC health)",
-                 net::FormatHostPort(config->grpc_listen_address->address, grpc_health_->port()));
-  }
+  bound =
+      bound &&
+      (!config->grpc_listen_address ||
+       Listen("gRPC health", "responders.grpc.listen_address", *config->grpc_listen_address, [&] {
+         grpc_health_ =
+             std::make_unique<responders::GrpcHealthServer>(*config->grpc_listen_address);
+         return grpc_health_->port();
+       }));
 #endif
-  spdlog::info("listening on {} (HTTP) and {} (UDP echo)",
-               net::FormatHostPort(listen.address, http_->port()),
-               net::FormatHostPort(config->udp_echo_listen_address.address, udp_echo_->port()));
+  if (!bound) return 1;
 
   probe_env_ = std::make_unique<probes::ProbeEnv>(probes::ProbeEnv{probe_io_, metrics_, {}});
   scheduler_ = std::make_unique<scheduler::Scheduler>(probe_io_, &scheduler_metrics_);
@@ -214,6 +205,21 @@ int App::Run() {
   return 0;
 }
 
+bool App::Listen(std::string_view what, std::string_view key, const net::HostPort& at,
+                 const std::function<std::uint16_t()>& bind) {
+  std::string where = net::FormatHostPort(at.address, at.port);
+  try {
+    std::uint16_t port = bind();
+    spdlog::info("listening on {} ({})", net::FormatHostPort(at.address, port), what);
+    return true;
+  } catch (const boost::system::system_error& e) {
+    spdlog::error("cannot listen for {} on {} ({}): {}", what, where, key, e.code().message());
+  } catch (const std::exception& e) {
+    spdlog::error("cannot listen for {} on {} ({}): {}", what, where, key, e.what());
+  }
+  return false;
+}
+
 bool App::Reload(std::string* error) {
   PODNET_DCHECK_NOT_LOOP(kResponder);
   auto result = config::LoadFile(options_.config_file, config::ProcessEnv());
@@ -269,6 +275,7 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
         Reconcile(applied_);
       });
     }
+    discovery_metrics_.reset();
     return true;
   }
   k8s::DiscoveryOptions o;
@@ -303,10 +310,13 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
     boost::asio::post(probe_io_, [this] { discovered_ = {}; });  // a new Service: start clean
   }
   discovery_options_ = o;
+  if (!discovery_metrics_) {
+    discovery_metrics_ = std::make_unique<k8s::DiscoveryMetrics>(metrics_.registry());
+  }
   // Called on the control loop; the probe loop owns what it feeds. Stop() ends the calls, so a
   // stopped discovery never posts after the snapshot that replaced it.
   discovery_ = std::make_unique<k8s::KubernetesDiscovery>(
-      control_io_, std::move(client), o, discovery_metrics_, [this](const k8s::Snapshot& snap) {
+      control_io_, std::move(client), o, *discovery_metrics_, [this](const k8s::Snapshot& snap) {
         discovery_unsynced_ = !snap.synced;
         boost::asio::post(probe_io_, [this, snap] {
           discovered_ = snap;
@@ -318,10 +328,16 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
   return true;
 }
 
-bool App::Ready() const {
+std::string App::NotReadyReason() const {
+  PODNET_DCHECK_LOOP(kControl);
+  if (!ready_) return "starting";
   // With Kubernetes discovery, ready once the first list succeeded: before it this Pod would
   // probe no one (or only its static peers) and a rollout should wait.
-  return ready_ && !discovery_unsynced_;
+  if (!discovery_ || discovery_->synced()) return "";
+  std::string why = "Kubernetes discovery has not listed the EndpointSlices of service " +
+                    discovery_options_.namespace_name + "/" + discovery_options_.service + " yet";
+  const std::string& last = discovery_->last_error();
+  return why + (last.empty() ? " (the first list is in flight)" : "; last error: " + last);
 }
 
 void App::Reconcile(std::shared_ptr<const config::Config> next) {
@@ -389,12 +405,16 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
   self_ = self;
   applied_ = std::move(next);
   if (log) {
-    if (applied_->kubernetes) {
-      spdlog::info("probing {} peers ({} selected of {} Kubernetes candidates; {} probe schedules)",
-                   peers_.size(), selected, candidates, scheduler_->size());
-    } else {
-      spdlog::info("probing {} peers ({} probe schedules)", peers_.size(), scheduler_->size());
+    std::string probes;
+    for (const auto& kind : config::EnabledProbes(*applied_)) {
+      probes += (probes.empty() ? "" : ", ") + kind;
     }
+    std::string what = peers_.size() == 1 ? "1 peer" : std::to_string(peers_.size()) + " peers";
+    if (applied_->kubernetes) {
+      what += " (" + std::to_string(selected) + " selected of " + std::to_string(candidates) +
+              " Kubernetes candidate" + (candidates == 1 ? "" : "s") + ")";
+    }
+    spdlog::info("probing {} with {}", what, probes.empty() ? "no probes" : probes);
   }
 }
 
@@ -411,20 +431,17 @@ void App::Route(responders::HttpRequest req, responders::HttpRespond respond) {
     respond({200, "text/plain; charset=utf-8", "Healthy.\n"});
     return;
   }
-  if (path == "/-/ready" && get) {
-    if (Ready()) {
-      respond({200, "text/plain; charset=utf-8", "Ready.\n"});
-    } else {
-      respond({503, "text/plain; charset=utf-8", "Not ready.\n"});
-    }
+  if (path == "/-/ready" && get && ready_ && !discovery_unsynced_) {
+    respond({200, "text/plain; charset=utf-8", "Ready.\n"});
     return;
-  }
+  }  // not ready: why is the control loop's to say (it owns discovery), below
   if (path == "/" && get) {
     static const std::string kLanding = LandingPage();
     respond({200, "text/html; charset=utf-8", kLanding});
     return;
   }
-  if (path != "/metrics" && path != "/-/reload" && path != "/podnet/info") {
+  if (path != "/metrics" && path != "/-/reload" && path != "/podnet/info" &&
+      !(path == "/-/ready" && get)) {
     respond({404, "text/plain; charset=utf-8", "404 page not found\n"});
     return;
   }
@@ -453,6 +470,11 @@ responders::HttpResponse App::RouteControl(const responders::HttpRequest& req,
               metrics_.Serialize(metrics::Metrics::Encoding::kGzip), "gzip"};
     }
     return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
+  }
+  if (path == "/-/ready") {  // not ready (Route answers "ready" itself): say why
+    std::string why = NotReadyReason();
+    if (why.empty()) return {200, "text/plain; charset=utf-8", "Ready.\n"};
+    return {503, "text/plain; charset=utf-8", "Not ready: " + why + ".\n"};
   }
   if (path == "/-/reload") {
     if (req.method != "POST" && req.method != "PUT") {

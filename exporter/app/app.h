@@ -1,9 +1,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -66,7 +69,14 @@ class App {
   // Control loop: starts, restarts or stops Kubernetes discovery as `c` asks. False and *error
   // when it cannot start (no in-cluster credentials, a bad kubeconfig).
   bool ConfigureDiscovery(const config::Config& c, std::string* error);
-  bool Ready() const;  // any thread
+  // Control loop: "" when ready, else why not (for /-/ready's body): "starting", or the
+  // Kubernetes discovery's first list not done yet and its last error.
+  std::string NotReadyReason() const;
+  // Runs `bind` (which creates one listener and returns its bound port) and logs the outcome:
+  // "listening on ADDRESS (WHAT)", or one error line naming WHAT, the address, the config `key`
+  // and the reason. False when it threw.
+  static bool Listen(std::string_view what, std::string_view key, const net::HostPort& at,
+                     const std::function<std::uint16_t()>& bind);
   // Probe loop only: the one path from (configuration, discovery snapshot) to running probes.
   void Reconcile(std::shared_ptr<const config::Config> next);
 
@@ -89,7 +99,9 @@ class App {
   discovery::kubernetes::Snapshot discovered_;  // last snapshot posted by discovery
 
   // Control-loop state: Kubernetes discovery, when peers.kubernetes is set.
-  discovery::kubernetes::DiscoveryMetrics discovery_metrics_;
+  // Registered with the first peers.kubernetes, removed when a reload turns it off: a Pod
+  // without Kubernetes discovery exports no podnet_kubernetes_* series.
+  std::unique_ptr<discovery::kubernetes::DiscoveryMetrics> discovery_metrics_;
   std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> discovery_;
   discovery::kubernetes::DiscoveryOptions discovery_options_;  // of the running discovery
 

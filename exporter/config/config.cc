@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "exporter/config/text_checks.h"
 
@@ -792,12 +793,49 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
   } catch (const YAML::Exception& e) {  // defensive: yaml-cpp throws on odd node shapes
     d.Fail(root, "", std::string("unexpected YAML structure: ") + e.what());
   }
-  if (d.not_shown() > 0) {
+  // In file order, whichever section's check found them (a file's reader fixes top down).
+  auto by_place = [](const Error& a, const Error& b) {
+    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  };
+  std::stable_sort(result.errors.begin(), result.errors.end(), by_place);
+  std::stable_sort(result.warnings.begin(), result.warnings.end(), by_place);
+  if (d.not_shown() > 0) {  // after the sort: last, whatever its line
     result.errors.push_back(
         Error{file, 0, 0, "", std::to_string(d.not_shown()) + " more problem(s) not shown"});
   }
   if (result.errors.empty()) result.config = std::move(c);
   return result;
+}
+
+std::vector<std::string> EnabledProbes(const Config& c) {
+  std::vector<std::string> out;
+  if (c.rtt) out.push_back("rtt");
+  if (c.http) out.push_back("http");
+  if (c.grpc) out.push_back("grpc");
+  if (c.burst) out.push_back("burst");
+  if (c.dns) out.push_back("dns");
+  return out;
+}
+
+std::string Summary(const Config& c) {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out.empty() ? std::string("none") : out;
+  };
+  std::vector<std::string> discovery;
+  discovery.push_back(std::to_string(c.static_peers.size()) + " static");
+  if (c.kubernetes) {
+    discovery.push_back("kubernetes service " + c.kubernetes->namespace_name + "/" +
+                        c.kubernetes->service + " (" +
+                        std::to_string(c.kubernetes->peers_per_zone) + " per zone)");
+  }
+  std::vector<std::string> responders = {"http /echo", "udp_echo"};
+  if (c.burst_responder) responders.push_back("burst");
+  if (c.grpc_listen_address) responders.push_back("grpc");
+  return "self " + c.self.name + " on node " + c.self.node +
+         (c.self.zone.empty() ? "" : " in zone " + c.self.zone) + "; peers: " + list(discovery) +
+         "; probes: " + list(EnabledProbes(c)) + "; responders: " + list(responders);
 }
 
 LoadResult LoadFile(const std::string& path, const EnvLookup& env) {

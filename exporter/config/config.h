@@ -97,6 +97,15 @@ struct LoadResult {
 /// sections of probe kinds not implemented yet are errors that say so. Never throws.
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
+/// The probe kinds `c` turns on, in the order the README lists them: rtt, http, grpc, burst,
+/// dns.
+std::vector<std::string> EnabledProbes(const Config& c);
+
+/// One line for --config.check: who this is, every peer source (static count, the Kubernetes
+/// Service), every enabled probe and responder; e.g. "self a on node n in zone z; peers: 2
+/// static; probes: rtt, dns; responders: http /echo, udp_echo, burst".
+std::string Summary(const Config& c);
+
 /// The largest configuration file LoadFile reads: 512 KiB holds thousands of static peers;
 /// yaml-cpp takes about 100 bytes of memory per byte of dense YAML, so this bounds a load at
 /// tens of MB instead of whatever a path to /dev/zero or a runaway generator provides.

@@ -1,11 +1,16 @@
 #include "exporter/log/logging.h"
 
-#include <ctime>
-
-#include <nlohmann/json.hpp>
 #include <spdlog/formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#ifdef PODNET_WITH_GRPC
+#include <grpc/support/log.h>
+#endif
 
 namespace podnet::log {
 namespace {
@@ -59,22 +64,34 @@ std::string LogfmtValue(std::string_view v) {
   return out + "\"";
 }
 
+bool IsKeyChar(char c, bool first) {
+  return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (!first && c >= '0' && c <= '9');
+}
+
+// One `key=value` token: `key` an identifier (not one of the record's own ts, level, msg), the
+// value non-empty and free of spaces (it is unquoted where it came from).
+bool SplitField(std::string_view token, LogField* field) {
+  auto eq = token.find('=');
+  if (eq == 0 || eq == std::string_view::npos || eq + 1 == token.size()) return false;
+  std::string_view key = token.substr(0, eq);
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    if (!IsKeyChar(key[i], i == 0)) return false;
+  }
+  if (key == "ts" || key == "level" || key == "msg") return false;
+  std::string_view value = token.substr(eq + 1);
+  if (value.find('=') != std::string_view::npos) return false;
+  *field = {std::string(key), std::string(value)};
+  return true;
+}
+
 class LineFormatter : public spdlog::formatter {
  public:
   explicit LineFormatter(Format f) : format_(f) {}
 
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
-    std::string_view text(msg.payload.data(), msg.payload.size());
-    std::string line;
-    if (format_ == Format::kJson) {
-      nlohmann::json j{{"ts", Timestamp(msg.time)}, {"level", LevelName(msg.level)},
-                       {"msg", std::string(text)}};
-      line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    } else {
-      line = "ts=" + Timestamp(msg.time) + " level=" + LevelName(msg.level) +
-             " msg=" + LogfmtValue(text);
-    }
-    line += '\n';
+    std::string line = FormatRecord(format_, msg.level, msg.time,
+                                    std::string_view(msg.payload.data(), msg.payload.size()));
     dest.append(line.data(), line.data() + line.size());
   }
 
@@ -86,7 +103,51 @@ class LineFormatter : public spdlog::formatter {
   Format format_;
 };
 
+#ifdef PODNET_WITH_GRPC
+// gRPC core's own log lines (gpr_log), as records of ours: the same format and level filter.
+// Its errors are warnings here: what matters to the operator (a listener that cannot bind, a
+// probe that fails) is reported once, in our words, where it happens.
+void GrpcLog(gpr_log_func_args* args) {
+  auto level =
+      args->severity == GPR_LOG_SEVERITY_ERROR ? spdlog::level::warn : spdlog::level::debug;
+  spdlog::log(level, "grpc: {} ({}:{})", args->message ? args->message : "",
+              args->file ? args->file : "?", args->line);
+}
+#endif
+
 }  // namespace
+
+std::string SplitFields(std::string_view message, std::vector<LogField>* fields) {
+  fields->clear();
+  std::size_t end = message.size();
+  while (end > 0) {
+    std::size_t space = message.rfind(' ', end - 1);
+    std::size_t begin = space == std::string_view::npos ? 0 : space + 1;
+    if (begin == 0) break;  // the first word is always text: a record has a message
+    LogField f;
+    if (!SplitField(message.substr(begin, end - begin), &f)) break;
+    fields->push_back(std::move(f));
+    end = space;
+  }
+  std::reverse(fields->begin(), fields->end());
+  return std::string(message.substr(0, end));
+}
+
+std::string FormatRecord(Format format, spdlog::level::level_enum level,
+                         std::chrono::system_clock::time_point time, std::string_view message) {
+  std::vector<LogField> fields;
+  std::string text = SplitFields(message, &fields);
+  std::string line;
+  if (format == Format::kJson) {
+    nlohmann::ordered_json j{{"ts", Timestamp(time)}, {"level", LevelName(level)}, {"msg", text}};
+    for (auto& [k, v] : fields) j[k] = v;
+    line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } else {
+    line = "ts=" + Timestamp(time) + " level=" + LevelName(level) + " msg=" + LogfmtValue(text);
+    for (const auto& [k, v] : fields) line += " " + k + "=" + LogfmtValue(v);
+  }
+  return line + "\n";
+}
 
 std::optional<spdlog::level::level_enum> ParseLevel(std::string_view s) {
   if (s == "debug") return spdlog::level::debug;
@@ -109,6 +170,9 @@ void Setup(spdlog::level::level_enum level, Format format) {
   logger->set_level(level);
   logger->flush_on(spdlog::level::debug);
   spdlog::set_default_logger(logger);
+#ifdef PODNET_WITH_GRPC
+  gpr_set_log_function(GrpcLog);
+#endif
 }
 
 }  // namespace podnet::log

@@ -4,6 +4,9 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
 #include <chrono>
 #include <stdexcept>
 
@@ -17,19 +20,41 @@ struct GrpcHealthServer::Impl {
   std::unique_ptr<::grpc::Server> server;
 };
 
+namespace {
+
+// Binds and listens on `listen` with the socket options gRPC's own listener uses
+// (SO_REUSEADDR; dual-stack for [::]), then closes: throws boost::system::system_error with the
+// kernel's reason (EADDRINUSE, EACCES, EADDRNOTAVAIL) when the port cannot be had. gRPC reports
+// a failed bind only as a null server after a page of core error lines; this says why, once.
+void CheckCanListen(const net::HostPort& listen) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor probe(io);
+  boost::asio::ip::tcp::endpoint ep(listen.address, listen.port);
+  probe.open(ep.protocol());
+  probe.set_option(boost::asio::socket_base::reuse_address(true));
+  if (listen.address.is_v6()) probe.set_option(boost::asio::ip::v6_only(false));
+  probe.bind(ep);
+  probe.listen();
+}
+
+}  // namespace
+
 GrpcHealthServer::GrpcHealthServer(const net::HostPort& listen) : impl_(std::make_unique<Impl>()) {
+  if (listen.port != 0) CheckCanListen(listen);
   ::grpc::EnableDefaultHealthCheckService(true);
   ::grpc::ServerBuilder builder;
   int selected = 0;
   builder.AddListeningPort(net::FormatHostPort(listen.address, listen.port),
                            ::grpc::InsecureServerCredentials(), &selected);
+  // gRPC sets SO_REUSEPORT by default: a second exporter on the node would then bind the same
+  // port without an error and take half of the peers' health checks. One owner per port.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Bounded: small messages (health checks are a few bytes).
   builder.SetMaxReceiveMessageSize(4096);
   builder.RegisterCallbackGenericService(&impl_->unimplemented);
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || selected == 0) {
-    throw std::runtime_error("gRPC: cannot listen on " +
-                             net::FormatHostPort(listen.address, listen.port));
+    throw std::runtime_error("the gRPC server did not start (see the grpc: lines above)");
   }
   port_ = static_cast<std::uint16_t>(selected);
 }

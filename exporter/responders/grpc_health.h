@@ -14,7 +14,9 @@ namespace podnet::responders {
 /// Only in builds with PODNET_WITH_GRPC.
 class GrpcHealthServer {
  public:
-  /// Binds `listen` and starts serving. Throws std::runtime_error when it cannot bind.
+  /// Binds `listen` (without SO_REUSEPORT: a taken port is an error, not a shared one) and
+  /// starts serving. Throws boost::system::system_error with the kernel's reason when the
+  /// address cannot be bound, std::runtime_error when gRPC does not start for another reason.
   explicit GrpcHealthServer(const net::HostPort& listen);
   ~GrpcHealthServer();  // shuts down (in-flight calls get a short grace period)
 

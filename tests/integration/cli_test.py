@@ -65,6 +65,27 @@ def promtool_problems(text):
     return ("rc %d " % r.returncode if r.returncode else "") + (r.stdout + r.stderr).strip()
 
 
+def stop(p):
+    """SIGTERM, then SIGKILL after 10 s; (stdout, stderr) of the process."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        return p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return p.communicate()
+
+
+def json_records(text):
+    """The lines of `text` that are JSON objects, parsed (None for a line that is not)."""
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            out.append(None)
+    return out
+
+
 def wait_metrics(base, cond, timeout=6):
     """Scrapes until cond(text) holds or `timeout` passes; returns the last text."""
     deadline = time.time() + timeout
@@ -266,6 +287,89 @@ def hostile_config(exe, tmp):
     finally:
         stop_exporter(p)
 
+def json_fields(exe, tmp):
+    """--log.format=json: a record's trailing key=value words are JSON members of their own."""
+    rc = os.path.join(tmp, "resolv-silent.conf")
+    with open(rc, "w") as f:  # a nameserver on loopback that does not exist: a quick timeout
+        f.write("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
+    port = free_port()
+    cfg = os.path.join(tmp, "json.yaml")
+    with open(cfg, "w") as f:
+        f.write("listen_address: \"127.0.0.1:%d\"\nself: { name: a, node: n }\n"
+                "responders: { udp_echo: { listen_address: \"127.0.0.1:%d\" } }\n"
+                "probes:\n  dns: { interval: 1s, resolv_conf: %s, resolvers: [glibc],"
+                " names: [nothing.invalid] }\n" % (port, port, rc))
+    p = subprocess.Popen([exe, "--config.file=" + cfg, "--log.format=json", "--log.level=debug"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(4)
+    finally:
+        _, err = stop(p)
+    records = [r for r in json_records(err) if r]
+    lookups = [r for r in records if r.get("msg") == "dns lookup"]
+    check(lookups and lookups[0].get("name") in ("nothing.invalid", "nothing.invalid.")
+          and lookups[0].get("resolver") == "glibc" and "result" in lookups[0]
+          and "=" not in lookups[0]["msg"],
+          "--log.format=json: key=value pairs are fields of their own: %s"
+          % (lookups[:1] or [r for r in records][:3]))
+
+
+def listeners(exe, tmp):
+    """Each listener that cannot bind: exit 1, one line naming its own key, address and why."""
+    http, burst, grpc = free_port(), free_port(), free_port()
+
+    def config(path, http, burst, grpc):
+        with open(path, "w") as f:
+            f.write("listen_address: \"127.0.0.1:%d\"\nself: { name: a, node: n }\n"
+                    "responders:\n  udp_echo: { listen_address: \"127.0.0.1:%d\" }\n"
+                    "  burst: { listen_address: \"127.0.0.1:%d\" }\n"
+                    "  grpc: { listen_address: \"127.0.0.1:%d\" }\n" % (http, http, burst, grpc))
+        return path
+
+    cfg = config(os.path.join(tmp, "listeners.yaml"), http, burst, grpc)
+    cases = (("HTTP", "listen_address", http, socket.SOCK_STREAM),
+             ("UDP echo", "responders.udp_echo.listen_address", http, socket.SOCK_DGRAM),
+             ("bursts (iperf3-compatible)", "responders.burst.listen_address", burst,
+              socket.SOCK_STREAM),
+             ("gRPC health", "responders.grpc.listen_address", grpc, socket.SOCK_STREAM))
+    for what, key, port, kind in cases:
+        holder = socket.socket(socket.AF_INET, kind)
+        holder.bind(("127.0.0.1", port))
+        if kind == socket.SOCK_STREAM:
+            holder.listen(1)
+        try:
+            r = run(exe, "--config.file=" + cfg)
+        finally:
+            holder.close()
+        errors = [l for l in r.stderr.splitlines() if "level=error" in l]
+        want = "cannot listen for %s on 127.0.0.1:%d (%s): Address already in use" % (what, port,
+                                                                                        key)
+        check(r.returncode == 1 and len(errors) == 1 and want in errors[0]
+              and len(r.stderr) < 2000,
+              "%s port taken: exit 1 (rc=%s), one line naming %s: %s" % (what, r.returncode, key,
+                                                                         errors or r.stderr[-300:]))
+
+    # A second exporter on the same gRPC port: no SO_REUSEPORT sharing, it must not start.
+    first = subprocess.Popen([exe, "--config.file=" + cfg], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 10
+        up = False
+        while time.time() < deadline and not up and first.poll() is None:
+            try:
+                up = get("http://127.0.0.1:%d/-/ready" % http)[0] == 200
+            except OSError:
+                time.sleep(0.2)
+        cfg2 = config(os.path.join(tmp, "listeners2.yaml"), free_port(), free_port(), grpc)
+        r = run(exe, "--config.file=" + cfg2)
+        grpc_lines = [l for l in r.stderr.splitlines() if "grpc" in l.lower()]
+        check(up and r.returncode == 1 and len(grpc_lines) == 1
+              and "(responders.grpc.listen_address): Address already in use" in grpc_lines[0],
+              "a second exporter on the gRPC port exits 1 with one line: rc=%s %s"
+              % (r.returncode, grpc_lines or r.stderr[-300:]))
+    finally:
+        stop(first)
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -317,6 +421,18 @@ def main():
     default = os.path.join(a.config_dir, "podnet.yaml")
     r = run(exe, "--config.file", default, "--config.check")
     check(r.returncode == 0 and "OK" in r.stdout, "the default configuration checks OK")
+    check("peers: 2 static;" in r.stdout
+          and "probes: rtt, http, grpc, burst, dns;" in r.stdout
+          and "responders: http /echo, udp_echo, burst, grpc" in r.stdout,
+          "--config.check names every peer source, probe and responder: %r" % r.stdout.strip())
+    k8s = os.path.join(tmp, "k8s.yaml")
+    with open(k8s, "w") as f:
+        f.write("self: { name: a, node: n }\npeers:\n  kubernetes: { namespace: podnet, "
+                "service: podnet, peers_per_zone: 2 }\nprobes:\n  rtt: { protocol: udp }\n")
+    r = run(exe, "--config.file", k8s, "--config.check")
+    check(r.returncode == 0 and "peers: 0 static, kubernetes service podnet/podnet (2 per zone);"
+          in r.stdout and "probes: rtt;" in r.stdout,
+          "--config.check names Kubernetes discovery: %r" % (r.stdout.strip() or r.stderr))
 
     bad = os.path.join(tmp, "bad.yaml")
     with open(bad, "w") as f:
@@ -333,6 +449,18 @@ def main():
           "every problem is reported (http qps)")
     r = run(exe, "--config.file=" + bad)
     check(r.returncode == 2, "starting with a bad file: exit 2")
+    # Sections are checked in their own order (listen_address, self, ..., probes); problems are
+    # listed in the file's.
+    order = os.path.join(tmp, "order.yaml")
+    with open(order, "w") as f:
+        f.write("probes:\n  rtt: { count: many }\nbogus: 1\nself: { name: x, node: n }\n"
+                "listen_address: nowhere\n")
+    r = run(exe, "--config.file=" + order, "--config.check")
+    places = [tuple(int(n) for n in l[len(order) + 1:].split(": ")[0].split(":"))
+              for l in r.stderr.splitlines() if l.startswith(order + ":")]
+    check(r.returncode == 2 and places == sorted(places)
+          and {2, 3, 5} <= {line for line, _ in places},
+          "problems are listed in file order: %s" % places)
     flow = os.path.join(tmp, "flow.yaml")
     with open(flow, "w") as f:
         f.write("self: { name: ${POD}, node: n }\n")
@@ -389,10 +517,13 @@ def main():
         check('podnet_rtt_packets_received_total{path="same_zone",peer="lo"' in metrics
               and 'protocol="udp"' in metrics, "UDP echo RTT to the own responder is measured")
         with open(cfg, "w") as f:
-            f.write(body + "bogus: 1\n")
+            f.write(body.replace("count: 3", "count: many") + "bogus: 1\n")
         code, text = get(base + "/-/reload", "POST")
         check(code == 500 and ":12:1: bogus: unknown key" in text, "bad reload: 500 with the "
               "problem: %r" % text.strip()[-80:])
+        at = [text.find(":11:"), text.find(":12:1: bogus")]
+        check(-1 < at[0] < at[1], "reload problems in file order (line 11, then 12): %r"
+              % text.strip())
         check("podnet_config_last_reload_successful 0" in get(base + "/metrics")[1],
               "bad reload sets podnet_config_last_reload_successful 0")
         with open(cfg, "w") as f:
@@ -450,24 +581,21 @@ def main():
               "aggregate_peers off again: per-peer series back, aggregated ones gone: %s"
               % series(text, rtt_received))
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            out, err = p.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, err = p.communicate()
+        out, err = stop(p)
     check(p.returncode == 0, "SIGTERM: clean exit 0 (rc=%s)" % p.returncode)
     log_lines = [l for l in err.splitlines() if l.strip()]
-    parsed = []
-    for l in log_lines:
-        try:
-            parsed.append(json.loads(l))
-        except ValueError:
-            parsed.append(None)
+    parsed = json_records("\n".join(log_lines))
     check(log_lines and all(isinstance(x, dict) and {"ts", "level", "msg"} <= set(x)
                             for x in parsed), "--log.format=json: every line is a JSON object")
     check(any(x and "reload failed" in x.get("msg", "") for x in parsed),
           "the failed reload is logged")
+    check(any(x and x.get("msg") == "probing 1 peer with rtt" for x in parsed)
+          and not any(x and "probe schedules" in x.get("msg", "") for x in parsed),
+          "'probing 1 peer with rtt': %s" % [x.get("msg") for x in parsed
+                                              if x and x.get("msg", "").startswith("probing")])
+
+    json_fields(exe, tmp)
+    listeners(exe, tmp)
     sighup_during_startup(exe, tmp)
     burst_stalled_clients(exe, tmp)
     hostile_config(exe, tmp)

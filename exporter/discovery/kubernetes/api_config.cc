@@ -166,6 +166,11 @@ std::optional<std::string> ReadSmallFile(const std::string& path, std::string* e
   return s.str();
 }
 
+std::string ApiConfig::Url() const {
+  bool v6 = host.find(':') != std::string::npos;
+  return "https://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 std::optional<ApiConfig> InClusterConfig(const std::string& sa_dir, const config::EnvLookup& env,
                                          std::string* error) {
   auto host = env("KUBERNETES_SERVICE_HOST");

@@ -20,6 +20,9 @@ struct ApiConfig {
   std::string client_key_pem;
   bool insecure_skip_tls_verify = false;  // kubeconfig `insecure-skip-tls-verify: true`
   std::string source;  // for log lines: "in-cluster" or "kubeconfig PATH context NAME"
+
+  /// The API server's URL, "https://HOST:PORT" (an IPv6 host in brackets).
+  std::string Url() const;
 };
 
 /// The default directory of the service-account credentials a Pod is given

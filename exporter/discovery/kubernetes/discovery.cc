@@ -13,7 +13,7 @@ namespace asio = boost::asio;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-DiscoveryMetrics::DiscoveryMetrics(prometheus::Registry& registry) {
+DiscoveryMetrics::DiscoveryMetrics(prometheus::Registry& registry) : registry_(registry) {
   errors_ = &prometheus::BuildCounter()
                  .Name("podnet_kubernetes_api_errors_total")
                  .Help("Failed Kubernetes API requests and watch streams, by resource and reason.")
@@ -22,18 +22,25 @@ DiscoveryMetrics::DiscoveryMetrics(prometheus::Registry& registry) {
                  .Name("podnet_kubernetes_watch_events_total")
                  .Help("EndpointSlice watch events received, by type.")
                  .Register(registry);
-  lists_ = &prometheus::BuildCounter()
-                .Name("podnet_kubernetes_lists_total")
-                .Help("Successful EndpointSlice lists (the first one and every relist).")
-                .Register(registry)
-                .Add({});
-  candidates_ = &prometheus::BuildGauge()
-                     .Name("podnet_discovery_candidates")
-                     .Help(
-                         "Ready probe Pods found in the Service's EndpointSlices (this Pod "
-                         "included), before peer selection.")
-                     .Register(registry)
-                     .Add({});
+  lists_family_ = &prometheus::BuildCounter()
+                       .Name("podnet_kubernetes_lists_total")
+                       .Help("Successful EndpointSlice lists (the first one and every relist).")
+                       .Register(registry);
+  lists_ = &lists_family_->Add({});
+  candidates_family_ = &prometheus::BuildGauge()
+                            .Name("podnet_discovery_candidates")
+                            .Help(
+                                "Ready probe Pods found in the Service's EndpointSlices (this Pod "
+                                "included), before peer selection.")
+                            .Register(registry);
+  candidates_ = &candidates_family_->Add({});
+}
+
+DiscoveryMetrics::~DiscoveryMetrics() {
+  registry_.Remove(*errors_);
+  registry_.Remove(*events_);
+  registry_.Remove(*lists_family_);
+  registry_.Remove(*candidates_family_);
 }
 
 void DiscoveryMetrics::Error(std::string_view resource, std::string_view reason) {
@@ -104,8 +111,9 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
 
   void Start() {
     stopped_ = false;
-    spdlog::info("kubernetes discovery: service {}/{} via {}", options_.namespace_name,
-                 options_.service, client_->config().source);
+    spdlog::info("kubernetes discovery: service {}/{} from API server {} ({})",
+                 options_.namespace_name, options_.service, client_->config().Url(),
+                 client_->config().source);
     if (options_.want_zone) GetNode();
     List();
   }
@@ -124,6 +132,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   const Snapshot& snapshot() const { return snapshot_; }
+  const std::string& last_error() const { return last_error_; }
 
  private:
   // --- the own Node's zone ---------------------------------------------------------------
@@ -137,14 +146,14 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     node_call_.reset();
     if (stopped_) return;
     std::string reason = FailureReason(r);
+    std::string detail = Describe(r);
     if (reason.empty()) {
       json node = json::parse(r.body, nullptr, false);
       std::string err;
       auto zone = node.is_discarded() ? std::nullopt : NodeZone(node, &err);
       if (!zone) {
         reason = "bad_response";
-        spdlog::debug("kubernetes: node {}: bad response: {}", options_.node,
-                      node.is_discarded() ? "not JSON" : err);
+        detail = node.is_discarded() ? "not JSON" : err;
       } else if (zone->empty()) {
         metrics_.Error("node", "no_zone_label");
         spdlog::warn(
@@ -161,9 +170,9 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     }
     metrics_.Error("node", reason);
     auto delay = node_backoff_.Next(r.retry_after);
+    last_error_ = "GET node " + options_.node + ": " + Failure(reason, r, detail);
     spdlog::log(StreakLevel(node_backoff_.attempt()),
-                "kubernetes: GET node {} failed ({}: {} {}), retrying in {} ms (failure {})",
-                options_.node, reason, r.status, Describe(r), delay.count(),
+                "kubernetes: {}; retrying in {} ms (failure {})", last_error_, delay.count(),
                 node_backoff_.attempt());
     node_timer_.expires_after(delay);
     node_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -191,16 +200,12 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
         reason = "bad_response";
         detail = "the list is not a JSON object";
       } else {
-        if (auto m = list.find("metadata"); m != list.end() && m->is_object()) {
-          if (auto v = m->find("resourceVersion"); v != m->end() && v->is_string()) {
-            rv = v->get<std::string>();
-          }
-        }
-        auto items = list.find("items");
-        if (rv.empty() || (items != list.end() && !items->is_array() && !items->is_null())) {
+        if (const json* m = ObjectAt(list, "metadata")) rv = StringAt(*m, "resourceVersion");
+        const json* items = FieldAt(list, "items");
+        if (rv.empty() || (items && !items->is_array() && !items->is_null())) {
           reason = "bad_response";
           detail = "no metadata.resourceVersion or items is not an array";
-        } else if (items != list.end() && items->is_array()) {
+        } else if (items && items->is_array()) {
           for (const auto& item : *items) {
             std::string err;
             auto eps = ReadyEndpoints(item, &err);
@@ -218,8 +223,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
       metrics_.Error("endpointslices", reason);
       RetrySlices(
           r.retry_after, [](Impl* self) { self->List(); },
-          "list: " + reason + ": " + std::to_string(r.status) + " " +
-              (detail == r.detail ? Describe(r) : detail));
+          "list: " + Failure(reason, r, detail == r.detail ? Describe(r) : detail));
       return;
     }
     slices_ = std::move(slices);
@@ -256,12 +260,9 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
   bool OnEvent(std::string_view line) {
     if (stopped_) return false;
     json event = json::parse(line, nullptr, false);
-    std::string type;
-    if (!event.is_discarded() && event.is_object()) {
-      if (auto t = event.find("type"); t != event.end() && t->is_string()) type = *t;
-    }
-    auto object = event.is_object() ? event.find("object") : event.end();
-    if (type.empty() || object == event.end() || !object->is_object()) {
+    std::string type = StringAt(event, "type");  // "" for a discarded (unparsable) event too
+    const json* object = ObjectAt(event, "object");
+    if (type.empty() || !object) {
       watch_failure_ = "bad_response";
       relist_ = true;  // an event we could not read may have been a change: start over
       spdlog::debug("kubernetes: undecodable watch event ({} bytes)", line.size());
@@ -270,13 +271,11 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     if (type == "ERROR") {
       // The object is a metav1.Status; code 410 (reason Expired or Gone) = RV too old.
       metrics_.Event(type);
-      auto c = object->find("code");
-      long long code = c != object->end() && c->is_number_integer() ? c->get<long long>() : 0;
-      auto m = object->find("message");
+      long long code = IntegerAt(*object, "code").value_or(0);
       relist_ = code == 410;
       watch_failure_ = code == 410 ? "gone" : "watch_error";
       spdlog::debug("kubernetes: watch ERROR event: code {} {}", code,
-                    m != object->end() && m->is_string() ? m->get<std::string>() : "");
+                    StringAt(*object, "message"));
       return false;
     }
     if (type != "ADDED" && type != "MODIFIED" && type != "DELETED" && type != "BOOKMARK") {
@@ -286,9 +285,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
       return false;
     }
     std::string rv;
-    if (auto m = object->find("metadata"); m != object->end() && m->is_object()) {
-      if (auto v = m->find("resourceVersion"); v != m->end() && v->is_string()) rv = *v;
-    }
+    if (const json* m = ObjectAt(*object, "metadata")) rv = StringAt(*m, "resourceVersion");
     if (type != "BOOKMARK") {
       std::string err;
       auto eps = ReadyEndpoints(*object, &err);
@@ -344,13 +341,14 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     }
     RetrySlices(
         r.retry_after, [](Impl* self) { self->Watch(); },
-        "watch: " + reason + ": " + std::to_string(r.status) + " " + Describe(r));
+        "watch: " + Failure(reason, r, Describe(r)));
   }
 
   void RetrySlices(std::chrono::seconds retry_after, void (*next)(Impl*), const std::string& why) {
     auto delay = slices_backoff_.Next(retry_after);
+    last_error_ = "endpointslices " + why;
     spdlog::log(StreakLevel(slices_backoff_.attempt()),
-                "kubernetes: endpointslices {}; retrying in {} ms (failure {})", why, delay.count(),
+                "kubernetes: {}; retrying in {} ms (failure {})", last_error_, delay.count(),
                 slices_backoff_.attempt());
     slices_timer_.expires_after(delay);
     slices_timer_.async_wait([self = shared_from_this(), next](boost::system::error_code ec) {
@@ -371,13 +369,24 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
   static std::string Describe(const ApiResponse& r) {
     std::string out = r.detail;
     if (!r.body.empty() && r.body.size() < 64 * 1024) {
-      auto j = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.value("kind", "") == "Status" && j.contains("message") &&
-          j["message"].is_string()) {
-        out += (out.empty() ? "" : ": ") + j["message"].get<std::string>();
-      }
+      std::string message = StatusMessage(r.body);
+      if (!message.empty()) out += (out.empty() ? "" : ": ") + message;
     }
     return out;
+  }
+
+  // One failure for the log and /-/ready: the reason label, the HTTP status when the server
+  // answered with a failure, and what went wrong in words ("forbidden (HTTP 403): endpointslices
+  // ... is forbidden: ..."; "connect: Connection refused" when no HTTP answer came).
+  static std::string Failure(const std::string& reason, const ApiResponse& r,
+                             const std::string& detail) {
+    std::string out = reason;
+    if (r.error == ApiError::kNone && r.status != 0 && (r.status < 200 || r.status > 299)) {
+      out += " (HTTP " + std::to_string(r.status) + ")";
+    }
+    if (detail.empty() || detail == reason) return out;
+    if (detail.rfind(reason + ": ", 0) == 0) return detail;  // the client's words start with it
+    return out + ": " + detail;
   }
 
   // "" for a 2xx response, else the reason label.
@@ -440,6 +449,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
   Clock::time_point watch_started_;
   bool relist_ = false;
   std::string watch_failure_;  // set by OnEvent when it ends the stream
+  std::string last_error_;     // the last failure's Failure() text, for /-/ready
 };
 
 KubernetesDiscovery::KubernetesDiscovery(asio::io_context& io, std::unique_ptr<ApiClient> client,
@@ -453,6 +463,7 @@ KubernetesDiscovery::~KubernetesDiscovery() { impl_->Stop(); }
 void KubernetesDiscovery::Start() { impl_->Start(); }
 void KubernetesDiscovery::Stop() { impl_->Stop(); }
 bool KubernetesDiscovery::synced() const { return impl_->snapshot().synced; }
+const std::string& KubernetesDiscovery::last_error() const { return impl_->last_error(); }
 const Snapshot& KubernetesDiscovery::snapshot() const { return impl_->snapshot(); }
 
 }  // namespace podnet::discovery::kubernetes

@@ -19,8 +19,8 @@
 
 namespace podnet::discovery::kubernetes {
 
-/// The discovery series, registered once per process (a reload restarts the discovery, not
-/// its counters):
+/// The discovery series, registered while peers.kubernetes is configured (a reload that
+/// restarts the discovery keeps them; one that turns it off removes them, the destructor does):
 ///  - podnet_kubernetes_api_errors_total{resource, reason}: failed API requests and watch
 ///    streams; resource ∈ node | endpointslices, reason ∈ ApiErrorName ∪ StatusReason ∪
 ///    watch_error (an ERROR event other than 410) ∪ watch_closed (a watch the server ended at
@@ -33,6 +33,9 @@ namespace podnet::discovery::kubernetes {
 class DiscoveryMetrics {
  public:
   explicit DiscoveryMetrics(prometheus::Registry& registry);
+  ~DiscoveryMetrics();  // removes the families from the registry
+  DiscoveryMetrics(const DiscoveryMetrics&) = delete;
+  DiscoveryMetrics& operator=(const DiscoveryMetrics&) = delete;
 
   void Error(std::string_view resource, std::string_view reason);
   void Event(std::string_view type);
@@ -40,8 +43,11 @@ class DiscoveryMetrics {
   prometheus::Gauge& candidates() { return *candidates_; }
 
  private:
+  prometheus::Registry& registry_;
   prometheus::Family<prometheus::Counter>* errors_;
   prometheus::Family<prometheus::Counter>* events_;
+  prometheus::Family<prometheus::Counter>* lists_family_;
+  prometheus::Family<prometheus::Gauge>* candidates_family_;
   prometheus::Counter* lists_;
   prometheus::Gauge* candidates_;
 };
@@ -125,6 +131,9 @@ class KubernetesDiscovery {
   /// The first list succeeded (for /-/ready).
   bool synced() const;
   const Snapshot& snapshot() const;
+  /// The last failed request, as logged ("endpointslices list: forbidden (HTTP 403): ...",
+  /// "GET node n1: connect: Connection refused"); "" before any failure. Serving loop only.
+  const std::string& last_error() const;
 
   class Impl;
 

@@ -1,5 +1,6 @@
 #include "exporter/discovery/kubernetes/resources.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace podnet::discovery::kubernetes {
@@ -7,38 +8,73 @@ namespace {
 
 using nlohmann::json;
 
-// object[key] when object is an object holding a string there, else "".
-std::string StringAt(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-// A condition (`ready`, `terminating`): std::nullopt when absent or null.
+// A condition (`ready`, `terminating`): std::nullopt when absent, null or not a boolean.
 std::optional<bool> Condition(const json& endpoint, const char* name) {
-  auto c = endpoint.find("conditions");
-  if (c == endpoint.end() || !c->is_object()) return std::nullopt;
-  auto v = c->find(name);
-  if (v == c->end() || !v->is_boolean()) return std::nullopt;
-  return v->get<bool>();
+  const json* c = ObjectAt(endpoint, "conditions");
+  return c ? BoolAt(*c, name) : std::nullopt;
 }
 
 }  // namespace
 
+const json* FieldAt(const json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string StringAt(const json& object, std::string_view key) {
+  const json* v = FieldAt(object, key);
+  return v && v->is_string() ? v->get<std::string>() : "";
+}
+
+std::optional<long long> IntegerAt(const json& object, std::string_view key) {
+  const json* v = FieldAt(object, key);
+  if (!v) return std::nullopt;
+  if (v->is_number_unsigned()) {
+    auto u = v->get<unsigned long long>();
+    if (u > static_cast<unsigned long long>(std::numeric_limits<long long>::max())) {
+      return std::nullopt;
+    }
+    return static_cast<long long>(u);
+  }
+  if (v->is_number_integer()) return v->get<long long>();
+  return std::nullopt;
+}
+
+std::optional<bool> BoolAt(const json& object, std::string_view key) {
+  const json* v = FieldAt(object, key);
+  return v && v->is_boolean() ? std::optional<bool>(v->get<bool>()) : std::nullopt;
+}
+
+const json* ObjectAt(const json& object, std::string_view key) {
+  const json* v = FieldAt(object, key);
+  return v && v->is_object() ? v : nullptr;
+}
+
+const json* ArrayAt(const json& object, std::string_view key) {
+  const json* v = FieldAt(object, key);
+  return v && v->is_array() ? v : nullptr;
+}
+
+std::string StatusMessage(std::string_view body) {
+  auto j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (StringAt(j, "kind") != "Status") return "";
+  return StringAt(j, "message");
+}
+
 std::string ObjectName(const json& object) {
-  if (!object.is_object()) return "";
-  auto m = object.find("metadata");
-  return m == object.end() ? "" : StringAt(*m, "name");
+  const json* m = ObjectAt(object, "metadata");
+  return m ? StringAt(*m, "name") : "";
 }
 
 std::optional<std::string> NodeZone(const json& node, std::string* error) {
-  if (!node.is_object() || !node.contains("metadata") || !node["metadata"].is_object()) {
+  const json* meta = ObjectAt(node, "metadata");
+  if (!meta) {
     *error = "not a Node object (no metadata)";
     return std::nullopt;
   }
-  const json& meta = node["metadata"];
-  auto labels = meta.find("labels");
-  if (labels == meta.end() || !labels->is_object()) return std::string();
+  const json* labels = ObjectAt(*meta, "labels");
+  if (!labels) return std::string();
   std::string zone = StringAt(*labels, "topology.kubernetes.io/zone");
   if (zone.empty()) zone = StringAt(*labels, "failure-domain.beta.kubernetes.io/zone");
   return zone;
@@ -52,8 +88,8 @@ std::optional<std::vector<Endpoint>> ReadyEndpoints(const json& slice, std::stri
   std::vector<Endpoint> out;
   std::string type = StringAt(slice, "addressType");
   if (type != "IPv4" && type != "IPv6") return out;
-  auto endpoints = slice.find("endpoints");
-  if (endpoints == slice.end() || endpoints->is_null()) return out;  // no ready Pods: omitted
+  const json* endpoints = FieldAt(slice, "endpoints");
+  if (!endpoints || endpoints->is_null()) return out;  // no ready Pods: omitted
   if (!endpoints->is_array()) {
     *error = "EndpointSlice " + ObjectName(slice) + ": endpoints is not an array";
     return std::nullopt;
@@ -63,18 +99,14 @@ std::optional<std::vector<Endpoint>> ReadyEndpoints(const json& slice, std::stri
     if (!Condition(e, "ready").value_or(true) || Condition(e, "terminating").value_or(false)) {
       continue;
     }
-    auto addresses = e.find("addresses");
-    if (addresses == e.end() || !addresses->is_array() || addresses->empty() ||
-        !(*addresses)[0].is_string()) {
-      continue;
-    }
+    const json* addresses = ArrayAt(e, "addresses");
+    if (!addresses || addresses->empty() || !(*addresses)[0].is_string()) continue;
     boost::system::error_code ec;
     auto address = boost::asio::ip::make_address((*addresses)[0].get<std::string>(), ec);
     if (ec || (type == "IPv4") != address.is_v4()) continue;
     Endpoint ep;
     ep.address = address;
-    auto ref = e.find("targetRef");
-    if (ref != e.end()) ep.name = StringAt(*ref, "name");
+    if (const json* ref = FieldAt(e, "targetRef")) ep.name = StringAt(*ref, "name");
     if (ep.name.empty()) ep.name = address.to_string();
     ep.node = StringAt(e, "nodeName");
     ep.zone = StringAt(e, "zone");

@@ -5,6 +5,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace podnet::discovery::kubernetes {
@@ -18,6 +19,30 @@ struct Endpoint {
 
   bool operator==(const Endpoint&) const = default;
 };
+
+// Typed reads of API JSON. Every field the exporter reads from an API server's answer goes
+// through these: a value of another JSON type than the one expected (a number where a string
+// belongs, null, [], {}, true) reads as absent. nlohmann's value() and get<>() throw
+// type_error on such a value instead, and an exception escaping a response handler ends the
+// process: a hostile or broken API server must cost a bad_response count, never the Pod.
+
+/// object[key] when `object` is a JSON object that has `key`, else nullptr.
+const nlohmann::json* FieldAt(const nlohmann::json& object, std::string_view key);
+/// object[key] when it is a string, else "".
+std::string StringAt(const nlohmann::json& object, std::string_view key);
+/// object[key] when it is an integer (signed or unsigned JSON number without fraction that fits
+/// in long long), else std::nullopt.
+std::optional<long long> IntegerAt(const nlohmann::json& object, std::string_view key);
+/// object[key] when it is a boolean, else std::nullopt.
+std::optional<bool> BoolAt(const nlohmann::json& object, std::string_view key);
+/// object[key] when it is a JSON object, else nullptr.
+const nlohmann::json* ObjectAt(const nlohmann::json& object, std::string_view key);
+/// object[key] when it is a JSON array, else nullptr.
+const nlohmann::json* ArrayAt(const nlohmann::json& object, std::string_view key);
+
+/// The message of a metav1.Status body (`{"kind":"Status", "message": "..."}`), "" when the
+/// body is not JSON, not a Status, or has no string message.
+std::string StatusMessage(std::string_view body);
 
 /// The zone of a Node object (core/v1): label topology.kubernetes.io/zone, else the deprecated
 /// failure-domain.beta.kubernetes.io/zone; "" when it has neither. std::nullopt and *error when

@@ -123,7 +123,20 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
     std::weak_ptr<BurstPeerProbe> probe;
     std::function<void()> done;
     std::size_t next_streams = 0;  // index into options_.streams
+    bool charged = true;           // the running burst counts against the budget
   };
+
+  // A budget cut or skip: at info the first time, then at debug until a burst runs uncut
+  // again (a full budget would otherwise log every burst of every peer for the rest of the
+  // hour).
+  void NoteBudget(const std::string& what) {
+    spdlog::log(budget_noted_ ? spdlog::level::debug : spdlog::level::info,
+                "burst: {} ({} bytes an hour, max_bytes_per_hour){}", what, budget_.limit(),
+                budget_noted_ ? ""
+                              : "; further budget cuts and skips are logged at debug until the "
+                                "budget has room again");
+    budget_noted_ = true;
+  }
 
   void Pump();
   void WaitThenRun(config::Duration delay);
@@ -142,7 +155,18 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
   bool waiting_ = false;  // for wait_timer_: the jitter before a round, the gap between bursts
   std::shared_ptr<BurstClient> client_;
   std::map<int, std::uint64_t> last_wire_bytes_;  // by stream count: the next burst's estimate
+  bool budget_noted_ = false;                     // NoteBudget logged at info in the current streak
 };
+
+// Loopback traffic never leaves the host: no link carries it and no provider bills it, so a
+// burst to a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104) is not charged to
+// max_bytes_per_hour. Its bytes still count in podnet_probe_sent_bytes_total.
+bool IsLoopback(const boost::asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6()).is_loopback();
+  }
+  return a.is_loopback();
+}
 
 class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<BurstPeerProbe> {
  public:
@@ -154,7 +178,6 @@ class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<Bur
     with_probe["probe"] = "burst";
     sent_bytes_ = &series_->Add(kind_->env().metrics.probe_sent_bytes(), with_probe);
     received_bytes_ = &series_->Add(kind_->env().metrics.probe_received_bytes(), with_probe);
-    pmtu_ = &series_->Add(kind_->families().pmtu, labels_);
     error_labels_ = with_probe;
   }
 
@@ -184,7 +207,7 @@ class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<Bur
     auto labels = error_labels_;
     labels["reason"] = reason;
     series_->Add(kind_->env().metrics.probe_errors(), labels).Increment();
-    SPDLOG_DEBUG("burst: peer={} reason={} {}", peer_.name, reason, detail);
+    SPDLOG_DEBUG("burst error: {} peer={} reason={}", detail, peer_.name, reason);
   }
 
   void Record(int streams, const BurstResult& r) {
@@ -215,7 +238,8 @@ class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<Bur
       if (slowest < 0 || rate < slowest) slowest = rate;
     }
     if (slowest >= 0) series_->Add(f.interval_min, labels).Set(slowest);
-    if (r.pmtu > 0) pmtu_->Set(r.pmtu);
+    // Added with the first burst that measured it: a peer never burst to has no MTU to show.
+    if (r.pmtu > 0) series_->Add(f.pmtu, labels_).Set(r.pmtu);
   }
 
  private:
@@ -226,7 +250,6 @@ class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<Bur
   std::optional<metrics::SeriesSet> series_;
   prometheus::Counter* sent_bytes_ = nullptr;
   prometheus::Counter* received_bytes_ = nullptr;
-  prometheus::Gauge* pmtu_ = nullptr;
   bool cancelled_ = false;
 };
 
@@ -285,14 +308,14 @@ void BurstKind::RunNext() {
   auto now = Clock::now();
   std::uint64_t remaining = budget_.Remaining(now);
   families_.budget_remaining->Set(static_cast<double>(remaining));
+  current_->charged = !IsLoopback(probe->peer().address);
   std::uint64_t estimate =
       std::max(kMinBurstBytes, last_wire_bytes_.count(streams) ? last_wire_bytes_[streams] : 0);
-  if (remaining == 0 || remaining < estimate) {
+  if (current_->charged && (remaining == 0 || remaining < estimate)) {
     probe->CountError("budget_exhausted", "");
-    spdlog::info(
-        "burst: skipped {} streams to {}: byte budget exhausted ({} of {} bytes left this hour, "
-        "a burst of {} streams needs about {})",
-        streams, probe->peer().name, remaining, budget_.limit(), streams, estimate);
+    NoteBudget("skipped " + std::to_string(streams) + " streams to " + probe->peer().name +
+               ": byte budget exhausted (" + std::to_string(remaining) +
+               " bytes left this hour, a burst needs about " + std::to_string(estimate) + ")");
     return RunNext();
   }
   BurstRequest req;
@@ -301,7 +324,7 @@ void BurstKind::RunNext() {
   req.duration = options_.duration;
   req.step_timeout = options_.step_timeout;
   // Payload cap: what is left, less ~4 % for the headers the budget counts too.
-  req.max_bytes = remaining - remaining / 25;
+  if (current_->charged) req.max_bytes = remaining - remaining / 25;
   client_ =
       BurstClient::Start(env_.io, req, [weak = weak_from_this(), streams](const BurstResult& r) {
         if (auto self = weak.lock()) self->OnResult(streams, r);
@@ -311,10 +334,18 @@ void BurstKind::RunNext() {
 void BurstKind::OnResult(int streams, const BurstResult& r) {
   client_.reset();
   auto now = Clock::now();
-  budget_.Charge(now, r.wire_bytes_sent);
+  bool charged = !current_ || current_->charged;
+  if (charged) {
+    budget_.Charge(now, r.wire_bytes_sent);
+    if (r.error.empty()) last_wire_bytes_[streams] = r.wire_bytes_sent;
+    if (r.error.empty() && !r.budget_cut) budget_noted_ = false;
+  }
   families_.budget_remaining->Set(static_cast<double>(budget_.Remaining(now)));
-  if (r.error.empty()) last_wire_bytes_[streams] = r.wire_bytes_sent;
   auto probe = current_ ? current_->probe.lock() : nullptr;
+  if (probe && r.budget_cut) {
+    NoteBudget(std::to_string(streams) + " streams to " + probe->peer().name + " cut after " +
+               std::to_string(r.bytes_sent) + " bytes by the byte budget");
+  }
   if (probe) {
     probe->Record(streams, r);
     if (!r.error.empty() && r.error != "cancelled") probe->CountError(r.error, r.detail);
@@ -328,11 +359,12 @@ void BurstKind::OnResult(int streams, const BurstResult& r) {
                  std::to_string(static_cast<long long>(iv.bytes * 8e-6 / len));
       }
       SPDLOG_DEBUG(
-          "burst: peer={} streams={} {:.3f} s sent={} received={} throughput={:.0f} B/s "
-          "retrans={} rtt={:.6f} s cwnd={} pmtu={} cpu={:.3f} s interval_mbps=[{}]{}",
+          "burst done peer={} streams={} seconds={:.3f} sent_bytes={} received_bytes={} "
+          "throughput_bytes_per_second={:.0f} retransmits={} rtt_seconds={:.6f} cwnd_bytes={} "
+          "pmtu={} cpu_seconds={:.3f} interval_mbps=[{}] budget_cut={}",
           probe->peer().name, streams, r.seconds, r.bytes_sent, r.bytes_received,
           r.throughput_bytes_per_second, r.retransmits, r.rtt_seconds, r.snd_cwnd_bytes, r.pmtu,
-          r.cpu_seconds, shape, r.budget_cut ? " (cut by the byte budget)" : "");
+          r.cpu_seconds, shape, r.budget_cut);
     }
   }
   if (r.error == "cancelled" || !probe || probe->cancelled()) return FinishJob();

@@ -211,8 +211,8 @@ class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<Grpc
       std::transform(reason.begin(), reason.end(), reason.begin(),
                      [](unsigned char c) { return std::tolower(c); });
       CountError(reason);
-      SPDLOG_DEBUG("grpc: peer={} status={} {}", peer_.name, StatusCodeName(code),
-                   status.error_message());
+      SPDLOG_DEBUG("grpc health check failed: {} peer={} status={}", status.error_message(),
+                   peer_.name, StatusCodeName(code));
       return;
     }
     std::vector<::grpc::Slice> slices;

@@ -191,7 +191,7 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
         } else {
           s.state = SlotState::kClosed;
           s.conn.reset();
-          SPDLOG_DEBUG("http: peer={} keep-alive connect failed: {}", self->peer_.name,
+          SPDLOG_DEBUG("http keep-alive connect failed peer={} reason={}", self->peer_.name,
                        FailureReason(f));
         }
         if (--self->pending_connects_ == 0) {
@@ -410,7 +410,7 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
       it = errors_.emplace(f, &series_->Add(kind_->env().metrics.probe_errors(), l)).first;
     }
     it->second->Increment();
-    SPDLOG_DEBUG("http: peer={} reason={}", peer_.name, FailureReason(f));
+    SPDLOG_DEBUG("http probe error peer={} reason={}", peer_.name, FailureReason(f));
   }
 
   struct ModeSeries {

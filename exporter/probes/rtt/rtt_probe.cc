@@ -277,7 +277,7 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     auto labels = error_labels_;
     labels["reason"] = reason;
     series_->Add(kind_->env().metrics.probe_errors(), labels).Increment();
-    SPDLOG_DEBUG("rtt: peer={} reason={}", peer_.name, reason);
+    SPDLOG_DEBUG("rtt probe error peer={} reason={}", peer_.name, reason);
   }
 
  private:
@@ -372,7 +372,9 @@ std::unique_ptr<EchoSocket> RttKind::Open(bool v6) {
     }
     return finish(fd, SocketMode::kUdp);
   }
-  int proto = v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP;
+  // glibc's <netinet/in.h> declares IPPROTO_ICMP and IPPROTO_ICMPV6 in two different unnamed
+  // enums: a conditional between them is an enum mismatch, so each is an int first.
+  int proto = v6 ? static_cast<int>(IPPROTO_ICMPV6) : static_cast<int>(IPPROTO_ICMP);
   int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto);
   if (fd >= 0) return finish(fd, SocketMode::kIcmpDatagram);
   int dgram_errno = errno;

@@ -81,6 +81,32 @@ std::string HttpGet(std::uint16_t port, const std::string& target, int* status =
   return res.body();
 }
 
+// A kubeconfig in `dir` for the fake API server on 127.0.0.1:`port` (its CA in ca.crt next to
+// it), with `user` as the user's entry (e.g. "{tokenFile: token}").
+std::string WriteKubeconfig(const TempDir& dir, std::uint16_t port, const std::string& user) {
+  dir.Write("ca.crt", podnet::testing::ServerCert().cert_pem);
+  return dir.Write("kubeconfig",
+                   "current-context: test\nclusters: [{name: t, cluster: {server: "
+                   "\"https://127.0.0.1:" +
+                       std::to_string(port) +
+                       "\", certificate-authority: ca.crt}}]\n"
+                       "contexts: [{name: test, context: {cluster: t, user: u}}]\n"
+                       "users: [{name: u, user: " +
+                       user + "}]\n");
+}
+
+// An App for the configuration file `path` and `kubeconfig`; nullptr (and a test failure) when
+// the file does not load.
+std::unique_ptr<App> MakeApp(const std::string& path, const std::string& kubeconfig) {
+  auto loaded = config::LoadFile(path, config::ProcessEnv());
+  EXPECT_TRUE(loaded.ok()) << (loaded.errors.empty() ? "" : loaded.errors[0].ToString());
+  if (!loaded.ok()) return nullptr;
+  Options options;
+  options.config_file = path;
+  options.kubeconfig = kubeconfig;
+  return std::make_unique<App>(options, loaded.config);
+}
+
 // Runs App::Run on a thread; stops and joins it however the test ends.
 class Running {
  public:
@@ -127,16 +153,8 @@ TEST(AppDiscoveryTest, DiscoveredPeersAreProbedAndRemovedPeersLoseTheirSeries) {
   });
 
   TempDir dir;
-  dir.Write("ca.crt", podnet::testing::ServerCert().cert_pem);
   dir.Write("token", "app-token\n");
-  std::string kubeconfig = dir.Write("kubeconfig", R"(
-current-context: test
-clusters: [{name: t, cluster: {server: "https://127.0.0.1:)" +
-                                                       std::to_string(server.port()) +
-                                                       R"(", certificate-authority: ca.crt}}]
-contexts: [{name: test, context: {cluster: t, user: u}}]
-users: [{name: u, user: {tokenFile: token}}]
-)");
+  std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{tokenFile: token}");
   std::uint16_t port = FreePort();
   ASSERT_NE(port, 0);
   std::string p = std::to_string(port);
@@ -159,13 +177,9 @@ probes:
       dir.Write("podnet.yaml", config_text("  kubernetes: {namespace: podnet, service: podnet, "
                                            "peers_per_zone: 3, port: " +
                                            p + "}"));
-  auto loaded = config::LoadFile(config_path, config::ProcessEnv());
-  ASSERT_TRUE(loaded.ok()) << (loaded.errors.empty() ? "" : loaded.errors[0].ToString());
-  Options options;
-  options.config_file = config_path;
-  options.kubeconfig = kubeconfig;
-  App app(options, loaded.config);
-  Running running(app);
+  auto app = MakeApp(config_path, kubeconfig);
+  ASSERT_TRUE(app);
+  Running running(*app);
 
   auto metrics = [&] { return HttpGet(port, "/metrics"); };
   auto has = [&](const std::string& needle) { return metrics().find(needle) != std::string::npos; };
@@ -244,8 +258,67 @@ probes:
   EXPECT_TRUE(has(R"(path="unknown",peer="static-lo")")) << metrics();
   HttpGet(port, "/-/ready", &status);
   EXPECT_EQ(status, 200);
-  EXPECT_TRUE(has("podnet_discovery_candidates 0"));
+  // And the discovery's own series go with it.
+  m = metrics();
+  EXPECT_EQ(m.find("podnet_discovery_candidates"), std::string::npos) << m;
+  EXPECT_EQ(m.find("podnet_kubernetes_"), std::string::npos) << m;
 
+  EXPECT_EQ(running.Join(), 0);
+}
+
+TEST(AppDiscoveryTest, NotReadySaysWhyAndNoDiscoverySeriesWithoutKubernetes) {
+  constexpr char kForbidden[] =
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+      R"("message":"endpointslices.discovery.k8s.io is forbidden: User \"system:anonymous\" )"
+      R"(cannot list resource","reason":"Forbidden","code":403})";
+  FakeApiServer server([&](const FakeRequest&) { return FakeResponse{403, {}, kForbidden}; });
+  TempDir dir;
+  std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{token: t}");
+  std::uint16_t port = FreePort();
+  ASSERT_NE(port, 0);
+  std::string p = std::to_string(port);
+  auto config_text = [&](const std::string& peers) {
+    return "listen_address: \"127.0.0.1:" + p + "\"\nself: {name: s, node: node-a, zone: z}\n" +
+           "responders: {udp_echo: {listen_address: \"127.0.0.1:" + p + "\"}}\npeers:\n" + peers;
+  };
+  std::string config_path =
+      dir.Write("podnet.yaml", config_text("  kubernetes: {namespace: podnet, service: podnet}\n"));
+  auto app = MakeApp(config_path, kubeconfig);
+  ASSERT_TRUE(app);
+  Running running(*app);
+
+  // Not ready, and /-/ready says why: the first list is not done, and the API's own words.
+  int status = 0;
+  std::string body;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        body = HttpGet(port, "/-/ready", &status);
+        return body.find("last error") != std::string::npos;
+      },
+      5000ms))
+      << body;
+  EXPECT_EQ(status, 503);
+  EXPECT_NE(body.find("has not listed the EndpointSlices of service podnet/podnet"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("forbidden (HTTP 403): endpointslices.discovery.k8s.io is forbidden"),
+            std::string::npos)
+      << body;
+  std::string m = HttpGet(port, "/metrics");
+  EXPECT_NE(
+      m.find(R"(podnet_kubernetes_api_errors_total{reason="forbidden",resource="endpointslices"})"),
+      std::string::npos)
+      << m;
+
+  // Without peers.kubernetes: ready, and no discovery series at all.
+  dir.Write("podnet.yaml",
+            config_text("  static: [{name: lo, address: 127.0.0.1, node: n, zone: z}]\n"));
+  HttpGet(port, "/-/reload", &status, boost::beast::http::verb::post);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(HttpGet(port, "/-/ready", &status), "Ready.\n");
+  m = HttpGet(port, "/metrics");
+  EXPECT_EQ(m.find("podnet_kubernetes_"), std::string::npos) << m;
+  EXPECT_EQ(m.find("podnet_discovery_candidates"), std::string::npos) << m;
   EXPECT_EQ(running.Join(), 0);
 }
 

@@ -647,6 +647,142 @@ TEST_F(DiscoveryTest, HostileResponsesAreCountedNotFatal) {
   EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
 }
 
+// Bodies whose fields hold another JSON type than the API's (issue: `{"kind": 123}` in a 401
+// body ended the process through nlohmann's type_error). Every one must read as absent.
+const std::vector<std::string> kWrongTypeBodies = {
+    R"({"kind":123,"message":"x"})",
+    R"({"kind":null,"message":null})",
+    R"({"kind":[],"message":[]})",
+    R"({"kind":{},"message":{}})",
+    R"({"kind":true,"message":true,"code":"410"})",
+    R"({"kind":"Status","message":7,"code":1e400})",
+    R"({"kind":"Node","metadata":{"name":5,"labels":{"topology.kubernetes.io/zone":9}}})",
+    R"({"kind":"Node","metadata":{"labels":[]}})",
+    R"({"metadata":{"resourceVersion":5},"items":{}})",
+    R"({"metadata":[],"items":[{"metadata":{"name":"s"},"addressType":4,"endpoints":[]}]})",
+    "null",
+    "[]",
+    "{}",
+    "true",
+    "123",
+    "\"Status\"",
+};
+
+TEST(ResourcesTest, FieldsOfAnotherTypeReadAsAbsent) {
+  json j = {{"s", "v"},  {"i", 7},       {"u", 18446744073709551615ull}, {"f", 1.5},
+            {"b", true}, {"n", nullptr}, {"a", json::array()},           {"o", json::object()}};
+  EXPECT_EQ(StringAt(j, "s"), "v");
+  EXPECT_EQ(IntegerAt(j, "i"), 7);
+  EXPECT_EQ(BoolAt(j, "b"), true);
+  EXPECT_NE(ObjectAt(j, "o"), nullptr);
+  EXPECT_NE(ArrayAt(j, "a"), nullptr);
+  for (const char* key : {"i", "u", "f", "b", "n", "a", "o", "missing"}) {
+    EXPECT_EQ(StringAt(j, key), "") << key;
+  }
+  for (const char* key : {"s", "u", "f", "b", "n", "a", "o", "missing"}) {
+    EXPECT_EQ(IntegerAt(j, key), std::nullopt) << key;  // u: beyond long long
+  }
+  for (const char* key : {"s", "i", "n", "a", "o"}) EXPECT_EQ(BoolAt(j, key), std::nullopt) << key;
+  for (const char* key : {"s", "i", "n", "a"}) EXPECT_EQ(ObjectAt(j, key), nullptr) << key;
+  for (const char* key : {"s", "i", "n", "o"}) EXPECT_EQ(ArrayAt(j, key), nullptr) << key;
+  for (const json& not_object : {json(nullptr), json::array({1}), json(true), json(3), json("s")}) {
+    EXPECT_EQ(FieldAt(not_object, "s"), nullptr) << not_object.dump();
+    EXPECT_EQ(StringAt(not_object, "s"), "") << not_object.dump();
+  }
+  EXPECT_EQ(StatusMessage(R"({"kind":"Status","message":"forbidden"})"), "forbidden");
+  std::string err;
+  for (const auto& body : kWrongTypeBodies) {
+    EXPECT_EQ(StatusMessage(body), "") << body;
+    json v = json::parse(body, nullptr, false);
+    EXPECT_NO_THROW(NodeZone(v, &err)) << body;
+    EXPECT_NO_THROW(ReadyEndpoints(v, &err)) << body;
+    EXPECT_NO_THROW(ObjectName(v)) << body;
+  }
+}
+
+TEST_F(DiscoveryTest, AnyJsonTypeInAnyApiFieldIsABadResponseNotACrash) {
+  // Every error status the discovery meets, and the Node GET (200) while self.zone is empty,
+  // answered with each wrong-typed body in turn; then the real answers. The process must keep
+  // going, count each, and end up synced with the Node's zone.
+  const std::vector<int> statuses = {401, 403, 404, 410, 429, 500, 503};
+  // A body with a metadata object but no zone label is a Node without one, which ends the Node
+  // GETs (no_zone_label is not retried): the Node gets the others.
+  std::vector<std::string> node_bodies;
+  for (const auto& b : kWrongTypeBodies) {
+    if (b.find(R"("metadata":{)") == std::string::npos) node_bodies.push_back(b);
+  }
+  auto script = std::make_shared<Script>();
+  script->lists = {ListJson("5000", {SliceA()})};
+  std::atomic<std::size_t> list_calls{0}, node_calls{0};
+  const std::size_t n = std::max(statuses.size(), kWrongTypeBodies.size());
+  FakeApiServer server([&, script](const FakeRequest& r) {
+    bool list = r.target.find("watch=1") == std::string::npos &&
+                r.target.find("/endpointslices") != std::string::npos;
+    if (list) {
+      std::size_t i = list_calls++;
+      if (i < n) {  // error statuses
+        return FakeResponse{
+            statuses[i % statuses.size()], {}, kWrongTypeBodies[i % kWrongTypeBodies.size()]};
+      }
+      if (i < n + kWrongTypeBodies.size()) return FakeResponse{200, {}, kWrongTypeBodies[i - n]};
+    }
+    if (r.target == "/api/v1/nodes/node-a") {
+      std::size_t i = node_calls++;
+      if (i < node_bodies.size()) return FakeResponse{200, {}, node_bodies[i]};
+    }
+    return (*script)(r);
+  });
+  StartDiscovery(server.port(), /*want_zone=*/true);
+  ASSERT_TRUE(
+      Eventually([&] { return Last().synced && Last().self_zone == "ap-northeast-2a"; }, 20000ms));
+  const std::size_t failed_lists = n + kWrongTypeBodies.size();
+  EXPECT_EQ(list_calls.load(), failed_lists + 1);
+  double failures = 0;
+  for (const char* reason : {"unauthorized", "forbidden", "not_found", "gone", "throttled",
+                             "server_error", "bad_response"}) {
+    failures += std::max(0.0, Errors("endpointslices", reason));
+  }
+  EXPECT_EQ(failures, static_cast<double>(failed_lists));
+  EXPECT_EQ(Errors("endpointslices", "bad_response"), static_cast<double>(kWrongTypeBodies.size()));
+  EXPECT_EQ(Errors("node", "bad_response"), static_cast<double>(node_bodies.size()));
+  // Watch events whose fields have other types: the stream ends and the list starts over.
+  ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }));
+  script->Watch(0)->Push(R"({"type":"ERROR","object":{"kind":"Status","code":"410","message":5}})"
+                         "\n");
+  ASSERT_TRUE(Eventually([&] { return script->Watch(1) != nullptr; }));
+  script->Watch(1)->Push(R"({"type":7,"object":{"metadata":{"name":[]}}})"
+                         "\n");
+  ASSERT_TRUE(Eventually([&] { return script->Watch(2) != nullptr; }));
+  script->Watch(2)->Push(
+      R"({"type":"ADDED","object":{"metadata":{"name":"s","resourceVersion":9},)"
+      R"("addressType":"IPv4","endpoints":[{"addresses":[1],"conditions":{"ready":"yes"},)"
+      R"("targetRef":{"name":{}},"nodeName":[],"zone":null}]}})"
+      "\n");
+  ASSERT_TRUE(Eventually([&] { return Events("ADDED") == 1; }));
+  EXPECT_EQ(Errors("endpointslices", "watch_error"), 1);  // code "410" is not the number 410
+  EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
+}
+
+TEST_F(DiscoveryTest, AFailureWithoutAnHttpAnswerSaysWhatFailedAndNoStatus) {
+  std::uint16_t port = 0;
+  {  // a port nothing listens on
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    port = a.local_endpoint().port();
+  }
+  StartDiscovery(port);
+  std::string err;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        err = loop_.Run([&] { return discovery_->last_error(); });
+        return !err.empty();
+      },
+      3000ms));
+  EXPECT_TRUE(err == "GET node node-a: connect: Connection refused" ||
+              err == "endpointslices list: connect: Connection refused")
+      << err;
+}
+
 TEST(ApiClientTest, UntrustedCertificateIsATlsError) {
   FakeApiServer server([](const FakeRequest&) { return FakeResponse{200, {}, "{}"}; });
   LoopThread loop;

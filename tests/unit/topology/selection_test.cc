@@ -142,7 +142,9 @@ TEST(SelectionTest, MembershipChangeMovesOnlyWhatItMust) {
   std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(came));
   EXPECT_LE(gone.size(), 1u);
   EXPECT_EQ(gone.size(), came.size());
-  if (!came.empty()) EXPECT_EQ(came[0], "podnet-new");
+  if (!came.empty()) {
+    EXPECT_EQ(came[0], "podnet-new");
+  }
 
   // A Pod this Pod does not probe leaves: nothing changes.
   Cluster shrunk = c;

@@ -21,6 +21,11 @@ struct PayloadCase {
   std::size_t size;
 };
 
+void PrintTo(const PayloadCase& c, std::ostream* os) {
+  *os << (c.kind == Kind::kRequest ? "request" : "reply") << " seq " << c.seq << " token "
+      << c.token << " size " << c.size;
+}
+
 class PayloadTest : public testing::TestWithParam<PayloadCase> {};
 
 TEST_P(PayloadTest, EncodesTheDocumentedLayoutAndRoundTrips) {
@@ -50,7 +55,12 @@ INSTANTIATE_TEST_SUITE_P(Table, PayloadTest,
                                          PayloadCase{Kind::kReply, 0x1234, 42, 17},
                                          // Shorter than the header: padded up to it.
                                          PayloadCase{Kind::kRequest, 7, 7, 0},
-                                         PayloadCase{Kind::kRequest, 7, 7, 15}));
+                                         PayloadCase{Kind::kRequest, 7, 7, 15}),
+                         [](const auto& info) {
+                           const PayloadCase& c = info.param;
+                           return std::string(c.kind == Kind::kRequest ? "request" : "reply") +
+                                  "_seq" + std::to_string(c.seq) + "_size" + std::to_string(c.size);
+                         });
 
 TEST(PayloadTest, PaddingIsTheSameForEveryHeader) {
   // Only the header may differ between two payloads of one size (the rest is a fixed pattern).
