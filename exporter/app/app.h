@@ -24,7 +24,7 @@
 namespace podnet::app {
 
 /// The running exporter: two event loops, each on its own thread, so that serving never
-/// disturbs probe timing (DESIGN.md):
+/// disturbs probe timing (docs/design.md, "Thread model"):
 ///  - the serving loop: HTTP server (/metrics, health, reload, /echo, /podnet/info), the UDP echo
 ///    responder, signals (SIGHUP reload, SIGINT/SIGTERM stop) and configuration reloads;
 ///  - the probe loop: the scheduler and every probe.
