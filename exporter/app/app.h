@@ -27,8 +27,8 @@
 namespace podnet::app {
 
 /// The running exporter: three event loops, each on its own thread, so that neither serving nor
-/// the exporter's own chores disturb what is measured (DESIGN.md; runtime/loop_role.h; README,
-/// "Architecture"):
+/// the exporter's own chores disturb what is measured (docs/design.md, "Thread model";
+/// runtime/loop_role.h; README, "Architecture"):
 ///  - the responder loop answers what peers time: the UDP echo responder and the HTTP server's
 ///    sockets. /echo, /-/healthy, /-/ready and / are answered on it; nothing else runs there;
 ///  - the control loop (the thread that called Run()): /metrics bodies (collection,

@@ -9,7 +9,7 @@
 namespace podnet::app {
 
 /// What the command line asked for (Prometheus flag conventions: `--flag=value` or
-/// `--flag value`; DESIGN.md "Command line").
+/// `--flag value`; docs/design.md, "Command line").
 struct Options {
   enum class Mode { kRun, kCheckConfig, kVersion, kHelp, kDnsExplain };
   Mode mode = Mode::kRun;

@@ -58,7 +58,8 @@ struct Config {
   std::vector<StaticPeer> static_peers;
   std::optional<KubernetesPeers> kubernetes;  // peers.kubernetes; absent = static peers only
   /// metrics.aggregate_peers: drop the `peer` and `peer_node` labels so that series are per
-  /// (source, peer zone, path) and cardinality stays bounded on big clusters (DESIGN.md).
+  /// (source, peer zone, path) and cardinality stays bounded on big clusters (docs/design.md,
+  /// "Metrics: peer labels and buckets").
   bool aggregate_peers = false;
   std::optional<probes::rtt::RttOptions> rtt;        // probes.rtt; absent = off
   std::optional<probes::dns::DnsOptions> dns;        // probes.dns; absent = off
@@ -91,10 +92,10 @@ struct LoadResult {
   bool ok() const { return config != nullptr; }
 };
 
-/// Parses and validates YAML text as a podnet-exporter configuration (schema: DESIGN.md and
-/// config/podnet.yaml). Scalars have `${VAR}` expanded from `env` (see ExpandEnv) before they
-/// are interpreted. Unknown keys, duplicate keys, wrong types and out-of-range values are errors;
-/// sections of probe kinds not implemented yet are errors that say so. Never throws.
+/// Parses and validates YAML text as a podnet-exporter configuration (schema: README
+/// "Configuration", config/podnet.yaml; docs/design.md "Configuration"). Scalars have `${VAR}`
+/// expanded from `env` (see ExpandEnv) before they are interpreted. Unknown keys, duplicate keys,
+/// wrong types and out-of-range values are errors. Never throws.
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
 /// The probe kinds `c` turns on, in the order the README lists them: rtt, http, grpc, burst,

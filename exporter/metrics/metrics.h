@@ -39,7 +39,8 @@ enum class PeerLabelSet {
 /// The set config::Config::aggregate_peers selects.
 PeerLabelSet PeerLabelSetFor(const config::Config& config);
 
-/// The labels of one peer's series (DESIGN.md): the only place that decides the label set.
+/// The labels of one peer's series (docs/design.md, "Metrics: peer labels and buckets"): the
+/// only place that decides the label set.
 /// kPerPeer: source_node, source_zone, peer, peer_node, peer_zone, path; kAggregated: the same
 /// without peer and peer_node.
 prometheus::Labels PeerLabels(const config::Self& self, const topology::Peer& peer,

@@ -64,8 +64,8 @@ struct HttpLimits {
 };
 
 /// The one HTTP/1.1 server of the exporter (Boost.Beast): /metrics, health, reload, /echo and
-/// /podnet/info share one port (DESIGN.md). Keep-alive is honoured; oversized or malformed
-/// requests get 400/413 and the connection is closed; every read has a deadline.
+/// /podnet/info share one port (docs/design.md, "One HTTP port"). Keep-alive is honoured; oversized
+/// or malformed requests get 400/413 and the connection is closed; every read has a deadline.
 class HttpServer {
  public:
   /// Binds and listens on `listen`. Throws boost::system::system_error when it cannot bind.

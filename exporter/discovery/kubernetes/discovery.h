@@ -98,8 +98,8 @@ struct Snapshot {
   std::vector<Endpoint> endpoints;  // MergeSlices of the current slices (self included)
 };
 
-/// Kubernetes peer discovery on one io_context (the control loop; DESIGN.md: the watch never
-/// runs on the probe loop). Follows the API's list-then-watch protocol
+/// Kubernetes peer discovery on one io_context (the control loop; docs/design.md "Thread
+/// model": the watch never runs on the probe loop). Follows the API's list-then-watch protocol
 /// (https://kubernetes.io/docs/reference/using-api/api-concepts/, "Efficient detection of
 /// changes" and "Watch bookmarks"; sig-architecture api-conventions.md, "Concurrency Control
 /// and Consistency"):

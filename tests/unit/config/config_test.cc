@@ -389,7 +389,6 @@ std::vector<InvalidCase> InvalidCases() {
        "required and must not be empty"},
       {"self_name_from_unset_variable", "self:\n  name: ${POD_NAME}\n  node: node-a\n",
        "test.yaml:2:9: self.name: ", "required and must not be empty"},
-      // Sections documented in DESIGN.md but not built yet.
       // probes.dns.
       {"dns_names_required", kSelf + "probes:\n  dns: {interval: 30s}\n",
        "test.yaml:5:8: probes.dns.names: ", "required: a non-empty list of names"},
@@ -609,7 +608,7 @@ TEST(ConfigTest, HttpSectionParses) {
   EXPECT_EQ(h.timeout, std::chrono::milliseconds(500));
   EXPECT_EQ(h.path, "/podnet/info");
   EXPECT_EQ(h.max_body_bytes, 1024u);
-  // Defaults (DESIGN.md): both modes, 100 qps over 4 connections for 2 s every 30 s.
+  // Defaults (docs/design.md, "Configuration"): both modes, 100 qps over 4 connections for 2 s every 30 s.
   LoadResult d = Parse(kSelf + "probes:\n  http: {}\n", "test.yaml", FakeEnv({}));
   ASSERT_TRUE(d.ok()) << Dump(d.errors);
   EXPECT_TRUE(d.config->http->keepalive && d.config->http->new_connection);

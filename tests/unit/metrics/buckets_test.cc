@@ -35,8 +35,8 @@ TEST(LatencyBucketsTest, CoverTenMicrosecondsToHundredMilliseconds) {
 }
 
 TEST(LatencyBucketsTest, AdjacentBoundsWithinThirtyFivePercentFromTenMicrosToHundredMillis) {
-  // DESIGN.md: adjacent bounds differ by at most 35 % from 10 µs to 100 ms. Every pair of
-  // adjacent bounds that overlaps that range counts.
+  // docs/design.md, "Metrics: peer labels and buckets": adjacent bounds differ by at most 35 %
+  // from 10 µs to 100 ms. Every pair of adjacent bounds that overlaps that range counts.
   const auto& b = LatencyBuckets();
   int pairs = 0;
   for (std::size_t i = 1; i < b.size(); ++i) {

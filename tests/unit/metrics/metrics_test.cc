@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -74,7 +75,8 @@ TEST(SeriesSetTest, RemoveAllRemovesExactlyItsSeries) {
   mine.RemoveAll();
   EXPECT_EQ(mine.size(), 0u);
   auto& r = m.registry();
-  EXPECT_EQ(CounterValue(r, "podnet_probe_errors_total", {{"peer", "a"}}), -1);
+  EXPECT_EQ(CounterValue(r, "podnet_probe_errors_total", {{"peer", "a"}, {"reason", "socket"}}),
+            -1);
   EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "a"}}), -1);
   EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "b"}}), 7);
   // RemoveAll again is harmless, and the set can be used anew.
@@ -97,10 +99,16 @@ TEST(SeriesSetTest, AddingTheSameSeriesAgainIsRememberedOnce) {
   }
   set.Add(m.probe_errors(), {{"peer", "a"}, {"reason", "socket"}}).Increment();
   EXPECT_EQ(set.size(), 2u);
-  EXPECT_EQ(CounterValue(m.registry(), "podnet_probe_errors_total", {{"reason", "send_failed"}}),
-            1000);
+  auto errors = [&](const char* reason) {
+    return CounterValue(m.registry(), "podnet_probe_errors_total",
+                        {{"peer", "a"}, {"reason", reason}});
+  };
+  EXPECT_EQ(errors("send_failed"), 1000);
+  EXPECT_EQ(errors("socket"), 1);
   set.RemoveAll();
-  EXPECT_EQ(CounterValue(m.registry(), "podnet_probe_errors_total", {{"peer", "a"}}), -1);
+  // Each series by its exact label set: {peer="a"} alone would match both.
+  EXPECT_EQ(errors("send_failed"), -1);
+  EXPECT_EQ(errors("socket"), -1);
 }
 
 TEST(SeriesSetTest, DestructionKeepsTheSeries) {
@@ -129,7 +137,8 @@ TEST(SeriesSetTest, ASharedSeriesGoesWithItsLastUser) {
   a.Add(sent, shared);  // again from a: still two users
   EXPECT_EQ(m.series_refs()->users(&from_a), 2u);
   auto value = [&](const char* zone) {
-    return CounterValue(m.registry(), "podnet_probe_sent_bytes_total", {{"peer_zone", zone}});
+    return CounterValue(m.registry(), "podnet_probe_sent_bytes_total",
+                        {{"peer_zone", zone}, {"probe", "rtt"}});
   };
   EXPECT_EQ(value("z"), 7);
   a.RemoveAll();  // b still feeds it
@@ -159,6 +168,25 @@ TEST(SeriesSetTest, ADestroyedSetLetsGoWithoutRemoving) {
   EXPECT_EQ(CounterValue(m.registry(), "podnet_probe_sent_bytes_total", {{"peer_zone", "z"}}), 2);
   stays.RemoveAll();
   EXPECT_EQ(CounterValue(m.registry(), "podnet_probe_sent_bytes_total", {{"peer_zone", "z"}}), -1);
+}
+
+TEST(FindSeriesTest, SeveralMatchesFailNamingEveryLabelSet) {
+  // The test helper itself: a label subset that picks out two series must fail the test (and
+  // name both), not read as "no such series".
+  Metrics m;
+  m.probe_errors().Add({{"peer", "a"}, {"reason", "socket"}}).Increment();
+  m.probe_errors().Add({{"peer", "a"}, {"reason", "send_failed"}}).Increment();
+  double got = 0;
+  EXPECT_NONFATAL_FAILURE(
+      got = CounterValue(m.registry(), "podnet_probe_errors_total", {{"peer", "a"}}),
+      "2 series match the labels given, want one");
+  EXPECT_EQ(got, -1);
+  EXPECT_NONFATAL_FAILURE(CounterValue(m.registry(), "podnet_probe_errors_total", {{"peer", "a"}}),
+                          "{peer=\"a\", reason=\"send_failed\"}");
+  EXPECT_EQ(CounterValue(m.registry(), "podnet_probe_errors_total",
+                         {{"peer", "a"}, {"reason", "socket"}}),
+            1);
+  EXPECT_EQ(CounterValue(m.registry(), "podnet_probe_errors_total", {{"peer", "b"}}), -1);
 }
 
 double PeersGauge(Metrics& m, const char* path) {

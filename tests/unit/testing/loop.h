@@ -10,10 +10,12 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
 namespace podnet::testing {
@@ -61,24 +63,38 @@ inline bool HasLabels(const prometheus::ClientMetric& m, const prometheus::Label
   return true;
 }
 
+/// Renders a label set as `{a="1", b="2"}`, for failure messages.
+inline std::string LabelsText(const std::vector<prometheus::ClientMetric::Label>& labels) {
+  std::string out = "{";
+  for (const auto& l : labels) {
+    if (out.size() > 1) out += ", ";
+    out += l.name + "=\"" + l.value + "\"";
+  }
+  return out + "}";
+}
+
 /// The one series of family `name` that has `labels`; std::nullopt when there is none.
-/// Fails the test when there are several.
+/// Several matches are a test failure naming every matching label set (and std::nullopt):
+/// `labels` must pick out one series, so that "gone" and "there" mean that series.
 inline std::optional<prometheus::ClientMetric> FindSeries(prometheus::Registry& registry,
                                                           const std::string& name,
                                                           const prometheus::Labels& labels) {
-  std::optional<prometheus::ClientMetric> found;
-  int n = 0;
+  std::vector<prometheus::ClientMetric> found;
   for (const auto& family : registry.Collect()) {
     if (family.name != name) continue;
     for (const auto& m : family.metric) {
-      if (HasLabels(m, labels)) {
-        found = m;
-        ++n;
-      }
+      if (HasLabels(m, labels)) found.push_back(m);
     }
   }
-  if (n > 1) return std::nullopt;
-  return found;
+  if (found.size() > 1) {
+    std::string sets;
+    for (const auto& m : found) sets += "\n  " + LabelsText(m.label);
+    ADD_FAILURE() << name << ": " << found.size()
+                  << " series match the labels given, want one:" << sets;
+    return std::nullopt;
+  }
+  if (found.empty()) return std::nullopt;
+  return found.front();
 }
 
 /// A counter's value, or -1 when the series does not exist.

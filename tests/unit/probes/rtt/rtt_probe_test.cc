@@ -209,7 +209,7 @@ TEST_F(RttProbeTest, UdpEchoAllAnswered) {
   EXPECT_EQ(CounterValue(responder_registry_, "podnet_responder_requests_total",
                          {{"result", "answered"}}),
             5);
-  // Every series carries the peer labels of DESIGN.md.
+  // Every series carries the peer labels (docs/design.md, "Metrics: peer labels and buckets").
   auto h = FindSeries(metrics_.registry(), "podnet_rtt_seconds", Labels(peer, "udp"));
   ASSERT_TRUE(h.has_value());
   std::map<std::string, std::string> labels;
