@@ -1,8 +1,5 @@
 #include "exporter/config/config.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -15,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "exporter/config/read_file.h"
 #include "exporter/config/text_checks.h"
 
 namespace podnet::config {
@@ -830,49 +828,14 @@ std::string Summary(const Config& c) {
 }
 
 LoadResult LoadFile(const std::string& path, const EnvLookup& env) {
-  auto fail = [&](std::string why) {
+  std::string error;
+  auto text = ReadRegularFile(path, kMaxFileBytes, &error);
+  if (!text) {
     LoadResult r;
-    r.errors.push_back(Error{path, 0, 0, "", "cannot read the file: " + std::move(why)});
+    r.errors.push_back(Error{path, 0, 0, "", "cannot read the file: " + error});
     return r;
-  };
-  // O_NONBLOCK: opening a FIFO must not wait for a writer (it would hang --config.check, and a
-  // reload would hang the loop that serves /-/healthy). Only regular files are read.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return fail(std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) {
-    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISCHR(st.st_mode)  ? "a character device"
-                       : S_ISBLK(st.st_mode)  ? "a block device"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "not a regular file";
-    return fail(std::string("it is ") + what + " (only regular files are read)");
   }
-  auto too_large = [&](std::uint64_t size) {
-    return fail(std::to_string(size) + " bytes is more than the limit of " +
-                std::to_string(kMaxFileBytes) + " bytes");
-  };
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxFileBytes) return too_large(st.st_size);
-  // Read at most one byte past the limit: a file that grows while it is read is caught too.
-  std::string text;
-  text.resize(kMaxFileBytes + 1);
-  std::size_t got = 0;
-  while (got < text.size()) {
-    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(std::strerror(errno));
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  if (got > kMaxFileBytes) return too_large(got);
-  text.resize(got);
-  return Parse(text, path, env);
+  return Parse(*text, path, env);
 }
 
 }  // namespace podnet::config

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "exporter/config/read_file.h"
+
 namespace podnet::discovery::kubernetes {
 namespace {
 
@@ -152,18 +154,10 @@ std::string TrimSpace(std::string s) {
 }
 
 std::optional<std::string> ReadSmallFile(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = path + ": " + std::strerror(errno);
-    return std::nullopt;
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) {
-    *error = path + ": read failed";
-    return std::nullopt;
-  }
-  return s.str();
+  // Tokens, certificates and kubeconfigs are a few KiB; 1 MiB leaves room and bounds the rest.
+  auto text = config::ReadRegularFile(path, 1 << 20, error);
+  if (!text) *error = path + ": " + *error;
+  return text;
 }
 
 std::string ApiConfig::Url() const {

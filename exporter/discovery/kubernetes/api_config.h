@@ -54,7 +54,9 @@ std::optional<ApiConfig> LoadKubeconfig(const std::string& path, const std::stri
 /// `s` without leading and trailing white space (a token file ends with a newline).
 std::string TrimSpace(std::string s);
 
-/// Reads a whole (small) file; std::nullopt and *error (with strerror) when it cannot.
+/// Reads a whole (small) file: a regular file of at most 1 MiB (config::ReadRegularFile: a FIFO
+/// or /dev/zero named as a token file is refused, not waited on or read forever); std::nullopt
+/// and *error ("PATH: reason") when it cannot.
 std::optional<std::string> ReadSmallFile(const std::string& path, std::string* error);
 
 }  // namespace podnet::discovery::kubernetes

@@ -1,5 +1,3 @@
-#include <thread>
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,6 +7,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "exporter/discovery/kubernetes/api_client.h"
@@ -179,6 +178,10 @@ TEST(KubeconfigTest, ProblemsAreErrorsNotExceptions) {
   std::string err;
   EXPECT_FALSE(LoadKubeconfig("/nonexistent/kubeconfig", "", &err));
   EXPECT_NE(err.find("No such file"), std::string::npos) << err;
+  // A token or certificate "file" that is a device: refused at once (before: read until
+  // bad_alloc).
+  EXPECT_FALSE(ReadSmallFile("/dev/zero", &err));
+  EXPECT_EQ(err, "/dev/zero: it is a character device (only regular files are read)");
 }
 
 TEST(InClusterConfigTest, ServiceAccountAndEnvironment) {
