@@ -2,7 +2,7 @@
 
 namespace podnet::app {
 
-/// Makes SIGHUP harmless from the first line of main() until the serving loop takes signals
+/// Makes SIGHUP harmless from the first line of main() until the control loop takes signals
 /// over: its default action (signal(7): terminate) would otherwise kill a process that is
 /// still loading its configuration or binding its listeners. A SIGHUP that arrives meanwhile is
 /// remembered, not acted on. SIGINT and SIGTERM keep their default action: stopping is what
