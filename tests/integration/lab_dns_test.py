@@ -394,7 +394,7 @@ def main():
                 # exited (its stdout is block-buffered into the file).
                 for res, bound in (("glibc", 4.0), ("musl", 2.0)):
                     durs = [float(m) for m in re.findall(
-                        r"dns lookup name=%s resolver=%s result=\S+ queries=\d+ "
+                        r'msg="dns lookup" name=%s resolver=%s result=\S+ queries=\d+ '
                         r"duration=([\d.]+)s" % (re.escape(FAULT_NAME), res),
                         open(os.path.join(tmp, "exporter-" + variant + ".log")).read())]
                     check(durs and max(durs) <= bound + 0.5,
