@@ -4,6 +4,7 @@
 // back from a prometheus-cpp registry.
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <optional>
@@ -104,10 +105,22 @@ inline double CounterValue(prometheus::Registry& registry, const std::string& na
   return m ? m->counter.value : -1;
 }
 
-/// Polls `done` until it is true or `timeout` passes; returns its last value.
+/// How much longer a wait may take than on a plain build: $PODNET_TEST_TIME_SCALE (a whole
+/// number ≥ 1; scripts/sanitize.sh sets it, as sanitized code runs several times slower). It only
+/// stretches how long a test waits for something to happen, never what it asserts.
+inline int TimeScale() {
+  static const int scale = [] {
+    const char* v = std::getenv("PODNET_TEST_TIME_SCALE");
+    int n = v ? std::atoi(v) : 1;
+    return n >= 1 ? n : 1;
+  }();
+  return scale;
+}
+
+/// Polls `done` until it is true or `timeout` (× TimeScale()) passes; returns its last value.
 inline bool Eventually(const std::function<bool()>& done,
                        std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto deadline = std::chrono::steady_clock::now() + timeout * TimeScale();
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
