@@ -22,6 +22,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as B  # noqa: E402
 import loopbench as L  # noqa: E402
+import fake_apiserver  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "bench-token-5000"
@@ -34,17 +35,6 @@ def make_cert(tmp):
           timeout=60)
     return crt, key
 
-
-def kubeconfig(tmp, port, crt):
-    path = os.path.join(tmp, "kubeconfig")
-    with open(path, "w") as f:
-        f.write("apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
-                "clusters:\n- name: bench\n  cluster:\n    server: https://127.0.0.1:%d\n"
-                "    certificate-authority: %s\n"
-                "users:\n- name: bench\n  user:\n    token: %s\n"
-                "contexts:\n- name: bench\n  context: {cluster: bench, user: bench}\n"
-                % (port, crt, TOKEN))
-    return path
 
 
 def exporter_config(port, probes, aggregate):
@@ -129,13 +119,10 @@ def main():
         def api_port():
             if api.poll() is not None:
                 raise B.BenchBroken("fake API server exited:\n" + B.tail(api_log))
-            with open(api_log) as f:
-                for line in f:
-                    if line.startswith("listening "):
-                        return int(line.split()[1])
-            return None
+            return fake_apiserver.listening_port(api_log)
         B.wait_for(api_port, 30, "fake API server")
-        kcfg = kubeconfig(tmp, api_port(), crt)
+        kcfg = fake_apiserver.write_kubeconfig(os.path.join(tmp, "kubeconfig"), api_port(), crt,
+                                               TOKEN, name="bench")
         for tag, probes, aggregate in (("discovery", False, False), ("per-peer", True, False),
                                        ("aggregated", True, True)):
             B.log("-- %s" % tag)

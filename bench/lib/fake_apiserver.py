@@ -118,6 +118,29 @@ class Cluster:
         })
 
 
+def listening_port(log_path):
+    """The port from the "listening PORT" line this server prints when ready, or None while the
+    log at `log_path` has none yet (for a wait_for loop)."""
+    with open(log_path) as f:
+        for line in f:
+            if line.startswith("listening "):
+                return int(line.split()[1])
+    return None
+
+
+def write_kubeconfig(path, port, ca_file, token, name="fake"):
+    """Writes a kubeconfig at `path` whose current context reaches this server on 127.0.0.1:port
+    over TLS (CA `ca_file`) with bearer `token`; returns `path`."""
+    with open(path, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\ncurrent-context: %(n)s\n"
+                "clusters:\n- name: %(n)s\n  cluster:\n    server: https://127.0.0.1:%(p)d\n"
+                "    certificate-authority: %(ca)s\n"
+                "users:\n- name: %(n)s\n  user:\n    token: %(t)s\n"
+                "contexts:\n- name: %(n)s\n  context: {cluster: %(n)s, user: %(n)s}\n"
+                % {"n": name, "p": port, "ca": ca_file, "t": token})
+    return path
+
+
 def make_handler(cluster, token, churn_per_s, stats, gone_file=None):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"

@@ -37,6 +37,9 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import labkit as lab  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
+                                "lib"))
+import fake_apiserver  # noqa: E402  (the stand-in API server: its port line, its kubeconfig)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NS = "pniso%d" % (os.getpid() % 100000)
@@ -176,21 +179,10 @@ def start_api_server(tmp, seconds):
                    "--churn", "0", "--gone-file", os.path.join(tmp, "gone"),
                    "--max-seconds", str(int(seconds))], log)
 
-    def port():
-        with open(log) as f:
-            for line in f:
-                if line.startswith("listening "):
-                    return int(line.split()[1])
-        return None
-    lab.wait_for(port, 30, "fake API server")
-    path = os.path.join(tmp, "kubeconfig")
-    with open(path, "w") as f:
-        f.write("apiVersion: v1\nkind: Config\ncurrent-context: lab\n"
-                "clusters:\n- name: lab\n  cluster:\n    server: https://127.0.0.1:%d\n"
-                "    certificate-authority: %s\n"
-                "users:\n- name: lab\n  user:\n    token: isolation\n"
-                "contexts:\n- name: lab\n  context: {cluster: lab, user: lab}\n" % (port(), crt))
-    return path
+    lab.wait_for(lambda: fake_apiserver.listening_port(log), 30, "fake API server")
+    return fake_apiserver.write_kubeconfig(os.path.join(tmp, "kubeconfig"),
+                                           fake_apiserver.listening_port(log), crt, "isolation",
+                                           name="lab")
 
 
 def a_counter(name, **want):
