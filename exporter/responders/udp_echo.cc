@@ -7,6 +7,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "exporter/probes/rtt/wire.h"
@@ -32,20 +33,20 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
                        .Help("Requests served by this Pod's responders, by outcome.")
                        .Register(registry);
     answered_ = &family.Add({{"responder", "udp_echo"}, {"result", "answered"}});
-    ignored_ = &family.Add({{"responder", "udp_echo"}, {"result", "ignored"}});
-    rate_limited_ = &family.Add({{"responder", "udp_echo"}, {"result", "rate_limited"}});
-    source_limited_ = &family.Add({{"responder", "udp_echo"}, {"result", "source_limited"}});
-    too_large_ = &family.Add({{"responder", "udp_echo"}, {"result", "too_large"}});
     auto& dropped = prometheus::BuildCounter()
                         .Name("podnet_responder_dropped_total")
                         .Help("Requests this Pod's responders received and did not answer, by "
                               "reason.")
                         .Register(registry);
-    dropped_rate_limited_ = &dropped.Add({{"responder", "udp_echo"}, {"reason", "rate_limited"}});
-    dropped_malformed_ = &dropped.Add({{"responder", "udp_echo"}, {"reason", "malformed"}});
-    dropped_source_limited_ =
-        &dropped.Add({{"responder", "udp_echo"}, {"reason", "source_limited"}});
-    dropped_too_large_ = &dropped.Add({{"responder", "udp_echo"}, {"reason", "too_large"}});
+    // A request not answered counts once in each family: as its result, and as its reason.
+    auto drop = [&](const std::string& result, const std::string& reason) {
+      return Drop{&family.Add({{"responder", "udp_echo"}, {"result", result}}),
+                  &dropped.Add({{"responder", "udp_echo"}, {"reason", reason}})};
+    };
+    malformed_ = drop("ignored", "malformed");
+    rate_limited_ = drop("rate_limited", "rate_limited");
+    source_limited_ = drop("source_limited", "source_limited");
+    too_large_ = drop("too_large", "too_large");
   }
 
   void Start() { Wait(); }
@@ -75,24 +76,20 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
       if (ec) return;  // would_block: drained
       std::span<std::uint8_t> data(buffer_.data(), n);
       if (!probes::rtt::MakeReply(data)) {
-        ignored_->Increment();
-        dropped_malformed_->Increment();
+        malformed_.Count();
         continue;
       }
       switch (limiter_.Admit(from.address(), n, std::chrono::steady_clock::now())) {
         case EchoLimiter::Verdict::kAnswer:
           break;
         case EchoLimiter::Verdict::kTooLarge:
-          too_large_->Increment();
-          dropped_too_large_->Increment();
+          too_large_.Count();
           continue;
         case EchoLimiter::Verdict::kSourceLimited:
-          source_limited_->Increment();
-          dropped_source_limited_->Increment();
+          source_limited_.Count();
           continue;
         case EchoLimiter::Verdict::kRateLimited:
-          rate_limited_->Increment();
-          dropped_rate_limited_->Increment();
+          rate_limited_.Count();
           continue;
       }
       socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
@@ -103,15 +100,21 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   boost::asio::ip::udp::socket socket_;
   std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(65536);
   EchoLimiter limiter_;
+  // One outcome of a request not answered: its podnet_responder_requests_total{result} and
+  // podnet_responder_dropped_total{reason} series.
+  struct Drop {
+    prometheus::Counter* requests = nullptr;
+    prometheus::Counter* dropped = nullptr;
+    void Count() const {
+      requests->Increment();
+      dropped->Increment();
+    }
+  };
   prometheus::Counter* answered_;
-  prometheus::Counter* ignored_;
-  prometheus::Counter* rate_limited_;
-  prometheus::Counter* source_limited_;
-  prometheus::Counter* too_large_;
-  prometheus::Counter* dropped_rate_limited_;  // podnet_responder_dropped_total
-  prometheus::Counter* dropped_malformed_;
-  prometheus::Counter* dropped_source_limited_;
-  prometheus::Counter* dropped_too_large_;
+  Drop malformed_;  // not a podnet request: result "ignored", reason "malformed"
+  Drop rate_limited_;
+  Drop source_limited_;
+  Drop too_large_;
 };
 
 UdpEchoResponder::UdpEchoResponder(boost::asio::io_context& io, const net::HostPort& listen,
