@@ -2,8 +2,6 @@
 // addresses, the App selects and probes them (UDP echo to its own responder) and, when a Pod
 // leaves the Service, stops probing it and removes its series.
 
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -11,6 +9,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -127,9 +126,9 @@ class Running {
 };
 
 TEST(AppDiscoveryTest, DiscoveredPeersAreProbedAndRemovedPeersLoseTheirSeries) {
-  json endpoints = {EndpointJson("podnet-self", "127.0.0.1", "node-a", "zone-a"),
-                    EndpointJson("podnet-b", "127.0.0.1", "node-b", "zone-a"),
-                    EndpointJson("podnet-c", "127.0.0.1", "node-c", "zone-b")};
+  std::vector<json> endpoints = {EndpointJson("podnet-self", "127.0.0.1", "node-a", "zone-a"),
+                                 EndpointJson("podnet-b", "127.0.0.1", "node-b", "zone-a"),
+                                 EndpointJson("podnet-c", "127.0.0.1", "node-c", "zone-b")};
   std::mutex mu;
   std::shared_ptr<FakeStream> watch;
   FakeApiServer server([&](const FakeRequest& r) {
@@ -228,14 +227,15 @@ probes:
   // A reload to another Service whose credentials cannot be read fails like a bad file: the
   // running configuration and its discovery stay, and so do their peers.
   std::filesystem::rename(kubeconfig, kubeconfig + ".gone");
-  dir.Write("podnet.yaml", config_text("  kubernetes: {namespace: podnet, service: other, port: " +
-                                       p + "}"));
+  dir.Write("podnet.yaml",
+            config_text("  kubernetes: {namespace: podnet, service: other, port: " + p + "}"));
   status = 0;
   std::string answer = HttpGet(port, "/-/reload", &status, boost::beast::http::verb::post);
   EXPECT_EQ(status, 500) << answer;
   EXPECT_NE(answer.find("peers.kubernetes"), std::string::npos) << answer;
   EXPECT_TRUE(has("podnet_config_last_reload_successful 0"));
-  const double before = value(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")");
+  const double before =
+      value(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")");
   EXPECT_TRUE(Eventually(
       [&] {
         return value(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")") >

@@ -24,8 +24,11 @@ inline json EndpointJson(const std::string& pod, const std::string& ip, const st
            {{"kind", "Pod"}, {"namespace", "podnet"}, {"name", pod}, {"uid", "u-" + pod}}}};
 }
 
-inline json SliceJson(const std::string& name, const std::string& rv, json endpoints,
-                      const std::string& type = "IPv4") {
+// `endpoints` is a std::vector, not a json: `json x = {one_json}` is a one-element array with
+// gcc and a copy of `one_json` with clang (nlohmann/json's README, "brace initialization"),
+// which made single-endpoint slices objects, not arrays, in the clang (sanitizer) builds.
+inline json SliceJson(const std::string& name, const std::string& rv,
+                      const std::vector<json>& endpoints, const std::string& type = "IPv4") {
   return {{"metadata",
            {{"name", name},
             {"generateName", "podnet-"},
@@ -46,7 +49,7 @@ inline json SliceJson(const std::string& name, const std::string& rv, json endpo
                {"controller", true},
                {"blockOwnerDeletion", true}}}}}},
           {"addressType", type},
-          {"endpoints", endpoints},
+          {"endpoints", json(endpoints)},
           {"ports", {{{"name", "http"}, {"protocol", "TCP"}, {"port", 9479}}}}};
 }
 

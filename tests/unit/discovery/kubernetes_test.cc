@@ -258,18 +258,21 @@ TEST(ResourcesTest, MergeDeduplicatesPodsAcrossSlices) {
   std::string err;
   std::map<std::string, std::vector<Endpoint>> slices;
   // Dual stack: the same Pods in an IPv6 slice; one Pod also in a second IPv4 slice (churn).
-  slices["v6"] = *ReadyEndpoints(SliceJson("v6", "1",
-                                           {EndpointJson("p1", "fd00::1", "n1", "z1"),
-                                            EndpointJson("p2", "fd00::2", "n2", "z2"),
-                                            EndpointJson("p6", "fd00::6", "n6", "z2")},
-                                           "IPv6"),
-                                 &err);
-  slices["v4a"] = *ReadyEndpoints(SliceJson("v4a", "1",
-                                            {EndpointJson("p1", "10.0.0.1", "n1", "z1"),
-                                             EndpointJson("p2", "10.0.0.2", "n2", "z2")}),
-                                  &err);
+  slices["v6"] = ReadyEndpoints(SliceJson("v6", "1",
+                                          {EndpointJson("p1", "fd00::1", "n1", "z1"),
+                                           EndpointJson("p2", "fd00::2", "n2", "z2"),
+                                           EndpointJson("p6", "fd00::6", "n6", "z2")},
+                                          "IPv6"),
+                                &err)
+                     .value();
+  slices["v4a"] = ReadyEndpoints(SliceJson("v4a", "1",
+                                           {EndpointJson("p1", "10.0.0.1", "n1", "z1"),
+                                            EndpointJson("p2", "10.0.0.2", "n2", "z2")}),
+                                 &err)
+                      .value();
   slices["v4b"] =
-      *ReadyEndpoints(SliceJson("v4b", "1", {EndpointJson("p2", "10.0.0.2", "n2", "z2")}), &err);
+      ReadyEndpoints(SliceJson("v4b", "1", {EndpointJson("p2", "10.0.0.2", "n2", "z2")}), &err)
+          .value();
   auto merged = MergeSlices(slices);
   ASSERT_EQ(merged.size(), 3u);
   EXPECT_EQ(merged[0].name, "p1");
@@ -435,7 +438,7 @@ TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
   ASSERT_TRUE(Eventually([&] {
     return Names() == std::vector<std::string>{"podnet-d", "podnet-self"};
   }));
-  w->Push(EventJson("DELETED", SliceJson("podnet-xyz89", "5004", json::array())));
+  w->Push(EventJson("DELETED", SliceJson("podnet-xyz89", "5004", {})));
   ASSERT_TRUE(Eventually([&] { return Names() == std::vector<std::string>{"podnet-self"}; }));
   w->Push(BookmarkJson("5100"));
   ASSERT_TRUE(Eventually([&] { return Events("BOOKMARK") == 2; }));
