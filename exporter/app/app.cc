@@ -1,20 +1,20 @@
 #include "exporter/app/app.h"
 
+#include <prometheus/counter.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <set>
-
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include <set>
 
 #include "exporter/app/early_signals.h"
 #include "exporter/discovery/kubernetes/api_config.h"
@@ -30,6 +30,10 @@ namespace {
 
 // nice(2) of the control loop's thread, against 0 for the responder and probe loops.
 constexpr int kControlNice = 10;
+
+// /-/reload: at most one reload per interval; at most this many requests wait for the next.
+constexpr auto kReloadInterval = std::chrono::seconds(1);
+constexpr std::size_t kMaxReloadWaiting = 16;
 
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -64,6 +68,14 @@ std::string LandingPage() {
 App::App(Options options, std::shared_ptr<const config::Config> config)
     : options_(std::move(options)), config_(std::move(config)) {
   metrics_.SetReloadOutcome(true, UnixNow());
+  // The HTTP server's own reasons are in the same family (responders/http_server.h).
+  reload_refused_ = &prometheus::BuildCounter()
+                         .Name("podnet_responder_dropped_total")
+                         .Help(
+                             "Requests this Pod's responders received and did not "
+                             "answer, by reason.")
+                         .Register(metrics_.registry())
+                         .Add({{"responder", "http"}, {"reason", "reload_queue_full"}});
 }
 
 App::~App() = default;
@@ -100,7 +112,8 @@ int App::Run() {
                    responders::AsyncHttpHandler(
                        [this](responders::HttpRequest r, responders::HttpRespond respond) {
                          Route(std::move(r), std::move(respond));
-                       }));
+                       }),
+                   responders::HttpLimits{}, &metrics_.registry());
                return http_->port();
              }) &&
       Listen("UDP echo", "responders.udp_echo.listen_address", config->udp_echo_listen_address,
@@ -137,18 +150,18 @@ int App::Run() {
   }
 
   boost::asio::signal_set signals(control_io_, SIGHUP, SIGINT, SIGTERM);
-  std::function<void(boost::system::error_code, int)> on_signal =
-      [&](boost::system::error_code ec, int sig) {
-        if (ec) return;
-        if (sig == SIGHUP) {
-          std::string err;
-          Reload(&err);
-          signals.async_wait(on_signal);
-          return;
-        }
-        spdlog::info("received signal {}, stopping", sig);
-        Stop();
-      };
+  std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec,
+                                                                      int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      std::string err;
+      Reload(&err);
+      signals.async_wait(on_signal);
+      return;
+    }
+    spdlog::info("received signal {}, stopping", sig);
+    Stop();
+  };
   signals.async_wait(on_signal);
   // A SIGHUP that came while we were starting (main() made it harmless) may mean the file
   // changed after we read it: reload once, now that the loop's handler is in place.
@@ -440,8 +453,15 @@ void App::Route(responders::HttpRequest req, responders::HttpRespond respond) {
     respond({200, "text/html; charset=utf-8", kLanding});
     return;
   }
-  if (path != "/metrics" && path != "/-/reload" && path != "/podnet/info" &&
-      !(path == "/-/ready" && get)) {
+  if (path == "/-/reload" && (req.method == "POST" || req.method == "PUT")) {
+    RequestReload(std::move(respond));
+    return;
+  }
+  if (path == "/-/reload") {
+    respond({405, "text/plain; charset=utf-8", "Only POST or PUT requests allowed.\n"});
+    return;
+  }
+  if (path != "/metrics" && path != "/podnet/info" && !(path == "/-/ready" && get)) {
     respond({404, "text/plain; charset=utf-8", "404 page not found\n"});
     return;
   }
@@ -457,6 +477,54 @@ void App::Route(responders::HttpRequest req, responders::HttpRespond respond) {
     }
     respond(std::move(resp));
   });
+}
+
+void App::RequestReload(responders::HttpRespond respond) {
+  PODNET_DCHECK_LOOP(kResponder);
+  if (reload_waiting_.size() >= kMaxReloadWaiting) {
+    reload_refused_->Increment();
+    responders::HttpResponse busy{429, "text/plain; charset=utf-8",
+                                  "too many reload requests waiting; retry later\n"};
+    busy.headers.emplace_back("Retry-After", "1");
+    respond(std::move(busy));
+    return;
+  }
+  reload_waiting_.push_back(std::move(respond));
+  MaybeStartReload();
+}
+
+void App::MaybeStartReload() {
+  PODNET_DCHECK_LOOP(kResponder);
+  if (reload_running_ || reload_waiting_.empty()) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now < last_reload_start_ + kReloadInterval) {
+    if (!reload_timer_) reload_timer_ = std::make_unique<boost::asio::steady_timer>(respond_io_);
+    reload_timer_->expires_at(last_reload_start_ + kReloadInterval);
+    reload_timer_->async_wait([this](boost::system::error_code ec) {
+      if (!ec) MaybeStartReload();
+    });
+    return;
+  }
+  reload_running_ = true;
+  last_reload_start_ = now;
+  boost::asio::post(control_io_, [this, batch = std::move(reload_waiting_)]() mutable {
+    responders::HttpResponse resp{200, "text/plain; charset=utf-8", "Reloaded.\n"};
+    try {
+      if (std::string err; !Reload(&err)) {
+        resp = {500, "text/plain; charset=utf-8",
+                "reload failed, running configuration kept:\n" + err};
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("reload failed: {}", e.what());
+      resp = {500, "text/plain; charset=utf-8", "internal error\n"};
+    }
+    for (auto& respond : batch) respond(resp);
+    boost::asio::post(respond_io_, [this] {
+      reload_running_ = false;
+      MaybeStartReload();
+    });
+  });
+  reload_waiting_.clear();
 }
 
 responders::HttpResponse App::RouteControl(const responders::HttpRequest& req,
@@ -475,14 +543,6 @@ responders::HttpResponse App::RouteControl(const responders::HttpRequest& req,
     std::string why = NotReadyReason();
     if (why.empty()) return {200, "text/plain; charset=utf-8", "Ready.\n"};
     return {503, "text/plain; charset=utf-8", "Not ready: " + why + ".\n"};
-  }
-  if (path == "/-/reload") {
-    if (req.method != "POST" && req.method != "PUT") {
-      return {405, "text/plain; charset=utf-8", "Only POST or PUT requests allowed.\n"};
-    }
-    std::string err;
-    if (Reload(&err)) return {200, "text/plain; charset=utf-8", "Reloaded.\n"};
-    return {500, "text/plain; charset=utf-8", "reload failed, running configuration kept:\n" + err};
   }
   if (path == "/podnet/info" && get) {
     std::shared_ptr<const config::Config> c;

@@ -1,6 +1,11 @@
 #pragma once
 
+#include <prometheus/counter.h>
+
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -9,8 +14,6 @@
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
 
 #include "exporter/app/cli.h"
 #include "exporter/config/config.h"
@@ -63,7 +66,10 @@ class App {
  private:
   // Responder loop: answers /echo, health and / at once; posts the rest to the control loop.
   void Route(responders::HttpRequest req, responders::HttpRespond respond);
-  // Control loop: /metrics, /-/reload, /podnet/info.
+  // Responder loop: queues a /-/reload request, and starts the next reload when it may.
+  void RequestReload(responders::HttpRespond respond);
+  void MaybeStartReload();
+  // Control loop: /metrics, /podnet/info, /-/ready when not ready.
   responders::HttpResponse RouteControl(const responders::HttpRequest& req,
                                         const std::string& path);
   // Control loop: starts, restarts or stops Kubernetes discovery as `c` asks. False and *error
@@ -112,6 +118,15 @@ class App {
   std::unique_ptr<responders::GrpcHealthServer> grpc_health_;  // responders.grpc, if set
 #endif
   std::atomic<bool> ready_{false};
+  // Responder loop: /-/reload requests. A reload starts at most once per kReloadInterval (a
+  // loop of POSTs must not become a loop of reloads and log lines); requests that come
+  // meanwhile wait, up to kMaxReloadWaiting (more get 429), and all share the next reload, which
+  // reads the file after they came.
+  std::vector<responders::HttpRespond> reload_waiting_;
+  bool reload_running_ = false;
+  std::chrono::steady_clock::time_point last_reload_start_{};
+  std::unique_ptr<boost::asio::steady_timer> reload_timer_;
+  prometheus::Counter* reload_refused_ = nullptr;
   // Set on the control loop, read by /-/ready on the responder loop: discovery runs and has not
   // listed yet.
   std::atomic<bool> discovery_unsynced_{false};

@@ -1,18 +1,20 @@
 #include "exporter/responders/http_server.h"
 
-#include <algorithm>
-#include <cctype>
-#include <functional>
-#include <list>
-#include <optional>
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <spdlog/spdlog.h>
+#include <cctype>
+#include <functional>
+#include <list>
+#include <optional>
 
 namespace podnet::responders {
 
@@ -20,17 +22,49 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = boost::asio::ip::tcp;
 
+namespace {
+
+std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
+
+// ASCII case-insensitive equality (header field values such as codings and expectations).
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
 class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
  public:
+  using Clock = std::chrono::steady_clock;
+
   Impl(boost::asio::io_context& io, const net::HostPort& listen, AsyncHttpHandler handler,
-       HttpLimits limits)
-      : io_(io), acceptor_(io), retry_(io), handler_(std::move(handler)), limits_(limits) {
+       HttpLimits limits, prometheus::Registry* registry)
+      : io_(io),
+        acceptor_(io),
+        retry_(io),
+        recheck_(io),
+        handler_(std::move(handler)),
+        limits_(limits) {
     tcp::endpoint ep(listen.address, listen.port);
     acceptor_.open(ep.protocol());
     if (listen.address.is_v6()) acceptor_.set_option(boost::asio::ip::v6_only(false));
     acceptor_.set_option(boost::asio::socket_base::reuse_address(true));
     acceptor_.bind(ep);
     acceptor_.listen(boost::asio::socket_base::max_listen_connections);
+    if (registry) {
+      auto& dropped = prometheus::BuildCounter()
+                          .Name("podnet_responder_dropped_total")
+                          .Help(
+                              "Requests this Pod's responders received and did not answer, by "
+                              "reason.")
+                          .Register(*registry);
+      malformed_ = &dropped.Add({{"responder", "http"}, {"reason", "malformed"}});
+      slow_request_ = &dropped.Add({{"responder", "http"}, {"reason", "slow_request"}});
+      response_budget_ = &dropped.Add({{"responder", "http"}, {"reason", "response_budget"}});
+    }
   }
 
   void Start() { Accept(); }
@@ -38,10 +72,12 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
     boost::system::error_code ec;
     acceptor_.close(ec);
     retry_.cancel();
+    recheck_.cancel();
     waiting_.reset();
   }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
   int open_connections() const { return open_; }
+  std::size_t buffered_response_bytes() const { return buffered_; }
 
   void SessionEnded() {
     --open_;
@@ -55,54 +91,130 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
     }
   }
 
-  // Connections waiting for a request's first byte (new, or keep-alive between requests), oldest
-  // first, each with the action that closes it. At the connection limit the oldest is closed to
-  // make room (as nginx reuses idle keep-alive connections), so that idle or silent clients can
-  // never lock out a scrape or the kubelet's liveness probe; connections in the middle of a
-  // request are never cut for this.
-  using IdleList = std::list<std::function<void()>>;
-  IdleList::iterator AddIdle(std::function<void()> close) {
-    auto it = idle_.insert(idle_.end(), std::move(close));
-    if (paused_ && waiting_) {
-      // A connection waits for room: the oldest idle one goes (after this call returns, as the
-      // caller still has to keep the iterator); its end starts the waiting one.
-      boost::asio::post(io_, [self = shared_from_this()] {
-        if (self->paused_ && self->waiting_) self->EvictOldestIdle();
-      });
-    } else if (paused_) {  // there is room again: the next connection accepted will take it
-      paused_ = false;
-      Accept();
-    }
+  // Connections the server may close to make room at the connection limit, each with the
+  // action that closes it, oldest first:
+  //  - idle: waiting for a request's first byte (new, or keep-alive between requests); the
+  //    oldest is closed at once (as nginx reuses idle keep-alive connections), so that idle or
+  //    silent clients can never lock out a scrape or the kubelet's liveness probe;
+  //  - reading: in the middle of a request; cut only once it has been arriving for longer than
+  //    slow_request_grace_ms (a slowloris client), never a request that just began.
+  // Connections whose request is with the handler, or whose response is being written, are on
+  // neither list: they end by themselves, bounded by the request timeout.
+  struct Evictable {
+    Clock::time_point since;
+    std::function<void()> close;
+  };
+  using EvictList = std::list<Evictable>;
+  EvictList::iterator AddIdle(std::function<void()> close) {
+    auto it = idle_.insert(idle_.end(), Evictable{Clock::now(), std::move(close)});
+    RoomMayHaveBeenMade();
     return it;
   }
-  void RemoveIdle(IdleList::iterator it) { idle_.erase(it); }
-  bool EvictOldestIdle() {
-    if (idle_.empty()) return false;
-    auto close = std::move(idle_.front());
-    idle_.pop_front();
-    ++evicted_;
-    close();
+  EvictList::iterator AddReading(std::function<void()> close) {
+    auto it = reading_.insert(reading_.end(), Evictable{Clock::now(), std::move(close)});
+    RoomMayHaveBeenMade();
+    return it;
+  }
+  void RemoveIdle(EvictList::iterator it) { idle_.erase(it); }
+  void RemoveReading(EvictList::iterator it) { reading_.erase(it); }
+
+  // Takes a budget of `bytes` for a response to be written, false when the bytes held for all
+  // connections would pass max_buffered_response_bytes (one response alone always passes, and
+  // so does one the server must send anyway: `always`).
+  bool ReserveResponse(std::size_t bytes, bool always = false) {
+    if (!always && buffered_ > 0 && buffered_ + bytes > limits_.max_buffered_response_bytes) {
+      return false;
+    }
+    buffered_ += bytes;
     return true;
   }
+  void ReleaseResponse(std::size_t bytes) { buffered_ -= bytes; }
+
+  void CountMalformed() { Inc(malformed_); }
+  void CountSlowRequest() { Inc(slow_request_); }
+  void CountResponseBudget() { Inc(response_budget_); }
 
   const AsyncHttpHandler& handler() const { return handler_; }
   const HttpLimits& limits() const { return limits_; }
 
  private:
+  static void Inc(prometheus::Counter* c) {
+    if (c) c->Increment();
+  }
+
   void Accept();
+  void StartSession(tcp::socket s);
+
+  std::chrono::milliseconds grace() const {
+    return std::chrono::milliseconds(limits_.slow_request_grace_ms);
+  }
+
+  // Closes one connection to make room: the oldest idle one, else the oldest request arriving
+  // for longer than the grace. False when there is none (yet).
+  bool EvictOne() {
+    EvictList* from = nullptr;
+    if (!idle_.empty()) {
+      from = &idle_;
+    } else if (!reading_.empty() && Clock::now() - reading_.front().since >= grace()) {
+      from = &reading_;
+    }
+    if (!from) return false;
+    auto close = std::move(from->front().close);
+    from->pop_front();
+    close();
+    return true;
+  }
+
+  // A connection turned idle or began a request: if a connection waits for room, try to make
+  // it (after this call returns, as the caller still has to keep its iterator); at the limit
+  // with none waiting, accepting resumes, as the next connection may take that one's place.
+  void RoomMayHaveBeenMade() {
+    if (!paused_) return;
+    if (waiting_) {
+      boost::asio::post(io_, [self = shared_from_this()] { self->MakeRoomForWaiting(); });
+    } else {
+      paused_ = false;
+      Accept();
+    }
+  }
+
+  void MakeRoomForWaiting() {
+    if (!paused_ || !waiting_) return;
+    if (!EvictOne()) ArmRecheck();  // the evicted session's end starts the waiting one
+  }
+
+  // When the oldest request in progress passes the grace, look again.
+  void ArmRecheck() {
+    if (reading_.empty()) return;
+    auto at = reading_.front().since + grace();
+    if (recheck_armed_ && recheck_at_ <= at) return;
+    recheck_armed_ = true;
+    recheck_at_ = at;
+    recheck_.expires_at(at);
+    recheck_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      self->recheck_armed_ = false;
+      if (!ec) self->MakeRoomForWaiting();
+    });
+  }
 
   boost::asio::io_context& io_;
   tcp::acceptor acceptor_;
-  boost::asio::steady_timer retry_;  // after an accept error (EMFILE, ENFILE): no busy loop
+  boost::asio::steady_timer retry_;    // after an accept error (EMFILE, ENFILE): no busy loop
+  boost::asio::steady_timer recheck_;  // when a request in progress passes the grace
+  bool recheck_armed_ = false;
+  Clock::time_point recheck_at_;
   AsyncHttpHandler handler_;
   HttpLimits limits_;
-  void StartSession(tcp::socket s);
 
   int open_ = 0;
   bool paused_ = false;
-  std::optional<tcp::socket> waiting_;  // accepted at the limit with nothing idle to close
-  IdleList idle_;
-  std::uint64_t evicted_ = 0;
+  std::optional<tcp::socket> waiting_;  // accepted at the limit with nothing to close yet
+  EvictList idle_;
+  EvictList reading_;
+  std::size_t buffered_ = 0;
+  prometheus::Counter* malformed_ = nullptr;
+  prometheus::Counter* slow_request_ = nullptr;
+  prometheus::Counter* response_budget_ = nullptr;
 };
 
 bool AcceptsGzip(std::string_view value) {
@@ -111,19 +223,13 @@ bool AcceptsGzip(std::string_view value) {
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
     return s;
   };
-  auto iequals = [](std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) ==
-                    std::tolower(static_cast<unsigned char>(y));
-           });
-  };
   while (!value.empty()) {  // bounded: each round removes one element
     std::size_t comma = value.find(',');
     std::string_view element = value.substr(0, comma);
     value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
     std::size_t semi = element.find(';');
     std::string_view coding = trim(element.substr(0, semi));
-    if (!iequals(coding, "gzip") && !iequals(coding, "x-gzip")) continue;
+    if (!IEquals(coding, "gzip") && !IEquals(coding, "x-gzip")) continue;
     if (semi == std::string_view::npos) return true;
     std::string_view param = trim(element.substr(semi + 1));
     if (param.size() < 2 || (param[0] != 'q' && param[0] != 'Q') || param[1] != '=') return true;
@@ -140,6 +246,23 @@ namespace {
 // Bytes of a response handed to one send(2) (see Session::Reply).
 constexpr std::size_t kWriteChunkBytes = 64 * 1024;
 
+// The origin form of a request target (RFC 9112 §3.2): an absolute-form target
+// ("http://host:port/path?q", what a client sends to a proxy, which a server must accept,
+// §3.2.2) becomes "/path?q"; any other target is returned as it is.
+std::string OriginForm(std::string_view target) {
+  std::size_t scheme_end = target.find("://");
+  if (scheme_end == std::string_view::npos || target.empty() || target.front() == '/') {
+    return std::string(target);
+  }
+  std::string_view scheme = target.substr(0, scheme_end);
+  if (!IEquals(scheme, "http") && !IEquals(scheme, "https")) return std::string(target);
+  std::string_view rest = target.substr(scheme_end + 3);
+  std::size_t path = rest.find_first_of("/?");
+  if (path == std::string_view::npos) return "/";
+  if (rest[path] == '?') return "/" + std::string(rest.substr(path));
+  return std::string(rest.substr(path));
+}
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, std::shared_ptr<HttpServer::Impl> server)
@@ -152,6 +275,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void Start() { Read(); }
 
  private:
+  using EvictIt = HttpServer::Impl::EvictList::iterator;
+
   void Read() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_->limits().max_header_bytes));
@@ -161,95 +286,158 @@ class Session : public std::enable_shared_from_this<Session> {
     // Between keep-alive requests the connection may idle for idle_timeout until the next
     // request's first byte (a new connection for request_timeout); from then on the whole
     // request must arrive within request_timeout, however slowly it trickles in. While it waits
-    // for that first byte, the server may close it to make room (HttpServer::Impl::AddIdle).
+    // for that first byte the server may close it to make room, and while the request arrives,
+    // once it is older than the grace (HttpServer::Impl::EvictOne).
     if (buffer_.size() == 0) {
       stream_.expires_after(std::chrono::seconds(first_ ? server_->limits().request_timeout_seconds
                                                         : server_->limits().idle_timeout_seconds));
-      MarkIdle();
-      stream_.async_read_some(
-          buffer_.prepare(512), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-            self->MarkBusy();
-            if (ec) {  // idle timeout, evicted, or the client went away
-              self->Close();
-              return;
-            }
-            self->buffer_.commit(n);
-            self->ReadRequest();
-          });
+      idle_it_ = server_->AddIdle(CloseAction(&idle_it_, false));
+      stream_.async_read_some(buffer_.prepare(512),
+                              [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                self->MarkBusy();
+                                if (ec) {  // idle timeout, evicted, or the client went away
+                                  self->Close();
+                                  return;
+                                }
+                                self->buffer_.commit(n);
+                                self->ReadRequest();
+                              });
       return;
     }
     ReadRequest();
   }
 
-  void MarkIdle() {
-    idle_it_ = server_->AddIdle([weak = weak_from_this()] {
+  // What the server calls to close this connection while it sits on one of its lists.
+  std::function<void()> CloseAction(std::optional<EvictIt>* on_list, bool slow_request) {
+    return [weak = weak_from_this(), on_list, slow_request] {
       if (auto self = weak.lock()) {
-        self->idle_it_.reset();  // already taken off the list
+        on_list->reset();  // already taken off the list
+        if (slow_request) self->server_->CountSlowRequest();
+        self->cut_ = true;
         self->stream_.cancel();  // the pending read ends with operation_aborted: Close()
       }
-    });
+    };
   }
   void MarkBusy() {
     if (idle_it_) server_->RemoveIdle(*idle_it_);
     idle_it_.reset();
+    if (reading_it_) server_->RemoveReading(*reading_it_);
+    reading_it_.reset();
   }
 
   void ReadRequest() {
     first_ = false;
     stream_.expires_after(std::chrono::seconds(server_->limits().request_timeout_seconds));
+    reading_it_ = server_->AddReading(CloseAction(&reading_it_, true));
     ReadSome();
   }
 
   // Piece by piece, counting the header's bytes: Beast 1.74 checks header_limit only against
   // the part of the header not parsed yet, so a header of many small fields would pass it.
   void ReadSome() {
-    http::async_read_some(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-          if (!ec && !self->header_done_) {
-            self->header_bytes_ += n;
-            self->header_done_ = self->parser_->is_header_done();
-            if (self->header_bytes_ > self->server_->limits().max_header_bytes) {
-              ec = http::error::header_limit;
-            }
-          }
-          if (ec || self->parser_->is_done()) {
-            self->OnRead(ec);
-            return;
-          }
-          self->ReadSome();
-        });
+    http::async_read_some(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                            if (!ec && !self->header_done_) {
+                              self->header_bytes_ += n;
+                              self->header_done_ = self->parser_->is_header_done();
+                              if (self->header_bytes_ > self->server_->limits().max_header_bytes) {
+                                ec = http::error::header_limit;
+                              } else if (self->header_done_ && !self->parser_->is_done()) {
+                                if (self->AnswerExpect())
+                                  return;  // 100 Continue written; reading goes on after
+                              }
+                            }
+                            if (ec || self->parser_->is_done()) {
+                              self->OnRead(ec);
+                              return;
+                            }
+                            self->ReadSome();
+                          });
+  }
+
+  // A header asking `Expect: 100-continue` (HTTP/1.1) before sending its body gets
+  // "100 Continue" here, then the body is read (RFC 9110 §10.1.1; a body over the limit was
+  // refused by the parser with 413 already). True when the interim response is being written.
+  bool AnswerExpect() {
+    const auto& req = parser_->get();
+    if (req.version() < 11 || req.count(http::field::expect) == 0) return false;
+    if (!IEquals(View(req[http::field::expect]), "100-continue")) return false;  // 417 in OnRead
+    auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+    http::async_write(stream_, *cont,
+                      [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+                        if (ec) {
+                          self->OnRead(ec);
+                          return;
+                        }
+                        self->ReadSome();
+                      });
+    return true;
+  }
+
+  // Why a complete request cannot be served (400/417), or 0.
+  int Refusal(const http::request<http::string_body>& req, std::string* why) const {
+    // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without a Host field
+    // and to any request with more than one.
+    std::size_t hosts = req.count(http::field::host);
+    if (hosts > 1 || (hosts == 0 && req.version() >= 11)) {
+      *why = hosts > 1 ? "more than one Host header field" : "missing Host header field";
+      return 400;
+    }
+    if (req.count(http::field::expect) > 0 &&
+        (req.version() < 11 || !IEquals(View(req[http::field::expect]), "100-continue"))) {
+      if (req.version() < 11) return 0;  // an HTTP/1.0 client's Expect is ignored (§10.1.1)
+      *why = "unsupported expectation";
+      return 417;
+    }
+    return 0;
   }
 
   void OnRead(beast::error_code ec) {
+    bool was_reading = reading_it_.has_value();
+    MarkBusy();
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == boost::asio::error::operation_aborted || ec == boost::asio::error::connection_reset) {
+      // A request cut in the middle: past its deadline, or closed to make room (counted there).
+      if (ec == beast::error::timeout && was_reading && !cut_) server_->CountSlowRequest();
       Close();
       return;
     }
     if (ec) {
       // RFC 6585 §5: 431 for a header too large; RFC 9110: 413 for a body too large.
-      int status = ec == http::error::header_limit ? 431 : ec == http::error::body_limit ? 413 : 400;
-      Reply(HttpResponse{status, "text/plain; charset=utf-8", ec.message() + "\n"}, false, 11);
+      int status = ec == http::error::header_limit ? 431
+                   : ec == http::error::body_limit ? 413
+                                                   : 400;
+      server_->CountMalformed();
+      Reply(HttpResponse{status, "text/plain; charset=utf-8", ec.message() + "\n"}, false, 11,
+            false);
       return;
     }
     auto& req = parser_->get();
+    std::string why;
+    if (int status = Refusal(req, &why)) {
+      server_->CountMalformed();
+      Reply(HttpResponse{status, "text/plain; charset=utf-8", why + "\n"}, false, req.version(),
+            false);
+      return;
+    }
     auto accept_encoding = req[http::field::accept_encoding];
-    HttpRequest r{std::string(req.method_string()), std::string(req.target()), req.body(),
-                  AcceptsGzip(std::string_view(accept_encoding.data(), accept_encoding.size()))};
+    bool head = req.method() == http::verb::head;
+    HttpRequest r{head ? std::string("GET") : std::string(req.method_string()),
+                  OriginForm(View(req.target())), req.body(), AcceptsGzip(View(accept_encoding))};
     // While the handler works (maybe on another thread), the session keeps itself alive and
     // `respond` holds only a weak reference: the last reference is always dropped on this loop.
     pending_self_ = shared_from_this();
     bool keep_alive = req.keep_alive();
     unsigned version = req.version();
     HttpRespond respond = [weak = weak_from_this(), ex = stream_.get_executor(), keep_alive,
-                           version](HttpResponse resp) {
-      boost::asio::dispatch(ex, [weak, resp = std::move(resp), keep_alive, version]() mutable {
-        auto self = weak.lock();
-        if (!self || !self->pending_self_) return;  // answered already
-        self->pending_self_.reset();
-        self->Reply(std::move(resp), keep_alive, version);
-      });
+                           version, head](HttpResponse resp) {
+      boost::asio::dispatch(ex,
+                            [weak, resp = std::move(resp), keep_alive, version, head]() mutable {
+                              auto self = weak.lock();
+                              if (!self || !self->pending_self_) return;  // answered already
+                              self->pending_self_.reset();
+                              self->Reply(std::move(resp), keep_alive, version, head);
+                            });
     };
     try {
       server_->handler()(std::move(r), respond);
@@ -259,7 +447,31 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  void Reply(HttpResponse resp, bool keep_alive, unsigned version) {
+  // The response's bytes held while the client takes them (HttpLimits::
+  // max_buffered_response_bytes); released when the write ends, however it ends.
+  class Budget {
+   public:
+    Budget(std::shared_ptr<HttpServer::Impl> server, std::size_t bytes)
+        : server_(std::move(server)), bytes_(bytes) {}
+    Budget(const Budget&) = delete;
+    Budget& operator=(const Budget&) = delete;
+    ~Budget() { server_->ReleaseResponse(bytes_); }
+
+   private:
+    std::shared_ptr<HttpServer::Impl> server_;
+    std::size_t bytes_;
+  };
+
+  void Reply(HttpResponse resp, bool keep_alive, unsigned version, bool head) {
+    if (!head && !server_->ReserveResponse(resp.body.size())) {
+      server_->CountResponseBudget();
+      resp = HttpResponse{503, "text/plain; charset=utf-8",
+                          "too many responses being sent; retry shortly\n"};
+      resp.headers.emplace_back("Retry-After", "1");
+      keep_alive = false;
+      server_->ReserveResponse(resp.body.size(), /*always=*/true);
+    }
+    auto budget = std::make_shared<Budget>(server_, head ? 0 : resp.body.size());
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(resp.status), version);
     res->set(http::field::server, "podnet-exporter");
@@ -268,24 +480,40 @@ class Session : public std::enable_shared_from_this<Session> {
       res->set(http::field::content_encoding, resp.content_encoding);
       res->set(http::field::vary, "Accept-Encoding");
     }
+    for (auto& [name, value] : resp.headers) res->insert(name, value);
     res->keep_alive(keep_alive);
+    stream_.expires_after(std::chrono::seconds(server_->limits().request_timeout_seconds));
+    if (head) {  // RFC 9110 §9.3.2: GET's header fields, Content-Length included; no body
+      auto hres = std::make_shared<http::response<http::empty_body>>(std::move(res->base()));
+      hres->content_length(resp.body.size());
+      http::async_write(
+          stream_, *hres,
+          [self = shared_from_this(), hres, budget](beast::error_code ec, std::size_t) {
+            self->AfterWrite(ec, hres->keep_alive());
+          });
+      return;
+    }
     res->body() = std::move(resp.body);
     res->prepare_payload();
-    stream_.expires_after(std::chrono::seconds(server_->limits().request_timeout_seconds));
     // A /metrics body is megabytes. Written in one send(2), the kernel copies and, on loopback,
     // delivers all of it inside that call, on this loop, where a peer's echo then waits behind
     // it. In kWriteChunkBytes pieces, each completion goes back through the loop, so an echo
     // request waits for at most one piece.
     auto sr = std::make_shared<http::response_serializer<http::string_body>>(*res);
     sr->limit(kWriteChunkBytes);
-    http::async_write(stream_, *sr,
-                      [self = shared_from_this(), res, sr](beast::error_code ec, std::size_t) {
-                        if (ec || !res->keep_alive()) {
-                          self->Close();
-                          return;
-                        }
-                        self->Read();
-                      });
+    http::async_write(
+        stream_, *sr,
+        [self = shared_from_this(), res, sr, budget](beast::error_code ec, std::size_t) {
+          self->AfterWrite(ec, res->keep_alive());
+        });
+  }
+
+  void AfterWrite(beast::error_code ec, bool keep_alive) {
+    if (ec || !keep_alive) {
+      Close();
+      return;
+    }
+    Read();
   }
 
   void Close() {
@@ -299,8 +527,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::Impl> server_;
   std::shared_ptr<Session> pending_self_;  // set while the handler has the request
-  std::optional<HttpServer::Impl::IdleList::iterator> idle_it_;  // while waiting, on the list
+  std::optional<EvictIt> idle_it_;         // while waiting for a request, on the server's idle list
+  std::optional<EvictIt> reading_it_;      // while a request arrives, on its reading list
   bool first_ = true;
+  bool cut_ = false;              // closed by the server to make room
   std::size_t header_bytes_ = 0;  // of the request being read, while its header is
   bool header_done_ = false;
 };
@@ -308,10 +538,11 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 void HttpServer::Impl::Accept() {
-  // At the limit, a connection accepted takes the place of the oldest idle one; with none idle
-  // (all in a request), accepting pauses until one ends (SessionEnded) or turns idle
-  // (AddIdle), and the kernel's backlog holds the rest.
-  if (open_ >= limits_.max_connections && idle_.empty()) {
+  // At the limit, a connection accepted takes the place of one the server may close (EvictOne);
+  // with none (all with the handler or being answered), accepting pauses until one ends
+  // (SessionEnded) or turns idle or starts a request (RoomMayHaveBeenMade), and the kernel's
+  // backlog holds the rest.
+  if (open_ >= limits_.max_connections && idle_.empty() && reading_.empty()) {
     paused_ = true;
     return;
   }
@@ -326,11 +557,12 @@ void HttpServer::Impl::Accept() {
       return;
     }
     s.set_option(tcp::no_delay(true), ec);
-    if (self->open_ >= self->limits_.max_connections && !self->EvictOldestIdle()) {
-      // Everyone is in a request (they turned busy since Accept() looked): this one waits,
-      // unread, until a session ends or turns idle; further ones wait in the backlog.
+    if (self->open_ >= self->limits_.max_connections && !self->EvictOne()) {
+      // Nothing to close yet: this one waits, unread, until a session ends or one may be
+      // closed; further ones wait in the backlog.
       self->waiting_.emplace(std::move(s));
       self->paused_ = true;
+      self->ArmRecheck();
       return;
     }
     self->StartSession(std::move(s));
@@ -344,23 +576,22 @@ void HttpServer::Impl::StartSession(tcp::socket s) {
 }
 
 HttpServer::HttpServer(boost::asio::io_context& io, const net::HostPort& listen,
-                       AsyncHttpHandler handler, HttpLimits limits)
-    : impl_(std::make_shared<Impl>(io, listen, std::move(handler), limits)) {
+                       AsyncHttpHandler handler, HttpLimits limits, prometheus::Registry* registry)
+    : impl_(std::make_shared<Impl>(io, listen, std::move(handler), limits, registry)) {
   impl_->Start();
 }
 
 HttpServer::HttpServer(boost::asio::io_context& io, const net::HostPort& listen,
-                       HttpHandler handler, HttpLimits limits)
-    : HttpServer(
-          io, listen,
-          AsyncHttpHandler([handler = std::move(handler)](HttpRequest r, HttpRespond respond) {
-            respond(handler(r));
-          }),
-          limits) {}
+                       HttpHandler handler, HttpLimits limits, prometheus::Registry* registry)
+    : HttpServer(io, listen,
+                 AsyncHttpHandler([handler = std::move(handler)](
+                                      HttpRequest r, HttpRespond respond) { respond(handler(r)); }),
+                 limits, registry) {}
 
 HttpServer::~HttpServer() { impl_->Stop(); }
 
 std::uint16_t HttpServer::port() const { return impl_->port(); }
 int HttpServer::open_connections() const { return impl_->open_connections(); }
+std::size_t HttpServer::buffered_response_bytes() const { return impl_->buffered_response_bytes(); }
 
 }  // namespace podnet::responders

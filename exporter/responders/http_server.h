@@ -1,21 +1,28 @@
 #pragma once
 
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <boost/asio/io_context.hpp>
+#include <vector>
 
 #include "exporter/net/address.h"
+
+namespace prometheus {
+class Registry;
+}
 
 namespace podnet::responders {
 
 /// A request as the router sees it.
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // path and query, as sent
+  std::string method;  // "GET", "POST", ...; a HEAD request reaches the handler as "GET" (the
+                       // server sends the answer's header and Content-Length, not its body)
+  std::string target;  // origin form: path and query; an absolute-form target
+                       // ("http://host:port/metrics", RFC 9112 §3.2.2) arrives as its path
   std::string body;
   bool accepts_gzip = false;  // Accept-Encoding names gzip (or x-gzip) with a q-value above 0
 };
@@ -35,6 +42,8 @@ struct HttpResponse {
   /// The coding the handler already applied to `body` ("gzip"), sent as Content-Encoding with
   /// Vary: Accept-Encoding; empty: none. The server never encodes a body itself.
   std::string content_encoding;
+  /// Further header fields (Retry-After, ...), sent as given after the server's own.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 /// Whether an Accept-Encoding field value (RFC 9110 §12.5.3) accepts gzip: "gzip" or "x-gzip"
@@ -58,27 +67,50 @@ struct HttpLimits {
   int max_connections = 128;  // at the limit a new one replaces the oldest idle; else waits
   std::size_t max_header_bytes = 8192;
   std::size_t max_body_bytes = 65536;
-  int idle_timeout_seconds = 30;   // a keep-alive connection may wait this for its next request
+  int idle_timeout_seconds = 30;     // a keep-alive connection may wait this for its next request
   int request_timeout_seconds = 10;  // a whole request must arrive within this (from its first
-                                     // byte; slow byte-at-a-time clients are cut off)
+                                     // byte; slow byte-at-a-time clients are cut off), and a
+                                     // whole response must be taken by the client within this
+  /// At the connection limit with no idle connection to close, a request still arriving after
+  /// this long is cut to make room (slowloris): a real client sends its request in one round
+  /// trip, so a liveness probe gets a connection within about this time however many clients
+  /// trickle headers. Younger requests are never cut.
+  int slow_request_grace_ms = 1000;
+  /// Response bytes held for all connections together while clients take them. A response
+  /// that would pass it is replaced by 503 with Retry-After (a response on its own larger than
+  /// this is still sent when nothing else is held). Bounds memory against clients that ask
+  /// for /metrics and never read.
+  std::size_t max_buffered_response_bytes = 48u << 20;
 };
 
 /// The one HTTP/1.1 server of the exporter (Boost.Beast): /metrics, health, reload, /echo and
-/// /podnet/info share one port (docs/design.md, "One HTTP port"). Keep-alive is honoured; oversized
-/// or malformed requests get 400/413 and the connection is closed; every read has a deadline.
+/// /podnet/info share one port (docs/design.md, "One HTTP port"). Keep-alive is honoured;
+/// oversized or malformed requests get 400/413/431 and the connection is closed; every read and
+/// write has a deadline. RFC 9112/9110 conformance: an HTTP/1.1 request without exactly one
+/// Host field is 400 (§3.2); absolute-form targets are accepted (§3.2.2); HEAD gets GET's
+/// header without the body (RFC 9110 §9.3.2); `Expect: 100-continue` is answered with
+/// 100 Continue before the body is read, or with 413 when the announced body is too large, and
+/// any other expectation with 417 (RFC 9110 §10.1.1).
+///
+/// Series (with a registry): podnet_responder_dropped_total{responder="http", reason=
+/// "malformed" (400/413/417/431) | "slow_request" (cut at the limit, or past its deadline) |
+/// "response_budget" (503: max_buffered_response_bytes held)}.
 class HttpServer {
  public:
   /// Binds and listens on `listen`. Throws boost::system::system_error when it cannot bind.
+  /// `registry`, when given, receives the drop counters (it must outlive the server).
   HttpServer(boost::asio::io_context& io, const net::HostPort& listen, HttpHandler handler,
-             HttpLimits limits = {});
+             HttpLimits limits = {}, prometheus::Registry* registry = nullptr);
   /// The same with a handler that may complete requests from another thread.
   HttpServer(boost::asio::io_context& io, const net::HostPort& listen, AsyncHttpHandler handler,
-             HttpLimits limits = {});
+             HttpLimits limits = {}, prometheus::Registry* registry = nullptr);
   ~HttpServer();
 
   std::uint16_t port() const;
   /// Connections open now (for tests and the landing page).
   int open_connections() const;
+  /// Response bytes held now for clients to take (see HttpLimits::max_buffered_response_bytes).
+  std::size_t buffered_response_bytes() const;
 
   class Impl;  // opaque; public so that the connection sessions in the .cc can name it
 

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -286,6 +287,48 @@ def hostile_config(exe, tmp):
         os.rename(cfg + ".good", cfg)
     finally:
         stop_exporter(p)
+
+def reload_requests_coalesced(exe, tmp, clients=40):
+    """`clients` POST /-/reload at once: reloads start at most once a second, requests that come
+    meanwhile share the next one (at most 16 wait; the rest get 429 with Retry-After)."""
+    p, base = start_exporter(exe, tmp, "reloads", "responders: { udp_echo: { listen_address: "
+                             "\"127.0.0.1:0\" } }\n")
+    codes, retry_after = [], []
+    lock = threading.Lock()
+
+    def post():
+        req = urllib.request.Request(base + "/-/reload", method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                code, retry = r.status, None
+        except urllib.error.HTTPError as e:
+            code, retry = e.code, e.headers.get("Retry-After")
+        with lock:
+            codes.append(code)
+            retry_after.append(retry)
+
+    try:
+        t0 = time.time()
+        threads = [threading.Thread(target=post) for _ in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(15)
+        took = time.time() - t0
+        metrics = get(base + "/metrics")[1]
+    finally:
+        log = stop_exporter(p)
+    reloads = log.count("configuration reloaded")
+    refused = codes.count(429)
+    check(len(codes) == clients and set(codes) <= {200, 429} and codes.count(200) >= 17
+          and refused >= 1 and all(r == "1" for c, r in zip(codes, retry_after) if c == 429),
+          "%d reload requests at once: %d answered 200, %d refused 429 with Retry-After: 1, "
+          "in %.2f s" % (clients, codes.count(200), refused, took))
+    check(1 <= reloads <= 3, "they cost %d reloads (at most one a second)" % reloads)
+    key = ('podnet_responder_dropped_total{reason="reload_queue_full",responder="http"} %d'
+           % refused)
+    check(key in metrics, "the refusals are counted: %s" % key)
+
 
 def json_fields(exe, tmp):
     """--log.format=json: a record's trailing key=value words are JSON members of their own."""
@@ -599,6 +642,7 @@ def main():
     sighup_during_startup(exe, tmp)
     burst_stalled_clients(exe, tmp)
     hostile_config(exe, tmp)
+    reload_requests_coalesced(exe, tmp)
     failed = results.count(False)
     print("%d passed, %d failed" % (len(results) - failed, failed))
     return 1 if failed else 0

@@ -1,14 +1,17 @@
 #include "exporter/responders/http_server.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <prometheus/registry.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/post.hpp>
 #include <cctype>
 #include <chrono>
 #include <future>
@@ -19,9 +22,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/post.hpp>
-#include <gtest/gtest.h>
 
 #include "tests/unit/testing/loop.h"
 
@@ -44,8 +44,12 @@ struct Response {
 
 class Conn {
  public:
-  explicit Conn(std::uint16_t port) {
+  // `receive_buffer`: SO_RCVBUF in bytes before connecting (0: the kernel's default).
+  explicit Conn(std::uint16_t port, int receive_buffer = 0) {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (receive_buffer > 0) {
+      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -76,7 +80,9 @@ class Conn {
   }
 
   // The next response, or std::nullopt when the connection ends or `timeout` passes first.
-  std::optional<Response> Read(std::chrono::milliseconds timeout = 2000ms) {
+  // With `head`, the response to a HEAD request: Content-Length is read, no body.
+  std::optional<Response> Read(std::chrono::milliseconds timeout = 2000ms,
+                               bool head_request = false) {
     auto deadline = Clock::now() + timeout;
     std::size_t header_end;
     while ((header_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
@@ -104,7 +110,9 @@ class Conn {
       }
       pos = end + 2;
     }
-    std::size_t length = r.headers.count("content-length") ? std::stoul(r.headers["content-length"]) : 0;
+    std::size_t length = r.headers.count("content-length") && !head_request && r.status >= 200
+                             ? std::stoul(r.headers["content-length"])
+                             : 0;
     std::size_t body_start = header_end + 4;
     while (buffer_.size() < body_start + length) {
       if (!Fill(deadline)) return std::nullopt;
@@ -163,7 +171,7 @@ class HttpServerTest : public ::testing::Test {
     net::HostPort hp{boost::asio::ip::make_address("127.0.0.1"), 0};
     server_ = loop_.Run([&] {
       return std::make_unique<HttpServer>(
-          loop_.io(), hp, [this](const HttpRequest& r) { return Handle(r); }, limits);
+          loop_.io(), hp, [this](const HttpRequest& r) { return Handle(r); }, limits, &registry_);
     });
     port_ = server_->port();
     ASSERT_NE(port_, 0);
@@ -188,6 +196,7 @@ class HttpServerTest : public ::testing::Test {
       if (r.accepts_gzip) resp.content_encoding = "gzip";
       return resp;
     }
+    if (r.target == "/big") return {200, "text/plain", std::string(big_bytes_, 'm')};
     if (r.method == "POST") return {201, "text/plain", "got " + std::to_string(r.body.size())};
     return {200, "text/plain; charset=utf-8", "hello " + r.method + " " + r.target};
   }
@@ -195,7 +204,15 @@ class HttpServerTest : public ::testing::Test {
   int OpenConnections() {
     return loop_.Run([&] { return server_->open_connections(); });
   }
+  double Dropped(const std::string& reason) {
+    return loop_.Run([&] {
+      return podnet::testing::CounterValue(registry_, "podnet_responder_dropped_total",
+                                           {{"responder", "http"}, {"reason", reason}});
+    });
+  }
 
+  prometheus::Registry registry_;  // declared before the loop: outlives the server
+  std::size_t big_bytes_ = 16u << 20;
   LoopThread loop_;
   std::unique_ptr<HttpServer> server_;
   std::uint16_t port_ = 0;
@@ -346,14 +363,14 @@ TEST_P(HttpKeepAliveTest, HonoursTheClient) {
   EXPECT_EQ(conn.ClosedWithin(c.closes ? 1000ms : 200ms), c.closes);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, HttpKeepAliveTest,
-    ::testing::Values(KeepAliveCase{"http11_default", "HTTP/1.1", "", false},
-                      KeepAliveCase{"http11_close", "HTTP/1.1", "Connection: close\r\n", true},
-                      KeepAliveCase{"http10_default", "HTTP/1.0", "", true},
-                      KeepAliveCase{"http10_keep_alive", "HTTP/1.0", "Connection: keep-alive\r\n",
-                                    false}),
-    [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Table, HttpKeepAliveTest,
+                         ::testing::Values(KeepAliveCase{"http11_default", "HTTP/1.1", "", false},
+                                           KeepAliveCase{"http11_close", "HTTP/1.1",
+                                                         "Connection: close\r\n", true},
+                                           KeepAliveCase{"http10_default", "HTTP/1.0", "", true},
+                                           KeepAliveCase{"http10_keep_alive", "HTTP/1.0",
+                                                         "Connection: keep-alive\r\n", false}),
+                         [](const auto& info) { return info.param.name; });
 
 TEST_F(HttpServerTest, PostBodiesReachTheHandler) {
   Start();  // max_body_bytes 65536
@@ -402,24 +419,25 @@ TEST_P(HttpBadRequestTest, RejectedAndClosed) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, HttpBadRequestTest,
-    ::testing::Values(
-        BadRequestCase{"header_larger_than_limit",
-                       "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'a') + "\r\n\r\n",
-                       431},
-        BadRequestCase{"many_headers_larger_than_limit",
-                       [] {
-                         std::string r = "GET / HTTP/1.1\r\nHost: x\r\n";
-                         for (int i = 0; i < 100; ++i) r += "X-H" + std::to_string(i) + ": 0123456789\r\n";
-                         return r + "\r\n";
-                       }(),
-                       431},
-        BadRequestCase{"body_larger_than_limit",
-                       "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" +
-                           std::string(5000, 'b'),
-                       413},
-        BadRequestCase{"not_http", "HELLO THERE\r\n\r\n", 400},
-        BadRequestCase{"bad_content_length", "POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n",
-                       400}),
+    ::testing::Values(BadRequestCase{"header_larger_than_limit",
+                                     "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                                         std::string(4000, 'a') + "\r\n\r\n",
+                                     431},
+                      BadRequestCase{"many_headers_larger_than_limit",
+                                     [] {
+                                       std::string r = "GET / HTTP/1.1\r\nHost: x\r\n";
+                                       for (int i = 0; i < 100; ++i)
+                                         r += "X-H" + std::to_string(i) + ": 0123456789\r\n";
+                                       return r + "\r\n";
+                                     }(),
+                                     431},
+                      BadRequestCase{"body_larger_than_limit",
+                                     "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" +
+                                         std::string(5000, 'b'),
+                                     413},
+                      BadRequestCase{"not_http", "HELLO THERE\r\n\r\n", 400},
+                      BadRequestCase{"bad_content_length",
+                                     "POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n", 400}),
     [](const auto& info) { return info.param.name; });
 
 TEST_F(HttpServerTest, HandlerExceptionIs500AndServerGoesOn) {
@@ -558,13 +576,186 @@ TEST_F(HttpServerTest, SilentNewConnectionClosedAfterRequestTimeout) {
   EXPECT_GE(Clock::now() - start, 800ms);
 }
 
+TEST_F(HttpServerTest, AtTheLimitSlowRequestsMakeRoomForALivenessProbe) {
+  // Slowloris: more clients than connection slots send a request line and then trickle
+  // headers. Their requests are "in progress", so the idle rule cannot make room; once one has
+  // been arriving for longer than the grace, the oldest is cut for a new connection.
+  HttpLimits limits;
+  limits.max_connections = 4;
+  limits.slow_request_grace_ms = 300;
+  limits.request_timeout_seconds = 30;  // the deadline alone would hold the slots for 30 s
+  Start(limits);
+  std::vector<std::unique_ptr<Conn>> slow;
+  for (int i = 0; i < 10; ++i) {
+    slow.push_back(std::make_unique<Conn>(port_));
+    ASSERT_TRUE(slow.back()->Send("GET /slow HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n"));
+  }
+  ASSERT_TRUE(Eventually([&] { return OpenConnections() == 4; }));
+  for (int round = 0; round < 3; ++round) {  // a probe every period, as the kubelet does
+    Conn probe(port_);
+    ASSERT_TRUE(probe.Send(Get("/-/healthy")));
+    auto r = probe.Read(5000ms);
+    ASSERT_TRUE(r.has_value()) << "round " << round << ": the probe got no connection";
+    EXPECT_EQ(r->status, 200);
+    for (auto& c : slow) c->Send("X-B: 2\r\n");  // they keep trickling (some are cut by now)
+  }
+  EXPECT_EQ(requests_, 3) << "only the probes' requests were complete";
+  EXPECT_GE(Dropped("slow_request"), 3);
+  EXPECT_LE(OpenConnections(), 5);
+  slow.clear();
+}
+
+TEST_F(HttpServerTest, AtTheLimitAYoungRequestIsNotCut) {
+  // The other side of the grace: a request that began just now is never cut for room.
+  HttpLimits limits;
+  limits.max_connections = 1;
+  limits.slow_request_grace_ms = 60'000;
+  Start(limits);
+  Conn a(port_);
+  ASSERT_TRUE(a.Send("GET /a HTTP/1.1\r\nHost: x\r\n"));
+  ASSERT_TRUE(Eventually([&] { return OpenConnections() == 1; }));
+  Conn b(port_);
+  ASSERT_TRUE(b.Send(Get("/b")));
+  EXPECT_FALSE(b.Read(500ms).has_value()) << "b was served while a's request was young";
+  ASSERT_TRUE(a.Send("\r\n"));
+  auto ra = a.Read();
+  ASSERT_TRUE(ra.has_value()) << "a was cut";
+  EXPECT_EQ(ra->body, "hello GET /a");
+  EXPECT_EQ(Dropped("slow_request"), 0);
+}
+
+TEST_F(HttpServerTest, ResponseBytesHeldForClientsAreBounded) {
+  // Clients that ask for a big body and do not read it: the bytes held for them together stay
+  // under the budget; a request that would pass it gets 503 with Retry-After, and once a
+  // client takes its body, the next one is served again.
+  HttpLimits limits;
+  limits.max_buffered_response_bytes = 24u << 20;
+  Start(limits);
+  Conn a(port_, 4096);  // a small receive window: the kernel cannot take 16 MiB off our hands
+  ASSERT_TRUE(a.Send(Get("/big")));
+  ASSERT_TRUE(Eventually(
+      [&] { return loop_.Run([&] { return server_->buffered_response_bytes(); }) == big_bytes_; }));
+  Conn b(port_, 4096);
+  ASSERT_TRUE(b.Send(Get("/big")));
+  auto rb = b.Read();
+  ASSERT_TRUE(rb.has_value());
+  EXPECT_EQ(rb->status, 503);
+  EXPECT_EQ(rb->headers["retry-after"], "1");
+  EXPECT_TRUE(b.ClosedWithin(1000ms));
+  EXPECT_EQ(Dropped("response_budget"), 1);
+  auto ra = a.Read(10'000ms);
+  ASSERT_TRUE(ra.has_value());
+  EXPECT_EQ(ra->body.size(), big_bytes_);
+  EXPECT_TRUE(Eventually(
+      [&] { return loop_.Run([&] { return server_->buffered_response_bytes(); }) == 0; }));
+  Conn c(port_);
+  ASSERT_TRUE(c.Send(Get("/big")));
+  auto rc = c.Read(10'000ms);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(rc->status, 200);
+  EXPECT_EQ(rc->body.size(), big_bytes_);
+}
+
+TEST_F(HttpServerTest, HeadGetsGetsHeaderWithoutTheBody) {
+  Start();
+  Conn c(port_);
+  ASSERT_TRUE(c.Send("HEAD /x HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto r = c.Read(2000ms, /*head=*/true);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->headers["content-length"], std::to_string(std::string("hello GET /x").size()));
+  // Had the body been sent, it would stand where the next response's status line must be.
+  ASSERT_TRUE(c.Send(Get("/next")));
+  auto next = c.Read();
+  ASSERT_TRUE(next.has_value()) << "bytes after a HEAD response";
+  EXPECT_EQ(next->body, "hello GET /next");
+}
+
+TEST_F(HttpServerTest, AbsoluteFormTargetIsServedAsItsPath) {
+  Start();
+  Conn c(port_);
+  ASSERT_TRUE(c.Send(Get("http://localhost:9479/metrics?x=1")));
+  auto r = c.Read();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "hello GET /metrics?x=1");
+  ASSERT_TRUE(c.Send(Get("HTTP://localhost:9479")));
+  r = c.Read();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "hello GET /");
+}
+
+TEST_F(HttpServerTest, HostFieldRules) {
+  Start();
+  {
+    Conn c(port_);  // HTTP/1.1 without Host: 400 (RFC 9112 §3.2)
+    ASSERT_TRUE(c.Send("GET /x HTTP/1.1\r\n\r\n"));
+    auto r = c.Read();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 400);
+    EXPECT_TRUE(c.ClosedWithin(1000ms));
+  }
+  {
+    Conn c(port_);  // two Host fields: 400
+    ASSERT_TRUE(c.Send("GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"));
+    auto r = c.Read();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 400);
+  }
+  {
+    Conn c(port_);  // HTTP/1.0 may omit it
+    ASSERT_TRUE(c.Send("GET /x HTTP/1.0\r\n\r\n"));
+    auto r = c.Read();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+  }
+  EXPECT_EQ(requests_, 1);
+  EXPECT_EQ(Dropped("malformed"), 2);
+}
+
+TEST_F(HttpServerTest, ExpectContinueIsAnsweredBeforeTheBody) {
+  HttpLimits limits;
+  limits.max_body_bytes = 4096;
+  Start(limits);
+  {
+    Conn c(port_);
+    ASSERT_TRUE(
+        c.Send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+               "Expect: 100-continue\r\n\r\n"));
+    auto interim = c.Read();  // curl waits for this (1 s by default) before sending the body
+    ASSERT_TRUE(interim.has_value()) << "no 100 Continue";
+    EXPECT_EQ(interim->status, 100);
+    ASSERT_TRUE(c.Send("hello"));
+    auto r = c.Read();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 201);
+    EXPECT_EQ(r->body, "got 5");
+  }
+  {
+    Conn c(port_);  // too large: the final answer at once, the body is never asked for
+    ASSERT_TRUE(
+        c.Send("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n"
+               "Expect: 100-continue\r\n\r\n"));
+    auto r = c.Read();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 413);
+  }
+  {
+    Conn c(port_);  // an expectation the server cannot meet: 417 (RFC 9110 §10.1.1)
+    ASSERT_TRUE(c.Send("GET /g HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n"));
+    auto r = c.Read();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 417);
+  }
+  EXPECT_EQ(requests_, 1);
+}
+
 TEST_F(HttpServerTest, BindToPortInUseThrows) {
   Start();
   net::HostPort hp{boost::asio::ip::make_address("127.0.0.1"), port_};
   EXPECT_THROW(loop_.Run([&] {
-                 return std::make_unique<HttpServer>(
-                     loop_.io(), hp, [](const HttpRequest&) { return HttpResponse{}; });
-               }),
+    return std::make_unique<HttpServer>(loop_.io(), hp,
+                                        [](const HttpRequest&) { return HttpResponse{}; });
+  }),
                boost::system::system_error);
 }
 
