@@ -13,6 +13,8 @@
 #include "exporter/log/logging.h"
 #include "exporter/net/address.h"
 #include "exporter/probes/dns/explain.h"
+#include "exporter/web/tls_context.h"
+#include "exporter/web/web_config.h"
 #include "podnet/version.h"
 
 int main(int argc, char** argv) {
@@ -62,13 +64,32 @@ int main(int argc, char** argv) {
               << options->config_file << "\n";
     return 2;
   }
+  std::shared_ptr<const podnet::web::WebConfig> web;
+  if (!options->web_config_file.empty()) {
+    auto w = podnet::web::LoadWebConfig(options->web_config_file);
+    for (const auto& e : w.errors) std::cerr << e.ToString() << "\n";
+    if (!w.config) {
+      std::cerr << "podnet-exporter: " << w.errors.size() << " problem(s) in "
+                << options->web_config_file << "\n";
+      return 2;
+    }
+    if (w.config->tls) {  // the certificate and key must load, and match
+      std::string err;
+      if (!podnet::web::LoadTlsContext(*w.config->tls, &err)) {
+        std::cerr << options->web_config_file << ": tls_server_config: " << err << "\n";
+        return 2;
+      }
+    }
+    web = w.config;
+  }
   if (options->mode == Options::Mode::kCheckConfig) {
+    if (web) std::cout << options->web_config_file << ": OK\n";
     std::cout << options->config_file << ": OK (" << podnet::config::Summary(*loaded.config)
               << ")\n";
     return 0;
   }
   spdlog::info("starting podnet-exporter version {} (revision {})", podnet::kVersion,
                podnet::kRevision);
-  podnet::app::App app(*options, loaded.config);
+  podnet::app::App app(*options, loaded.config, web);
   return app.Run();
 }

@@ -35,6 +35,15 @@ constexpr int kControlNice = 10;
 constexpr auto kReloadInterval = std::chrono::seconds(1);
 constexpr std::size_t kMaxReloadWaiting = 16;
 
+// How often the TLS certificate files are looked at for changes.
+constexpr auto kTlsRefreshInterval = std::chrono::seconds(2);
+
+// What stays plain HTTP and open with a web configuration: the peers' latency target (its RTT
+// must not include a TLS handshake or a bcrypt check) and the kubelet's probes.
+bool OpenPath(const std::string& path) {
+  return path == "/echo" || path == "/-/healthy" || path == "/-/ready";
+}
+
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -65,8 +74,10 @@ std::string LandingPage() {
 
 }  // namespace
 
-App::App(Options options, std::shared_ptr<const config::Config> config)
-    : options_(std::move(options)), config_(std::move(config)) {
+App::App(Options options, std::shared_ptr<const config::Config> config,
+         std::shared_ptr<const web::WebConfig> web)
+    : options_(std::move(options)), web_(std::move(web)), config_(std::move(config)) {
+  if (web_ && !web_->users.empty()) auth_ = std::make_unique<web::BasicAuth>(web_->users);
   metrics_.SetReloadOutcome(true, UnixNow());
   // The HTTP server's own reasons are in the same family (responders/http_server.h).
   reload_refused_ = &prometheus::BuildCounter()
@@ -92,6 +103,14 @@ int App::Run() {
     std::lock_guard lock(config_mu_);
     config = config_;
   }
+  if (web_ && web_->tls) {
+    try {
+      tls_ = std::make_shared<web::TlsContextSource>(web_->tls);
+    } catch (const std::exception& e) {
+      spdlog::error("{}: tls_server_config: {}", web_->file, e.what());
+      return 2;
+    }
+  }
   net::HostPort listen = config->listen_address;
   if (options_.listen_address) {
     std::string err;
@@ -114,6 +133,8 @@ int App::Run() {
                          Route(std::move(r), std::move(respond));
                        }),
                    responders::HttpLimits{}, &metrics_.registry());
+               if (tls_) http_->EnableTls([tls = tls_] { return tls->Current(); });
+               if (web_) http_->SetResponseHeaders(web_->headers);
                return http_->port();
              }) &&
       Listen("UDP echo", "responders.udp_echo.listen_address", config->udp_echo_listen_address,
@@ -163,6 +184,25 @@ int App::Run() {
     Stop();
   };
   signals.async_wait(on_signal);
+  // Certificates re-read when their files change (cert-manager renewals, Secret updates).
+  boost::asio::steady_timer tls_refresh(control_io_);
+  std::function<void()> refresh_tls = [&] {
+    tls_refresh.expires_after(kTlsRefreshInterval);
+    tls_refresh.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      std::string err;
+      if (tls_->Refresh(&err)) {
+        spdlog::info("TLS: certificate files changed; new connections use them");
+      } else if (!err.empty()) {
+        spdlog::error(
+            "TLS: certificate files changed but cannot be used, keeping the previous "
+            "ones: {}",
+            err);
+      }
+      refresh_tls();
+    });
+  };
+  if (tls_) refresh_tls();
   // A SIGHUP that came while we were starting (main() made it harmless) may mean the file
   // changed after we read it: reload once, now that the loop's handler is in place.
   if (TakeEarlyReload()) {
@@ -434,6 +474,35 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
 void App::Route(responders::HttpRequest req, responders::HttpRespond respond) {
   PODNET_DCHECK_LOOP(kResponder);
   std::string path = req.target.substr(0, req.target.find('?'));
+  if (!OpenPath(path)) {
+    if (tls_ && !req.tls) {  // as Go's net/http answers plain HTTP on a TLS port
+      respond(
+          {400, "text/plain; charset=utf-8", "Client sent an HTTP request to an HTTPS server.\n"});
+      return;
+    }
+    if (auth_) {  // bcrypt costs tens of ms: checked on the control loop (below)
+      boost::asio::post(control_io_, [this, req = std::move(req), path = std::move(path),
+                                      respond = std::move(respond)]() mutable {
+        if (!auth_->Check(req.authorization)) {
+          responders::HttpResponse denied{401, "text/plain; charset=utf-8", "Unauthorized\n"};
+          denied.headers.emplace_back("WWW-Authenticate", "Basic realm=\"podnet-exporter\"");
+          respond(std::move(denied));
+          return;
+        }
+        boost::asio::post(respond_io_, [this, req = std::move(req), path = std::move(path),
+                                        respond = std::move(respond)]() mutable {
+          RouteAuthorized(std::move(req), std::move(path), std::move(respond));
+        });
+      });
+      return;
+    }
+  }
+  RouteAuthorized(std::move(req), std::move(path), std::move(respond));
+}
+
+void App::RouteAuthorized(responders::HttpRequest req, std::string path,
+                          responders::HttpRespond respond) {
+  PODNET_DCHECK_LOOP(kResponder);
   bool get = req.method == "GET" || req.method == "HEAD";
   // What peers and the kubelet time is answered here, from constants and atomics only.
   if (path == "/echo" && (get || req.method == "POST")) {
@@ -466,17 +535,19 @@ void App::Route(responders::HttpRequest req, responders::HttpRespond respond) {
     return;
   }
   // The rest is built on the control loop and written back here (HttpRespond).
-  boost::asio::post(control_io_, [this, req = std::move(req), path = std::move(path),
-                                  respond = std::move(respond)] {
-    responders::HttpResponse resp;
-    try {
-      resp = RouteControl(req, path);
-    } catch (const std::exception& e) {
-      spdlog::error("http: handler for {} failed: {}", req.target, e.what());
-      resp = {500, "text/plain; charset=utf-8", "internal error\n"};
-    }
-    respond(std::move(resp));
-  });
+  boost::asio::post(control_io_,
+                    [this, req = std::move(req), path = std::move(path),
+                     respond = std::move(respond)] { respond(RouteControlGuarded(req, path)); });
+}
+
+responders::HttpResponse App::RouteControlGuarded(const responders::HttpRequest& req,
+                                                  const std::string& path) {
+  try {
+    return RouteControl(req, path);
+  } catch (const std::exception& e) {
+    spdlog::error("http: handler for {} failed: {}", req.target, e.what());
+    return {500, "text/plain; charset=utf-8", "internal error\n"};
+  }
 }
 
 void App::RequestReload(responders::HttpRespond respond) {

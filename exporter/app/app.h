@@ -26,6 +26,9 @@
 #include "exporter/responders/udp_echo.h"
 #include "exporter/scheduler/scheduler.h"
 #include "exporter/topology/topology.h"
+#include "exporter/web/basic_auth.h"
+#include "exporter/web/tls_context.h"
+#include "exporter/web/web_config.h"
 
 namespace podnet::app {
 
@@ -49,7 +52,9 @@ namespace podnet::app {
 class App {
  public:
   /// `config` has been loaded and validated already (main does it to exit 2 on problems).
-  App(Options options, std::shared_ptr<const config::Config> config);
+  /// `web`: the --web.config.file (TLS, basic auth, headers); null for plain HTTP.
+  App(Options options, std::shared_ptr<const config::Config> config,
+      std::shared_ptr<const web::WebConfig> web = nullptr);
   ~App();
 
   /// Binds the listeners, starts both loops and blocks until SIGINT/SIGTERM or Stop().
@@ -66,6 +71,12 @@ class App {
  private:
   // Responder loop: answers /echo, health and / at once; posts the rest to the control loop.
   void Route(responders::HttpRequest req, responders::HttpRespond respond);
+  // Responder loop: Route's part after the TLS and basic auth checks.
+  void RouteAuthorized(responders::HttpRequest req, std::string path,
+                       responders::HttpRespond respond);
+  // Control loop: RouteControl, with an exception turned into a 500.
+  responders::HttpResponse RouteControlGuarded(const responders::HttpRequest& req,
+                                               const std::string& path);
   // Responder loop: queues a /-/reload request, and starts the next reload when it may.
   void RequestReload(responders::HttpRespond respond);
   void MaybeStartReload();
@@ -87,6 +98,10 @@ class App {
   void Reconcile(std::shared_ptr<const config::Config> next);
 
   Options options_;
+  // The web configuration: read at start-up; certificates re-read on change (control loop).
+  std::shared_ptr<const web::WebConfig> web_;
+  std::shared_ptr<web::TlsContextSource> tls_;
+  std::unique_ptr<web::BasicAuth> auth_;  // with basic_auth_users; used on the control loop
   metrics::Metrics metrics_;
   scheduler::SchedulerMetrics scheduler_metrics_{metrics_.registry()};
   boost::asio::io_context control_io_;

@@ -15,6 +15,8 @@ flags:
   --config.file=PATH             configuration file (YAML; ${VAR} expanded from the environment)
   --config.check                 validate the configuration, print every problem, exit 0 or 2
   --web.listen-address=HOST:PORT overrides listen_address of the configuration (default :9479)
+  --web.config.file=PATH         TLS, basic auth and headers for the HTTP port (exporter-toolkit's
+                                 format; /echo, /-/healthy and /-/ready stay plain and open)
   --log.level=LEVEL              debug, info, warn or error (default info)
   --log.format=FORMAT            logfmt or json (default logfmt)
   --kubeconfig=PATH              Kubernetes client configuration outside a cluster (default
@@ -111,8 +113,8 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     }
-    static const char* kValued[] = {"--config.file", "--web.listen-address", "--log.level",
-                                    "--log.format", "--kubeconfig"};
+    static const char* kValued[] = {"--config.file", "--web.listen-address", "--web.config.file",
+                                    "--log.level",   "--log.format",         "--kubeconfig"};
     bool known = false;
     for (const char* k : kValued) known = known || name == k;
     if (!known) {
@@ -128,6 +130,8 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
     }
     if (name == "--config.file") {
       o.config_file = *value;
+    } else if (name == "--web.config.file") {
+      o.web_config_file = *value;
     } else if (name == "--web.listen-address") {
       o.listen_address = *value;
     } else if (name == "--log.level") {

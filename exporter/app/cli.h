@@ -15,6 +15,7 @@ struct Options {
   Mode mode = Mode::kRun;
   std::string config_file;
   std::optional<std::string> listen_address;  // --web.listen-address overrides the file's
+  std::string web_config_file;                // --web.config.file; "" = plain HTTP, no auth
   spdlog::level::level_enum log_level = spdlog::level::info;
   log::Format log_format = log::Format::kLogfmt;
   std::optional<std::string> kubeconfig;  // --kubeconfig, else $KUBECONFIG, else in-cluster

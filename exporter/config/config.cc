@@ -12,6 +12,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "exporter/config/decoder.h"
 #include "exporter/config/read_file.h"
 #include "exporter/config/text_checks.h"
 
@@ -34,167 +35,6 @@ std::string Error::ToString() const {
 }
 
 namespace {
-
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
-
-// Bounds on hostile files: problems reported (each unknown key is one), and nesting (yaml-cpp
-// recurses per level and gives up near 400 levels with only "bad file").
-constexpr std::size_t kMaxErrors = 100;
-constexpr int kMaxNesting = 64;
-
-// Walks the YAML tree, collecting every problem instead of stopping at the first one, so that
-// --config.check prints all of them in one run.
-class Decoder {
- public:
-  Decoder(std::string file, const EnvLookup& env, std::vector<Error>* errors,
-          std::vector<Error>* warnings)
-      : file_(std::move(file)), env_(env), errors_(errors), warnings_(warnings) {}
-
-  void Fail(const YAML::Node& at, const std::string& path, std::string message) {
-    if (errors_->size() >= kMaxErrors) {
-      ++not_shown_;  // millions of unknown keys must not cost millions of messages
-      return;
-    }
-    errors_->push_back(At(at, path, std::move(message)));
-  }
-  std::size_t not_shown() const { return not_shown_; }
-
-  void Warn(const YAML::Node& at, const std::string& path, std::string message) {
-    warnings_->push_back(At(at, path, std::move(message)));
-  }
-
-  Error At(const YAML::Node& at, const std::string& path, std::string message) {
-    Error e;
-    e.file = file_;
-    if (at.IsDefined()) {
-      YAML::Mark m = at.Mark();
-      if (m.line >= 0) {
-        e.line = m.line + 1;
-        e.column = m.column + 1;
-      }
-    }
-    e.key_path = path;
-    e.message = std::move(message);
-    return e;
-  }
-
-  // Checks that `node` is a mapping (null counts as empty) whose keys are all in `known` and
-  // none repeated. Returns false when it is not a mapping at all.
-  bool CheckMap(const YAML::Node& node, const std::string& path,
-                std::initializer_list<std::string_view> known) {
-    if (node.IsNull()) return true;
-    if (!node.IsMap()) {
-      Fail(node, path, "must be a mapping");
-      return false;
-    }
-    std::set<std::string> seen;
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node key = it->first;  // a copy: it->first is a temporary of yaml-cpp
-      if (!key.IsScalar()) {
-        Fail(key, path, "keys must be strings");
-        continue;
-      }
-      std::string name = key.Scalar();
-      std::string child = Join(path, name);
-      if (!seen.insert(name).second) {
-        Fail(key, child, "duplicate key");
-        continue;
-      }
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string list;
-        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        Fail(key, child, "unknown key (known keys: " + list + ")");
-      }
-    }
-    return true;
-  }
-
-  std::optional<std::string> String(const YAML::Node& node, const std::string& path) {
-    if (!node.IsScalar()) {
-      Fail(node, path, "must be a string");
-      return std::nullopt;
-    }
-    std::string err;
-    std::vector<std::string> unset;
-    auto v = ExpandEnv(node.Scalar(), env_, &err, &unset);
-    if (!v) Fail(node, path, err);
-    if (v && !IsValidUtf8(*v)) {
-      // Only an environment variable can bring it here (the file was checked whole); names
-      // become label values, which must be UTF-8.
-      Fail(node, path, "is not valid UTF-8 after ${VAR} expansion");
-      return std::nullopt;
-    }
-    for (const auto& name : unset) {
-      Warn(node, path, "environment variable " + name + " is not set; it expanded to \"\"");
-    }
-    return v;
-  }
-
-  std::optional<long long> Integer(const YAML::Node& node, const std::string& path, long long min,
-                                   long long max) {
-    auto s = String(node, path);
-    if (!s) return std::nullopt;
-    long long v = 0;
-    auto [ptr, ec] = std::from_chars(s->data(), s->data() + s->size(), v);
-    if (s->empty() || ec != std::errc{} || ptr != s->data() + s->size()) {
-      Fail(node, path, "must be an integer, got " + Quote(*s));
-      return std::nullopt;
-    }
-    if (v < min || v > max) {
-      Fail(node, path,
-           "must be from " + std::to_string(min) + " to " + std::to_string(max) + ", got " + *s);
-      return std::nullopt;
-    }
-    return v;
-  }
-
-  /// YAML 1.2 core booleans only (true/false, any case): "yes"/"on" are errors, not guesses.
-  std::optional<bool> Bool(const YAML::Node& node, const std::string& path) {
-    auto s = String(node, path);
-    if (!s) return std::nullopt;
-    std::string lower;
-    for (char ch : *s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (lower == "true") return true;
-    if (lower == "false") return false;
-    Fail(node, path, "must be true or false, got " + Quote(*s));
-    return std::nullopt;
-  }
-
-  std::optional<Duration> PositiveDuration(const YAML::Node& node, const std::string& path) {
-    auto s = String(node, path);
-    if (!s) return std::nullopt;
-    auto d = ParseDuration(*s);
-    if (!d) {
-      Fail(node, path, "invalid duration " + Quote(*s) + " (examples: 50ms, 10s, 15m, 1h30m)");
-      return std::nullopt;
-    }
-    if (d->count() <= 0) {
-      Fail(node, path, "must be a positive duration, got " + Quote(*s));
-      return std::nullopt;
-    }
-    return d;
-  }
-
-  std::optional<net::HostPort> ListenAddress(const YAML::Node& node, const std::string& path) {
-    auto s = String(node, path);
-    if (!s) return std::nullopt;
-    std::string err;
-    auto hp = net::ParseHostPort(*s, &err);
-    if (!hp) Fail(node, path, err);
-    return hp;
-  }
-
-  static std::string Join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-
- private:
-  std::string file_;
-  const EnvLookup& env_;
-  std::vector<Error>* errors_;
-  std::vector<Error>* warnings_;
-  std::size_t not_shown_ = 0;
-};
 
 void DecodeSelf(Decoder& d, const YAML::Node& root, const YAML::Node& n, Config& c) {
   if (!n.IsDefined() || n.IsNull()) {
@@ -724,44 +564,9 @@ void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
 
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env) {
   LoadResult result;
-  if (auto bad = FindInvalidUtf8(text)) {
-    result.errors.push_back(Error{file, bad->line, bad->column, "",
-                                  "not valid UTF-8 (YAML files are text; names become label "
-                                  "values, which must be UTF-8)"});
-    return result;
-  }
-  Nesting nesting = ScanNesting(text, kMaxNesting);
-  if (nesting.too_deep) {
-    result.errors.push_back(
-        Error{file, nesting.too_deep->line, nesting.too_deep->column, "",
-              "nested more than " + std::to_string(kMaxNesting) + " levels deep"});
-    return result;
-  }
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    Error err;
-    err.file = file;
-    err.line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
-    err.column = e.mark.column >= 0 ? e.mark.column + 1 : 0;
-    err.message = "malformed YAML: " + e.msg;
-    bool flow_end = e.msg.find("flow not found") != std::string::npos;
-    if (flow_end && nesting.unclosed) {
-      // yaml-cpp reports where the input ended; the place to fix is the bracket left open.
-      err.line = nesting.unclosed->line;
-      err.column = nesting.unclosed->column;
-      err.message = std::string("malformed YAML: this ") +
-                    (e.msg.find("sequence") != std::string::npos ? "[" : "{") + " is never closed";
-    }
-    if (e.msg.find("flow") != std::string::npos && text.find("${") != std::string::npos) {
-      err.message += " (inside { } or [ ], quote values with ${VAR}: \"${VAR}\")";
-    } else if (text.find(": [") != std::string::npos && text.find("]:") != std::string::npos) {
-      err.message += " (quote bracketed IPv6 addresses: \"[::]:9479\")";
-    }
-    result.errors.push_back(std::move(err));
-    return result;
-  }
+  auto loaded = LoadYaml(text, file, &result.errors);
+  if (!loaded) return result;
+  const YAML::Node root = *loaded;
   auto c = std::make_shared<Config>();
   c->file = file;
   Decoder d(file, env, &result.errors, &result.warnings);

@@ -11,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <functional>
 #include <list>
@@ -21,6 +22,7 @@ namespace podnet::responders {
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = boost::asio::ip::tcp;
+namespace ssl = boost::asio::ssl;
 
 namespace {
 
@@ -64,6 +66,7 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
       malformed_ = &dropped.Add({{"responder", "http"}, {"reason", "malformed"}});
       slow_request_ = &dropped.Add({{"responder", "http"}, {"reason", "slow_request"}});
       response_budget_ = &dropped.Add({{"responder", "http"}, {"reason", "response_budget"}});
+      tls_handshake_ = &dropped.Add({{"responder", "http"}, {"reason", "tls_handshake"}});
     }
   }
 
@@ -131,6 +134,16 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   void ReleaseResponse(std::size_t bytes) { buffered_ -= bytes; }
 
   void CountMalformed() { Inc(malformed_); }
+  void CountTlsHandshakeFailed() { Inc(tls_handshake_); }
+  bool tls_enabled() const { return static_cast<bool>(tls_); }
+  std::shared_ptr<ssl::context> tls_context() const { return tls_ ? tls_() : nullptr; }
+  void SetTls(std::function<std::shared_ptr<ssl::context>()> tls) { tls_ = std::move(tls); }
+  const std::vector<std::pair<std::string, std::string>>& response_headers() const {
+    return response_headers_;
+  }
+  void SetResponseHeaders(std::vector<std::pair<std::string, std::string>> h) {
+    response_headers_ = std::move(h);
+  }
   void CountSlowRequest() { Inc(slow_request_); }
   void CountResponseBudget() { Inc(response_budget_); }
 
@@ -215,6 +228,9 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   prometheus::Counter* malformed_ = nullptr;
   prometheus::Counter* slow_request_ = nullptr;
   prometheus::Counter* response_budget_ = nullptr;
+  prometheus::Counter* tls_handshake_ = nullptr;
+  std::function<std::shared_ptr<ssl::context>()> tls_;  // set: TLS on (HttpServer::EnableTls)
+  std::vector<std::pair<std::string, std::string>> response_headers_;
 };
 
 bool AcceptsGzip(std::string_view value) {
@@ -263,19 +279,39 @@ std::string OriginForm(std::string_view target) {
   return std::string(rest.substr(path));
 }
 
-class Session : public std::enable_shared_from_this<Session> {
+// One connection: plain HTTP (Stream = beast::tcp_stream), or HTTPS (beast::ssl_stream of
+// one) that a plain session hands its connection to when the first byte is a TLS handshake
+// record and the server has TLS on.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
  public:
   Session(tcp::socket socket, std::shared_ptr<HttpServer::Impl> server)
       : stream_(std::move(socket)), server_(std::move(server)) {}
+  // The TLS session of a connection whose first bytes (`buffer`) a plain session read.
+  Session(beast::tcp_stream&& plain, std::shared_ptr<ssl::context> ctx, beast::flat_buffer buffer,
+          std::shared_ptr<HttpServer::Impl> server)
+      : tls_ctx_(std::move(ctx)),
+        stream_(std::move(plain), *tls_ctx_),
+        buffer_(std::move(buffer)),
+        server_(std::move(server)) {}
   ~Session() {
     MarkBusy();
-    server_->SessionEnded();
+    if (!handed_over_) server_->SessionEnded();
   }
 
-  void Start() { Read(); }
+  void Start() {
+    if constexpr (kTls) {
+      Handshake();
+    } else {
+      Read();
+    }
+  }
 
  private:
   using EvictIt = HttpServer::Impl::EvictList::iterator;
+  using std::enable_shared_from_this<Session<Stream>>::weak_from_this;
 
   void Read() {
     parser_.emplace();
@@ -289,19 +325,28 @@ class Session : public std::enable_shared_from_this<Session> {
     // for that first byte the server may close it to make room, and while the request arrives,
     // once it is older than the grace (HttpServer::Impl::EvictOne).
     if (buffer_.size() == 0) {
-      stream_.expires_after(std::chrono::seconds(first_ ? server_->limits().request_timeout_seconds
-                                                        : server_->limits().idle_timeout_seconds));
+      beast::get_lowest_layer(stream_).expires_after(
+          std::chrono::seconds(first_ ? server_->limits().request_timeout_seconds
+                                      : server_->limits().idle_timeout_seconds));
       idle_it_ = server_->AddIdle(CloseAction(&idle_it_, false));
-      stream_.async_read_some(buffer_.prepare(512),
-                              [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                                self->MarkBusy();
-                                if (ec) {  // idle timeout, evicted, or the client went away
-                                  self->Close();
-                                  return;
-                                }
-                                self->buffer_.commit(n);
-                                self->ReadRequest();
-                              });
+      stream_.async_read_some(buffer_.prepare(512), [self = this->shared_from_this()](
+                                                        beast::error_code ec, std::size_t n) {
+        self->MarkBusy();
+        if (ec) {  // idle timeout, evicted, or the client went away
+          self->Close();
+          return;
+        }
+        self->buffer_.commit(n);
+        if constexpr (!kTls) {
+          // A TLS handshake record (RFC 8446 §5.1) on a TLS port.
+          auto first = static_cast<const unsigned char*>(self->buffer_.data().data())[0];
+          if (self->first_ && self->server_->tls_enabled() && first == 0x16) {
+            self->HandOverToTls();
+            return;
+          }
+        }
+        self->ReadRequest();
+      });
       return;
     }
     ReadRequest();
@@ -309,15 +354,43 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // What the server calls to close this connection while it sits on one of its lists.
   std::function<void()> CloseAction(std::optional<EvictIt>* on_list, bool slow_request) {
-    return [weak = weak_from_this(), on_list, slow_request] {
+    return [weak = this->weak_from_this(), on_list, slow_request] {
       if (auto self = weak.lock()) {
         on_list->reset();  // already taken off the list
         if (slow_request) self->server_->CountSlowRequest();
         self->cut_ = true;
-        self->stream_.cancel();  // the pending read ends with operation_aborted: Close()
+        beast::get_lowest_layer(self->stream_)
+            .cancel();  // the pending read ends with operation_aborted: Close()
       }
     };
   }
+  void HandOverToTls() {
+    auto ctx = server_->tls_context();
+    if (!ctx) return Close();
+    handed_over_ = true;  // the TLS session counts as this connection from now on
+    std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+        std::move(stream_), std::move(ctx), std::move(buffer_), server_)
+        ->Start();
+  }
+
+  void Handshake() {
+    beast::get_lowest_layer(stream_).expires_after(
+        std::chrono::seconds(server_->limits().request_timeout_seconds));
+    if constexpr (kTls) {
+      stream_.async_handshake(
+          ssl::stream_base::server, buffer_.data(),
+          [self = this->shared_from_this()](beast::error_code ec, std::size_t used) {
+            if (ec) {  // not TLS after all, no shared version or cipher, a bad client cert
+              self->server_->CountTlsHandshakeFailed();
+              self->Close();
+              return;
+            }
+            self->buffer_.consume(used);
+            self->Read();
+          });
+    }
+  }
+
   void MarkBusy() {
     if (idle_it_) server_->RemoveIdle(*idle_it_);
     idle_it_.reset();
@@ -327,7 +400,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void ReadRequest() {
     first_ = false;
-    stream_.expires_after(std::chrono::seconds(server_->limits().request_timeout_seconds));
+    beast::get_lowest_layer(stream_).expires_after(
+        std::chrono::seconds(server_->limits().request_timeout_seconds));
     reading_it_ = server_->AddReading(CloseAction(&reading_it_, true));
     ReadSome();
   }
@@ -336,7 +410,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // the part of the header not parsed yet, so a header of many small fields would pass it.
   void ReadSome() {
     http::async_read_some(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                          [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
                             if (!ec && !self->header_done_) {
                               self->header_bytes_ += n;
                               self->header_done_ = self->parser_->is_header_done();
@@ -364,7 +438,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!IEquals(View(req[http::field::expect]), "100-continue")) return false;  // 417 in OnRead
     auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
     http::async_write(stream_, *cont,
-                      [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+                      [self = this->shared_from_this(), cont](beast::error_code ec, std::size_t) {
                         if (ec) {
                           self->OnRead(ec);
                           return;
@@ -423,13 +497,17 @@ class Session : public std::enable_shared_from_this<Session> {
     auto accept_encoding = req[http::field::accept_encoding];
     bool head = req.method() == http::verb::head;
     HttpRequest r{head ? std::string("GET") : std::string(req.method_string()),
-                  OriginForm(View(req.target())), req.body(), AcceptsGzip(View(accept_encoding))};
+                  OriginForm(View(req.target())),
+                  req.body(),
+                  AcceptsGzip(View(accept_encoding)),
+                  kTls,
+                  std::string(View(req[http::field::authorization]))};
     // While the handler works (maybe on another thread), the session keeps itself alive and
     // `respond` holds only a weak reference: the last reference is always dropped on this loop.
-    pending_self_ = shared_from_this();
+    pending_self_ = this->shared_from_this();
     bool keep_alive = req.keep_alive();
     unsigned version = req.version();
-    HttpRespond respond = [weak = weak_from_this(), ex = stream_.get_executor(), keep_alive,
+    HttpRespond respond = [weak = this->weak_from_this(), ex = stream_.get_executor(), keep_alive,
                            version, head](HttpResponse resp) {
       boost::asio::dispatch(ex,
                             [weak, resp = std::move(resp), keep_alive, version, head]() mutable {
@@ -480,15 +558,17 @@ class Session : public std::enable_shared_from_this<Session> {
       res->set(http::field::content_encoding, resp.content_encoding);
       res->set(http::field::vary, "Accept-Encoding");
     }
+    for (const auto& [name, value] : server_->response_headers()) res->insert(name, value);
     for (auto& [name, value] : resp.headers) res->insert(name, value);
     res->keep_alive(keep_alive);
-    stream_.expires_after(std::chrono::seconds(server_->limits().request_timeout_seconds));
+    beast::get_lowest_layer(stream_).expires_after(
+        std::chrono::seconds(server_->limits().request_timeout_seconds));
     if (head) {  // RFC 9110 §9.3.2: GET's header fields, Content-Length included; no body
       auto hres = std::make_shared<http::response<http::empty_body>>(std::move(res->base()));
       hres->content_length(resp.body.size());
       http::async_write(
           stream_, *hres,
-          [self = shared_from_this(), hres, budget](beast::error_code ec, std::size_t) {
+          [self = this->shared_from_this(), hres, budget](beast::error_code ec, std::size_t) {
             self->AfterWrite(ec, hres->keep_alive());
           });
       return;
@@ -503,7 +583,7 @@ class Session : public std::enable_shared_from_this<Session> {
     sr->limit(kWriteChunkBytes);
     http::async_write(
         stream_, *sr,
-        [self = shared_from_this(), res, sr, budget](beast::error_code ec, std::size_t) {
+        [self = this->shared_from_this(), res, sr, budget](beast::error_code ec, std::size_t) {
           self->AfterWrite(ec, res->keep_alive());
         });
   }
@@ -518,11 +598,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.close();
+    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_send, ec);
+    beast::get_lowest_layer(stream_).close();
   }
 
-  beast::tcp_stream stream_;
+  std::shared_ptr<ssl::context> tls_ctx_;  // TLS: outlives stream_, which refers to it
+  Stream stream_;
   beast::flat_buffer buffer_{8192};
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::Impl> server_;
@@ -531,6 +612,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<EvictIt> reading_it_;      // while a request arrives, on its reading list
   bool first_ = true;
   bool cut_ = false;              // closed by the server to make room
+  bool handed_over_ = false;      // plain: the connection went to a TLS session
   std::size_t header_bytes_ = 0;  // of the request being read, while its header is
   bool header_done_ = false;
 };
@@ -572,7 +654,7 @@ void HttpServer::Impl::Accept() {
 
 void HttpServer::Impl::StartSession(tcp::socket s) {
   ++open_;
-  std::make_shared<Session>(std::move(s), shared_from_this())->Start();
+  std::make_shared<Session<beast::tcp_stream>>(std::move(s), shared_from_this())->Start();
 }
 
 HttpServer::HttpServer(boost::asio::io_context& io, const net::HostPort& listen,
@@ -592,6 +674,12 @@ HttpServer::~HttpServer() { impl_->Stop(); }
 
 std::uint16_t HttpServer::port() const { return impl_->port(); }
 int HttpServer::open_connections() const { return impl_->open_connections(); }
+void HttpServer::EnableTls(std::function<std::shared_ptr<boost::asio::ssl::context>()> context) {
+  impl_->SetTls(std::move(context));
+}
+void HttpServer::SetResponseHeaders(std::vector<std::pair<std::string, std::string>> headers) {
+  impl_->SetResponseHeaders(std::move(headers));
+}
 std::size_t HttpServer::buffered_response_bytes() const { return impl_->buffered_response_bytes(); }
 
 }  // namespace podnet::responders

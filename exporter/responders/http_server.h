@@ -14,6 +14,9 @@
 namespace prometheus {
 class Registry;
 }
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace podnet::responders {
 
@@ -25,6 +28,8 @@ struct HttpRequest {
                        // ("http://host:port/metrics", RFC 9112 §3.2.2) arrives as its path
   std::string body;
   bool accepts_gzip = false;  // Accept-Encoding names gzip (or x-gzip) with a q-value above 0
+  bool tls = false;           // it came over TLS (HttpServer::EnableTls)
+  std::string authorization;  // the Authorization header field's value, "" when absent
 };
 
 struct HttpResponse {
@@ -94,7 +99,8 @@ struct HttpLimits {
 ///
 /// Series (with a registry): podnet_responder_dropped_total{responder="http", reason=
 /// "malformed" (400/413/417/431) | "slow_request" (cut at the limit, or past its deadline) |
-/// "response_budget" (503: max_buffered_response_bytes held)}.
+/// "response_budget" (503: max_buffered_response_bytes held) | "tls_handshake" (a TLS connection
+/// whose handshake failed)}.
 class HttpServer {
  public:
   /// Binds and listens on `listen`. Throws boost::system::system_error when it cannot bind.
@@ -109,6 +115,14 @@ class HttpServer {
   std::uint16_t port() const;
   /// Connections open now (for tests and the landing page).
   int open_connections() const;
+  /// Turns TLS on, before the server's loop runs: a connection whose first byte is a TLS
+  /// handshake record is served over TLS with the context `context` returns at that moment (so
+  /// a re-read certificate serves new connections); any other connection stays plain HTTP, and
+  /// its requests say so (HttpRequest::tls) for the handler to refuse what needs TLS. A failed
+  /// handshake closes the connection (reason "tls_handshake").
+  void EnableTls(std::function<std::shared_ptr<boost::asio::ssl::context>()> context);
+  /// Header fields added to every response (the web configuration's), before the loop runs.
+  void SetResponseHeaders(std::vector<std::pair<std::string, std::string>> headers);
   /// Response bytes held now for clients to take (see HttpLimits::max_buffered_response_bytes).
   std::size_t buffered_response_bytes() const;
 

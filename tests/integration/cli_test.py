@@ -4,6 +4,7 @@ reload over HTTP, on loopback only (port 0 is not possible for a fixed config, s
 picked first). Usage: cli_test.py --exporter BIN --config-dir config/
 """
 import argparse
+import base64
 import gzip
 import json
 import os
@@ -11,6 +12,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -330,6 +332,198 @@ def reload_requests_coalesced(exe, tmp, clients=40):
     check(key in metrics, "the refusals are counted: %s" % key)
 
 
+# A bcrypt hash of "correct horse" made by Apache's htpasswd (apache2-utils, its own bcrypt, not
+# the libxcrypt the exporter verifies with): `htpasswd -nbBC 10 alice 'correct horse'`.
+ALICE_HASH = "$2y$10$yvLRgfwHg35RmbzkbRjNJ.AHEv4ag.i6QwjkFMuX4mAlKidQ/ko4S"
+
+
+def make_cert(tmp, name, ca=None, san="IP:127.0.0.1,DNS:localhost", usage="serverAuth"):
+    """An EC key and certificate NAME.key / NAME.crt made with the openssl command; self-signed
+    CA when `ca` is None, else signed by the CA named `ca`. Returns the two paths."""
+    key, crt = os.path.join(tmp, name + ".key"), os.path.join(tmp, name + ".crt")
+    ext = os.path.join(tmp, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=%s\nextendedKeyUsage=%s\n" % (san, usage) if ca else
+                "basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign,cRLSign\n")
+    common = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+              "-keyout", key, "-subj", "/CN=" + name]
+    if ca is None:
+        subprocess.run(["openssl", "req", "-x509", *common, "-out", crt, "-days", "2",
+                        "-extensions", "v3_ca", "-addext", "basicConstraints=critical,CA:TRUE"],
+                       check=True, capture_output=True)
+    else:
+        csr = os.path.join(tmp, name + ".csr")
+        subprocess.run(["openssl", "req", *common, "-out", csr], check=True, capture_output=True)
+        subprocess.run(["openssl", "x509", "-req", "-in", csr, "-CA",
+                        os.path.join(tmp, ca + ".crt"), "-CAkey", os.path.join(tmp, ca + ".key"),
+                        "-CAcreateserial", "-out", crt, "-days", "2", "-extfile", ext],
+                       check=True, capture_output=True)
+    return key, crt
+
+
+def https(url, ca, auth=None, method="GET", client=None):
+    """(status, headers, body, server certificate's DER) of one request over TLS."""
+    ctx = ssl.create_default_context(cafile=ca)
+    if client:
+        ctx.load_cert_chain(client[1], client[0])
+    headers = {}
+    if auth:
+        headers["Authorization"] = "Basic " + base64.b64encode(auth.encode()).decode()
+    req = urllib.request.Request(url, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=5, context=ctx) as r:
+            return r.status, r.headers, r.read().decode(), None
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode(), None
+
+
+def served_cert(port, ca):
+    """The DER certificate a new TLS connection to 127.0.0.1:port is served."""
+    ctx = ssl.create_default_context(cafile=ca)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+        with ctx.wrap_socket(raw, server_hostname="localhost") as t:
+            return t.getpeercert(binary_form=True)
+
+
+def web_config(exe, tmp):
+    """--web.config.file: TLS, basic auth and headers on the HTTP port; /echo and the probes stay
+    plain and open; bad files exit 2 with file:line; certificates re-read when they change."""
+    if shutil.which("openssl") is None:
+        check(False, "the openssl command is installed (scripts/install-deps.sh)")
+        return
+    tmp = os.path.join(tmp, "web")
+    os.makedirs(tmp)
+    make_cert(tmp, "ca")
+    make_cert(tmp, "server", ca="ca")
+    make_cert(tmp, "other", ca="ca")
+    client = make_cert(tmp, "client", ca="ca", san="DNS:prometheus", usage="clientAuth")
+    make_cert(tmp, "rogue-ca")
+    rogue = make_cert(tmp, "rogue", ca="rogue-ca", san="DNS:prometheus", usage="clientAuth")
+    ca = os.path.join(tmp, "ca.crt")
+    cfg = os.path.join(tmp, "podnet.yaml")
+    with open(cfg, "w") as f:
+        f.write("self: { name: w, node: n }\n")
+
+    def web(name, text):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    # Bad web configurations: exit 2 with file:line:column and the key.
+    bad = [
+        ("unknown key", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+         "  certfile: x\n", ":4:3: tls_server_config.certfile: unknown key"),
+        ("bad version", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+         "  min_version: TLS1.2\n", ":4:16: tls_server_config.min_version: must be TLS10"),
+        ("plain password", "basic_auth_users:\n  alice: hunter2\n",
+         ":2:10: basic_auth_users.alice: must be a bcrypt hash"),
+        ("no key_file", "tls_server_config:\n  cert_file: server.crt\n",
+         "tls_server_config.key_file: missing"),
+        ("CA without policy", "tls_server_config:\n  cert_file: server.crt\n"
+         "  key_file: server.key\n  client_ca_file: ca.crt\n",
+         ":4:19: tls_server_config.client_ca_file: a client CA is given"),
+        ("header not allowed", "http_server_config:\n  headers:\n    Server: x\n",
+         ":3:5: http_server_config.headers.Server: not a header"),
+        ("key of another certificate", "tls_server_config:\n  cert_file: server.crt\n"
+         "  key_file: other.key\n", "other.key: key values mismatch"),
+        ("missing certificate", "tls_server_config:\n  cert_file: nowhere.crt\n"
+         "  key_file: server.key\n", "nowhere.crt: No such file"),
+    ]
+    for what, text, want in bad:
+        path = web("bad.yml", text)
+        r = run(exe, "--config.file=" + cfg, "--web.config.file=" + path, "--config.check")
+        check(r.returncode == 2 and want in r.stderr,
+              "web config, %s: exit 2 with %r (%d, %r)" % (what, want, r.returncode,
+                                                         r.stderr.strip()[-150:]))
+
+    # TLS with relative paths (to the web config's directory), basic auth, a header.
+    good = web("web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+               "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"
+               "basic_auth_users:\n  alice: %s\n" % ALICE_HASH)
+    r = run(exe, "--config.file=" + cfg, "--web.config.file=" + good, "--config.check")
+    check(r.returncode == 0 and "web.yml: OK" in r.stdout, "a good web config passes --config.check")
+    port = free_port()
+    p = subprocess.Popen([exe, "--config.file=" + cfg, "--web.config.file=" + good,
+                          "--web.listen-address=127.0.0.1:%d" % port],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base, sbase = "http://127.0.0.1:%d" % port, "https://localhost:%d" % port
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and not port_open(port):
+            time.sleep(0.05)
+        code, hdr, body, _ = https(sbase + "/metrics", ca, auth="alice:correct horse")
+        check(code == 200 and "podnet_build_info" in body
+              and hdr.get("X-Content-Type-Options") == "nosniff",
+              "HTTPS /metrics with alice's password: 200, with the configured header (%d)" % code)
+        code, hdr, _, _ = https(sbase + "/metrics", ca)
+        check(code == 401 and hdr.get("WWW-Authenticate", "").startswith("Basic"),
+              "HTTPS /metrics without credentials: 401 with WWW-Authenticate (%d)" % code)
+        code = https(sbase + "/metrics", ca, auth="alice:wrong")[0]
+        check(code == 401, "a wrong password: 401 (%d)" % code)
+        code = https(sbase + "/metrics", ca, auth="mallory:correct horse")[0]
+        check(code == 401, "an unknown user: 401 (%d)" % code)
+        code, text = get(base + "/metrics")
+        check(code == 400 and "HTTPS server" in text,
+              "plain HTTP /metrics on the TLS port: 400 (%d %r)" % (code, text.strip()))
+        check(get(base + "/echo")[0] == 200 and get(base + "/-/healthy")[0] == 200
+              and get(base + "/-/ready")[0] == 200,
+              "plain HTTP /echo, /-/healthy, /-/ready: 200 without credentials (peers, kubelet)")
+        check(https(sbase + "/echo", ca)[0] == 200, "HTTPS /echo: 200 without credentials")
+        code = https(sbase + "/-/reload", ca, auth="alice:correct horse", method="POST")[0]
+        check(code == 200, "POST /-/reload with credentials over TLS: 200 (%d)" % code)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as junk:
+            junk.sendall(b"\x16\x03\x01\x00\x05hello")  # a handshake record, then nonsense
+            junk.settimeout(5)
+            try:
+                while junk.recv(4096):
+                    pass
+            except OSError:
+                pass
+        code, hdr, body, _ = https(sbase + "/metrics", ca, auth="alice:correct horse")
+        check(code == 200 and 'reason="tls_handshake",responder="http"} 1' in body,
+              "a broken handshake is counted and the server goes on")
+        # Rotation as the kubelet does it: new files in place of the old, by rename.
+        before = served_cert(port, ca)
+        make_cert(tmp, "renewed", ca="ca")
+        for ext in ("crt", "key"):
+            os.rename(os.path.join(tmp, "renewed." + ext), os.path.join(tmp, "server." + ext))
+        deadline, after = time.time() + 8, before
+        while time.time() < deadline and after == before:
+            time.sleep(0.25)
+            after = served_cert(port, ca)
+        check(after != before, "a renewed certificate is served to new connections without a "
+              "restart")
+    finally:
+        log = stop_exporter(p)
+    check("certificate files changed" in log, "the certificate re-read is logged")
+
+    # Mutual TLS: a client certificate signed by client_ca_file is required.
+    mtls = web("mtls.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+               "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n")
+    port = free_port()
+    p = subprocess.Popen([exe, "--config.file=" + cfg, "--web.config.file=" + mtls,
+                          "--web.listen-address=127.0.0.1:%d" % port],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sbase = "https://localhost:%d" % port
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and not port_open(port):
+            time.sleep(0.05)
+        check(https(sbase + "/metrics", ca, client=client)[0] == 200,
+              "mTLS: a client certificate from the CA: 200")
+        for what, cert in (("no client certificate", None), ("one from another CA", rogue)):
+            try:
+                code = https(sbase + "/metrics", ca, client=cert)[0]
+            except (ssl.SSLError, urllib.error.URLError, ConnectionError) as e:
+                code = type(e).__name__
+            check(code != 200, "mTLS: %s is refused (%s)" % (what, code))
+        check(get("http://127.0.0.1:%d/echo" % port)[0] == 200,
+              "mTLS: plain /echo still answers peers")
+    finally:
+        stop_exporter(p)
+
+
 def json_fields(exe, tmp):
     """--log.format=json: a record's trailing key=value words are JSON members of their own."""
     rc = os.path.join(tmp, "resolv-silent.conf")
@@ -643,6 +837,7 @@ def main():
     burst_stalled_clients(exe, tmp)
     hostile_config(exe, tmp)
     reload_requests_coalesced(exe, tmp)
+    web_config(exe, tmp)
     failed = results.count(False)
     print("%d passed, %d failed" % (len(results) - failed, failed))
     return 1 if failed else 0
