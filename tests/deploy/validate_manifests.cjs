@@ -11,8 +11,11 @@
 // still plain HTTP). Every check is also run against mutated copies, which it must reject: a
 // check that cannot fail would pass anything.
 //
+// The TLS overlay's web configuration is also checked by exporter-toolkit itself (`promtool check
+// web-config`), with the Secret podnet-tls made by the README's openssl commands in place.
+//
 // Usage: node validate_manifests.cjs --kubectl KUBECTL --deploy DEPLOY_DIR --dockerfile FILE
-//                                    --modules NPM_DIR [--exporter BIN]
+//                                    --modules NPM_DIR --promtool PROMTOOL [--exporter BIN]
 // NPM_DIR holds node_modules (npm ci of tests/deploy/package.json). With --exporter, only the
 // rendered ConfigMap's configuration is checked, with `podnet-exporter --config.check`.
 "use strict";
@@ -26,7 +29,7 @@ const args = {};
 for (let i = 2; i < process.argv.length; i += 2) {
   args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
 }
-for (const k of ["kubectl", "deploy", "dockerfile", "modules"]) {
+for (const k of ["kubectl", "deploy", "dockerfile", "modules", "promtool"]) {
   if (!args[k]) {
     console.error(`usage: missing --${k}`);
     process.exit(2);
@@ -559,6 +562,7 @@ check(missedTls.length === 0, `each of ${Object.keys(tlsMutations).length} broke
 // The overlay's commented-out options (mutual TLS, basic auth), all turned on, in a copy of
 // deploy/kubernetes: a commented-out setting is a line "#key..." ("#" then no space), with the
 // lines "#  ..." that follow it; prose is "# ...".
+let withOptions = null;  // the rendered objects, for the web-config check below
 {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "podnet-tls-options-"));
   fs.cpSync(kubeDir, path.join(dir, "kubernetes"), { recursive: true });
@@ -583,6 +587,83 @@ check(missedTls.length === 0, `each of ${Object.keys(tlsMutations).length} broke
   check(optProblems.length === 0 && turnedOn > 0 && ep.basicAuth && ep.tlsConfig.keySecret,
     `with its ${turnedOn} commented-out option lines turned on (mutual TLS, basic auth) the TLS overlay ` +
     "renders, validates and keeps every promise" + (optProblems.length ? ":\n  " + optProblems.join("\n  ") : ""));
+  withOptions = opts.objects || null;
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The web configuration as a Pod sees it, checked by exporter-toolkit (promtool check web-config
+// loads the key pair and rejects unknown keys and values). The Secret podnet-tls comes from the
+// openssl commands of README.md's "TLS and basic auth", run as written; its certificate must
+// carry the PodMonitor's serverName. The Pod's Secret mounts are laid out under a temporary
+// root, and the web configuration's file paths moved under it.
+{
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "podnet-web-config-"));
+  const readme = fs.readFileSync(path.join(args.deploy, "..", "README.md"), "utf8");
+  const section = readme.split(/^### TLS and basic auth$/m)[1] || "";
+  const block = (/```sh\n([\s\S]*?)```/.exec(section) || [])[1] || "";
+  const openssl = block.split(/\n(?=\S)/).filter((cmd) => cmd.startsWith("openssl "));
+  const certDir = path.join(dir, "certs");
+  fs.mkdirSync(certDir);
+  const made = spawnSync("bash", ["-euo", "pipefail", "-c", openssl.join("\n")],
+    { cwd: certDir, encoding: "utf8", timeout: 60000 });
+  const keys = Object.values(tlsKeyOf);
+  check(made.status === 0 && openssl.length >= 3 && keys.every((k) => fs.existsSync(path.join(certDir, k))),
+    `README's ${openssl.length} openssl commands make ${keys.join(", ")}` + (made.status ? `:\n${made.stderr}` : ""));
+  const serverName = endpoint(withTls.objects).tlsConfig.serverName;
+  const verify = spawnSync("openssl", ["verify", "-CAfile", "ca.crt", "-purpose", "sslserver",
+    "-verify_hostname", serverName, "tls.crt"], { cwd: certDir, encoding: "utf8", timeout: 30000 });
+  check(verify.status === 0, `their tls.crt verifies against ca.crt for the PodMonitor's serverName ${serverName}` +
+    (verify.status ? `:\n${verify.stdout}${verify.stderr}` : ""));
+
+  // Lays out objects' Secret mounts under a new root; returns the web configuration's path there.
+  let roots = 0;
+  const mountedWebConfig = (objects, edit = (t) => t) => {
+    const root = path.join(dir, `root${roots++}`);
+    const pod = get(objects, "DaemonSet").spec.template.spec;
+    const c = pod.containers[0];
+    for (const m of c.volumeMounts || []) {
+      const v = (pod.volumes || []).find((q) => q.name === m.name) || {};
+      if (!v.secret) continue;
+      const at = path.join(root, m.mountPath);
+      fs.mkdirSync(at, { recursive: true });
+      if (v.secret.secretName === tlsSecret) {
+        for (const k of keys) fs.copyFileSync(path.join(certDir, k), path.join(at, k));
+        continue;
+      }
+      const sec = objects.find((o) => o.kind === "Secret" && o.metadata.name === v.secret.secretName);
+      for (const [k, b64] of Object.entries((sec || {}).data || {})) {
+        fs.writeFileSync(path.join(at, k), Buffer.from(b64, "base64"));
+      }
+    }
+    const file = path.join(root, c.args.find((a) => a.startsWith("--web.config.file=")).split("=")[1]);
+    const wc = YAML.parse(edit(fs.readFileSync(file, "utf8")));
+    for (const field of Object.keys(tlsKeyOf)) {
+      if (wc.tls_server_config[field] !== undefined) wc.tls_server_config[field] = path.join(root, wc.tls_server_config[field]);
+    }
+    fs.writeFileSync(file, YAML.stringify(wc));
+    return file;
+  };
+  const promtool = (file) => spawnSync(args.promtool, ["check", "web-config", file], { encoding: "utf8", timeout: 30000 });
+  const accepted = (what, objects, edit) => {
+    const r = objects ? promtool(mountedWebConfig(objects, edit)) : { status: -1, stdout: "not rendered" };
+    check(r.status === 0, `promtool check web-config accepts the mounted web-config.yml${what}` +
+      (r.status ? `:\n${r.stdout}${r.stderr}` : ""));
+  };
+  accepted("", withTls.objects);
+  // With the options on, the hash is the placeholder until one is pasted in, and must not pass:
+  // the exporter refuses to start rather than run with a user nobody can log in as.
+  const placeholder = /\$2y\$10\$\.\.\./;
+  const asWritten = withOptions ? promtool(mountedWebConfig(withOptions)) : { status: 0 };
+  check(asWritten.status !== 0 && /bcrypt/.test(asWritten.stdout + asWritten.stderr),
+    `with the options on, the placeholder hash is refused (exit ${asWritten.status})`);
+  // And with a real bcrypt hash (libxcrypt through Python's crypt, cost 10) in its place.
+  const hash = spawnSync("python3", ["-W", "ignore", "-c", "import crypt; " +
+    "print(crypt.crypt('scrape-password', crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << 10)))"],
+  { encoding: "utf8", timeout: 30000 }).stdout.trim();
+  accepted(` (options on, hash ${hash.slice(0, 7)}...)`, withOptions, (t) => t.replace(placeholder, hash));
+  const typo = promtool(mountedWebConfig(withTls.objects, (t) => t.replace("min_version: TLS12", "min_version: TLS1.2")));
+  check(typo.status !== 0, `and rejects it with min_version: TLS1.2 (exit ${typo.status})`);
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
