@@ -1,15 +1,21 @@
 #!/usr/bin/env node
-// deploy/kubernetes as a cluster would receive it: `kubectl kustomize` renders the base and the
-// prometheus-operator overlay; every object is validated offline against the Kubernetes and
-// prometheus-operator schemas (kubernetes-models: JSON schema with types, enums and formats;
+// deploy/kubernetes as a cluster would receive it: `kubectl kustomize` renders the base, the
+// prometheus-operator overlay and the TLS overlay; every object (and the TLS overlay's cert-manager
+// Certificate example) is validated offline against the Kubernetes, prometheus-operator and
+// cert-manager schemas (kubernetes-models: JSON schema with types, enums and formats;
 // TypeScript over the same models' types: unknown fields, as the API server's strict field
 // validation rejects them); then the properties the deployment promises are asserted (least
 // privilege RBAC, non-root, read-only root filesystem, no capabilities, the ping sysctl, probes,
-// ports, the ConfigMap at the path the image reads). Every check is also run against mutated
-// copies, which it must reject: a check that cannot fail would pass anything.
+// ports, the ConfigMap at the path the image reads; with TLS: the web configuration's files
+// inside read-only Secret mounts, an HTTPS PodMonitor that verifies the certificate, probes
+// still plain HTTP). Every check is also run against mutated copies, which it must reject: a
+// check that cannot fail would pass anything.
+//
+// The TLS overlay's web configuration is also checked by exporter-toolkit itself (`promtool check
+// web-config`), with the Secret podnet-tls made by the README's openssl commands in place.
 //
 // Usage: node validate_manifests.cjs --kubectl KUBECTL --deploy DEPLOY_DIR --dockerfile FILE
-//                                    --modules NPM_DIR [--exporter BIN]
+//                                    --modules NPM_DIR --promtool PROMTOOL [--exporter BIN]
 // NPM_DIR holds node_modules (npm ci of tests/deploy/package.json). With --exporter, only the
 // rendered ConfigMap's configuration is checked, with `podnet-exporter --config.check`.
 "use strict";
@@ -23,7 +29,7 @@ const args = {};
 for (let i = 2; i < process.argv.length; i += 2) {
   args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
 }
-for (const k of ["kubectl", "deploy", "dockerfile", "modules"]) {
+for (const k of ["kubectl", "deploy", "dockerfile", "modules", "promtool"]) {
   if (!args[k]) {
     console.error(`usage: missing --${k}`);
     process.exit(2);
@@ -52,7 +58,13 @@ function render(dir) {
   const docs = YAML.parseAllDocuments(r.stdout);
   const errs = docs.flatMap((d) => d.errors.map(String));
   if (errs.length) return { error: errs.join("\n") };
-  return { objects: docs.map((d) => d.toJS()).filter((o) => o) };
+  const objects = docs.map((d) => d.toJS()).filter((o) => o);
+  // kustomize writes a generated Secret's base64 as a block of 70-column lines; the API server's
+  // decoder (Go encoding/base64) skips the line breaks, the schema's "byte" format does not.
+  for (const o of objects.filter((q) => q.kind === "Secret" && q.data)) {
+    for (const k of Object.keys(o.data)) o.data[k] = String(o.data[k]).replace(/[\r\n]/g, "");
+  }
+  return { objects };
 }
 
 const kubeDir = path.join(args.deploy, "kubernetes");
@@ -61,7 +73,9 @@ check(!base.error, `kubectl kustomize ${kubeDir} renders` + (base.error ? `: ${b
 const withPm = render(path.join(kubeDir, "prometheus-operator"));
 check(!withPm.error, "kubectl kustomize .../prometheus-operator renders" +
   (withPm.error ? `: ${withPm.error}` : ""));
-if (base.error || withPm.error) finish();
+const withTls = render(path.join(kubeDir, "tls"));
+check(!withTls.error, "kubectl kustomize .../tls renders" + (withTls.error ? `: ${withTls.error}` : ""));
+if (base.error || withPm.error || withTls.error) finish();
 const get = (objs, kind) => objs.find((o) => o.kind === kind);
 
 // ---------------------------------------------------------------------------------------------
@@ -96,6 +110,7 @@ const kModules = {
   "apps/v1": "kubernetes-models/apps/v1",
   "rbac.authorization.k8s.io/v1": "kubernetes-models/rbac.authorization.k8s.io/v1",
   "monitoring.coreos.com/v1": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1",
+  "cert-manager.io/v1": "@kubernetes-models/cert-manager/cert-manager.io/v1",
 };
 function modelModule(o) {
   const m = kModules[o.apiVersion];
@@ -118,14 +133,23 @@ function schemaErrors(o) {
   }
 }
 const objName = (o) => `${o.kind}/${o.metadata && o.metadata.name}`;
-for (const o of withPm.objects) {
+// The TLS overlay's objects that differ from the prometheus-operator overlay's, and the
+// cert-manager Certificate it ships as an example (not a resource: it needs cert-manager's CRDs).
+const tlsDir = path.join(kubeDir, "tls");
+const certificate = YAML.parse(fs.readFileSync(path.join(tlsDir, "certificate.example.yaml"), "utf8"));
+const tlsChanged = withTls.objects.filter((o) => !withPm.objects.some((q) => deepEqual(q, o)));
+for (const [where, o] of [...withPm.objects.map((o) => ["", o]), ...tlsChanged.map((o) => ["tls: ", o]),
+  ["tls/certificate.example.yaml: ", certificate]]) {
   const err = schemaErrors(o);
-  check(!err, `${objName(o)} (${o.apiVersion}) validates against its schema` + (err ? `: ${err}` : ""));
+  check(!err, `${where}${objName(o)} (${o.apiVersion}) validates against its schema` + (err ? `: ${err}` : ""));
 }
 const base_kinds = base.objects.map((o) => o.kind).sort();
 check(deepEqual(base_kinds, withPm.objects.filter((o) => o.kind !== "PodMonitor")
   .map((o) => o.kind).sort()) && withPm.objects.length === base.objects.length + 1,
   "the prometheus-operator overlay is the base plus one PodMonitor");
+check(deepEqual(withTls.objects.filter((o) => o.kind !== "Secret").map(objName).sort(),
+  withPm.objects.map(objName).sort()) && withTls.objects.length === withPm.objects.length + 1,
+  "the TLS overlay is the prometheus-operator overlay plus one Secret (the web configuration)");
 
 // Unknown fields: TypeScript's excess-property check of each object against the model's type.
 // The real objects go into one file and a mutant (one misspelled field per kind of object) into
@@ -146,7 +170,7 @@ function tsSource(objects) {
   for (const o of withPm.objects) {
     if (typos[o.kind]) { const m = clone(o); typos[o.kind](m); mutants.push(m); }
   }
-  fs.writeFileSync(path.join(dir, "rendered.ts"), tsSource(withPm.objects));
+  fs.writeFileSync(path.join(dir, "rendered.ts"), tsSource([...withPm.objects, ...tlsChanged, certificate]));
   fs.writeFileSync(path.join(dir, "mutants.ts"), tsSource(mutants));
   fs.writeFileSync(path.join(dir, "package.json"), '{"type": "commonjs"}\n');
   const tsc = require.resolve("typescript/bin/tsc", { paths: [modules] });
@@ -203,14 +227,14 @@ function bytes(q) {
 const subset = (small, big) => small && big && Object.keys(small).length > 0 &&
   Object.entries(small).every(([k, v]) => big[k] === v);
 
-// Returns the list of broken promises (empty: all kept).
-function problems(objects) {
+// Returns the list of broken promises (empty: all kept). extraKinds: kinds an overlay may add.
+function problems(objects, extraKinds = []) {
   const p = [];
   const need = (cond, what) => { if (!cond) p.push(what); };
   const all = (kind) => objects.filter((o) => o.kind === kind);
   const one = (kind) => { const l = all(kind); need(l.length === 1, `exactly one ${kind} (${l.length})`); return l[0]; };
   const allowed = ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-    "RoleBinding", "Service", "ConfigMap", "DaemonSet", "PodMonitor"];
+    "RoleBinding", "Service", "ConfigMap", "DaemonSet", "PodMonitor", ...extraKinds];
   for (const o of objects) need(allowed.includes(o.kind), `unexpected object ${objName(o)}`);
   const nsObj = one("Namespace"); const sa = one("ServiceAccount"); const cr = one("ClusterRole");
   const crb = one("ClusterRoleBinding"); const role = one("Role"); const rb = one("RoleBinding");
@@ -297,7 +321,8 @@ function problems(objects) {
   for (const [probe, want] of [["livenessProbe", "/-/healthy"], ["readinessProbe", "/-/ready"]]) {
     const g = (c[probe] || {}).httpGet || {};
     const port = portOf(g.port, "TCP");
-    need(g.path === want && port && port.containerPort === 9479, `${probe} is GET ${want} on 9479`);
+    need(g.path === want && port && port.containerPort === 9479 && (g.scheme || "HTTP") === "HTTP",
+      `${probe} is GET ${want} on 9479 in plain HTTP`);
   }
 
   // Configuration: the ConfigMap mounted where the image reads it.
@@ -393,6 +418,254 @@ const missed = Object.entries(mutations).filter(([, mutate]) => {
 }).map(([name]) => name);
 check(missed.length === 0, `each of ${Object.keys(mutations).length} broken promises is caught` +
   (missed.length ? `; missed: ${missed.join(", ")}` : ""));
+
+// ---------------------------------------------------------------------------------------------
+// What the TLS overlay promises, besides all of the above. The Secret podnet-tls is the user's
+// (openssl, or cert-manager's Certificate): its keys are the ones cert-manager writes.
+const tlsSecret = "podnet-tls";
+const tlsKeyOf = { cert_file: "tls.crt", key_file: "tls.key", client_ca_file: "ca.crt" };
+// exporter-toolkit's top level (docs/web-configuration.md); anything else is a typo.
+const webConfigKeys = ["tls_server_config", "http_server_config", "basic_auth_users"];
+const ctrIn = (objs) => get(objs, "DaemonSet").spec.template.spec.containers[0];
+
+function tlsProblems(objects, cert) {
+  const p = [];
+  const need = (cond, what) => { if (!cond) p.push(what); return cond; };
+  const ds = get(objects, "DaemonSet");
+  const pm = get(objects, "PodMonitor");
+  const secrets = objects.filter((o) => o.kind === "Secret");
+  if (!need(ds && pm && secrets.length === 1, "a DaemonSet, a PodMonitor and one Secret")) return p;
+  const pod = ds.spec.template.spec;
+  const c = pod.containers[0];
+  const psc = pod.securityContext || {};
+
+  // A file of the container: the volume mounted deepest above it, and its key in that volume.
+  function fileIn(file, what) {
+    const inside = (c.volumeMounts || []).map((m) => ({ m, rel: path.posix.relative(m.mountPath, String(file)) }))
+      .filter(({ rel }) => rel && !rel.startsWith("..") && !path.posix.isAbsolute(rel))
+      .sort((a, b) => b.m.mountPath.length - a.m.mountPath.length);
+    if (!need(path.posix.isAbsolute(String(file)) && inside.length > 0, `${what} ${file} is inside a mounted volume`)) return null;
+    const { m, rel } = inside[0];
+    const v = (pod.volumes || []).find((q) => q.name === m.name) || {};
+    need(m.readOnly === true, `${what}: ${m.mountPath} is mounted read-only`);
+    // A subPath mount is never updated by the kubelet: a renewed certificate would not arrive.
+    need(!m.subPath, `${what}: ${m.mountPath} is a directory mount (no subPath)`);
+    return { m, v, key: rel };
+  }
+
+  const flags = (c.args || []).filter((a) => a.startsWith("--web.config.file="));
+  if (!need(flags.length === 1 && !c.command, "the container's args add one --web.config.file= (the ENTRYPOINT kept)")) return p;
+  const web = fileIn(flags[0].slice("--web.config.file=".length), "--web.config.file");
+  if (!web) return p;
+  const webSecret = secrets[0];
+  need(web.v.secret && web.v.secret.secretName === webSecret.metadata.name && !web.v.secret.items,
+    `--web.config.file is in the Secret ${webSecret.metadata.name}`);
+  const data = (webSecret.data || {})[web.key];
+  if (!need(typeof data === "string", `the Secret ${webSecret.metadata.name} has the key ${web.key}`)) return p;
+  const wc = YAML.parse(Buffer.from(data, "base64").toString("utf8")) || {};
+  for (const k of Object.keys(wc)) need(webConfigKeys.includes(k), `web config key ${k} is exporter-toolkit's`);
+  const tsc = wc.tls_server_config || {};
+  need(tsc.cert_file && tsc.key_file, "web config has tls_server_config.cert_file and key_file");
+  for (const [field, key] of Object.entries(tlsKeyOf)) {
+    if (tsc[field] === undefined) continue;
+    const f = fileIn(tsc[field], `tls_server_config.${field}`);
+    if (!f) continue;
+    need(f.v.secret && f.v.secret.secretName === tlsSecret && !f.v.secret.items && f.key === key,
+      `tls_server_config.${field} is the key ${key} of the Secret ${tlsSecret} (${tsc[field]})`);
+    // Secret files belong to root; uid 65532 reads them through fsGroup, others not at all.
+    const mode = (f.v.secret || {}).defaultMode ?? 0o644;
+    const gid = (c.securityContext || {}).runAsGroup ?? psc.runAsGroup;
+    need((mode & 0o004) === 0 && (mode & 0o040) !== 0 && psc.fsGroup === gid,
+      `tls_server_config.${field} is readable by the container's group (fsGroup ${psc.fsGroup}, ` +
+      `gid ${gid}) and not by others (mode ${mode.toString(8)})`);
+  }
+
+  // Prometheus scrapes over HTTPS and verifies the certificate by its DNS name.
+  const ep = (pm.spec.podMetricsEndpoints || [])[0] || {};
+  const tc = ep.tlsConfig || {};
+  need(ep.scheme === "https", `PodMonitor scheme is https (${ep.scheme})`);
+  need(deepEqual(tc.ca, { secret: { key: "ca.crt", name: tlsSecret } }), `PodMonitor trusts ca.crt of ${tlsSecret}`);
+  need(tc.insecureSkipVerify !== true, "PodMonitor verifies the certificate (insecureSkipVerify not true)");
+  const spec = (cert || {}).spec || {};
+  need(cert && cert.kind === "Certificate" && spec.secretName === tlsSecret &&
+    (cert.metadata || {}).namespace === pm.metadata.namespace,
+    `the Certificate example writes the Secret ${tlsSecret} in ${pm.metadata.namespace}`);
+  need((spec.dnsNames || []).includes(tc.serverName),
+    `PodMonitor serverName ${tc.serverName} is a dnsName of the Certificate (${spec.dnsNames})`);
+  need((spec.usages || ["server auth"]).includes("server auth"), "the Certificate is for server auth");
+
+  // Options: mutual TLS and basic auth are set on both ends or on neither.
+  const mtls = tsc.client_ca_file !== undefined;
+  need(mtls === (tsc.client_auth_type === "RequireAndVerifyClientCert"),
+    "client_ca_file goes with client_auth_type RequireAndVerifyClientCert");
+  need(mtls === Boolean(tc.cert && tc.keySecret), "PodMonitor presents a client certificate exactly with client_ca_file");
+  const users = wc.basic_auth_users;
+  need(users === undefined || (users && typeof users === "object" && Object.keys(users).length > 0),
+    "basic_auth_users is a map of users");
+  const ba = ep.basicAuth;
+  need((users !== undefined) === Boolean(ba), "PodMonitor sends basicAuth exactly with basic_auth_users");
+  if (ba) {
+    need(ba.username && ba.password && ba.username.name === ba.password.name && ba.username.name !== tlsSecret,
+      "PodMonitor basicAuth reads user and password from one Secret of its own");
+  }
+  return p;
+}
+
+const foundTls = [...problems(withTls.objects, ["Secret"]), ...tlsProblems(withTls.objects, certificate)];
+check(foundTls.length === 0, "the TLS overlay keeps every promise" + (foundTls.length ? ":\n  " + foundTls.join("\n  ") : ""));
+
+const tlsVolume = (o, name) => get(o, "DaemonSet").spec.template.spec.volumes.find((v) => v.name === name);
+const tlsMount = (o, name) => ctrIn(o).volumeMounts.find((m) => m.name === name);
+const editWebConfig = (o, edit) => {
+  const s = get(o, "Secret");
+  const k = Object.keys(s.data)[0];
+  s.data[k] = Buffer.from(edit(Buffer.from(s.data[k], "base64").toString("utf8"))).toString("base64");
+};
+const endpoint = (o) => get(o, "PodMonitor").spec.podMetricsEndpoints[0];
+const tlsMutations = {
+  "no --web.config.file": (o) => { ctrIn(o).args = []; },
+  "--web.config.file outside its mount": (o) => { ctrIn(o).args = ["--web.config.file=/etc/podnet/web-config.yml"]; },
+  "--web.config.file names a missing key": (o) => { ctrIn(o).args = ["--web.config.file=/etc/podnet/web/web.yml"]; },
+  "web config mounted from the TLS Secret": (o) => { tlsVolume(o, "web-config").secret.secretName = tlsSecret; },
+  "web config Secret mounted read-write": (o) => { delete tlsMount(o, "web-config").readOnly; },
+  "TLS Secret mounted read-write": (o) => { tlsMount(o, "tls").readOnly = false; },
+  "TLS Secret mounted by subPath": (o) => { tlsMount(o, "tls").subPath = "tls.crt"; },
+  "TLS from another Secret": (o) => { tlsVolume(o, "tls").secret.secretName = "other-tls"; },
+  "tls.key world-readable": (o) => { tlsVolume(o, "tls").secret.defaultMode = 0o444; },
+  "no fsGroup": (o) => { delete podSpec(o).securityContext.fsGroup; },
+  "cert_file outside the TLS mount": (o) => editWebConfig(o, (t) => t.replace("/etc/podnet/tls/tls.crt", "/etc/ssl/tls.crt")),
+  "key_file names ca.crt": (o) => editWebConfig(o, (t) => t.replace("/etc/podnet/tls/tls.key", "/etc/podnet/tls/ca.crt")),
+  "client_ca_file in the web config's Secret": (o) => editWebConfig(o, (t) => t.replace(/^  min_version:.*$/m,
+    "$&\n  client_ca_file: /etc/podnet/web/ca.crt\n  client_auth_type: RequireAndVerifyClientCert")),
+  "no tls_server_config": (o) => editWebConfig(o, (t) => t.replace("tls_server_config:", "tls_config:")),
+  "basic_auth_users, no basicAuth in the PodMonitor": (o) => editWebConfig(o, (t) => t + "basic_auth_users: { prometheus: x }\n"),
+  "basicAuth in the PodMonitor only": (o) => {
+    endpoint(o).basicAuth = { username: { name: "a", key: "username" }, password: { name: "a", key: "password" } };
+  },
+  "PodMonitor scheme http": (o) => { endpoint(o).scheme = "http"; },
+  "PodMonitor skips verification": (o) => { endpoint(o).tlsConfig.insecureSkipVerify = true; },
+  "PodMonitor trusts tls.crt": (o) => { endpoint(o).tlsConfig.ca.secret.key = "tls.crt"; },
+  "serverName not in the certificate": (o) => { endpoint(o).tlsConfig.serverName = "podnet-exporter.podnet.svc"; },
+  "Certificate writes another Secret": (o, cert) => { cert.spec.secretName = "podnet-cert"; },
+  "liveness probe over HTTPS": (o) => { ctrIn(o).livenessProbe.httpGet.scheme = "HTTPS"; },
+  "readiness probe over HTTPS": (o) => { ctrIn(o).readinessProbe.httpGet.scheme = "HTTPS"; },
+};
+const missedTls = Object.entries(tlsMutations).filter(([, mutate]) => {
+  const m = clone(withTls.objects);
+  const cert = clone(certificate);
+  mutate(m, cert);
+  return problems(m, ["Secret"]).length === 0 && tlsProblems(m, cert).length === 0;
+}).map(([name]) => name);
+check(missedTls.length === 0, `each of ${Object.keys(tlsMutations).length} broken TLS promises is caught` +
+  (missedTls.length ? `; missed: ${missedTls.join(", ")}` : ""));
+
+// The overlay's commented-out options (mutual TLS, basic auth), all turned on, in a copy of
+// deploy/kubernetes: a commented-out setting is a line "#key..." ("#" then no space), with the
+// lines "#  ..." that follow it; prose is "# ...".
+let withOptions = null;  // the rendered objects, for the web-config check below
+{
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "podnet-tls-options-"));
+  fs.cpSync(kubeDir, path.join(dir, "kubernetes"), { recursive: true });
+  const optDir = path.join(dir, "kubernetes", "tls");
+  let turnedOn = 0;
+  for (const f of fs.readdirSync(optDir)) {
+    let inSetting = false;
+    const lines = fs.readFileSync(path.join(optDir, f), "utf8").split("\n").map((l) => {
+      const m = /^(\s*)#(\S|  .*)/.exec(l);
+      inSetting = Boolean(m) && (!m[2].startsWith(" ") || inSetting);
+      if (!inSetting) return l;
+      turnedOn++;
+      return m[1] + l.slice(m[1].length + 1);
+    });
+    fs.writeFileSync(path.join(optDir, f), lines.join("\n"));
+  }
+  const opts = render(optDir);
+  const optProblems = opts.error ? [opts.error] : [...problems(opts.objects, ["Secret"]),
+    ...tlsProblems(opts.objects, certificate),
+    ...opts.objects.map((o) => schemaErrors(o)).filter((e) => e)];
+  const ep = opts.error ? {} : endpoint(opts.objects);
+  check(optProblems.length === 0 && turnedOn > 0 && ep.basicAuth && ep.tlsConfig.keySecret,
+    `with its ${turnedOn} commented-out option lines turned on (mutual TLS, basic auth) the TLS overlay ` +
+    "renders, validates and keeps every promise" + (optProblems.length ? ":\n  " + optProblems.join("\n  ") : ""));
+  withOptions = opts.objects || null;
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The web configuration as a Pod sees it, checked by exporter-toolkit (promtool check web-config
+// loads the key pair and rejects unknown keys and values). The Secret podnet-tls comes from the
+// openssl commands of README.md's "TLS and basic auth", run as written; its certificate must
+// carry the PodMonitor's serverName. The Pod's Secret mounts are laid out under a temporary
+// root, and the web configuration's file paths moved under it.
+{
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "podnet-web-config-"));
+  const readme = fs.readFileSync(path.join(args.deploy, "..", "README.md"), "utf8");
+  const section = readme.split(/^### TLS and basic auth$/m)[1] || "";
+  const block = (/```sh\n([\s\S]*?)```/.exec(section) || [])[1] || "";
+  const openssl = block.split(/\n(?=\S)/).filter((cmd) => cmd.startsWith("openssl "));
+  const certDir = path.join(dir, "certs");
+  fs.mkdirSync(certDir);
+  const made = spawnSync("bash", ["-euo", "pipefail", "-c", openssl.join("\n")],
+    { cwd: certDir, encoding: "utf8", timeout: 60000 });
+  const keys = Object.values(tlsKeyOf);
+  check(made.status === 0 && openssl.length >= 3 && keys.every((k) => fs.existsSync(path.join(certDir, k))),
+    `README's ${openssl.length} openssl commands make ${keys.join(", ")}` + (made.status ? `:\n${made.stderr}` : ""));
+  const serverName = endpoint(withTls.objects).tlsConfig.serverName;
+  const verify = spawnSync("openssl", ["verify", "-CAfile", "ca.crt", "-purpose", "sslserver",
+    "-verify_hostname", serverName, "tls.crt"], { cwd: certDir, encoding: "utf8", timeout: 30000 });
+  check(verify.status === 0, `their tls.crt verifies against ca.crt for the PodMonitor's serverName ${serverName}` +
+    (verify.status ? `:\n${verify.stdout}${verify.stderr}` : ""));
+
+  // Lays out objects' Secret mounts under a new root; returns the web configuration's path there.
+  let roots = 0;
+  const mountedWebConfig = (objects, edit = (t) => t) => {
+    const root = path.join(dir, `root${roots++}`);
+    const pod = get(objects, "DaemonSet").spec.template.spec;
+    const c = pod.containers[0];
+    for (const m of c.volumeMounts || []) {
+      const v = (pod.volumes || []).find((q) => q.name === m.name) || {};
+      if (!v.secret) continue;
+      const at = path.join(root, m.mountPath);
+      fs.mkdirSync(at, { recursive: true });
+      if (v.secret.secretName === tlsSecret) {
+        for (const k of keys) fs.copyFileSync(path.join(certDir, k), path.join(at, k));
+        continue;
+      }
+      const sec = objects.find((o) => o.kind === "Secret" && o.metadata.name === v.secret.secretName);
+      for (const [k, b64] of Object.entries((sec || {}).data || {})) {
+        fs.writeFileSync(path.join(at, k), Buffer.from(b64, "base64"));
+      }
+    }
+    const file = path.join(root, c.args.find((a) => a.startsWith("--web.config.file=")).split("=")[1]);
+    const wc = YAML.parse(edit(fs.readFileSync(file, "utf8")));
+    for (const field of Object.keys(tlsKeyOf)) {
+      if (wc.tls_server_config[field] !== undefined) wc.tls_server_config[field] = path.join(root, wc.tls_server_config[field]);
+    }
+    fs.writeFileSync(file, YAML.stringify(wc));
+    return file;
+  };
+  const promtool = (file) => spawnSync(args.promtool, ["check", "web-config", file], { encoding: "utf8", timeout: 30000 });
+  const accepted = (what, objects, edit) => {
+    const r = objects ? promtool(mountedWebConfig(objects, edit)) : { status: -1, stdout: "not rendered" };
+    check(r.status === 0, `promtool check web-config accepts the mounted web-config.yml${what}` +
+      (r.status ? `:\n${r.stdout}${r.stderr}` : ""));
+  };
+  accepted("", withTls.objects);
+  // With the options on, the hash is the placeholder until one is pasted in, and must not pass:
+  // the exporter refuses to start rather than run with a user nobody can log in as.
+  const placeholder = /\$2y\$10\$\.\.\./;
+  const asWritten = withOptions ? promtool(mountedWebConfig(withOptions)) : { status: 0 };
+  check(asWritten.status !== 0 && /bcrypt/.test(asWritten.stdout + asWritten.stderr),
+    `with the options on, the placeholder hash is refused (exit ${asWritten.status})`);
+  // And with a real bcrypt hash (libxcrypt through Python's crypt, cost 10) in its place.
+  const hash = spawnSync("python3", ["-W", "ignore", "-c", "import crypt; " +
+    "print(crypt.crypt('scrape-password', crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << 10)))"],
+  { encoding: "utf8", timeout: 30000 }).stdout.trim();
+  accepted(` (options on, hash ${hash.slice(0, 7)}...)`, withOptions, (t) => t.replace(placeholder, hash));
+  const typo = promtool(mountedWebConfig(withTls.objects, (t) => t.replace("min_version: TLS12", "min_version: TLS1.2")));
+  check(typo.status !== 0, `and rejects it with min_version: TLS1.2 (exit ${typo.status})`);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
 
 finish();
 
