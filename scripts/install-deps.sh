@@ -11,6 +11,7 @@ build_pkgs=(
   git  # names the revision in podnet_build_info and --version
   prometheus-cpp-dev libboost-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libc-ares-dev
   nlohmann-json3-dev libssl-dev zlib1g-dev
+  libcrypt-dev  # crypt_r(3): bcrypt for basic_auth_users (--web.config.file)
   # gRPC health responder and probe (cmake -DPODNET_WITH_GRPC=OFF to build without). Debian's
   # gRPC CMake package imports grpc_cpp_plugin and links protobuf, which libgrpc++-dev does not
   # pull in.

@@ -1,0 +1,152 @@
+#include "exporter/web/web_config.h"
+
+#include <gtest/gtest.h>
+#include <openssl/ssl.h>
+
+#include <string>
+
+#include "exporter/web/basic_auth.h"
+
+namespace podnet::web {
+namespace {
+
+// "correct horse" hashed by Apache's htpasswd (its own bcrypt, not libxcrypt):
+// `htpasswd -nbBC 10 alice 'correct horse'`; and "b0b:pw" at cost 5.
+constexpr char kAlice[] = "$2y$10$yvLRgfwHg35RmbzkbRjNJ.AHEv4ag.i6QwjkFMuX4mAlKidQ/ko4S";
+constexpr char kBob[] = "$2y$05$GtTXuTJPT8t4APeW9E.kD.D4QMfuKdaOOjU0oUYLRTr7ntD9culky";
+
+std::string Errors(const WebConfigResult& r) {
+  std::string all;
+  for (const auto& e : r.errors) all += e.ToString() + "\n";
+  return all;
+}
+
+TEST(WebConfigTest, FullFileAsExporterToolkitDocumentsIt) {
+  auto r = ParseWebConfig(std::string("tls_server_config:\n"
+                                      "  cert_file: server.crt\n"
+                                      "  key_file: /abs/server.key\n"
+                                      "  client_auth_type: VerifyClientCertIfGiven\n"
+                                      "  client_ca_file: ../ca/ca.crt\n"
+                                      "  min_version: TLS13\n"
+                                      "  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,\n"
+                                      "                  TLS_RSA_WITH_AES_256_CBC_SHA]\n"
+                                      "http_server_config:\n"
+                                      "  http2: false\n"
+                                      "  headers: {X-Frame-Options: SAMEORIGIN}\n"
+                                      "basic_auth_users:\n"
+                                      "  alice: ") +
+                              kAlice + "\n",
+                          "/etc/podnet/web/web.yml");
+  ASSERT_TRUE(r.config) << Errors(r);
+  const auto& tls = *r.config->tls;
+  EXPECT_EQ(tls.cert_file, "/etc/podnet/web/server.crt");  // relative to the file's directory
+  EXPECT_EQ(tls.key_file, "/abs/server.key");
+  EXPECT_EQ(tls.client_ca_file, "/etc/podnet/ca/ca.crt");
+  EXPECT_EQ(tls.client_auth, ClientAuth::kVerifyClientCertIfGiven);
+  EXPECT_EQ(tls.min_version, TLS1_3_VERSION);
+  EXPECT_EQ(tls.cipher_list, "ECDHE-RSA-AES128-GCM-SHA256:AES256-SHA");
+  ASSERT_EQ(r.config->headers.size(), 1u);
+  EXPECT_EQ(r.config->headers[0].second, "SAMEORIGIN");
+  EXPECT_EQ(r.config->users.at("alice"), kAlice);
+}
+
+TEST(WebConfigTest, EmptyFileIsPlainHttpWithoutAuth) {
+  auto r = ParseWebConfig("", "web.yml");
+  ASSERT_TRUE(r.config) << Errors(r);
+  EXPECT_FALSE(r.config->tls);
+  EXPECT_TRUE(r.config->users.empty());
+  EXPECT_EQ(ParseWebConfig("tls_server_config:\n", "web.yml").config->tls, nullptr);
+}
+
+struct BadCase {
+  const char* name;
+  const char* text;
+  const char* want;  // in the error text, with its place
+};
+
+class WebConfigBadTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(WebConfigBadTest, RefusedWithPlaceAndKey) {
+  auto r = ParseWebConfig(GetParam().text, "web.yml");
+  EXPECT_FALSE(r.config);
+  EXPECT_NE(Errors(r).find(GetParam().want), std::string::npos) << Errors(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, WebConfigBadTest,
+    ::testing::Values(
+        BadCase{"unknown_top", "tls_config: {}\n", "web.yml:1:1: tls_config: unknown key"},
+        BadCase{"no_cert", "tls_server_config:\n  key_file: k\n",
+                "tls_server_config.cert_file: missing"},
+        BadCase{"auth_type",
+                "tls_server_config: {cert_file: c, key_file: k, "
+                "client_auth_type: Required}\n",
+                "1:66: tls_server_config.client_auth_type: must be NoClientCert"},
+        BadCase{"verify_without_ca",
+                "tls_server_config:\n  cert_file: c\n  key_file: k\n"
+                "  client_auth_type: RequireAndVerifyClientCert\n",
+                "4:21: tls_server_config.client_ca_file: missing"},
+        BadCase{"max_below_min",
+                "tls_server_config:\n  cert_file: c\n  key_file: k\n  min_version: TLS13\n"
+                "  max_version: TLS12\n",
+                "5:16: tls_server_config.max_version: is below min_version"},
+        BadCase{"cipher",
+                "tls_server_config:\n  cert_file: c\n  key_file: k\n"
+                "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
+                "4:19: tls_server_config.cipher_suites[0]: unknown TLS 1.2 cipher suite"},
+        BadCase{"nosniff", "http_server_config:\n  headers:\n    X-Content-Type-Options: sniff\n",
+                "3:29: http_server_config.headers.X-Content-Type-Options: must be nosniff"},
+        BadCase{"header_injection",
+                "http_server_config:\n  headers:\n    Content-Security-Policy: \"a\\r\\nX: y\"\n",
+                "must be one line"},
+        BadCase{"cleartext_password", "basic_auth_users:\n  alice: correct horse\n",
+                "2:10: basic_auth_users.alice: must be a bcrypt hash"},
+        BadCase{"md5_crypt", "basic_auth_users:\n  alice: $1$saltsalt$abcdefghijklmnopqrstu.\n",
+                "must be a bcrypt hash"},
+        BadCase{"colon_user",
+                "basic_auth_users:\n  \"a:b\": $2y$10$yvLRgfwHg35RmbzkbRjNJ.AHEv4ag.i6QwjkFMuX4m"
+                "AlKidQ/ko4S\n",
+                "without ':'"},
+        BadCase{"not_yaml", "tls_server_config: [\n", "web.yml:1:20: malformed YAML"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+std::string Basic(const std::string& user_password) {
+  static const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < user_password.size(); i += 3) {
+    unsigned v = (unsigned char)user_password[i] << 16 | (unsigned char)user_password[i + 1] << 8 |
+                 (unsigned char)user_password[i + 2];
+    for (int s = 18; s >= 0; s -= 6) out += kB64[(v >> s) & 63];
+  }
+  std::size_t rest = user_password.size() - i;
+  if (rest) {
+    unsigned v = (unsigned char)user_password[i] << 16;
+    if (rest == 2) v |= (unsigned char)user_password[i + 1] << 8;
+    out += kB64[(v >> 18) & 63];
+    out += kB64[(v >> 12) & 63];
+    out += rest == 2 ? kB64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return "Basic " + out;
+}
+
+TEST(BasicAuthTest, VerifiesHashesMadeByAnotherBcrypt) {
+  BasicAuth auth({{"alice", kAlice}, {"bob", kBob}});
+  EXPECT_TRUE(auth.Check(Basic("alice:correct horse")));
+  EXPECT_TRUE(auth.Check(Basic("alice:correct horse")));              // the remembered pair
+  EXPECT_TRUE(auth.Check(Basic("bob:b0b:pw")));                       // a password may hold ':'
+  EXPECT_TRUE(auth.Check("basic " + Basic("bob:b0b:pw").substr(6)));  // scheme in any case
+  EXPECT_FALSE(auth.Check(Basic("alice:correct horsE")));
+  EXPECT_FALSE(auth.Check(Basic("alice:")));
+  EXPECT_FALSE(auth.Check(Basic("bob:correct horse")));  // alice's password, bob's name
+  EXPECT_FALSE(auth.Check(Basic("mallory:correct horse")));
+  EXPECT_FALSE(auth.Check(""));
+  EXPECT_FALSE(auth.Check("Bearer abc"));
+  EXPECT_FALSE(auth.Check("Basic not-base64!"));
+  EXPECT_FALSE(auth.Check("Basic " + std::string("YWxpY2U=")));  // "alice": no colon
+  EXPECT_EQ(BasicAuth::User(Basic("alice:x")), "alice");
+}
+
+}  // namespace
+}  // namespace podnet::web
