@@ -535,9 +535,44 @@ void App::RouteAuthorized(responders::HttpRequest req, std::string path,
     return;
   }
   // The rest is built on the control loop and written back here (HttpRespond).
-  boost::asio::post(control_io_,
-                    [this, req = std::move(req), path = std::move(path),
-                     respond = std::move(respond)] { respond(RouteControlGuarded(req, path)); });
+  boost::asio::post(control_io_, [this, req = std::move(req), path = std::move(path),
+                                  respond = std::move(respond)]() mutable {
+    if (path == "/metrics" && req.method == "GET") {
+      QueueScrape(req.accepts_gzip, std::move(respond));
+      return;
+    }
+    respond(RouteControlGuarded(req, path));
+  });
+}
+
+void App::QueueScrape(bool gzip, responders::HttpRespond respond) {
+  PODNET_DCHECK_LOOP(kControl);
+  pending_scrapes_.push_back({gzip, std::move(respond)});
+  if (pending_scrapes_.size() == 1) boost::asio::post(control_io_, [this] { ServeScrapes(); });
+}
+
+void App::ServeScrapes() {
+  PODNET_DCHECK_LOOP(kControl);
+  auto batch = std::move(pending_scrapes_);
+  pending_scrapes_.clear();
+  std::shared_ptr<const std::string> text[2];  // identity, gzip: each built once for the batch
+  for (auto& scrape : batch) {
+    responders::HttpResponse resp{200, "text/plain; version=0.0.4; charset=utf-8", ""};
+    try {
+      auto& body = text[scrape.gzip];
+      if (!body) {
+        body = std::make_shared<const std::string>(
+            metrics_.Serialize(scrape.gzip ? metrics::Metrics::Encoding::kGzip
+                                           : metrics::Metrics::Encoding::kIdentity));
+      }
+      resp.shared_body = body;
+      if (scrape.gzip) resp.content_encoding = "gzip";
+    } catch (const std::exception& e) {
+      spdlog::error("http: /metrics failed: {}", e.what());
+      resp = {500, "text/plain; charset=utf-8", "internal error\n"};
+    }
+    scrape.respond(std::move(resp));
+  }
 }
 
 responders::HttpResponse App::RouteControlGuarded(const responders::HttpRequest& req,
@@ -603,12 +638,8 @@ responders::HttpResponse App::RouteControl(const responders::HttpRequest& req,
   PODNET_DCHECK_LOOP(kControl);
   bool get = req.method == "GET" || req.method == "HEAD";
   if (path == "/metrics") {
-    if (!get) return {405, "text/plain; charset=utf-8", "Only GET or HEAD requests allowed.\n"};
-    if (req.accepts_gzip) {
-      return {200, "text/plain; version=0.0.4; charset=utf-8",
-              metrics_.Serialize(metrics::Metrics::Encoding::kGzip), "gzip"};
-    }
-    return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.Serialize()};
+    // GET (and HEAD, which arrives as GET) is served by QueueScrape.
+    return {405, "text/plain; charset=utf-8", "Only GET or HEAD requests allowed.\n"};
   }
   if (path == "/-/ready") {  // not ready (Route answers "ready" itself): say why
     std::string why = NotReadyReason();

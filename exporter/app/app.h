@@ -74,6 +74,11 @@ class App {
   // Responder loop: Route's part after the TLS and basic auth checks.
   void RouteAuthorized(responders::HttpRequest req, std::string path,
                        responders::HttpRespond respond);
+  // Control loop: /metrics. Scrapes that wait together are answered from one body per
+  // encoding (two Prometheus replicas, or a burst of clients, cost one serialization, and
+  // their responses share its memory).
+  void QueueScrape(bool gzip, responders::HttpRespond respond);
+  void ServeScrapes();
   // Control loop: RouteControl, with an exception turned into a 500.
   responders::HttpResponse RouteControlGuarded(const responders::HttpRequest& req,
                                                const std::string& path);
@@ -102,6 +107,11 @@ class App {
   std::shared_ptr<const web::WebConfig> web_;
   std::shared_ptr<web::TlsContextSource> tls_;
   std::unique_ptr<web::BasicAuth> auth_;  // with basic_auth_users; used on the control loop
+  struct PendingScrape {
+    bool gzip;
+    responders::HttpRespond respond;
+  };
+  std::vector<PendingScrape> pending_scrapes_;  // control loop
   metrics::Metrics metrics_;
   scheduler::SchedulerMetrics scheduler_metrics_{metrics_.registry()};
   boost::asio::io_context control_io_;

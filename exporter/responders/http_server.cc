@@ -541,51 +541,60 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   };
 
   void Reply(HttpResponse resp, bool keep_alive, unsigned version, bool head) {
-    if (!head && !server_->ReserveResponse(resp.body.size())) {
+    std::size_t size = resp.shared_body ? resp.shared_body->size() : resp.body.size();
+    if (!head && !server_->ReserveResponse(size)) {
       server_->CountResponseBudget();
       resp = HttpResponse{503, "text/plain; charset=utf-8",
                           "too many responses being sent; retry shortly\n"};
       resp.headers.emplace_back("Retry-After", "1");
       keep_alive = false;
-      server_->ReserveResponse(resp.body.size(), /*always=*/true);
+      size = resp.body.size();
+      server_->ReserveResponse(size, /*always=*/true);
     }
-    auto budget = std::make_shared<Budget>(server_, head ? 0 : resp.body.size());
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(resp.status), version);
-    res->set(http::field::server, "podnet-exporter");
-    res->set(http::field::content_type, resp.content_type);
+    auto budget = std::make_shared<Budget>(server_, head ? 0 : size);
+    http::response<http::empty_body> h(static_cast<http::status>(resp.status), version);
+    h.set(http::field::server, "podnet-exporter");
+    h.set(http::field::content_type, resp.content_type);
     if (!resp.content_encoding.empty()) {
-      res->set(http::field::content_encoding, resp.content_encoding);
-      res->set(http::field::vary, "Accept-Encoding");
+      h.set(http::field::content_encoding, resp.content_encoding);
+      h.set(http::field::vary, "Accept-Encoding");
     }
-    for (const auto& [name, value] : server_->response_headers()) res->insert(name, value);
-    for (auto& [name, value] : resp.headers) res->insert(name, value);
-    res->keep_alive(keep_alive);
+    for (const auto& [name, value] : server_->response_headers()) h.insert(name, value);
+    for (auto& [name, value] : resp.headers) h.insert(name, value);
+    h.keep_alive(keep_alive);
     beast::get_lowest_layer(stream_).expires_after(
         std::chrono::seconds(server_->limits().request_timeout_seconds));
     if (head) {  // RFC 9110 §9.3.2: GET's header fields, Content-Length included; no body
-      auto hres = std::make_shared<http::response<http::empty_body>>(std::move(res->base()));
-      hres->content_length(resp.body.size());
-      http::async_write(
-          stream_, *hres,
-          [self = this->shared_from_this(), hres, budget](beast::error_code ec, std::size_t) {
-            self->AfterWrite(ec, hres->keep_alive());
-          });
+      auto res = std::make_shared<http::response<http::empty_body>>(std::move(h));
+      res->content_length(size);  // after keep_alive: it must not be recomputed from the body
+      Write(res, res, budget);
       return;
     }
-    res->body() = std::move(resp.body);
-    res->prepare_payload();
-    // A /metrics body is megabytes. Written in one send(2), the kernel copies and, on loopback,
-    // delivers all of it inside that call, on this loop, where a peer's echo then waits behind
-    // it. In kWriteChunkBytes pieces, each completion goes back through the loop, so an echo
-    // request waits for at most one piece.
-    auto sr = std::make_shared<http::response_serializer<http::string_body>>(*res);
+    // The body is held once, as a string of its own or shared with other responses.
+    std::shared_ptr<const std::string> text =
+        resp.shared_body ? std::move(resp.shared_body)
+                         : std::make_shared<const std::string>(std::move(resp.body));
+    auto res = std::make_shared<http::response<http::span_body<const char>>>(std::move(h.base()));
+    res->body() = beast::span<const char>(text->data(), text->size());
+    res->content_length(size);
+    Write(res, text, budget);
+  }
+
+  // Writes `res` (its body kept alive by `keep`) and goes on with the connection.
+  // A /metrics body is megabytes. Written in one send(2), the kernel copies and, on loopback,
+  // delivers all of it inside that call, on this loop, where a peer's echo then waits behind
+  // it. In kWriteChunkBytes pieces, each completion goes back through the loop, so an echo
+  // request waits for at most one piece.
+  template <class Response, class Keep>
+  void Write(std::shared_ptr<Response> res, std::shared_ptr<Keep> keep,
+             std::shared_ptr<Budget> budget) {
+    using Serializer = http::response_serializer<typename Response::body_type>;
+    auto sr = std::make_shared<Serializer>(*res);
     sr->limit(kWriteChunkBytes);
     http::async_write(
         stream_, *sr,
-        [self = this->shared_from_this(), res, sr, budget](beast::error_code ec, std::size_t) {
-          self->AfterWrite(ec, res->keep_alive());
-        });
+        [self = this->shared_from_this(), res, sr, keep, budget](
+            beast::error_code ec, std::size_t) { self->AfterWrite(ec, res->keep_alive()); });
   }
 
   void AfterWrite(beast::error_code ec, bool keep_alive) {

@@ -47,6 +47,9 @@ struct HttpResponse {
   /// The coding the handler already applied to `body` ("gzip"), sent as Content-Encoding with
   /// Vary: Accept-Encoding; empty: none. The server never encodes a body itself.
   std::string content_encoding;
+  /// When set, the body instead of `body`: one text several responses share (one /metrics
+  /// body for scrapes that came together), held until the last of them is written.
+  std::shared_ptr<const std::string> shared_body;
   /// Further header fields (Retry-After, ...), sent as given after the server's own.
   std::vector<std::pair<std::string, std::string>> headers;
 };

@@ -524,6 +524,112 @@ def web_config(exe, tmp):
         stop_exporter(p)
 
 
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def timed_get(url, timeout=2.0):
+    """(status or the exception's name, seconds) of one GET."""
+    t0 = time.time()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            r.read()
+            return r.status, time.time() - t0
+    except urllib.error.HTTPError as e:
+        return e.code, time.time() - t0
+    except OSError as e:
+        return type(e).__name__, time.time() - t0
+
+
+def hostile_http_clients(exe, tmp, peers=1000, slow=140, hoarders=127):
+    """The break test's HTTP clients against an exporter with `peers` peers (a /metrics body of
+    megabytes): `slow` clients that send a request line and then a header a second, and
+    `hoarders` that ask for /metrics and never read. The liveness probe must still be answered
+    within 2 s, and memory must stay bounded."""
+    port = free_port()
+    text = ("listen_address: \"127.0.0.1:%d\"\nself: { name: h, node: n, zone: z }\n"
+            "responders: { udp_echo: { listen_address: \"127.0.0.1:%d\" } }\n"
+            "peers:\n  static:\n" % (port, port))
+    for i in range(peers):
+        text += ("    - { name: peer-%04d, address: 127.1.%d.%d, node: node-%04d, zone: z%d }\n"
+                 % (i, i // 250, i % 250 + 1, i, i % 3))
+    text += "probes:\n  rtt: { protocol: udp, interval: 60s, count: 1, timeout: 200ms }\n"
+    cfg = os.path.join(tmp, "hostile-http.yaml")
+    with open(cfg, "w") as f:
+        f.write(text)
+    p = subprocess.Popen([exe, "--config.file=" + cfg], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    base = "http://127.0.0.1:%d" % port
+    socks = []
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and not port_open(port):
+            time.sleep(0.05)
+        time.sleep(1)
+        body = get(base + "/metrics")[1]
+        rss0 = rss_bytes(p.pid)
+        # Slow clients: more than the 128 connection slots, each mid-request.
+        for _ in range(slow):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            socks.append(s)
+        probes = []
+        for second in range(6):
+            probes.append(timed_get(base + "/-/healthy"))
+            for s in socks:
+                try:
+                    s.sendall(b"X-Slow: %d\r\n" % second)
+                except OSError:
+                    pass
+            time.sleep(max(0.0, 1 - probes[-1][1]))
+        ok = [c for c, t in probes if c == 200 and t < 2]
+        check(len(ok) == len(probes), "%d slow clients (a header a second): /-/healthy answered "
+              "within 2 s %d of %d times (%s)" % (slow, len(ok), len(probes),
+                                                  ", ".join("%.2f s" % t for _, t in probes)))
+        for s in socks:
+            s.close()
+        socks = []
+        # Hoarders: GET /metrics with a small receive window, never read.
+        for _ in range(hoarders):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(5)
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            socks.append(s)
+        time.sleep(3)
+        peak = rss_bytes(p.pid)
+        code, took = timed_get(base + "/-/healthy")
+        check(code == 200 and took < 2, "%d clients that ask for /metrics (%.1f MB) and never "
+              "read: /-/healthy %s in %.2f s" % (hoarders, len(body) / 1e6, code, took))
+        check(peak - rss0 < 96 << 20, "... RSS %.0f MB → %.0f MB (bounded: 48 MiB of responses "
+              "held, then 503)" % (rss0 / 1e6, peak / 1e6))
+    finally:
+        for s in socks:
+            s.close()
+        time.sleep(0.5)
+        try:
+            metrics = get(base + "/metrics")[1]
+        except OSError:
+            metrics = ""
+        t0 = time.time()
+        p.send_signal(signal.SIGTERM)
+        try:
+            rc = p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = "still running"
+    check(rc == 0, "... and SIGTERM ends it at once afterwards: %s in %.1f s" % (rc, time.time() - t0))
+    m = re.search(r'podnet_responder_dropped_total\{reason="response_budget",responder="http"\} '
+                  r'(\d+)', metrics)
+    check(m is not None and int(m.group(1)) > 0,
+          "the refused responses are counted: response_budget %s" % (m.group(1) if m else None))
+
+
 def json_fields(exe, tmp):
     """--log.format=json: a record's trailing key=value words are JSON members of their own."""
     rc = os.path.join(tmp, "resolv-silent.conf")
@@ -838,6 +944,7 @@ def main():
     hostile_config(exe, tmp)
     reload_requests_coalesced(exe, tmp)
     web_config(exe, tmp)
+    hostile_http_clients(exe, tmp)
     failed = results.count(False)
     print("%d passed, %d failed" % (len(results) - failed, failed))
     return 1 if failed else 0
