@@ -13,6 +13,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "exporter/probes/phase_grid.h"
 #include "exporter/probes/probe.h"
 #include "exporter/topology/topology.h"
 
@@ -27,7 +28,7 @@ namespace podnet::scheduler {
 /// timeouts, their later sends and deadlines) that fall in the same grid slot share one wake-up
 /// of the loop: 1,000 peers at 1 round/s cost ~200 wake-ups/s instead of thousands. Accuracy is
 /// untouched: RTT comes from kernel timestamps, not from when a send was scheduled.
-inline constexpr std::chrono::milliseconds kPhaseGrid{5};
+using probes::kPhaseGrid;
 
 /// The scheduler's own health, by probe kind (`probe` label: rtt, http, grpc, burst, dns):
 ///  - podnet_probe_rounds_skipped_total{probe}: rounds not run because the previous round of
