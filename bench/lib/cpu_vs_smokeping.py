@@ -53,6 +53,9 @@ def main():
     ap.add_argument("--warmup", type=float, default=10)
     ap.add_argument("--modes", default=os.environ.get("MODES", "dgram,raw"),
                     help="ICMP socket kinds to measure: dgram,raw (default both)")
+    ap.add_argument("--compare", metavar="OLD_EXE",
+                    help="also measure this exporter binary (e.g. a build of the previous commit)"
+                         " in each mode, right after the first, and print both side by side")
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     if not modes or any(m not in L.PING_GROUP_RANGE for m in modes):
@@ -64,6 +67,7 @@ def main():
         raise B.BenchBroken("%s not found (apt-get install -y prometheus-smokeping-prober)"
                             % args.smokeping)
     exe, version, bindir = B.exporter_binary(args.exporter)
+    old = B.exporter_binary(args.compare) if args.compare else None
     sp_version = subprocess.run([args.smokeping, "--version"], capture_output=True, text=True,
                                 timeout=10)
     sp_version = (sp_version.stdout + sp_version.stderr).strip().splitlines()[0]
@@ -75,6 +79,8 @@ def main():
     B.log("== cpu_vs_smokeping: podnet-exporter vs smokeping_prober, %d loopback peers, 1 packet/s"
           " each" % args.peers)
     B.log("exporter:  %s, git %s" % (version, B.git_describe()))
+    if old:
+        B.log("compared:  %s (%s)" % (args.compare, old[1]))
     B.log("smokeping: %s" % sp_version)
     B.log("machine:   %s" % B.machine_line())
     warning = B.busy_warning()
@@ -88,19 +94,24 @@ def main():
         for mode in modes:
             L.set_socket_mode(ns, mode)
             e = L.run_exporter(procs, exe, ns, tmp, addrs, args.warmup, args.seconds, mode)
+            o = (L.run_exporter(procs, old[0], ns, tmp, addrs, args.warmup, args.seconds,
+                                mode + "-old") if old else None)
             s = run_smokeping(procs, ns, tmp, addrs, mode, args.warmup, args.seconds,
                               args.smokeping)
-            results.append((mode, e, s))
+            results.append((mode, e, s, o))
     finally:
         procs.stop_all()
         B.netns_del(ns)
         shutil.rmtree(bindir, ignore_errors=True)
+        if old:
+            shutil.rmtree(old[2], ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
     B.log("")
     rows = []
-    for mode, e, s in results:
-        for name, m in (("podnet-exporter", e), ("smokeping_prober", s)):
+    for mode, e, s, o in results:
+        tools = [("podnet-exporter", e)] + ([("podnet-exporter (compared)", o)] if o else [])
+        for name, m in tools + [("smokeping_prober", s)]:
             rows.append([mode, name, m["sockets"], "%.0f" % m["sent_pps"], "%.0f" % m["recv_pps"],
                          "%.2f" % m["cpu_s"], "%.2f" % m["cpu_pct"],
                          "%.2f" % m["cpu_pct_schedstat"], "%.0f" % m["ctxsw_per_s"],
@@ -114,7 +125,13 @@ def main():
           " window")
     B.log("")
     B.log("target: exporter CPU <= 1/10 of smokeping_prober's")
-    for mode, e, s in results:
+    for mode, e, s, o in results:
+        if o:
+            B.log("       %-5s compared binary: %.2f %% of a core, ratio %.3f (1/%.1f); this one"
+                  " / compared: %.2f"
+                  % (mode, o["cpu_pct"], o["cpu_pct"] / s["cpu_pct"] if s["cpu_pct"] > 0 else 0,
+                     s["cpu_pct"] / o["cpu_pct"] if o["cpu_pct"] > 0 else float("inf"),
+                     e["cpu_pct"] / o["cpu_pct"] if o["cpu_pct"] > 0 else float("inf")))
         ratio = e["cpu_pct"] / s["cpu_pct"] if s["cpu_pct"] > 0 else float("inf")
         ratio_s = (e["cpu_pct_schedstat"] / s["cpu_pct_schedstat"]
                    if s["cpu_pct_schedstat"] > 0 else float("inf"))

@@ -8,7 +8,8 @@ warm-up, over a window (default 60 s):
   RSS (VmRSS at the end of the window; VmHWM, the peak, too),
 then, outside that window: 10 fetches of /metrics with curl as it is (identity) and 10 asking
 for gzip as Prometheus does (curl --compressed: the time includes curl's inflate), each with
-its median time, size, the exporter's CPU per scrape and the peak RSS over those fetches; the
+its median time, size, the exporter's CPU per scrape and the peak RSS over those fetches; then
+5 rounds of 2 fetches at once (--concurrent, two Prometheus replicas) and their peak RSS; the
 scrape's series count, and `promtool check metrics` over one scrape.
 
 --compare EXE runs the same measurement with a second binary (e.g. a build of the previous
@@ -22,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as B  # noqa: E402
@@ -45,10 +47,36 @@ def fetch_figures(url, ns, pid, fetches, gzip):
             "rss_after_mib": s1["rss_kib"] / 1024.0, "hwm_mib": s1["hwm_kib"] / 1024.0}
 
 
-def scrape_figures(ns, port, pid, fetches, tmp, promtool):
+def concurrent_figures(url, ns, pid, rounds, concurrent, gzip):
+    """`rounds` times `concurrent` fetches started together (Prometheus replicas scraping at
+    once): the peak RSS over them all (VmHWM reset first) and the median fetch time."""
+    B.reset_peak_rss(pid)
+    times = []
+    for _ in range(rounds):
+        results = [None] * concurrent
+
+        def fetch(i):
+            results[i] = B.curl_timing(url, ns=ns, timeout=30, gzip=gzip)
+        threads = [threading.Thread(target=fetch, args=(i,)) for i in range(concurrent)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for r in results:
+            if r is None or r[2] != 200:
+                raise B.BenchBroken("/metrics (concurrent) answered %r" % (r,))
+            times.append(r[0])
+    s1 = B.proc_sample(pid)
+    return {"median_s": B.median(times), "max_s": max(times), "hwm_mib": s1["hwm_kib"] / 1024.0}
+
+
+def scrape_figures(ns, port, pid, fetches, tmp, promtool, concurrent):
     url = "http://127.0.0.1:%d/metrics" % port
     plain = fetch_figures(url, ns, pid, fetches, gzip=False)
     gz = fetch_figures(url, ns, pid, fetches, gzip=True)
+    rounds = max(1, fetches // 2)
+    together = {mode: concurrent_figures(url, ns, pid, rounds, concurrent, gzip=mode == "gzip")
+                for mode in ("plain", "gzip")} if concurrent > 1 else None
     body = L.scrape(ns, port)
     path = os.path.join(tmp, "scrape.txt")
     with open(path, "w") as f:
@@ -62,7 +90,8 @@ def scrape_figures(ns, port, pid, fetches, tmp, promtool):
                                text=True, timeout=300)
         out = (r.stdout + r.stderr).strip()
         pt = (r.returncode, out)
-    return {"plain": plain, "gzip": gz, "series": series, "families": families, "promtool": pt}
+    return {"plain": plain, "gzip": gz, "series": series, "families": families, "promtool": pt,
+            "together": together}
 
 
 def measure_binary(exe_path, args, ns, promtool, tag):
@@ -76,7 +105,7 @@ def measure_binary(exe_path, args, ns, promtool, tag):
         L.set_socket_mode(ns, args.mode)
         m = L.run_exporter(procs, exe, ns, tmp, addrs, args.warmup, args.seconds, "scale",
                            after=lambda port, pid: scrape_figures(ns, port, pid, args.fetches,
-                                                                  tmp, promtool))
+                                                                  tmp, promtool, args.concurrent))
     finally:
         procs.stop_all()
         B.netns_del(ns)
@@ -98,6 +127,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=float(os.environ.get("SECONDS_WINDOW", "60")))
     ap.add_argument("--warmup", type=float, default=10)
     ap.add_argument("--fetches", type=int, default=10)
+    ap.add_argument("--concurrent", type=int, default=2,
+                    help="then fetches/2 rounds of this many fetches at once (two Prometheus"
+                         " replicas: 2, the default; 1 skips them)")
     ap.add_argument("--mode", default=os.environ.get("MODE", "raw"), choices=("raw", "dgram"),
                     help="ICMP socket kind (default raw: root with the kernel's default"
                          " ping_group_range)")
@@ -155,6 +187,15 @@ def main():
                 lambda m, mo=mode: "after %.1f" % sc(m)[mo]["rss_after_mib"], "<= 50",
                 lambda m, mo=mode: sc(m)[mo]["hwm_mib"] <= 50),
         ]
+    if args.concurrent > 1:
+        for mode, what in (("plain", "identity"), ("gzip", "gzip")):
+            rows += [
+                row("/metrics %s, %d at once: peak RSS (MiB)" % (what, args.concurrent),
+                    lambda m, mo=mode: "%.1f" % sc(m)["together"][mo]["hwm_mib"],
+                    lambda m, mo=mode: "time median %.0f ms"
+                    % (sc(m)["together"][mo]["median_s"] * 1000), "<= 50",
+                    lambda m, mo=mode: sc(m)["together"][mo]["hwm_mib"] <= 50),
+            ]
     rows.append(row("/metrics series (sample lines)", lambda m: "%d" % sc(m)["series"],
                     lambda m: "%d families" % sc(m)["families"], "-", None))
     if promtool is None:

@@ -156,7 +156,8 @@ int App::Run() {
       (!config->grpc_listen_address ||
        Listen("gRPC health", "responders.grpc.listen_address", *config->grpc_listen_address, [&] {
          grpc_health_ =
-             std::make_unique<responders::GrpcHealthServer>(*config->grpc_listen_address);
+             std::make_unique<responders::GrpcHealthServer>(*config->grpc_listen_address,
+                                                            metrics_.registry());
          return grpc_health_->port();
        }));
 #endif
@@ -506,6 +507,7 @@ void App::RouteAuthorized(responders::HttpRequest req, std::string path,
   bool get = req.method == "GET" || req.method == "HEAD";
   // What peers and the kubelet time is answered here, from constants and atomics only.
   if (path == "/echo" && (get || req.method == "POST")) {
+    http_echo_answered_.Increment();
     respond({200, "text/plain; charset=utf-8", kEchoBody});
     return;
   }

@@ -23,6 +23,7 @@
 #include "exporter/responders/burst_server.h"
 #include "exporter/responders/grpc_health.h"
 #include "exporter/responders/http_server.h"
+#include "exporter/responders/responder_metrics.h"
 #include "exporter/responders/udp_echo.h"
 #include "exporter/scheduler/scheduler.h"
 #include "exporter/topology/topology.h"
@@ -114,6 +115,10 @@ class App {
   std::vector<PendingScrape> pending_scrapes_;  // control loop
   metrics::Metrics metrics_;
   scheduler::SchedulerMetrics scheduler_metrics_{metrics_.registry()};
+  // podnet_responder_requests_total{responder="http_echo",result="answered"}: /echo requests.
+  prometheus::Counter& http_echo_answered_ =
+      responders::ResponderRequests(metrics_.registry())
+          .Add({{"responder", "http_echo"}, {"result", "answered"}});
   boost::asio::io_context control_io_;
   boost::asio::io_context respond_io_;
   boost::asio::io_context probe_io_;

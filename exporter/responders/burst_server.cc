@@ -22,6 +22,7 @@
 #include "exporter/log/last_chance.h"
 #include "exporter/net/tcp_info.h"
 #include "exporter/probes/burst/iperf3.h"
+#include "exporter/responders/responder_metrics.h"
 
 namespace podnet::responders {
 namespace {
@@ -54,15 +55,19 @@ class BurstResponder::Impl {
     if (ep.address().is_v6()) acceptor_.set_option(boost::asio::ip::v6_only(false));
     acceptor_.bind(ep);
     acceptor_.listen();
-    auto& family = prometheus::BuildCounter()
-                       .Name("podnet_responder_requests_total")
-                       .Help("Requests served by this Pod's responders, by outcome.")
-                       .Register(registry);
+    auto& family = ResponderRequests(registry);
     completed_ = &family.Add({{"responder", "burst"}, {"result", "completed"}});
-    denied_ = &family.Add({{"responder", "burst"}, {"result", "access_denied"}});
-    refused_ = &family.Add({{"responder", "burst"}, {"result", "refused"}});
     failed_ = &family.Add({{"responder", "burst"}, {"result", "failed"}});
-    evicted_ = &family.Add({{"responder", "burst"}, {"result", "no_cookie"}});
+    // Refusals: the iperf3 answer as the result, why as the reason.
+    busy_ = ResponderDrop(registry, "burst", "access_denied", "busy");
+    unsupported_ = ResponderDrop(registry, "burst", "access_denied", "unsupported");
+    too_long_ = ResponderDrop(registry, "burst", "refused", "too_long");
+    too_many_streams_ = ResponderDrop(registry, "burst", "refused", "too_many_streams");
+    malformed_ = ResponderDrop(registry, "burst", "failed", "malformed");
+    timeout_ = ResponderDrop(registry, "burst", "failed", "timeout");
+    pending_limit_ = ResponderDrop(registry, "burst", "no_cookie", "pending_limit");
+    cookie_timeout_ = ResponderDrop(registry, "burst", "no_cookie", "timeout");
+    bad_cookie_ = ResponderDrop(registry, "burst", "no_cookie", "malformed");
     received_ = &prometheus::BuildCounter()
                      .Name("podnet_responder_burst_received_bytes_total")
                      .Help("Payload bytes the burst responder received from testing clients.")
@@ -110,34 +115,45 @@ class BurstResponder::Impl {
     if (from_source >= kMaxPendingPerSource) {
       auto oldest = std::find_if(pending_.begin(), pending_.end(),
                                  [&](const auto& p) { return p->source == source; });
-      Evict(*oldest);
+      Evict(*oldest, pending_limit_);
     } else if (pending_.size() >= kMaxPending) {
-      Evict(pending_.front());
+      Evict(pending_.front(), pending_limit_);
     }
     auto p = std::make_shared<Pending>(std::move(socket), io_);
     p->source = source;
     pending_.push_back(p);
     p->timer.expires_after(kCookieTimeout);
     p->timer.async_wait([this, p](ErrorCode ec) {
-      if (!ec) Evict(p);
+      if (!ec) Evict(p, cookie_timeout_);
     });
     boost::asio::async_read(p->socket, boost::asio::buffer(p->cookie),
                             [this, p](ErrorCode ec, std::size_t) {
                               p->timer.cancel();
+                              // Gone already when evicted (counted there) or closed by the
+                              // client before its cookie (not a request).
+                              if (std::find(pending_.begin(), pending_.end(), p) ==
+                                  pending_.end()) {
+                                return;
+                              }
                               pending_.remove(p);
-                              if (ec || !iperf3::IsCookie(p->cookie)) return;
+                              if (ec) return;
+                              if (!iperf3::IsCookie(p->cookie)) {
+                                bad_cookie_.Count();
+                                return;
+                              }
                               Dispatch(std::move(p->socket), p->cookie);
                             });
   }
 
-  // Closes a connection still waiting for its cookie (its read then completes with an error).
-  void Evict(std::shared_ptr<Pending> p) {
+  // Closes a connection still waiting for its cookie (its read then completes with an error),
+  // counting `why`.
+  void Evict(std::shared_ptr<Pending> p, const ResponderDrop& why) {
     if (std::find(pending_.begin(), pending_.end(), p) == pending_.end()) return;  // done
     ErrorCode ignored;
     p->socket.close(ignored);
     p->timer.cancel();
     pending_.remove(p);
-    evicted_->Increment();
+    why.Count();
   }
 
   void Dispatch(tcp::socket socket, const std::string& cookie);
@@ -151,10 +167,16 @@ class BurstResponder::Impl {
   std::list<std::shared_ptr<Pending>> pending_;  // oldest first
   std::atomic<int> active_{0};
   prometheus::Counter* completed_;
-  prometheus::Counter* denied_;
-  prometheus::Counter* refused_;
-  prometheus::Counter* failed_;
-  prometheus::Counter* evicted_;
+  prometheus::Counter* failed_;  // the client broke off or misbehaved mid-test
+  ResponderDrop busy_;           // max_clients tests running
+  ResponderDrop unsupported_;    // UDP, SCTP, reverse or bidirectional
+  ResponderDrop too_long_;       // over max_duration, or unbounded (-n/-k)
+  ResponderDrop too_many_streams_;
+  ResponderDrop malformed_;       // parameters or results that do not decode
+  ResponderDrop timeout_;         // a step's deadline passed
+  ResponderDrop pending_limit_;   // closed before its cookie to make room (per source or in all)
+  ResponderDrop cookie_timeout_;  // no cookie within kCookieTimeout
+  ResponderDrop bad_cookie_;      // the first 37 bytes were not a cookie
   prometheus::Counter* received_;
 };
 
@@ -210,7 +232,7 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
     deadline_.async_wait([weak = weak_from_this(), what](ErrorCode ec) {
       auto self = weak.lock();
       if (ec || !self || self->closed_) return;
-      self->End(self->owner_->failed_, std::string("deadline passed waiting for ") + what);
+      self->End(self->owner_->timeout_, std::string("deadline passed waiting for ") + what);
     });
   }
 
@@ -229,18 +251,19 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
   }
 
   // Refusals: SERVER_ERROR carries the reason for the client to print.
-  void Refuse(std::int32_t i_errno, const std::string& why) {
+  // `reason` is one of owner_'s members.
+  void Refuse(std::int32_t i_errno, const ResponderDrop& reason, const std::string& why) {
     std::string msg(1, static_cast<char>(iperf3::kServerError));
     for (std::int32_t v : {i_errno, std::int32_t{0}}) {
       auto u = static_cast<std::uint32_t>(v);
       for (int shift : {24, 16, 8, 0}) msg.push_back(static_cast<char>(u >> shift));
     }
     Write(std::move(msg),
-          [self = shared_from_this(), why] { self->End(self->owner_->refused_, why); });
+          [self = shared_from_this(), why, refusal = &reason] { self->End(*refusal, why); });
   }
   void Deny(const std::string& why) {
     WriteState(iperf3::kAccessDenied,
-               [self = shared_from_this(), why] { self->End(self->owner_->denied_, why); });
+               [self = shared_from_this(), why] { self->End(self->owner_->unsupported_, why); });
   }
 
   void ReadJson(std::function<void(nlohmann::json)> next) {
@@ -251,7 +274,7 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
           if (ec) return self->End(self->owner_->failed_, "control read: " + ec.message());
           std::uint32_t n = iperf3::DecodeLength(self->len_.data());
           if (n == 0 || n > iperf3::kMaxJsonSize) {
-            return self->End(self->owner_->failed_, "JSON of " + std::to_string(n) + " bytes");
+            return self->End(self->owner_->malformed_, "JSON of " + std::to_string(n) + " bytes");
           }
           auto body = std::make_shared<std::string>(n, '\0');
           boost::asio::async_read(self->control_, boost::asio::buffer(*body),
@@ -262,7 +285,7 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
                                                        "control read: " + ec.message());
                                     auto doc = nlohmann::json::parse(*body, nullptr, false);
                                     if (doc.is_discarded())
-                                      return self->End(self->owner_->failed_, "malformed JSON");
+                                      return self->End(self->owner_->malformed_, "malformed JSON");
                                     next(std::move(doc));
                                   });
         });
@@ -272,18 +295,18 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
     ReadJson([self = shared_from_this()](nlohmann::json doc) {
       std::string err;
       auto p = iperf3::DecodeParams(doc, &err);
-      if (!p) return self->End(self->owner_->failed_, "bad parameters: " + err);
+      if (!p) return self->End(self->owner_->malformed_, "bad parameters: " + err);
       const auto& o = self->owner_->options_;
       if (!p->tcp || p->udp || p->sctp || p->reverse || p->bidirectional) {
         return self->Deny("only TCP tests in the forward direction are served");
       }
       if (p->time <= 0 || std::chrono::seconds(p->time + p->omit) > o.max_duration) {
-        return self->Refuse(iperf3::kErrDuration,
+        return self->Refuse(iperf3::kErrDuration, self->owner_->too_long_,
                             "test of " + std::to_string(p->time + p->omit) +
                                 " s (0 = by bytes/blocks) is not within max_duration");
       }
       if (p->parallel > o.max_streams) {
-        return self->Refuse(iperf3::kErrNumStreams,
+        return self->Refuse(iperf3::kErrNumStreams, self->owner_->too_many_streams_,
                             std::to_string(p->parallel) + " streams is more than max_streams");
       }
       self->params_ = *p;
@@ -376,7 +399,7 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
       self->ReadJson([self](nlohmann::json doc) {
         std::string err;
         if (!iperf3::DecodeResults(doc, &err)) {
-          return self->End(self->owner_->failed_, "client results: " + err);
+          return self->End(self->owner_->malformed_, "client results: " + err);
         }
         self->Write(iperf3::FrameJson(iperf3::EncodeResults(self->results_)), [self] {
           self->WriteState(iperf3::kDisplayResults, [self] { self->ReadDone(); });
@@ -395,6 +418,11 @@ class BurstResponder::Impl::Test : public std::enable_shared_from_this<Test> {
                             });
   }
 
+  void End(const ResponderDrop& refusal, const std::string& why) {
+    if (closed_) return;
+    refusal.dropped->Increment();
+    End(refusal.requests, why);
+  }
   void End(prometheus::Counter* outcome, const std::string& why) {
     if (closed_) return;
     outcome->Increment();
@@ -437,7 +465,7 @@ void BurstResponder::Impl::Dispatch(tcp::socket socket, const std::string& cooki
     auto byte = std::make_shared<char>(static_cast<char>(iperf3::kAccessDenied));
     boost::asio::async_write(*s, boost::asio::buffer(byte.get(), 1),
                              [s, byte](ErrorCode, std::size_t) {});
-    denied_->Increment();
+    busy_.Count();
     return;
   }
   auto t = std::make_shared<Test>(this, std::move(socket), cookie);

@@ -23,9 +23,15 @@ namespace podnet::responders {
 /// second; on the responder loop that would delay the UDP echo replies peers time RTT with (and
 /// /metrics scrapes), on the probe loop it would disturb our own probes' timing.
 ///
-/// Series: podnet_responder_requests_total{responder="burst", result="completed" |
-/// "access_denied" | "refused" | "failed" | "no_cookie"} and
-/// podnet_responder_burst_received_bytes_total.
+/// Series (responder_metrics.h): podnet_responder_requests_total{responder="burst",
+/// result="completed" | "access_denied" | "refused" | "failed" | "no_cookie"}; of those not
+/// served, podnet_responder_dropped_total{responder="burst", reason=} "busy" (max_clients; result
+/// access_denied), "unsupported" (UDP/SCTP/reverse/bidirectional; access_denied), "too_long"
+/// (IEDURATION; refused), "too_many_streams" (IENUMSTREAMS; refused), "malformed" (parameters or
+/// results that do not decode: failed; a first 37 bytes that are no cookie: no_cookie),
+/// "timeout" (a step's deadline: failed; no cookie within 2 s: no_cookie), "pending_limit"
+/// (closed before its cookie to make room: no_cookie). A client that breaks off mid-test is
+/// result "failed" only. And podnet_responder_burst_received_bytes_total.
 class BurstResponder {
  public:
   /// Binds and starts serving. Throws boost::system::system_error when the address cannot be

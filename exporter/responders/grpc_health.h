@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <memory>
 
+#include <prometheus/registry.h>
+
 #include "exporter/net/address.h"
 
 namespace podnet::responders {
@@ -17,7 +19,10 @@ class GrpcHealthServer {
   /// Binds `listen` (without SO_REUSEPORT: a taken port is an error, not a shared one) and
   /// starts serving. Throws boost::system::system_error with the kernel's reason when the
   /// address cannot be bound, std::runtime_error when gRPC does not start for another reason.
-  explicit GrpcHealthServer(const net::HostPort& listen);
+  /// Counts every call in podnet_responder_requests_total{responder="grpc", result="answered" |
+  /// "ignored" | "failed"} and, unanswered, podnet_responder_dropped_total{responder="grpc",
+  /// reason="unimplemented" (another method) | "not_found" (an unknown service name) | "error"}.
+  GrpcHealthServer(const net::HostPort& listen, prometheus::Registry& registry);
   ~GrpcHealthServer();  // shuts down (in-flight calls get a short grace period)
 
   std::uint16_t port() const { return port_; }

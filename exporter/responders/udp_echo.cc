@@ -12,6 +12,7 @@
 
 #include "exporter/probes/rtt/wire.h"
 #include "exporter/responders/echo_limiter.h"
+#include "exporter/responders/responder_metrics.h"
 #include "exporter/runtime/loop_role.h"
 
 namespace podnet::responders {
@@ -28,25 +29,12 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     // its datagrams (there is no TIME_WAIT to wait out); a port in use must fail here.
     socket_.bind(ep);
     socket_.non_blocking(true);
-    auto& family = prometheus::BuildCounter()
-                       .Name("podnet_responder_requests_total")
-                       .Help("Requests served by this Pod's responders, by outcome.")
-                       .Register(registry);
-    answered_ = &family.Add({{"responder", "udp_echo"}, {"result", "answered"}});
-    auto& dropped = prometheus::BuildCounter()
-                        .Name("podnet_responder_dropped_total")
-                        .Help("Requests this Pod's responders received and did not answer, by "
-                              "reason.")
-                        .Register(registry);
-    // A request not answered counts once in each family: as its result, and as its reason.
-    auto drop = [&](const std::string& result, const std::string& reason) {
-      return Drop{&family.Add({{"responder", "udp_echo"}, {"result", result}}),
-                  &dropped.Add({{"responder", "udp_echo"}, {"reason", reason}})};
-    };
-    malformed_ = drop("ignored", "malformed");
-    rate_limited_ = drop("rate_limited", "rate_limited");
-    source_limited_ = drop("source_limited", "source_limited");
-    too_large_ = drop("too_large", "too_large");
+    answered_ =
+        &ResponderRequests(registry).Add({{"responder", "udp_echo"}, {"result", "answered"}});
+    malformed_ = ResponderDrop(registry, "udp_echo", "ignored", "malformed");
+    rate_limited_ = ResponderDrop(registry, "udp_echo", "rate_limited", "rate_limited");
+    source_limited_ = ResponderDrop(registry, "udp_echo", "source_limited", "source_limited");
+    too_large_ = ResponderDrop(registry, "udp_echo", "too_large", "too_large");
   }
 
   void Start() { Wait(); }
@@ -100,21 +88,11 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   boost::asio::ip::udp::socket socket_;
   std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(65536);
   EchoLimiter limiter_;
-  // One outcome of a request not answered: its podnet_responder_requests_total{result} and
-  // podnet_responder_dropped_total{reason} series.
-  struct Drop {
-    prometheus::Counter* requests = nullptr;
-    prometheus::Counter* dropped = nullptr;
-    void Count() const {
-      requests->Increment();
-      dropped->Increment();
-    }
-  };
   prometheus::Counter* answered_;
-  Drop malformed_;  // not a podnet request: result "ignored", reason "malformed"
-  Drop rate_limited_;
-  Drop source_limited_;
-  Drop too_large_;
+  ResponderDrop malformed_;  // not a podnet request: result "ignored", reason "malformed"
+  ResponderDrop rate_limited_;
+  ResponderDrop source_limited_;
+  ResponderDrop too_large_;
 };
 
 UdpEchoResponder::UdpEchoResponder(boost::asio::io_context& io, const net::HostPort& listen,

@@ -7,7 +7,8 @@
 namespace podnet::scheduler {
 
 struct Scheduler::Target {
-  explicit Target(boost::asio::io_context& io) : timer(io) {}
+  Target(Scheduler& owner, boost::asio::io_context& io) : owner(owner), timer(io) {}
+  Scheduler& owner;  // outlives the target's handlers: it stops every target when it goes
   topology::Peer peer;
   std::shared_ptr<probes::PeerProbe> probe;
   prometheus::Counter* skipped = nullptr;  // of its kind; null when not exported
@@ -104,7 +105,7 @@ std::size_t Scheduler::size() const {
 
 void Scheduler::Start(KindState& state, const topology::Peer& peer,
                       std::shared_ptr<probes::PeerProbe> probe) {
-  auto t = std::make_shared<Target>(io_);
+  auto t = std::make_shared<Target>(*this, io_);
   t->peer = peer;
   t->probe = probe ? std::move(probe) : state.kind->ForPeer(peer);
   t->interval = state.kind->interval();
@@ -133,7 +134,9 @@ void Scheduler::Arm(const std::shared_ptr<Target>& t) {
       t->start_delay->Observe(std::max(0.0, std::chrono::duration<double>(late).count()));
     }
     t->running = true;
-    t->probe->Run(t->next, [this, weak] {
+    // Only the weak pointer is captured: at 16 bytes the std::function holds it in place, so a
+    // round allocates nothing here.
+    t->probe->Run(t->next, [weak] {
       auto t = weak.lock();
       if (!t) return;
       t->running = false;
@@ -142,10 +145,10 @@ void Scheduler::Arm(const std::shared_ptr<Target>& t) {
       auto now = std::chrono::steady_clock::now();
       while (t->next <= now) {  // fell behind: skip, never burst to catch up
         t->next += t->interval;
-        ++skipped_rounds_;
+        ++t->owner.skipped_rounds_;
         if (t->skipped) t->skipped->Increment();
       }
-      Arm(t);
+      t->owner.Arm(t);
     });
   });
 }

@@ -13,6 +13,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "exporter/probes/phase_grid.h"
 #include "exporter/probes/probe.h"
 #include "exporter/topology/topology.h"
 
@@ -23,11 +24,11 @@ namespace podnet::scheduler {
 /// fire together, then runs at a fixed rate; a round still running when the next is due makes
 /// the next one skipped (counted), never overlapped. Not thread-safe: call on the probe loop.
 ///
-/// Phases are multiples of kPhaseGrid from one epoch, so rounds (and, with round spacings and
-/// timeouts, their later sends and deadlines) that fall in the same grid slot share one wake-up
-/// of the loop: 1,000 peers at 1 round/s cost ~200 wake-ups/s instead of thousands. Accuracy is
-/// untouched: RTT comes from kernel timestamps, not from when a send was scheduled.
-inline constexpr std::chrono::milliseconds kPhaseGrid{5};
+/// Phases are multiples of kPhaseGrid (20 ms) from one epoch, so rounds (and their timeouts,
+/// which probes round up to the grid) that fall in the same grid slot share one wake-up of the
+/// loop: at most 50 a second, however many peers. Accuracy is untouched: RTT comes from kernel
+/// timestamps, not from when a send was scheduled.
+using probes::kPhaseGrid;
 
 /// The scheduler's own health, by probe kind (`probe` label: rtt, http, grpc, burst, dns):
 ///  - podnet_probe_rounds_skipped_total{probe}: rounds not run because the previous round of

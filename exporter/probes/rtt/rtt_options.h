@@ -10,7 +10,9 @@ enum class RttProtocol { kIcmp, kUdp };
 const char* RttProtocolName(RttProtocol p);  // "icmp" | "udp"
 
 /// probes.rtt: a train of `count` echo requests `spacing` apart, every `interval`; a request
-/// unanswered `timeout` after the train's last send is lost.
+/// unanswered `timeout` after the train's last send is lost (the deadline is rounded up to the
+/// scheduler's 20 ms grid, so it may be up to 20 ms later). A train whose every request has been
+/// answered ends at its last reply.
 struct RttOptions {
   RttProtocol protocol = RttProtocol::kIcmp;
   config::Duration interval = std::chrono::seconds(10);

@@ -7,9 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <random>
 
@@ -19,6 +21,7 @@
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/timestamping.h"
+#include "exporter/probes/phase_grid.h"
 #include "exporter/probes/rtt/train.h"
 #include "exporter/probes/rtt/wire.h"
 
@@ -184,7 +187,7 @@ class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
   std::unique_ptr<EchoSocket> Open(bool v6);
   void ReadLoop(EchoSocket* s);
   void DrainReplies(EchoSocket& s);
-  void DrainTxStamps(EchoSocket& s);
+  void DrainTxStamps(EchoSocket& s, int max);
 
   RttOptions options_;
   ProbeEnv& env_;
@@ -196,6 +199,7 @@ class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
   std::unique_ptr<EchoSocket> sockets_[2];  // [0] IPv4, [1] IPv6
   bool open_failed_[2] = {false, false};
   std::vector<std::uint8_t> rx_buffer_ = std::vector<std::uint8_t>(65536);
+  std::vector<std::uint8_t> tx_buffer_;  // the request being sent; its capacity is reused
 };
 
 class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPeerProbe> {
@@ -228,7 +232,11 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     }
     done_ = std::move(done);
     ++gen_;
-    train_ = std::make_unique<Train>(kind_->options().count);
+    if (train_) {
+      train_->Reset(kind_->options().count);  // no allocation per round
+    } else {
+      train_ = std::make_unique<Train>(kind_->options().count);
+    }
     start_ = scheduled;
     next_index_ = 0;
     SendNext();
@@ -243,6 +251,7 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
   void RemoveSeries() override {
     if (series_) series_->RemoveAll();
     series_.reset();
+    errors_.clear();
   }
 
   // A reply matched to train `gen`, request `index`.
@@ -253,16 +262,24 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     switch (train_->OnReply(index, rx_ns)) {
       case Train::Reply::kDuplicate:
         m_.duplicates->Increment();
-        break;
+        return;
+      case Train::Reply::kLate:
+        m_.late->Increment();
+        return;
+      case Train::Reply::kNotSent:
+        return;
       case Train::Reply::kReordered:
         m_.reordered->Increment();
         break;
-      case Train::Reply::kLate:
-        m_.late->Increment();
-        break;
       case Train::Reply::kFirst:
-      case Train::Reply::kNotSent:
         break;
+    }
+    // The train's last reply: settle it now rather than at its timeout. Nothing can change the
+    // result any more (a further copy is a duplicate, counted after Close too), and the round's
+    // timer then costs no wake-up of the loop.
+    if (next_index_ >= train_->count() && train_->complete()) {
+      timer_.cancel();
+      Finish();
     }
   }
 
@@ -274,9 +291,15 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
 
   void CountError(const std::string& reason) {
     if (!series_) return;
-    auto labels = error_labels_;
-    labels["reason"] = reason;
-    series_->Add(kind_->env().metrics.probe_errors(), labels).Increment();
+    // Looked up once per reason: a peer that fails every round costs no label copies and no
+    // registry lookup per failure.
+    prometheus::Counter*& counter = errors_[reason];
+    if (counter == nullptr) {
+      auto labels = error_labels_;
+      labels["reason"] = reason;
+      counter = &series_->Add(kind_->env().metrics.probe_errors(), labels);
+    }
+    counter->Increment();
     SPDLOG_DEBUG("rtt probe error peer={} reason={}", peer_.name, reason);
   }
 
@@ -295,11 +318,13 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     if (next_index_ < train_->count()) {
       timer_.expires_at(start_ + kind_->options().spacing * next_index_);
     } else {
-      timer_.expires_after(kind_->options().timeout);
+      timer_.expires_at(Deadline());
     }
-    timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    timer_.async_wait([weak = weak_from_this(), gen = gen_](boost::system::error_code ec) {
       auto self = weak.lock();
-      if (ec || !self || self->cancelled_) return;
+      // A train settled by its last reply may find this wait already completed: gen and
+      // closed() keep it from settling twice.
+      if (ec || !self || self->cancelled_ || gen != self->gen_ || self->train_->closed()) return;
       if (self->next_index_ < self->train_->count()) {
         self->SendNext();
       } else {
@@ -308,17 +333,32 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     });
   }
 
+  // When an unanswered request is lost: `timeout` after the last send (RttOptions), rounded up
+  // to the phase grid counted from the round's start (itself on the grid), so that the timeouts
+  // of rounds due together expire together and with later rounds' starts: one wake-up of the
+  // loop for all of them. Never earlier than `timeout` after the send, at most one grid step
+  // later.
+  std::chrono::steady_clock::time_point Deadline() const {
+    const auto& o = kind_->options();
+    auto last_send =
+        std::max(start_ + o.spacing * (train_->count() - 1), std::chrono::steady_clock::now());
+    auto until = last_send + o.timeout - start_;
+    auto steps = (until + kPhaseGrid - std::chrono::nanoseconds(1)) / kPhaseGrid;
+    return start_ + kPhaseGrid * steps;
+  }
+
   void Finish() {
-    TrainResult r = train_->Close();
+    const TrainResult& r = train_->Close();
     if (series_) {
       // Sent and received move together when the train settles, so that sent − received is
       // the loss at every scrape (counting sends as they happen shows a train in flight as lost).
       m_.sent->Increment(r.sent);
-      m_.received->Increment(r.received);
+      if (r.received > 0) m_.received->Increment(r.received);
       for (double s : r.rtt_seconds) m_.rtt->Observe(s);
       auto& f = kind_->families();
-      f.tx_kernel->Increment(r.tx_kernel_stamped);
-      f.tx_user->Increment(static_cast<double>(r.rtt_seconds.size()) - r.tx_kernel_stamped);
+      int user_stamped = static_cast<int>(r.rtt_seconds.size()) - r.tx_kernel_stamped;
+      if (r.tx_kernel_stamped > 0) f.tx_kernel->Increment(r.tx_kernel_stamped);
+      if (user_stamped > 0) f.tx_user->Increment(user_stamped);
     }
     if (done_) std::exchange(done_, nullptr)();
   }
@@ -340,6 +380,7 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
   std::optional<metrics::SeriesSet> series_;  // reset by RemoveSeries: no metric use after it
   Series m_{};
   prometheus::Labels error_labels_;
+  std::map<std::string, prometheus::Counter*, std::less<>> errors_;  // by reason, as added
   std::function<void()> done_;
   std::unique_ptr<Train> train_;  // the current train; kept after Close to count late replies
   std::uint32_t gen_ = 0;
@@ -433,10 +474,10 @@ RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, s
   Header h;
   h.seq = seq;
   h.token = slot.token;
-  auto payload = EncodePayload(h, static_cast<std::size_t>(options_.size));
-  std::vector<std::uint8_t> packet = s->mode() == SocketMode::kUdp
-                                         ? std::move(payload)
-                                         : EncodeIcmpEcho(v6, ident_, seq, payload);
+  EchoKind kind = s->mode() == SocketMode::kUdp ? EchoKind::kUdp
+                  : v6                          ? EchoKind::kIcmp6
+                                                : EchoKind::kIcmp4;
+  EncodeRequest(kind, ident_, h, static_cast<std::size_t>(options_.size), tx_buffer_);
   sockaddr_storage dest{};
   socklen_t dest_len = 0;
   std::uint16_t port = s->mode() == SocketMode::kUdp ? peer.port : 0;
@@ -455,7 +496,7 @@ RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, s
     dest_len = sizeof *sin;
   }
   std::int64_t tx_user = net::RealtimeNs();
-  ssize_t n = sendto(s->fd(), packet.data(), packet.size(), 0,
+  ssize_t n = sendto(s->fd(), tx_buffer_.data(), tx_buffer_.size(), 0,
                      reinterpret_cast<sockaddr*>(&dest), dest_len);
   train.OnSent(index, tx_user);  // a failed send is a lost request, as ping counts it
   if (n < 0) {
@@ -469,7 +510,10 @@ RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, s
   if (s->ts_mode().tx_kernel) {
     std::uint32_t key = s->next_tskey++;
     s->tskey_ring[key % s->tskey_ring.size()] = {key, seq, true};
-    DrainTxStamps(*s);  // software TX stamps of veth/loopback are queued within sendmsg
+    // Software TX stamps of veth and loopback are queued within sendmsg: read this request's
+    // now, so its EPOLLERR wakes nobody. Only one: reading on to EAGAIN would cost a system
+    // call per send, and a second copy (a bridge port's) wakes the read loop, which drains all.
+    DrainTxStamps(*s, 1);
   }
   return out;
 }
@@ -481,14 +525,14 @@ void RttKind::ReadLoop(EchoSocket* s) {
       [weak = weak_from_this(), s](boost::system::error_code ec) {
         auto self = weak.lock();
         if (ec || !self) return;
-        self->DrainTxStamps(*s);
+        self->DrainTxStamps(*s, 1024);
         self->DrainReplies(*s);
         self->ReadLoop(s);
       });
 }
 
-void RttKind::DrainTxStamps(EchoSocket& s) {
-  for (int i = 0; i < 1024; ++i) {
+void RttKind::DrainTxStamps(EchoSocket& s, int max) {
+  for (int i = 0; i < max; ++i) {
     auto stamp = net::ReadTxStamp(s.fd());
     if (!stamp) return;
     const auto& ks = s.tskey_ring[stamp->key % s.tskey_ring.size()];

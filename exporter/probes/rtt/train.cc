@@ -1,12 +1,24 @@
 #include "exporter/probes/rtt/train.h"
 
+#include <utility>
+
 namespace podnet::probes::rtt {
 
 namespace {
 constexpr std::int64_t kMaxTxStampSkewNs = 1'000'000'000;
 }
 
-Train::Train(int count) : slots_(count > 0 ? count : 0) {}
+Train::Train(int count) { Reset(count); }
+
+void Train::Reset(int count) {
+  slots_.assign(count > 0 ? static_cast<std::size_t>(count) : 0, Slot{});
+  highest_answered_ = -1;
+  closed_ = false;
+  std::vector<double> rtts = std::move(result_.rtt_seconds);  // its capacity is kept
+  rtts.clear();
+  result_ = TrainResult{};
+  result_.rtt_seconds = std::move(rtts);
+}
 
 void Train::OnSent(int index, std::int64_t tx_user_ns) {
   if (index < 0 || index >= count() || slots_[index].sent) return;
@@ -51,7 +63,7 @@ Train::Reply Train::OnReply(int index, std::int64_t rx_ns) {
   return Reply::kFirst;
 }
 
-TrainResult Train::Close() {
+const TrainResult& Train::Close() {
   closed_ = true;
   result_.rtt_seconds.clear();
   result_.tx_kernel_stamped = 0;

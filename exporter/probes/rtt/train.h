@@ -22,6 +22,10 @@ class Train {
  public:
   explicit Train(int count);
 
+  /// Starts over for a new round of `count` requests, keeping the memory of the last one (no
+  /// allocation per round once the sizes have been seen).
+  void Reset(int count);
+
   /// Request `index` was handed to the kernel at `tx_user_ns` (read just before sendmsg).
   void OnSent(int index, std::int64_t tx_user_ns);
 
@@ -37,10 +41,14 @@ class Train {
 
   /// Ends the round: requests not answered by now are lost; later replies are kLate. Computes
   /// each RTT as rx − tx (kernel TX stamp when present). Replies that would give a negative RTT
-  /// (a wall-clock step) are dropped from rtt_seconds but still count as received.
-  TrainResult Close();
+  /// (a wall-clock step) are dropped from rtt_seconds but still count as received. The result
+  /// stays valid until the next Reset.
+  const TrainResult& Close();
 
   bool closed() const { return closed_; }
+  /// Every request was sent and answered in time: nothing is left to wait for (a later reply can
+  /// only be a duplicate, which OnReply still counts after Close).
+  bool complete() const { return result_.received == count(); }
   int count() const { return static_cast<int>(slots_.size()); }
 
  private:

@@ -1,5 +1,7 @@
 #include "exporter/probes/rtt/wire.h"
 
+#include <algorithm>
+
 namespace podnet::probes::rtt {
 namespace {
 
@@ -23,16 +25,31 @@ std::uint64_t Get64(const std::uint8_t* p) {
   return static_cast<std::uint64_t>(Get32(p)) << 32 | Get32(p + 4);
 }
 
+// A payload of n >= kHeaderSize bytes at p.
+void WritePayload(const Header& h, std::uint8_t* p, std::size_t n) {
+  Put32(p, kMagic);
+  p[4] = kVersion;
+  p[5] = static_cast<std::uint8_t>(h.kind);
+  Put16(p + 6, h.seq);
+  Put64(p + 8, h.token);
+  for (std::size_t i = kHeaderSize; i < n; ++i) p[i] = static_cast<std::uint8_t>(i);
+}
+
+// The 8-byte ICMP echo request header over out[0..8) and its checksum (IPv4) over all of out.
+void WriteIcmpHeader(bool v6, std::uint16_t ident, std::uint16_t seq, std::span<std::uint8_t> out) {
+  out[0] = v6 ? kIcmp6EchoRequest : kIcmpEchoRequest;
+  out[1] = 0;
+  Put16(out.data() + 2, 0);
+  Put16(out.data() + 4, ident);
+  Put16(out.data() + 6, seq);
+  if (!v6) Put16(out.data() + 2, InternetChecksum(out));
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> EncodePayload(const Header& h, std::size_t size) {
   std::vector<std::uint8_t> out(size < kHeaderSize ? kHeaderSize : size);
-  Put32(out.data(), kMagic);
-  out[4] = kVersion;
-  out[5] = static_cast<std::uint8_t>(h.kind);
-  Put16(out.data() + 6, h.seq);
-  Put64(out.data() + 8, h.token);
-  for (std::size_t i = kHeaderSize; i < out.size(); ++i) out[i] = static_cast<std::uint8_t>(i);
+  WritePayload(h, out.data(), out.size());
   return out;
 }
 
@@ -71,13 +88,18 @@ std::uint16_t InternetChecksum(std::span<const std::uint8_t> data) {
 std::vector<std::uint8_t> EncodeIcmpEcho(bool v6, std::uint16_t ident, std::uint16_t seq,
                                          std::span<const std::uint8_t> payload) {
   std::vector<std::uint8_t> out(8 + payload.size());
-  out[0] = v6 ? kIcmp6EchoRequest : kIcmpEchoRequest;
-  out[1] = 0;
-  Put16(out.data() + 4, ident);
-  Put16(out.data() + 6, seq);
   std::copy(payload.begin(), payload.end(), out.begin() + 8);
-  if (!v6) Put16(out.data() + 2, InternetChecksum(out));
+  WriteIcmpHeader(v6, ident, seq, out);
   return out;
+}
+
+void EncodeRequest(EchoKind kind, std::uint16_t ident, const Header& h, std::size_t size,
+                   std::vector<std::uint8_t>& out) {
+  std::size_t payload = size < kHeaderSize ? kHeaderSize : size;
+  std::size_t icmp = kind == EchoKind::kUdp ? 0 : 8;
+  out.resize(icmp + payload);
+  WritePayload(h, out.data() + icmp, payload);
+  if (icmp != 0) WriteIcmpHeader(kind == EchoKind::kIcmp6, ident, h.seq, out);
 }
 
 std::optional<IcmpEcho> ParseIcmpEchoReply(bool v6, bool with_ip_header,

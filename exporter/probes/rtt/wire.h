@@ -53,6 +53,14 @@ inline constexpr std::uint8_t kIcmp6EchoReply = 129;
 std::vector<std::uint8_t> EncodeIcmpEcho(bool v6, std::uint16_t ident, std::uint16_t seq,
                                          std::span<const std::uint8_t> payload);
 
+enum class EchoKind { kUdp, kIcmp4, kIcmp6 };
+
+/// A whole request as a prober sends it, written into `out` (resized; its capacity is reused, so
+/// sending allocates nothing): for kUdp the payload EncodePayload(h, size) alone, for ICMP that
+/// payload behind the echo header EncodeIcmpEcho(v6, ident, h.seq, ·) writes. Same bytes as those.
+void EncodeRequest(EchoKind kind, std::uint16_t ident, const Header& h, std::size_t size,
+                   std::vector<std::uint8_t>& out);
+
 /// A parsed ICMP echo reply. `payload` points into the buffer passed to ParseIcmpEchoReply.
 struct IcmpEcho {
   std::uint16_t ident = 0;

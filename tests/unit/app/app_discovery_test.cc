@@ -322,5 +322,43 @@ TEST(AppDiscoveryTest, NotReadySaysWhyAndNoDiscoverySeriesWithoutKubernetes) {
   EXPECT_EQ(running.Join(), 0);
 }
 
+// Every responder counts what it serves: /echo, the HTTP latency target, as
+// podnet_responder_requests_total{responder="http_echo",result="answered"}, one per request
+// (GET and POST alike); other paths are not /echo requests.
+TEST(AppTest, HttpEchoRequestsAreCounted) {
+  TempDir dir;
+  std::uint16_t port = FreePort();
+  ASSERT_NE(port, 0);
+  std::string p = std::to_string(port);
+  std::string config_path = dir.Write(
+      "podnet.yaml", "listen_address: \"127.0.0.1:" + p +
+                         "\"\nself: {name: s, node: node-a, zone: z}\n"
+                         "responders: {udp_echo: {listen_address: \"127.0.0.1:" +
+                         p + "\"}}\npeers: {static: []}\n");
+  auto app = MakeApp(config_path, "");
+  ASSERT_TRUE(app);
+  Running running(*app);
+  ASSERT_TRUE(Eventually([&] { return HttpGet(port, "/-/healthy") == "Healthy.\n"; }, 5000ms));
+  auto answered = [&] {
+    std::string m = HttpGet(port, "/metrics");
+    const std::string series =
+        R"(podnet_responder_requests_total{responder="http_echo",result="answered"} )";
+    auto at = m.find(series);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + series.size()));
+  };
+  EXPECT_EQ(answered(), 0);
+  int status = 0;
+  for (int i = 0; i < 5; ++i) {
+    HttpGet(port, "/echo", &status);
+    EXPECT_EQ(status, 200);
+  }
+  HttpGet(port, "/echo?x=1", &status, boost::beast::http::verb::post);
+  EXPECT_EQ(status, 200);
+  HttpGet(port, "/echoes", &status);
+  EXPECT_EQ(status, 404);
+  EXPECT_EQ(answered(), 6);
+  EXPECT_EQ(running.Join(), 0);
+}
+
 }  // namespace
 }  // namespace podnet::app

@@ -8,11 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <future>
 #include <thread>
 
+#include "exporter/probes/burst/iperf3.h"
 #include "exporter/responders/burst_server.h"
 #include "tests/unit/testing/loop.h"
 
@@ -42,6 +45,12 @@ BurstResult RunBurst(BurstRequest req) {
   io.run();  // returns when every handler and socket of the burst is gone
   EXPECT_EQ(calls, 1);
   return result;
+}
+
+// podnet_responder_dropped_total{responder="burst", reason}.
+double Dropped(prometheus::Registry& registry, const std::string& reason) {
+  return testing::CounterValue(registry, "podnet_responder_dropped_total",
+                               {{"responder", "burst"}, {"reason", reason}});
 }
 
 BurstResponderOptions Loopback() {
@@ -119,6 +128,9 @@ TEST(BurstClientTest, ResponderRefusesLongTestsAndTooManyStreams) {
   EXPECT_EQ(testing::CounterValue(registry, "podnet_responder_requests_total",
                                   {{"responder", "burst"}, {"result", "refused"}}),
             2);
+  EXPECT_EQ(Dropped(registry, "too_long"), 1);
+  EXPECT_EQ(Dropped(registry, "too_many_streams"), 1);
+  EXPECT_EQ(Dropped(registry, "busy"), 0);
 }
 
 TEST(BurstClientTest, BusyResponderDeniesASecondClient) {
@@ -134,7 +146,85 @@ TEST(BurstClientTest, BusyResponderDeniesASecondClient) {
   ASSERT_TRUE(testing::Eventually([&] { return server.active_tests() == 1; }));
   BurstResult r = RunBurst(To(server.port(), 1));
   EXPECT_EQ(r.error, "access_denied") << r.detail;
+  EXPECT_EQ(Dropped(registry, "busy"), 1);
+  EXPECT_EQ(testing::CounterValue(registry, "podnet_responder_requests_total",
+                                  {{"responder", "burst"}, {"result", "access_denied"}}),
+            1);
   holder.close();
+}
+
+// What the responder refuses before or instead of a test, sent as a client would send it: each
+// is counted once as podnet_responder_dropped_total{responder="burst", reason}.
+TEST(BurstClientTest, RefusalsAreCountedByReason) {
+  prometheus::Registry registry;
+  auto options = Loopback();
+  options.max_clients = 4;
+  responders::BurstResponder server(options, registry);
+  boost::asio::io_context io;
+  auto connect = [&] {
+    tcp::socket s(io);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+    return s;
+  };
+  // Sends a cookie and, once asked for them (PARAM_EXCHANGE), `params` as framed JSON text;
+  // returns the state byte the responder answers with, then reads to its close.
+  char next_cookie = 'a';  // one cookie per test: a known cookie would make it a data stream
+  auto send_params = [&](const std::string& params) {
+    tcp::socket s = connect();
+    std::string cookie(36, next_cookie++);
+    cookie.push_back('\0');
+    boost::asio::write(s, boost::asio::buffer(cookie));
+    std::int8_t state = 0;
+    boost::asio::read(s, boost::asio::buffer(&state, 1));
+    EXPECT_EQ(state, iperf3::kParamExchange);
+    std::string framed(4, '\0');
+    for (int i = 0; i < 4; ++i) framed[i] = static_cast<char>(params.size() >> (24 - 8 * i));
+    boost::asio::write(s, boost::asio::buffer(framed + params));
+    boost::system::error_code ec;
+    boost::asio::read(s, boost::asio::buffer(&state, 1), ec);
+    std::array<char, 64> rest;
+    while (!ec) s.read_some(boost::asio::buffer(rest), ec);  // until the responder closes
+    return state;
+  };
+  auto wait_dropped = [&](const char* reason, double n) {
+    EXPECT_TRUE(testing::Eventually([&] { return Dropped(registry, reason) == n; }))
+        << reason << ": " << Dropped(registry, reason);
+  };
+
+  EXPECT_EQ(send_params(R"({"tcp": true, "reverse": true, "time": 1, "parallel": 1})"),
+            iperf3::kAccessDenied);
+  wait_dropped("unsupported", 1);
+  send_params("{{{{");
+  wait_dropped("malformed", 1);
+  send_params(R"({"tcp": true, "time": 1, "parallel": 0})");  // parallel must be >= 1
+  wait_dropped("malformed", 2);
+
+  // 37 bytes that are not a cookie.
+  {
+    tcp::socket s = connect();
+    boost::asio::write(s, boost::asio::buffer(std::string(37, 'x')));
+    wait_dropped("malformed", 3);
+  }
+  // 17 connections from one source that send nothing: the 17th makes room by closing the first.
+  {
+    std::vector<tcp::socket> waiting;
+    for (int i = 0; i < 17; ++i) waiting.push_back(connect());
+    wait_dropped("pending_limit", 1);
+  }  // the other 16 close before their 2 s are up: not requests, not counted
+  // One that stays silent past the cookie deadline (2 s).
+  {
+    tcp::socket s = connect();
+    EXPECT_TRUE(testing::Eventually([&] { return Dropped(registry, "timeout") == 1; }, 5000ms));
+  }
+  EXPECT_EQ(testing::CounterValue(registry, "podnet_responder_requests_total",
+                                  {{"responder", "burst"}, {"result", "no_cookie"}}),
+            3);  // the bad cookie, the one closed for room, the silent one
+  EXPECT_EQ(testing::CounterValue(registry, "podnet_responder_requests_total",
+                                  {{"responder", "burst"}, {"result", "failed"}}),
+            2);  // the two parameter sets that do not decode
+  EXPECT_EQ(Dropped(registry, "unsupported"), 1);
+  EXPECT_EQ(Dropped(registry, "pending_limit"), 1);
+  EXPECT_EQ(Dropped(registry, "busy"), 0);
 }
 
 // A server that accepts and reads but never answers: every step must time out.

@@ -5,7 +5,12 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <future>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <memory>
+#include <prometheus/registry.h>
+#include <string>
 #include <vector>
 
 #include "exporter/metrics/metrics.h"
@@ -69,7 +74,9 @@ class GrpcProbeTest : public ::testing::Test {
 };
 
 TEST_F(GrpcProbeTest, ChecksTheHealthResponderOnLoopback) {
-  responders::GrpcHealthServer server(net::HostPort{boost::asio::ip::make_address("127.0.0.1"), 0});
+  prometheus::Registry responder_registry;
+  responders::GrpcHealthServer server(net::HostPort{boost::asio::ip::make_address("127.0.0.1"), 0},
+                                      responder_registry);
   ASSERT_NE(server.port(), 0);
   GrpcOptions o;
   o.count = 5;
@@ -81,6 +88,9 @@ TEST_F(GrpcProbeTest, ChecksTheHealthResponderOnLoopback) {
   auto h = FindSeries(metrics_.registry(), "podnet_grpc_request_duration_seconds", labels_);
   ASSERT_TRUE(h);
   EXPECT_EQ(h->histogram.sample_count, 5u);
+  EXPECT_EQ(CounterValue(responder_registry, "podnet_responder_requests_total",
+                         {{"responder", "grpc"}, {"result", "answered"}}),
+            5);
   probe_->RemoveSeries();
   EXPECT_EQ(Requests("OK"), -1);
 }
@@ -97,6 +107,42 @@ TEST_F(GrpcProbeTest, NothingListeningIsUnavailableAndTheRoundEnds) {
   l["probe"] = "grpc";
   l["reason"] = "unavailable";
   EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total", l), 3);
+}
+
+// Every call the health responder receives is counted once, by outcome: calls made with
+// gRPC's generic stub, as any client's (an empty Check request: the server's overall health).
+TEST(GrpcHealthResponderTest, CountsEveryCallByOutcome) {
+  prometheus::Registry registry;
+  responders::GrpcHealthServer server(net::HostPort{boost::asio::ip::make_address("127.0.0.1"), 0},
+                                      registry);
+  auto channel = ::grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()),
+                                       ::grpc::InsecureChannelCredentials());
+  ::grpc::GenericStub stub(channel);
+  auto call = [&](const std::string& method, const std::string& request) {
+    ::grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    ::grpc::Slice slice(request);
+    ::grpc::ByteBuffer req(&slice, 1);
+    ::grpc::ByteBuffer resp;
+    std::promise<::grpc::StatusCode> done;
+    stub.UnaryCall(&ctx, method, ::grpc::StubOptions(), &req, &resp,
+                   [&](const ::grpc::Status& s) { done.set_value(s.error_code()); });
+    return done.get_future().get();
+  };
+  const std::string kCheck = "/grpc.health.v1.Health/Check";
+  EXPECT_EQ(call(kCheck, ""), ::grpc::StatusCode::OK);
+  EXPECT_EQ(call(kCheck, ""), ::grpc::StatusCode::OK);
+  EXPECT_EQ(call(kCheck, std::string("\x0a\x04nope", 6)), ::grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(call("/podnet.Nothing/Here", ""), ::grpc::StatusCode::UNIMPLEMENTED);
+  auto value = [&](const char* family, const char* key, const char* v) {
+    return CounterValue(registry, family, {{"responder", "grpc"}, {key, v}});
+  };
+  // The server counts before it sends the status the client waited for.
+  EXPECT_EQ(value("podnet_responder_requests_total", "result", "answered"), 2);
+  EXPECT_EQ(value("podnet_responder_requests_total", "result", "ignored"), 2);
+  EXPECT_EQ(value("podnet_responder_dropped_total", "reason", "not_found"), 1);
+  EXPECT_EQ(value("podnet_responder_dropped_total", "reason", "unimplemented"), 1);
+  EXPECT_EQ(value("podnet_responder_dropped_total", "reason", "error"), 0);
 }
 
 }  // namespace

@@ -197,13 +197,23 @@ TEST_F(RttProbeTest, UdpEchoAllAnswered) {
   EXPECT_EQ(kind->interval(), 10s);
   auto peer = MakePeer("udp-peer", "127.0.0.1", port);
   auto probe = kind->ForPeer(peer);
+  // Side by side, a peer where nothing listens: its round lasts (count-1)*spacing + timeout.
+  auto silent = kind->ForPeer(MakePeer("silent-peer", "127.0.0.1", FreeUdpPort()));
   auto start = std::chrono::steady_clock::now();
-  auto done = RunRounds({probe});
-  auto took = std::chrono::steady_clock::now() - start;
-  ASSERT_EQ(done, std::vector<int>{1});
-  // The round lasts (count-1)*spacing + timeout = 240 ms.
-  EXPECT_GE(took, 230ms);
-  EXPECT_LE(took, 1000ms);
+  std::vector<std::chrono::steady_clock::time_point> ended(2);
+  probe->Run(start, [&] { ended[0] = std::chrono::steady_clock::now(); });
+  silent->Run(start, [&] { ended[1] = std::chrono::steady_clock::now(); });
+  io_.restart();
+  for (int i = 0; i < 100 && ended[1] == std::chrono::steady_clock::time_point{}; ++i) {
+    io_.run_one_for(50ms);
+  }
+  ASSERT_NE(ended[0], std::chrono::steady_clock::time_point{});
+  ASSERT_NE(ended[1], std::chrono::steady_clock::time_point{});
+  // The last send is due (count-1)*spacing = 40 ms in; a train whose every request is answered
+  // ends at its last reply, before the timeout that ends the silent one.
+  EXPECT_GE(ended[0] - start, 40ms);
+  EXPECT_GE(ended[1] - start, 240ms);
+  EXPECT_LT(ended[0], ended[1]);
   ExpectAllAnswered(peer, "udp", 5);
   EXPECT_EQ(responder_registry_.Collect().empty(), false);
   EXPECT_EQ(CounterValue(responder_registry_, "podnet_responder_requests_total",

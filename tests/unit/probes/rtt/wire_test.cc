@@ -316,5 +316,22 @@ TEST(IcmpEchoTest, HeaderOnlyReplyHasEmptyPayload) {
   EXPECT_TRUE(e->payload.empty());
 }
 
+// The prober's one-buffer encoder writes what the two-step encoders write, whatever size the
+// buffer last held.
+TEST(EncodeRequestTest, SameBytesAsPayloadThenIcmpEcho) {
+  Bytes buf;
+  for (std::size_t size : {std::size_t{1000}, std::size_t{56}, std::size_t{16}, std::size_t{3}}) {
+    Header h{Kind::kRequest, static_cast<std::uint16_t>(size * 7), 0x0102030405060708ULL + size};
+    Bytes payload = EncodePayload(h, size);
+    EncodeRequest(EchoKind::kUdp, 0x1234, h, size, buf);
+    EXPECT_EQ(buf, payload) << "udp, size " << size;
+    EncodeRequest(EchoKind::kIcmp4, 0x1234, h, size, buf);
+    EXPECT_EQ(buf, EncodeIcmpEcho(false, 0x1234, h.seq, payload)) << "icmp, size " << size;
+    EXPECT_EQ(InternetChecksum(buf), 0) << "size " << size;  // RFC 1071: sums to all ones
+    EncodeRequest(EchoKind::kIcmp6, 0x1234, h, size, buf);
+    EXPECT_EQ(buf, EncodeIcmpEcho(true, 0x1234, h.seq, payload)) << "icmpv6, size " << size;
+  }
+}
+
 }  // namespace
 }  // namespace podnet::probes::rtt
