@@ -80,12 +80,7 @@ App::App(Options options, std::shared_ptr<const config::Config> config,
   if (web_ && !web_->users.empty()) auth_ = std::make_unique<web::BasicAuth>(web_->users);
   metrics_.SetReloadOutcome(true, UnixNow());
   // The HTTP server's own reasons are in the same family (responders/http_server.h).
-  reload_refused_ = &prometheus::BuildCounter()
-                         .Name("podnet_responder_dropped_total")
-                         .Help(
-                             "Requests this Pod's responders received and did not "
-                             "answer, by reason.")
-                         .Register(metrics_.registry())
+  reload_refused_ = &responders::ResponderDropped(metrics_.registry())
                          .Add({{"responder", "http"}, {"reason", "reload_queue_full"}});
 }
 
@@ -151,15 +146,13 @@ int App::Run() {
                 return burst_->port();
               }));
 #ifdef PODNET_WITH_GRPC
-  bound =
-      bound &&
-      (!config->grpc_listen_address ||
-       Listen("gRPC health", "responders.grpc.listen_address", *config->grpc_listen_address, [&] {
-         grpc_health_ =
-             std::make_unique<responders::GrpcHealthServer>(*config->grpc_listen_address,
-                                                            metrics_.registry());
-         return grpc_health_->port();
-       }));
+  bound = bound && (!config->grpc_listen_address ||
+                    Listen("gRPC health", "responders.grpc.listen_address",
+                           *config->grpc_listen_address, [&] {
+                             grpc_health_ = std::make_unique<responders::GrpcHealthServer>(
+                                 *config->grpc_listen_address, metrics_.registry());
+                             return grpc_health_->port();
+                           }));
 #endif
   if (!bound) return 1;
 

@@ -17,6 +17,8 @@
 #include <list>
 #include <optional>
 
+#include "exporter/responders/responder_metrics.h"
+
 namespace podnet::responders {
 
 namespace beast = boost::beast;
@@ -57,12 +59,7 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
     acceptor_.bind(ep);
     acceptor_.listen(boost::asio::socket_base::max_listen_connections);
     if (registry) {
-      auto& dropped = prometheus::BuildCounter()
-                          .Name("podnet_responder_dropped_total")
-                          .Help(
-                              "Requests this Pod's responders received and did not answer, by "
-                              "reason.")
-                          .Register(*registry);
+      auto& dropped = ResponderDropped(*registry);
       malformed_ = &dropped.Add({{"responder", "http"}, {"reason", "malformed"}});
       slow_request_ = &dropped.Add({{"responder", "http"}, {"reason", "slow_request"}});
       response_budget_ = &dropped.Add({{"responder", "http"}, {"reason", "response_budget"}});
