@@ -33,9 +33,17 @@ def run(exe, *args, env=None):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free for TCP and for UDP (the exporter's HTTP and UDP echo share it)."""
+    for _ in range(100):
+        with socket.socket() as s, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            try:
+                u.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no loopback port free for both TCP and UDP")
 
 
 def get(url, method="GET"):
