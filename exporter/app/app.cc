@@ -122,7 +122,8 @@ int App::Run() {
       (!config->grpc_listen_address ||
        Listen("gRPC health", "responders.grpc.listen_address", *config->grpc_listen_address, [&] {
          grpc_health_ =
-             std::make_unique<responders::GrpcHealthServer>(*config->grpc_listen_address);
+             std::make_unique<responders::GrpcHealthServer>(*config->grpc_listen_address,
+                                                               metrics_.registry());
          return grpc_health_->port();
        }));
 #endif
