@@ -22,6 +22,7 @@
 #include "exporter/log/last_chance.h"
 #include "exporter/net/tcp_info.h"
 #include "exporter/probes/burst/iperf3.h"
+#include "exporter/responders/responder_metrics.h"
 
 namespace podnet::responders {
 namespace {
@@ -54,10 +55,7 @@ class BurstResponder::Impl {
     if (ep.address().is_v6()) acceptor_.set_option(boost::asio::ip::v6_only(false));
     acceptor_.bind(ep);
     acceptor_.listen();
-    auto& family = prometheus::BuildCounter()
-                       .Name("podnet_responder_requests_total")
-                       .Help("Requests served by this Pod's responders, by outcome.")
-                       .Register(registry);
+    auto& family = ResponderRequests(registry);
     completed_ = &family.Add({{"responder", "burst"}, {"result", "completed"}});
     denied_ = &family.Add({{"responder", "burst"}, {"result", "access_denied"}});
     refused_ = &family.Add({{"responder", "burst"}, {"result", "refused"}});

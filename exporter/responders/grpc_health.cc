@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "exporter/log/last_chance.h"
+#include "exporter/responders/responder_metrics.h"
 
 namespace podnet::responders {
 
@@ -47,19 +49,14 @@ struct GrpcHealthServer::Impl {
   };
 
   Impl(const net::HostPort& listen, prometheus::Registry& registry, const GrpcConnectionLimits& l)
-      : limits(l), acceptor(io) {
+      : limits(l), acceptor(io), pause(io) {
     tcp::endpoint ep(listen.address, listen.port);
     acceptor.open(ep.protocol());
     acceptor.set_option(boost::asio::socket_base::reuse_address(true));
     if (listen.address.is_v6()) acceptor.set_option(boost::asio::ip::v6_only(false));
     acceptor.bind(ep);
     acceptor.listen();
-    auto& dropped = prometheus::BuildCounter()
-                        .Name("podnet_responder_dropped_total")
-                        .Help(
-                            "Requests this Pod's responders received and did not answer, by "
-                            "reason.")
-                        .Register(registry);
+    auto& dropped = ResponderDropped(registry);
     over_limit = &dropped.Add({{"responder", "grpc"}, {"reason", "connection_limit"}});
     over_source_limit =
         &dropped.Add({{"responder", "grpc"}, {"reason", "source_connection_limit"}});
@@ -68,9 +65,17 @@ struct GrpcHealthServer::Impl {
   void Accept() {
     acceptor.async_accept([this](boost::system::error_code ec, tcp::socket s) {
       if (ec == boost::asio::error::operation_aborted) return;
-      if (!ec) Admit(std::move(s));
-      // Other errors (EMFILE, ECONNABORTED) concern one connection; keep accepting.
-      Accept();
+      if (!ec || ec == boost::asio::error::connection_aborted) {
+        if (!ec) Admit(std::move(s));
+        Accept();
+        return;
+      }
+      // EMFILE, ENFILE, ENOBUFS: the connection stays in the backlog and accept would fail
+      // again at once; try again in 100 ms instead of spinning.
+      pause.expires_after(std::chrono::milliseconds(100));
+      pause.async_wait([this](boost::system::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
     });
   }
 
@@ -140,6 +145,7 @@ struct GrpcHealthServer::Impl {
   std::unique_ptr<::grpc::Server> server;
   boost::asio::io_context io;
   tcp::acceptor acceptor;
+  boost::asio::steady_timer pause;  // after an accept error
   std::thread thread;
   prometheus::Counter* over_limit = nullptr;
   prometheus::Counter* over_source_limit = nullptr;

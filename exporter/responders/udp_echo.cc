@@ -12,6 +12,7 @@
 
 #include "exporter/probes/rtt/wire.h"
 #include "exporter/responders/echo_limiter.h"
+#include "exporter/responders/responder_metrics.h"
 #include "exporter/runtime/loop_role.h"
 
 namespace podnet::responders {
@@ -28,16 +29,9 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     // its datagrams (there is no TIME_WAIT to wait out); a port in use must fail here.
     socket_.bind(ep);
     socket_.non_blocking(true);
-    auto& family = prometheus::BuildCounter()
-                       .Name("podnet_responder_requests_total")
-                       .Help("Requests served by this Pod's responders, by outcome.")
-                       .Register(registry);
+    auto& family = ResponderRequests(registry);
     answered_ = &family.Add({{"responder", "udp_echo"}, {"result", "answered"}});
-    auto& dropped = prometheus::BuildCounter()
-                        .Name("podnet_responder_dropped_total")
-                        .Help("Requests this Pod's responders received and did not answer, by "
-                              "reason.")
-                        .Register(registry);
+    auto& dropped = ResponderDropped(registry);
     // A request not answered counts once in each family: as its result, and as its reason.
     auto drop = [&](const std::string& result, const std::string& reason) {
       return Drop{&family.Add({{"responder", "udp_echo"}, {"result", result}}),
