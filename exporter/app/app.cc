@@ -17,6 +17,7 @@
 #include <set>
 
 #include "exporter/app/early_signals.h"
+#include "exporter/app/info.h"
 #include "exporter/discovery/kubernetes/api_config.h"
 #include "exporter/discovery/static_peers.h"
 #include "exporter/log/last_chance.h"
@@ -649,12 +650,7 @@ responders::HttpResponse App::RouteControl(const responders::HttpRequest& req,
     }
     std::string zone = c->self.zone;
     if (zone.empty() && discovery_) zone = discovery_->snapshot().self_zone;
-    nlohmann::json j{{"name", c->self.name},
-                     {"node", c->self.node},
-                     {"zone", zone},
-                     {"version", kVersion},
-                     {"revision", kRevision}};
-    return {200, "application/json", j.dump() + "\n"};
+    return {200, "application/json", InfoJson(c->self.name, c->self.node, zone)};
   }
   return {404, "text/plain; charset=utf-8", "404 page not found\n"};
 }

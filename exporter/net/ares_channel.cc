@@ -100,7 +100,6 @@ std::unique_ptr<AresChannel> AresChannel::Create(boost::asio::io_context& io,
 
 AresChannel::~AresChannel() {
   *alive_ = false;
-  boost::system::error_code ec;
   timer_.cancel();
   if (channel_) ares_destroy(channel_);  // callbacks get ARES_EDESTRUCTION
   sockets_.clear();

@@ -98,8 +98,7 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(asio::io_context& io, std::unique_ptr<ApiClient> client, DiscoveryOptions options,
        DiscoveryMetrics& metrics, std::function<void(const Snapshot&)> on_change)
-      : io_(io),
-        client_(std::move(client)),
+      : client_(std::move(client)),
         options_(std::move(options)),
         metrics_(metrics),
         on_change_(std::move(on_change)),
@@ -424,7 +423,6 @@ class KubernetesDiscovery::Impl : public std::enable_shared_from_this<Impl> {
     if (on_change_) on_change_(snapshot_);
   }
 
-  asio::io_context& io_;
   std::unique_ptr<ApiClient> client_;
   DiscoveryOptions options_;
   DiscoveryMetrics& metrics_;

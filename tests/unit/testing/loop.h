@@ -3,6 +3,13 @@
 // Helpers shared by the loopback tests: an io_context on its own thread, and reading series
 // back from a prometheus-cpp registry.
 
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -12,12 +19,6 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
-
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <gtest/gtest.h>
-#include <prometheus/registry.h>
 
 namespace podnet::testing {
 
@@ -126,6 +127,17 @@ inline bool Eventually(const std::function<bool()>& done,
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return true;
+}
+
+/// The number of entries in /proc/self/fd (open descriptors, plus the one reading it and
+/// the "." and ".." entries): compare two readings, never an absolute value.
+inline int OpenFds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
 }
 
 }  // namespace podnet::testing

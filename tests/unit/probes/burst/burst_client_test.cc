@@ -2,7 +2,6 @@
 // and peers that stall or die mid-burst (deadlines, no fd leak).
 #include "exporter/probes/burst/burst_client.h"
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 #include <sys/socket.h>
@@ -24,15 +23,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using boost::asio::ip::tcp;
-
-int OpenFds() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d) != nullptr) ++n;
-    closedir(d);
-  }
-  return n;
-}
+using podnet::testing::OpenFds;
 
 BurstResult RunBurst(BurstRequest req) {
   boost::asio::io_context io;

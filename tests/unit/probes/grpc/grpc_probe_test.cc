@@ -4,6 +4,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <future>
 #include <grpcpp/generic/generic_stub.h>
@@ -21,8 +22,11 @@ namespace podnet::probes::grpc {
 namespace {
 
 using namespace std::chrono_literals;
+using boost::asio::ip::tcp;
 using podnet::testing::CounterValue;
+using podnet::testing::Eventually;
 using podnet::testing::FindSeries;
+using podnet::testing::OpenFds;
 
 const config::Self kSelf{"probe-a", "node-1", "zone-a"};
 
@@ -35,6 +39,16 @@ TEST(GrpcHealthDecodeTest, ReadsTheServingStatus) {
   EXPECT_FALSE(DecodeHealthStatus(std::vector<std::uint8_t>{0x08, 0x81}));        // cut varint
   EXPECT_STREQ(StatusCodeName(4), "DEADLINE_EXCEEDED");
   EXPECT_STREQ(StatusCodeName(14), "UNAVAILABLE");
+}
+
+// `count` calls 10 ms apart to `port`, each failing after `timeout`.
+GrpcOptions Calls(int count, std::uint16_t port, std::chrono::milliseconds timeout) {
+  GrpcOptions o;
+  o.count = count;
+  o.spacing = 10ms;
+  o.timeout = timeout;
+  o.port = port;
+  return o;
 }
 
 class GrpcProbeTest : public ::testing::Test {
@@ -78,13 +92,9 @@ TEST_F(GrpcProbeTest, ChecksTheHealthResponderOnLoopback) {
   responders::GrpcHealthServer server(net::HostPort{boost::asio::ip::make_address("127.0.0.1"), 0},
                                       responder_registry);
   ASSERT_NE(server.port(), 0);
-  GrpcOptions o;
-  o.count = 5;
-  o.spacing = 10ms;
-  o.timeout = 1s;
-  o.port = server.port();
-  ASSERT_TRUE(RunRound(o, "127.0.0.1"));
+  ASSERT_TRUE(RunRound(Calls(5, server.port(), 1s), "127.0.0.1"));
   EXPECT_EQ(Requests("OK"), 5);
+  EXPECT_EQ(server.open_connections(), 1);  // the probe's one channel
   auto h = FindSeries(metrics_.registry(), "podnet_grpc_request_duration_seconds", labels_);
   ASSERT_TRUE(h);
   EXPECT_EQ(h->histogram.sample_count, 5u);
@@ -96,12 +106,7 @@ TEST_F(GrpcProbeTest, ChecksTheHealthResponderOnLoopback) {
 }
 
 TEST_F(GrpcProbeTest, NothingListeningIsUnavailableAndTheRoundEnds) {
-  GrpcOptions o;
-  o.count = 3;
-  o.spacing = 10ms;
-  o.timeout = 300ms;
-  o.port = 1;  // nothing listens on 127.0.0.1:1
-  ASSERT_TRUE(RunRound(o, "127.0.0.1"));
+  ASSERT_TRUE(RunRound(Calls(3, 1, 300ms), "127.0.0.1"));  // nothing listens on 127.0.0.1:1
   EXPECT_EQ(Requests("UNAVAILABLE"), 3);
   auto l = labels_;
   l["probe"] = "grpc";
@@ -143,6 +148,63 @@ TEST(GrpcHealthResponderTest, CountsEveryCallByOutcome) {
   EXPECT_EQ(value("podnet_responder_dropped_total", "reason", "not_found"), 1);
   EXPECT_EQ(value("podnet_responder_dropped_total", "reason", "unimplemented"), 1);
   EXPECT_EQ(value("podnet_responder_dropped_total", "reason", "error"), 0);
+}
+
+// `count` TCP connections to 127.0.0.1:`port` from source address `source` (any 127/8 address
+// is this host's loopback), connected but silent, as a flood of idle clients keeps them.
+std::vector<tcp::socket> Connect(boost::asio::io_context& io, const char* source,
+                                 std::uint16_t port, int count) {
+  std::vector<tcp::socket> v;
+  for (int i = 0; i < count; ++i) {
+    tcp::socket& s = v.emplace_back(io);
+    s.open(tcp::v4());
+    s.bind({boost::asio::ip::make_address(source), 0});
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  }
+  return v;
+}
+
+// Break test: 2,500 idle connections held 111 MB of gRPC's buffers. Over the per-source limit a
+// connection is reset at once, over the global one too; descriptors stay bounded, and a peer
+// that keeps to the limits is answered throughout.
+TEST_F(GrpcProbeTest, ConnectionsOverTheLimitsAreResetAndAPeerIsStillAnswered) {
+  responders::GrpcConnectionLimits limits;
+  limits.max_connections = 16;
+  limits.max_connections_per_source = 4;
+  prometheus::Registry registry;
+  responders::GrpcHealthServer server(net::HostPort{boost::asio::ip::make_address("127.0.0.1"), 0},
+                                      registry, limits);
+  auto dropped = [&](const char* reason) {
+    return CounterValue(registry, "podnet_responder_dropped_total",
+                        {{"responder", "grpc"}, {"reason", reason}});
+  };
+  boost::asio::io_context client_io;
+  const int before = OpenFds();
+
+  // One source, 200 connections: 4 kept, 196 reset; the server holds 4 descriptors, not 200.
+  auto flood = Connect(client_io, "127.0.0.2", server.port(), 200);
+  ASSERT_TRUE(Eventually([&] { return dropped("source_connection_limit") == 196; }));
+  EXPECT_EQ(server.open_connections(), 4);
+  EXPECT_LE(OpenFds() - before, 200 + 4 + 8);  // our 200 client ends + 4 (+ gRPC's own)
+
+  const GrpcOptions o = Calls(3, server.port(), 2s);
+  ASSERT_TRUE(RunRound(o, "127.0.0.1"));
+  EXPECT_EQ(Requests("OK"), 3);
+
+  // Ten more sources, 4 each: the global limit (16, of which 5 are taken) keeps 11.
+  std::vector<std::vector<tcp::socket>> many;
+  for (int i = 3; i < 13; ++i) {
+    many.push_back(Connect(client_io, ("127.0.0." + std::to_string(i)).c_str(), server.port(), 4));
+  }
+  ASSERT_TRUE(Eventually([&] { return dropped("connection_limit") == 40 - 11; }));
+  EXPECT_EQ(server.open_connections(), 16);
+
+  // Closed by the clients, the connections are gone from the count: the peer is answered.
+  flood.clear();
+  many.clear();
+  ASSERT_TRUE(Eventually([&] { return server.open_connections() <= 1; }, 5000ms));
+  ASSERT_TRUE(RunRound(o, "127.0.0.1"));
+  EXPECT_EQ(Requests("OK"), 6);
 }
 
 }  // namespace

@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""Soak: one real exporter on loopback under everything at once for a bounded time, then its
+resources must come back to where they were.
+
+For SOAK_SECONDS (or --seconds; default 300), all at the same time, each bounded in rate and in
+how much it holds open:
+  - a reload every 2 s (SIGHUP), alternating two static peer sets (A: 2 peers, B: 3), and every
+    5th one a hostile file instead: the config path a FIFO, or a peer name with a byte 0xff
+    (refused at once; the running configuration is kept);
+  - scrapes of /metrics, /podnet/info and /-/healthy, 4 a second, each of which must answer 200;
+  - UDP echo: per second one 65,507-byte request, 20 malformed datagrams, 5 cut requests and
+    3,000 valid requests from one source (over its share, 1/16 of 20,000/s);
+  - HTTP: every 5 s 10 slow clients (a request line, then one header a second, then gone) and
+    10 half-open ones (half a request, then SHUT_WR);
+  - gRPC: every 5 s 30 idle connections from one source (over its limit of 8), held 1 s;
+  - bursts (iperf3-compatible): every 5 s 5 connections that stall before their cookie;
+while the exporter's own RTT (UDP), HTTP and gRPC probes run against itself (the first peer of
+each set) and against loopback addresses where nothing listens (the others: a peer that is down).
+
+Baseline: measured after a warm-up (every load for 30 s, or a fifth of the soak) with set A
+loaded and the loads stopped. End: the same after the soak. Asserted (tolerances):
+  - RSS within max(+10 MiB, +20 %) of the baseline (malloc keeps some freed memory);
+  - open descriptors within +4 (keep-alive connections of the probes may be mid-reconnect);
+  - threads: ours (named after the executable) the same number; all of them within +4 (gRPC's
+    executor and event-engine pools size themselves to the load);
+  - the series: no peer of set B left; every non-outcome series (histograms, gauges) the same
+    set as at the baseline; outcome counters (errors, drops, codes) may have gained label values,
+    but only for set A's peers or none.
+Only ever aimed at 127.0.0.0/8. Usage: soak_test.py --exporter BIN [--seconds N]
+"""
+import argparse
+import os
+import random
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labkit  # noqa: E402  (check, summary, parse_metrics)
+
+OUTCOMES = {"podnet_probe_errors_total", "podnet_responder_dropped_total",
+            "podnet_responder_requests_total", "podnet_http_requests_total",
+            "podnet_grpc_requests_total", "podnet_http_reconnects_total",
+            "podnet_rtt_packets_sent_total", "podnet_rtt_packets_received_total"}
+SET_A = ("soak-a1", "soak-a2")
+SET_B = ("soak-b1", "soak-b2", "soak-b3")
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def config_text(ports, peers):
+    http, burst, grpc = ports
+    text = ("listen_address: \"127.0.0.1:%d\"\nself: { name: soak, node: n, zone: z }\n"
+            "responders:\n  udp_echo: { listen_address: \"127.0.0.1:%d\" }\n"
+            "  burst: { listen_address: \"127.0.0.1:%d\" }\n"
+            "  grpc: { listen_address: \"127.0.0.1:%d\" }\n"
+            "peers:\n  static:\n" % (http, http, burst, grpc))
+    # The first peer is this exporter itself; the others are addresses where nothing listens
+    # (a peer that is down: refused, unreachable, timeouts).
+    for i, name in enumerate(peers):
+        text += ("    - { name: %s, address: 127.0.0.%d, port: %d, node: n%d, zone: z }\n"
+                 % (name, i + 1 + 3 * (peers is SET_B), http, i))
+    return text + (
+        "probes:\n"
+        "  rtt: { protocol: udp, interval: 1s, count: 5, spacing: 20ms, timeout: 300ms }\n"
+        "  http: { interval: 5s, duration: 500ms, timeout: 1s, qps: 20, connections: 1,"
+        " modes: [keepalive, new_connection] }\n"
+        "  grpc: { interval: 2s, count: 3, spacing: 10ms, timeout: 500ms, port: %d }\n" % grpc)
+
+
+class Exporter:
+    def __init__(self, exe, tmp, ports):
+        self.ports, self.cfg, self.tmp = ports, os.path.join(tmp, "soak.yaml"), tmp
+        self.write(config_text(ports, SET_A).encode())
+        self.base = "http://127.0.0.1:%d" % ports[0]
+        self.log = open(os.path.join(tmp, "exporter.log"), "w")
+        self.p = subprocess.Popen([exe, "--config.file=" + self.cfg], stdout=subprocess.DEVNULL,
+                                  stderr=self.log)
+        deadline = time.time() + 15
+        while time.time() < deadline and self.p.poll() is None:
+            try:
+                if self.get("/-/ready")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise SystemExit("soak_test.py: the exporter did not become ready (%s)" % self.cfg)
+
+    def write(self, data):
+        """Replaces the config file at once (a reload never reads half a file)."""
+        tmp = self.cfg + ".new"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, self.cfg)
+
+    def write_fifo(self):
+        tmp = self.cfg + ".fifo"
+        os.mkfifo(tmp)
+        os.replace(tmp, self.cfg)
+
+    def reload(self):
+        self.p.send_signal(signal.SIGHUP)
+
+    def get(self, path, timeout=5):
+        with urllib.request.urlopen(self.base + path, timeout=timeout) as r:
+            return r.status, r.read().decode("utf-8")
+
+    def metrics(self):
+        return labkit.parse_metrics(self.get("/metrics")[1])
+
+    def gauge(self, name):
+        return sum(v for n, _, v in self.metrics() if n == name)
+
+    def wait_gauge(self, name, want, timeout=3.0):
+        deadline = time.time() + timeout
+        while True:
+            got = self.gauge(name)
+            if got == want or time.time() > deadline:
+                return got
+            time.sleep(0.1)
+
+    def resources(self):
+        status = {}
+        with open("/proc/%d/status" % self.p.pid) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                status[key] = value.split()
+        names = {}
+        for task in os.listdir("/proc/%d/task" % self.p.pid):
+            try:
+                with open("/proc/%d/task/%s/comm" % (self.p.pid, task)) as f:
+                    name = f.read().strip()
+            except OSError:
+                continue
+            names[name] = names.get(name, 0) + 1
+        return {"rss_mib": int(status["VmRSS"][0]) / 1024.0, "thread_names": names,
+                "fds": len(os.listdir("/proc/%d/fd" % self.p.pid)),
+                "threads": int(status["Threads"][0])}
+
+
+class Loads:
+    """The load generators: threads that run until stop(), each bounded per cycle."""
+
+    def __init__(self, ex):
+        self.ex, self.stopping, self.threads = ex, threading.Event(), []
+        self.errors, self.reloads, self.hostile, self.scrapes = [], 0, 0, 0
+        self.peer_set = SET_A
+
+    def start(self):
+        self.reloads, self.hostile, self.scrapes = 0, 0, 0
+        for f in (self.reloader, self.scraper, self.udp, self.slow_http, self.grpc, self.burst):
+            t = threading.Thread(target=self.guard, args=(f,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def stop(self):
+        self.stopping.set()
+        for t in self.threads:
+            t.join(timeout=30)
+        self.threads = []
+        self.stopping.clear()
+
+    def guard(self, f):
+        try:
+            f()
+        except Exception as e:  # noqa: BLE001  (any failure of a load is the test's failure)
+            self.errors.append("%s: %r" % (f.__name__, e))
+
+    def every(self, seconds):
+        """Yields once per `seconds` until stop()."""
+        while not self.stopping.is_set():
+            yield
+            self.stopping.wait(seconds)
+
+    def reloader(self):
+        n = 0
+        for _ in self.every(2.0):
+            n += 1
+            if n % 5 == 0:
+                if (n // 5) % 2:
+                    self.ex.write_fifo()
+                else:
+                    self.ex.write(config_text(self.ex.ports, SET_A).encode().replace(
+                        b"soak-a2", b"soak-\xff"))
+                self.ex.reload()
+                ok = self.ex.wait_gauge("podnet_config_last_reload_successful", 0)
+                if ok != 0:
+                    self.errors.append("hostile reload %d was not refused" % n)
+                self.hostile += 1
+                continue
+            self.peer_set = SET_B if self.peer_set == SET_A else SET_A
+            self.ex.write(config_text(self.ex.ports, self.peer_set).encode())
+            self.ex.reload()
+            if self.ex.wait_gauge("podnet_config_last_reload_successful", 1) != 1:
+                self.errors.append("reload %d failed" % n)
+            elif self.ex.wait_gauge("podnet_peers", len(self.peer_set)) != len(self.peer_set):
+                self.errors.append("reload %d: podnet_peers is not %d" % (n, len(self.peer_set)))
+            self.reloads += 1
+
+    def scraper(self):
+        for _ in self.every(0.25):
+            for path in ("/metrics", "/podnet/info", "/-/healthy"):
+                code, _ = self.ex.get(path)
+                if code != 200:
+                    self.errors.append("%s answered %d" % (path, code))
+            self.scrapes += 1
+
+    def udp(self):
+        port = self.ex.ports[0]
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setblocking(False)
+        rnd = random.Random(13)
+        seq = 0
+
+        def send(data):
+            try:
+                s.sendto(data, ("127.0.0.1", port))
+            except (BlockingIOError, OSError):
+                pass  # our own send buffer full: the flood is at its limit
+
+        for _ in self.every(1.0):
+            request = struct.pack("!IBBHQ", 0x504E4554, 1, 1, 0, 0x50AC)
+            send(request + b"\0" * (65507 - len(request)))  # oversize
+            for _ in range(20):
+                send(bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 100))))
+            for cut in range(1, 6):
+                send(request[:cut * 2])
+            t0 = time.monotonic()
+            for batch in range(100):  # 3,000 valid requests in 30-request batches, 10 ms apart
+                for _ in range(30):
+                    seq = (seq + 1) & 0xFFFF
+                    send(struct.pack("!IBBHQ", 0x504E4554, 1, 1, seq, 0x50AC) + b"\0" * 40)
+                if self.stopping.is_set():
+                    break
+                time.sleep(max(0.0, t0 + (batch + 1) * 0.0095 - time.monotonic()))
+        s.close()
+
+    def slow_http(self):
+        port = self.ex.ports[0]
+        for _ in self.every(5.0):
+            slow, half = [], []
+            for _ in range(10):
+                c = socket.create_connection(("127.0.0.1", port), timeout=2)
+                c.sendall(b"GET /metrics HTTP/1.1\r\n")
+                slow.append(c)
+                h = socket.create_connection(("127.0.0.1", port), timeout=2)
+                h.sendall(b"GET /metrics HTTP/1.1\r\nHost: soak\r\nX-Half")
+                h.shutdown(socket.SHUT_WR)
+                half.append(h)
+            for i in range(3):
+                if self.stopping.wait(1.0):
+                    break
+                for c in slow:
+                    try:
+                        c.sendall(b"X-Slow-%d: 1\r\n" % i)
+                    except OSError:
+                        pass  # the server gave up on it: what it should do eventually
+            for c in slow + half:
+                c.close()
+
+    def connections(self, port, count, hold, send=b"", source="127.0.0.2"):
+        held = []
+        for _ in range(count):
+            c = socket.socket()
+            c.bind((source, 0))
+            c.settimeout(2)
+            try:
+                c.connect(("127.0.0.1", port))
+                if send:
+                    c.sendall(send)
+            except OSError:
+                pass  # reset over a limit: expected
+            held.append(c)
+        self.stopping.wait(hold)
+        for c in held:
+            c.close()
+
+    def grpc(self):
+        for _ in self.every(4.0):
+            self.connections(self.ex.ports[2], 30, 1.0)
+
+    def burst(self):
+        for _ in self.every(4.0):
+            self.connections(self.ex.ports[1], 5, 1.0, send=b"a" * 36)
+
+
+def series_problems(baseline, end):
+    """What in the end scrape's series is not as at the baseline (a list of strings)."""
+    def keys(samples):
+        return {(n, tuple(sorted(l.items()))) for n, l, _ in samples
+                if n.startswith("podnet_")}
+
+    base, now = keys(baseline), keys(end)
+    problems = []
+    stale = sorted(k for k in now if dict(k[1]).get("peer") in SET_B)
+    if stale:
+        problems.append("%d series of set B's peers left, e.g. %s" % (len(stale), stale[0]))
+    fixed_base = {k for k in base if k[0] not in OUTCOMES}
+    fixed_now = {k for k in now if k[0] not in OUTCOMES}
+    if fixed_base != fixed_now:
+        problems.append("non-outcome series differ: +%s -%s" % (
+            sorted(fixed_now - fixed_base)[:3], sorted(fixed_base - fixed_now)[:3]))
+    odd = [k for k in now - base if k[0] in OUTCOMES and dict(k[1]).get("peer", SET_A[0])
+           not in SET_A]
+    if odd:
+        problems.append("new outcome series for peers not loaded: %s" % odd[:3])
+    return problems
+
+
+def settle(ex):
+    """Set A loaded, the loads' connections gone: what the resources come back to."""
+    ex.write(config_text(ex.ports, SET_A).encode())
+    ex.reload()
+    ex.wait_gauge("podnet_peers", len(SET_A))
+    time.sleep(8)  # a few probe rounds with set A; closed connections reaped everywhere
+    return ex.resources(), ex.metrics()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_SECONDS", 300)))
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="podnet-soak-")
+    ports = (free_port(), free_port(), free_port())
+    ex = Exporter(a.exporter, tmp, ports)
+    loads = Loads(ex)
+    try:
+        warm = min(30.0, max(10.0, a.seconds / 5))
+        labkit.log("warm-up: every load for %.0f s" % warm)
+        loads.start()
+        time.sleep(warm)
+        loads.stop()
+        base_res, base_metrics = settle(ex)
+        labkit.log("baseline: %s, %d series" % (base_res, len(base_metrics)))
+        labkit.log("soak: every load for %.0f s" % a.seconds)
+        t0 = time.time()
+        loads.start()
+        while time.time() - t0 < a.seconds and ex.p.poll() is None:
+            time.sleep(min(5.0, a.seconds - (time.time() - t0)))
+        peak = ex.resources() if ex.p.poll() is None else {}
+        loads.stop()
+        labkit.check(ex.p.poll() is None, "the exporter is alive after %.0f s (exit %s)"
+                     % (a.seconds, ex.p.poll()))
+        if ex.p.poll() is not None:
+            return 1
+        end_res, end_metrics = settle(ex)
+        labkit.log("during: %s; end: %s, %d series" % (peak, end_res, len(end_metrics)))
+        labkit.check(not loads.errors, "every scrape answered 200 and every reload did as "
+                     "expected: %d reloads, %d hostile ones refused, %d scrape rounds %s"
+                     % (loads.reloads, loads.hostile, loads.scrapes, loads.errors[:5]))
+        labkit.check(loads.reloads >= a.seconds / 2 * 0.6 and loads.hostile >= 1,
+                     "the reloads kept coming (%d good, %d hostile in %.0f s)"
+                     % (loads.reloads, loads.hostile, a.seconds))
+        rss_limit = base_res["rss_mib"] + max(10.0, 0.2 * base_res["rss_mib"])
+        labkit.check(end_res["rss_mib"] <= rss_limit, "RSS %.1f MiB -> %.1f MiB (limit %.1f)"
+                     % (base_res["rss_mib"], end_res["rss_mib"], rss_limit))
+        labkit.check(end_res["fds"] <= base_res["fds"] + 4, "open descriptors %d -> %d (limit +4)"
+                     % (base_res["fds"], end_res["fds"]))
+        own = os.path.basename(a.exporter)[:15]  # the comm of the threads we start ourselves
+        own_base, own_end = (r["thread_names"].get(own, 0) for r in (base_res, end_res))
+        labkit.check(own_end == own_base and end_res["threads"] <= base_res["threads"] + 4,
+                     "threads: ours %d -> %d, all %d -> %d (gRPC's pools may grow by 4) %s"
+                     % (own_base, own_end, base_res["threads"], end_res["threads"],
+                        end_res["thread_names"]))
+        problems = series_problems(base_metrics, end_metrics)
+        labkit.check(not problems, "series back to the baseline's (%d -> %d samples) %s"
+                     % (len(base_metrics), len(end_metrics), problems))
+        samples = {(n, tuple(sorted(l.items()))): v for n, l, v in end_metrics}
+        for reason in ("too_large", "malformed", "source_limited"):
+            v = samples.get(("podnet_responder_dropped_total",
+                             (("reason", reason), ("responder", "udp_echo"))), 0)
+            labkit.check(v > 0, "UDP echo counted its %s requests (%d)" % (reason, v))
+        v = samples.get(("podnet_responder_dropped_total",
+                         (("reason", "source_connection_limit"), ("responder", "grpc"))), 0)
+        labkit.check(v > 0, "gRPC reset connections over the source limit (%d)" % v)
+    finally:
+        loads.stop()
+        ex.p.send_signal(signal.SIGTERM)
+        try:
+            rc = ex.p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            ex.p.kill()
+            rc = ex.p.wait()
+        labkit.check(rc == 0, "SIGTERM: exit 0 (%s); log: %s" % (rc, ex.log.name))
+        labkit.log(labkit.summary())
+    if not labkit.failures:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if labkit.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
