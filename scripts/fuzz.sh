@@ -5,12 +5,12 @@
 # New inputs the fuzzer finds go to build-asan/fuzz-work/<target>/ (not committed). A crash,
 # leak or timeout is copied into fuzz/corpus/<target>/ — once fixed, commit it there: it is
 # replayed by the ctest regression test fuzz_<target>_regression and by every later run.
-# Usage: scripts/fuzz.sh [TARGET...]   FUZZ_SECONDS (default 30) per target; 8 targets ≈ 4 min.
+# Usage: scripts/fuzz.sh [TARGET...]   FUZZ_SECONDS (default 30) per target; 9 targets ≈ 4.5 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --sanitize
 
-all=(config resolv_conf kubeconfig iperf3_json udp_echo_wire kubernetes accept_encoding web_config)
+all=(config resolv_conf kubeconfig iperf3_json udp_echo_wire kubernetes accept_encoding web_config http_request)
 targets=("$@")
 if ((${#targets[@]} == 0)); then targets=("${all[@]}"); fi
 seconds=${FUZZ_SECONDS:-30}
