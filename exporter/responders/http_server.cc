@@ -105,15 +105,9 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
     std::function<void()> close;
   };
   using EvictList = std::list<Evictable>;
-  EvictList::iterator AddIdle(std::function<void()> close) {
-    auto it = idle_.insert(idle_.end(), Evictable{Clock::now(), std::move(close)});
-    RoomMayHaveBeenMade();
-    return it;
-  }
+  EvictList::iterator AddIdle(std::function<void()> close) { return Add(idle_, std::move(close)); }
   EvictList::iterator AddReading(std::function<void()> close) {
-    auto it = reading_.insert(reading_.end(), Evictable{Clock::now(), std::move(close)});
-    RoomMayHaveBeenMade();
-    return it;
+    return Add(reading_, std::move(close));
   }
   void RemoveIdle(EvictList::iterator it) { idle_.erase(it); }
   void RemoveReading(EvictList::iterator it) { reading_.erase(it); }
@@ -157,6 +151,12 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
 
   std::chrono::milliseconds grace() const {
     return std::chrono::milliseconds(limits_.slow_request_grace_ms);
+  }
+
+  EvictList::iterator Add(EvictList& list, std::function<void()> close) {
+    auto it = list.insert(list.end(), Evictable{Clock::now(), std::move(close)});
+    RoomMayHaveBeenMade();
+    return it;
   }
 
   // Closes one connection to make room: the oldest idle one, else the oldest request arriving
@@ -454,9 +454,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       *why = hosts > 1 ? "more than one Host header field" : "missing Host header field";
       return 400;
     }
-    if (req.count(http::field::expect) > 0 &&
-        (req.version() < 11 || !IEquals(View(req[http::field::expect]), "100-continue"))) {
-      if (req.version() < 11) return 0;  // an HTTP/1.0 client's Expect is ignored (§10.1.1)
+    // RFC 9110 §10.1.1: an expectation other than 100-continue is 417; an HTTP/1.0 client's
+    // Expect is ignored.
+    if (req.version() >= 11 && req.count(http::field::expect) > 0 &&
+        !IEquals(View(req[http::field::expect]), "100-continue")) {
       *why = "unsupported expectation";
       return 417;
     }

@@ -370,7 +370,7 @@ def make_cert(tmp, name, ca=None, san="IP:127.0.0.1,DNS:localhost", usage="serve
 
 
 def https(url, ca, auth=None, method="GET", client=None):
-    """(status, headers, body, server certificate's DER) of one request over TLS."""
+    """(status, headers, body) of one request over TLS."""
     ctx = ssl.create_default_context(cafile=ca)
     if client:
         ctx.load_cert_chain(client[1], client[0])
@@ -380,9 +380,9 @@ def https(url, ca, auth=None, method="GET", client=None):
     req = urllib.request.Request(url, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=5, context=ctx) as r:
-            return r.status, r.headers, r.read().decode(), None
+            return r.status, r.headers, r.read().decode()
     except urllib.error.HTTPError as e:
-        return e.code, e.headers, e.read().decode(), None
+        return e.code, e.headers, e.read().decode()
 
 
 def served_cert(port, ca):
@@ -460,11 +460,11 @@ def web_config(exe, tmp):
         deadline = time.time() + 10
         while time.time() < deadline and not port_open(port):
             time.sleep(0.05)
-        code, hdr, body, _ = https(sbase + "/metrics", ca, auth="alice:correct horse")
+        code, hdr, body = https(sbase + "/metrics", ca, auth="alice:correct horse")
         check(code == 200 and "podnet_build_info" in body
               and hdr.get("X-Content-Type-Options") == "nosniff",
               "HTTPS /metrics with alice's password: 200, with the configured header (%d)" % code)
-        code, hdr, _, _ = https(sbase + "/metrics", ca)
+        code, hdr, _ = https(sbase + "/metrics", ca)
         check(code == 401 and hdr.get("WWW-Authenticate", "").startswith("Basic"),
               "HTTPS /metrics without credentials: 401 with WWW-Authenticate (%d)" % code)
         code = https(sbase + "/metrics", ca, auth="alice:wrong")[0]
@@ -488,7 +488,7 @@ def web_config(exe, tmp):
                     pass
             except OSError:
                 pass
-        code, hdr, body, _ = https(sbase + "/metrics", ca, auth="alice:correct horse")
+        code, hdr, body = https(sbase + "/metrics", ca, auth="alice:correct horse")
         check(code == 200 and 'reason="tls_handshake",responder="http"} 1' in body,
               "a broken handshake is counted and the server goes on")
         # Rotation as the kubelet does it: new files in place of the old, by rename.
