@@ -10,7 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --sanitize
 
-all=(config resolv_conf kubeconfig iperf3_json udp_echo_wire kubernetes accept_encoding web_config http_request)
+# Every target fuzz/CMakeLists.txt builds (its PODNET_FUZZ_TARGETS list: one list, not two).
+read -r -a all < <(sed -n '/^set(PODNET_FUZZ_TARGETS/,/)/p' fuzz/CMakeLists.txt |
+  tr -d '()\n' | sed 's/^set *PODNET_FUZZ_TARGETS *//; s/  */ /g') || true  # no final newline: read says 1
+if ((${#all[@]} == 0)); then
+  echo "fuzz.sh: no PODNET_FUZZ_TARGETS in fuzz/CMakeLists.txt" >&2
+  exit 2
+fi
 targets=("$@")
 if ((${#targets[@]} == 0)); then targets=("${all[@]}"); fi
 seconds=${FUZZ_SECONDS:-30}
