@@ -460,12 +460,13 @@ void BurstResponder::Impl::Dispatch(tcp::socket socket, const std::string& cooki
     }
   }
   if (static_cast<int>(tests_.size()) >= options_.max_clients) {
-    // Busy: one ACCESS_DENIED byte, then close (as iperf3 -s does).
+    // Busy: one ACCESS_DENIED byte, then close (as iperf3 -s does). Counted first: asio may
+    // send the byte inside async_write, and a client that reads it may look at the counter.
+    busy_.Count();
     auto s = std::make_shared<tcp::socket>(std::move(socket));
     auto byte = std::make_shared<char>(static_cast<char>(iperf3::kAccessDenied));
     boost::asio::async_write(*s, boost::asio::buffer(byte.get(), 1),
                              [s, byte](ErrorCode, std::size_t) {});
-    busy_.Count();
     return;
   }
   auto t = std::make_shared<Test>(this, std::move(socket), cookie);
