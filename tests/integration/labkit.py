@@ -178,16 +178,21 @@ def by_label(result, label):
     return {r["metric"].get(label, ""): float(r["value"][1]) for r in result}
 
 
-def ping_median_ms(ns, addr, count=50):
-    """iputils ping's median RTT (ms) over `count` echoes, and its loss (%). The median, not
-    ping's avg: the lab's delay line has rare multi-ms stalls that move a mean of 50 by 0.1 ms."""
+def ping_rtts_ms(ns, addr, count=50):
+    """iputils ping's RTTs (ms, sorted ascending) over `count` echoes, and its loss (%)."""
     flag = ["-6"] if ":" in addr else []
     r = in_ns(ns, "ping", *flag, "-n", "-c", str(count), "-i", "0.02", "-W", "1", addr,
               timeout=60)
     times = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", r.stdout))
     loss = re.search(r"([\d.]+)% packet loss", r.stdout)
-    median = times[len(times) // 2] if times else float("nan")
-    return median, float(loss.group(1))
+    return times, float(loss.group(1))
+
+
+def ping_median_ms(ns, addr, count=50):
+    """iputils ping's median RTT (ms) over `count` echoes, and its loss (%). The median, not
+    ping's avg: the lab's delay line has rare multi-ms stalls that move a mean of 50 by 0.1 ms."""
+    times, loss = ping_rtts_ms(ns, addr, count)
+    return (times[len(times) // 2] if times else float("nan")), loss
 
 
 def parse_metrics(text):
@@ -204,9 +209,9 @@ def parse_metrics(text):
     return out
 
 
-def histogram_quantile(q, buckets):
-    """PromQL's histogram_quantile over (le, cumulative count) pairs (le may be math.inf):
-    linear within a bucket; the +Inf bucket gives the largest finite bound. None if empty."""
+def _quantile_bucket(q, buckets):
+    """The bucket holding rank q of (le, cumulative count) pairs (any iterable, read once):
+    (lower le, upper le, count below it, count up to it, rank), or None if empty."""
     items = sorted(buckets)
     if not items or items[-1][1] <= 0:
         return None
@@ -214,11 +219,30 @@ def histogram_quantile(q, buckets):
     prev_le, prev_c = 0.0, 0.0
     for le, c in items:
         if c >= rank:
-            if math.isinf(le):
-                return prev_le
-            return prev_le + (le - prev_le) * (rank - prev_c) / max(c - prev_c, 1e-9)
+            return prev_le, le, prev_c, c, rank
         prev_le, prev_c = le, c
     return None
+
+
+def histogram_quantile(q, buckets):
+    """PromQL's histogram_quantile over (le, cumulative count) pairs (le may be math.inf):
+    linear within a bucket; the +Inf bucket gives the largest finite bound. None if empty."""
+    b = _quantile_bucket(q, buckets)
+    if b is None:
+        return None
+    lo, hi, lo_c, hi_c, rank = b
+    if math.isinf(hi):
+        return lo
+    return lo + (hi - lo) * (rank - lo_c) / max(hi_c - lo_c, 1e-9)
+
+
+def histogram_quantile_bounds(q, buckets):
+    """(lo, hi): the bounds of the bucket that holds quantile q of (le, cumulative count) pairs,
+    so the true quantile of the observations lies in [lo, hi] whatever their spread inside the
+    bucket (hi may be math.inf). None if empty. What a check may claim without trusting
+    histogram_quantile's linear interpolation."""
+    b = _quantile_bucket(q, buckets)
+    return None if b is None else (b[0], b[1])
 
 
 def start_unbound(ns, folder):
