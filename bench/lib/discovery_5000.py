@@ -28,14 +28,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "bench-token-5000"
 
 
-def make_cert(tmp):
-    crt, key = os.path.join(tmp, "api.crt"), os.path.join(tmp, "api.key")
-    B.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
-           "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-          timeout=60)
-    return crt, key
-
-
 
 def exporter_config(port, probes, aggregate):
     lines = ["listen_address: \"0.0.0.0:%d\"" % port,
@@ -107,7 +99,7 @@ def main():
     runs = {}
     try:
         L.setup_netns(ns)
-        crt, key = make_cert(tmp)
+        crt, key = fake_apiserver.make_cert(tmp)
         api_log = os.path.join(tmp, "apiserver.log")
         api = procs.start("apiserver", [sys.executable, os.path.join(HERE, "fake_apiserver.py"),
                                         "--nodes", str(args.nodes), "--zones", str(args.zones),

@@ -13,7 +13,9 @@ ones (discovery.k8s.io/v1 EndpointSlice, v1 Node, watch events as newline-delimi
                                                   event brings it back), a
                                                   BOOKMARK every 5 s; ends after timeoutSeconds
                                                   (or, while --gone-file exists, once open 1 s,
-                                                  with an ERROR event 410 Expired: a relist)
+                                                  with an ERROR event 410 Expired: a relist);
+                                                  while --pause-file exists, no churn (a Pod
+                                                  that is out is put back first)
 
 Pod i runs on node-i in zone-(a + i % zones) with address 127.1.(i // 250).(1 + i % 250): every
 peer address is loopback, so an exporter fed this cluster only ever probes its own namespace.
@@ -26,6 +28,7 @@ import os
 import random
 import socketserver
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -80,10 +83,13 @@ class Cluster:
                       {"name": "burst", "protocol": "TCP", "port": 5201}],
         }
 
-    def churn(self, rng):
+    def churn(self, rng, paused=False):
         """One MODIFIED event: a Pod restarting. Odd events take a random endpoint out of
-        service, even ones put it back, so the cluster stays at N or N-1 ready Pods."""
+        service, even ones put it back, so the cluster stays at N or N-1 ready Pods. `paused`:
+        only the event that puts a Pod back, if one is out; None when all are in service."""
         with self.lock:
+            if self.down is None and paused:
+                return None
             if self.down is None:
                 sl = rng.choice(self.slices)
                 ep = rng.choice(sl["endpoints"])
@@ -128,6 +134,17 @@ def listening_port(log_path):
     return None
 
 
+def make_cert(folder):
+    """A self-signed certificate for 127.0.0.1 (openssl, RSA 2048, valid one day) and its key,
+    written to folder/api.crt and folder/api.key; returns (crt, key). Raises CalledProcessError
+    when openssl fails."""
+    crt, key = os.path.join(folder, "api.crt"), os.path.join(folder, "api.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", crt, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    return crt, key
+
+
 def write_kubeconfig(path, port, ca_file, token, name="fake"):
     """Writes a kubeconfig at `path` whose current context reaches this server on 127.0.0.1:port
     over TLS (CA `ca_file`) with bearer `token`; returns `path`."""
@@ -141,7 +158,7 @@ def write_kubeconfig(path, port, ca_file, token, name="fake"):
     return path
 
 
-def make_handler(cluster, token, churn_per_s, stats, gone_file=None):
+def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -204,8 +221,10 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None):
                         break
                     time.sleep(1.0 / churn_per_s if churn_per_s > 0 else 1.0)
                     lines = []
-                    if churn_per_s > 0:
-                        lines.append(cluster.churn(rng))
+                    event = cluster.churn(rng, pause_file is not None
+                                          and os.path.exists(pause_file)) if churn_per_s > 0 else None
+                    if event:
+                        lines.append(event)
                         stats["events"] += 1
                     if time.monotonic() >= next_bookmark:
                         next_bookmark += 5
@@ -239,13 +258,14 @@ def main():
     ap.add_argument("--churn", type=float, default=10, help="MODIFIED events per second")
     ap.add_argument("--max-seconds", type=float, default=900, help="exit after this long")
     ap.add_argument("--gone-file", help="while this file exists, watches end after 1 s with 410")
+    ap.add_argument("--pause-file", help="while this file exists, no churn: every Pod in service")
     args = ap.parse_args()
     if args.nodes > 250 * 250:
         sys.exit("at most 62,500 nodes (127.1.0.0/16)")
     cluster = Cluster(args.nodes, args.zones, args.namespace, args.service)
     stats = {"requests": 0, "lists": 0, "watches": 0, "events": 0, "stop": False}
     srv = Server(("127.0.0.1", 0), make_handler(cluster, args.token, args.churn, stats,
-                                                       args.gone_file))
+                                                       args.gone_file, args.pause_file))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)

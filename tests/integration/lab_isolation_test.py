@@ -168,10 +168,7 @@ def start_api_server(tmp, seconds):
     """bench/lib/fake_apiserver.py with 5,000 Pods (50 EndpointSlices) and no churn; while
     tmp/gone exists, every watch ends after 1 s with 410 Expired, so A relists all 5,000
     endpoints about every second. Returns the kubeconfig's path."""
-    crt, key = os.path.join(tmp, "api.crt"), os.path.join(tmp, "api.key")
-    lab.run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out",
-            crt, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-            "subjectAltName=IP:127.0.0.1")
+    crt, key = fake_apiserver.make_cert(tmp)
     log = os.path.join(tmp, "apiserver.log")
     lab.start(NS, [sys.executable, os.path.join(HERE, "..", "..", "bench", "lib",
                                                  "fake_apiserver.py"),

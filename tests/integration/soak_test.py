@@ -14,18 +14,27 @@ how much it holds open:
     10 half-open ones (half a request, then SHUT_WR);
   - gRPC: every 5 s 30 idle connections from one source (over its limit of 8), held 1 s;
   - bursts (iperf3-compatible): every 5 s 5 connections that stall before their cookie;
+  - Kubernetes discovery (peers.kubernetes besides the static peers, fed by
+    bench/lib/fake_apiserver.py: 12 Pods on 12 nodes in 2 zones, each on 127.1.0.0/16 where
+    nothing listens): 0.7 watch events a second (a Pod goes out of service, then comes back, so
+    the selected peers change), and every 10 s the watches end with 410 Expired for 2.5 s
+    (relists);
 while the exporter's own RTT (UDP), HTTP and gRPC probes run against itself (the first peer of
-each set) and against loopback addresses where nothing listens (the others: a peer that is down).
+each set) and against loopback addresses where nothing listens (the others and the discovered
+peers: peers that are down).
 
 Baseline: measured after a warm-up (every load for 30 s, or a fifth of the soak) with set A
-loaded and the loads stopped. End: the same after the soak. Asserted (tolerances):
+loaded, the loads stopped and the churn paused (every Pod in service, so rendezvous hashing
+selects the same discovered peers at both ends). End: the same after the soak. Asserted (tolerances):
   - RSS within max(+10 MiB, +20 %) of the baseline (malloc keeps some freed memory);
   - open descriptors within +4 (keep-alive connections of the probes may be mid-reconnect);
   - threads: ours (named after the executable) the same number; all of them within +4 (gRPC's
     executor and event-engine pools size themselves to the load);
   - the series: no peer of set B left; every non-outcome series (histograms, gauges) the same
     set as at the baseline; outcome counters (errors, drops, codes) may have gained label values,
-    but only for set A's peers or none.
+    but only for set A's peers, the discovered ones, or none;
+  - discovery did its part: 4 discovered peers (peers_per_zone 2, 2 zones) at both ends, watch
+    events and relists counted during the soak.
 Only ever aimed at 127.0.0.0/8. Usage: soak_test.py --exporter BIN [--seconds N]
 """
 import argparse
@@ -42,8 +51,11 @@ import threading
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "lib"))
 import labkit  # noqa: E402  (check, summary, parse_metrics)
+import fake_apiserver  # noqa: E402  (the stand-in API server: its certificate, port, kubeconfig)
 
 OUTCOMES = {"podnet_probe_errors_total", "podnet_responder_dropped_total",
             "podnet_responder_requests_total", "podnet_http_requests_total",
@@ -51,6 +63,16 @@ OUTCOMES = {"podnet_probe_errors_total", "podnet_responder_dropped_total",
             "podnet_rtt_packets_sent_total", "podnet_rtt_packets_received_total"}
 SET_A = ("soak-a1", "soak-a2")
 SET_B = ("soak-b1", "soak-b2", "soak-b3")
+OUTCOMES |= {"podnet_kubernetes_watch_events_total", "podnet_kubernetes_api_errors_total"}
+# What the fake API server's cluster gives peers.kubernetes: 12 Pods (podnet-00000..11, node-i,
+# zone-a for even i, zone-b for odd), this exporter is podnet-00000; peers_per_zone 2 of the 5
+# others in zone-a and of the 6 in zone-b, and with one Pod out of service still 2 of each.
+API_NODES, API_ZONES, PEERS_PER_ZONE = 12, 2, 2
+# A Pod out of service for 1/CHURN_PER_S s: longer than discovery's publish interval (1 s), and
+# not a multiple of it, so the selection really changes.
+CHURN_PER_S = 0.7
+DISCOVERED = PEERS_PER_ZONE * API_ZONES
+TOKEN = "soak-token"
 
 
 def free_port(kind=socket.SOCK_STREAM):
@@ -61,15 +83,18 @@ def free_port(kind=socket.SOCK_STREAM):
 
 def config_text(ports, peers):
     http, burst, grpc = ports
-    text = ("listen_address: \"127.0.0.1:%d\"\nself: { name: soak, node: n, zone: z }\n"
+    text = ("listen_address: \"127.0.0.1:%d\"\n"
+            "self: { name: podnet-00000, node: node-0, zone: zone-a }\n"
             "responders:\n  udp_echo: { listen_address: \"127.0.0.1:%d\" }\n"
             "  burst: { listen_address: \"127.0.0.1:%d\" }\n"
             "  grpc: { listen_address: \"127.0.0.1:%d\" }\n"
-            "peers:\n  static:\n" % (http, http, burst, grpc))
+            "peers:\n"
+            "  kubernetes: { namespace: podnet, service: podnet, peers_per_zone: %d, port: %d }\n"
+            "  static:\n" % (http, http, burst, grpc, PEERS_PER_ZONE, http))
     # The first peer is this exporter itself; the others are addresses where nothing listens
     # (a peer that is down: refused, unreachable, timeouts).
     for i, name in enumerate(peers):
-        text += ("    - { name: %s, address: 127.0.0.%d, port: %d, node: n%d, zone: z }\n"
+        text += ("    - { name: %s, address: 127.0.0.%d, port: %d, node: n%d, zone: zone-a }\n"
                  % (name, i + 1 + 3 * (peers is SET_B), http, i))
     return text + (
         "probes:\n"
@@ -79,13 +104,44 @@ def config_text(ports, peers):
         "  grpc: { interval: 2s, count: 3, spacing: 10ms, timeout: 500ms, port: %d }\n" % grpc)
 
 
+class ApiServer:
+    """bench/lib/fake_apiserver.py on 127.0.0.1 (TLS, bearer token), its churn paused while
+    `pause` exists and its watches ended with 410 while `gone` exists."""
+
+    def __init__(self, tmp, seconds):
+        self.gone, self.pause = os.path.join(tmp, "gone"), os.path.join(tmp, "pause")
+        crt, key = fake_apiserver.make_cert(tmp)
+        log = os.path.join(tmp, "apiserver.log")
+        self.p = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "..", "..", "bench", "lib", "fake_apiserver.py"),
+             "--nodes", str(API_NODES), "--zones", str(API_ZONES), "--churn", str(CHURN_PER_S),
+             "--cert", crt, "--key", key, "--token", TOKEN, "--gone-file", self.gone,
+             "--pause-file", self.pause, "--max-seconds", str(int(seconds))],
+            stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        labkit.wait_for(lambda: fake_apiserver.listening_port(log), 30, "fake API server")
+        self.kubeconfig = fake_apiserver.write_kubeconfig(
+            os.path.join(tmp, "kubeconfig"), fake_apiserver.listening_port(log), crt, TOKEN,
+            name="soak")
+
+    def set(self, path, on):
+        if on:
+            open(path, "w").close()
+        elif os.path.exists(path):
+            os.unlink(path)
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(timeout=10)
+
+
 class Exporter:
-    def __init__(self, exe, tmp, ports):
+    def __init__(self, exe, tmp, ports, kubeconfig):
         self.ports, self.cfg, self.tmp = ports, os.path.join(tmp, "soak.yaml"), tmp
         self.write(config_text(ports, SET_A).encode())
         self.base = "http://127.0.0.1:%d" % ports[0]
         self.log = open(os.path.join(tmp, "exporter.log"), "w")
-        self.p = subprocess.Popen([exe, "--config.file=" + self.cfg], stdout=subprocess.DEVNULL,
+        self.p = subprocess.Popen([exe, "--config.file=" + self.cfg,
+                                   "--kubeconfig=" + kubeconfig], stdout=subprocess.DEVNULL,
                                   stderr=self.log)
         deadline = time.time() + 15
         while time.time() < deadline and self.p.poll() is None:
@@ -152,14 +208,17 @@ class Exporter:
 class Loads:
     """The load generators: threads that run until stop(), each bounded per cycle."""
 
-    def __init__(self, ex):
-        self.ex, self.stopping, self.threads = ex, threading.Event(), []
+    def __init__(self, ex, api):
+        self.ex, self.api, self.stopping, self.threads = ex, api, threading.Event(), []
         self.errors, self.reloads, self.hostile, self.scrapes = [], 0, 0, 0
+        self.seen = set()  # every discovered peer that had series in a scrape
         self.peer_set = SET_A
 
     def start(self):
-        self.reloads, self.hostile, self.scrapes = 0, 0, 0
-        for f in (self.reloader, self.scraper, self.udp, self.slow_http, self.grpc, self.burst):
+        self.reloads, self.hostile, self.scrapes, self.seen = 0, 0, 0, set()
+        self.api.set(self.api.pause, False)
+        for f in (self.reloader, self.scraper, self.udp, self.slow_http, self.grpc, self.burst,
+                  self.discovery):
             t = threading.Thread(target=self.guard, args=(f,), daemon=True)
             t.start()
             self.threads.append(t)
@@ -204,16 +263,20 @@ class Loads:
             self.ex.reload()
             if self.ex.wait_gauge("podnet_config_last_reload_successful", 1) != 1:
                 self.errors.append("reload %d failed" % n)
-            elif self.ex.wait_gauge("podnet_peers", len(self.peer_set)) != len(self.peer_set):
-                self.errors.append("reload %d: podnet_peers is not %d" % (n, len(self.peer_set)))
+            elif (self.ex.wait_gauge("podnet_peers", len(self.peer_set) + DISCOVERED)
+                  != len(self.peer_set) + DISCOVERED):
+                self.errors.append("reload %d: podnet_peers is not %d" % (
+                    n, len(self.peer_set) + DISCOVERED))
             self.reloads += 1
 
     def scraper(self):
         for _ in self.every(0.25):
             for path in ("/metrics", "/podnet/info", "/-/healthy"):
-                code, _ = self.ex.get(path)
+                code, body = self.ex.get(path)
                 if code != 200:
                     self.errors.append("%s answered %d" % (path, code))
+                elif path == "/metrics":
+                    self.seen |= discovered_peers(labkit.parse_metrics(body))
             self.scrapes += 1
 
     def udp(self):
@@ -294,6 +357,19 @@ class Loads:
         for _ in self.every(4.0):
             self.connections(self.ex.ports[1], 5, 1.0, send=b"a" * 36)
 
+    def discovery(self):
+        """Relists: every 10 s, the watches end with 410 Expired for 2.5 s (the churn itself is
+        the API server's own, 2 events a second)."""
+        for _ in self.every(10.0):
+            self.api.set(self.api.gone, True)
+            self.stopping.wait(2.5)
+            self.api.set(self.api.gone, False)
+
+
+def discovered_peers(samples):
+    """The names of the discovered peers (podnet-NNNNN) that have series in `samples`."""
+    return {l["peer"] for _, l, _ in samples if l.get("peer", "").startswith("podnet-")}
+
 
 def series_problems(baseline, end):
     """What in the end scrape's series is not as at the baseline (a list of strings)."""
@@ -311,18 +387,23 @@ def series_problems(baseline, end):
     if fixed_base != fixed_now:
         problems.append("non-outcome series differ: +%s -%s" % (
             sorted(fixed_now - fixed_base)[:3], sorted(fixed_base - fixed_now)[:3]))
+    loaded = set(SET_A) | discovered_peers(baseline)
     odd = [k for k in now - base if k[0] in OUTCOMES and dict(k[1]).get("peer", SET_A[0])
-           not in SET_A]
+           not in loaded]
     if odd:
         problems.append("new outcome series for peers not loaded: %s" % odd[:3])
     return problems
 
 
-def settle(ex):
-    """Set A loaded, the loads' connections gone: what the resources come back to."""
+def settle(ex, api):
+    """Set A loaded, the loads' connections gone, the churn paused with every Pod in service:
+    what the resources come back to."""
+    api.set(api.gone, False)
+    api.set(api.pause, True)
     ex.write(config_text(ex.ports, SET_A).encode())
     ex.reload()
-    ex.wait_gauge("podnet_peers", len(SET_A))
+    ex.wait_gauge("podnet_peers", len(SET_A) + DISCOVERED)
+    time.sleep(2.0 / CHURN_PER_S)  # the Pod that was out, if any, is back in service
     time.sleep(8)  # a few probe rounds with set A; closed connections reaped everywhere
     return ex.resources(), ex.metrics()
 
@@ -334,15 +415,16 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="podnet-soak-")
     ports = (free_port(), free_port(), free_port())
-    ex = Exporter(a.exporter, tmp, ports)
-    loads = Loads(ex)
+    warm = min(30.0, max(10.0, a.seconds / 5))
+    api = ApiServer(tmp, warm + a.seconds + 300)
+    ex = Exporter(a.exporter, tmp, ports, api.kubeconfig)
+    loads = Loads(ex, api)
     try:
-        warm = min(30.0, max(10.0, a.seconds / 5))
         labkit.log("warm-up: every load for %.0f s" % warm)
         loads.start()
         time.sleep(warm)
         loads.stop()
-        base_res, base_metrics = settle(ex)
+        base_res, base_metrics = settle(ex, api)
         labkit.log("baseline: %s, %d series" % (base_res, len(base_metrics)))
         labkit.log("soak: every load for %.0f s" % a.seconds)
         t0 = time.time()
@@ -355,7 +437,7 @@ def main():
                      % (a.seconds, ex.p.poll()))
         if ex.p.poll() is not None:
             return 1
-        end_res, end_metrics = settle(ex)
+        end_res, end_metrics = settle(ex, api)
         labkit.log("during: %s; end: %s, %d series" % (peak, end_res, len(end_metrics)))
         labkit.check(not loads.errors, "every scrape answered 200 and every reload did as "
                      "expected: %d reloads, %d hostile ones refused, %d scrape rounds %s"
@@ -374,6 +456,19 @@ def main():
                      "threads: ours %d -> %d, all %d -> %d (gRPC's pools may grow by 4) %s"
                      % (own_base, own_end, base_res["threads"], end_res["threads"],
                         end_res["thread_names"]))
+        found = [discovered_peers(m) for m in (base_metrics, end_metrics)]
+        labkit.check(len(found[0]) == DISCOVERED and found[0] == found[1],
+                     "the same %d discovered peers at both ends: %s, %s"
+                     % (DISCOVERED, sorted(found[0]), sorted(found[1])))
+        labkit.check(len(loads.seen - found[0]) > 0, "the churn changed the selection: %d "
+                     "other discovered peers had series during the soak" % len(loads.seen - found[0]))
+        counts = [{n: sum(v for m, _, v in ms if m == n) for n in
+                   ("podnet_kubernetes_watch_events_total", "podnet_kubernetes_lists_total")}
+                  for ms in (base_metrics, end_metrics)]
+        events, lists = (counts[1][n] - counts[0][n] for n in counts[0])
+        labkit.check(events >= a.seconds * CHURN_PER_S / 2 and lists >= a.seconds / 10 / 2,
+                     "discovery events during the soak: %d watch events, %d lists (relists)"
+                     % (events, lists))
         problems = series_problems(base_metrics, end_metrics)
         labkit.check(not problems, "series back to the baseline's (%d -> %d samples) %s"
                      % (len(base_metrics), len(end_metrics), problems))
@@ -394,6 +489,7 @@ def main():
             ex.p.kill()
             rc = ex.p.wait()
         labkit.check(rc == 0, "SIGTERM: exit 0 (%s); log: %s" % (rc, ex.log.name))
+        api.stop()
         labkit.log(labkit.summary())
     if not labkit.failures:
         shutil.rmtree(tmp, ignore_errors=True)
