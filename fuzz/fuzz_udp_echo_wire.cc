@@ -5,23 +5,23 @@
 #include <span>
 #include <vector>
 
-#include "exporter/probes/rtt/wire.h"
+#include "exporter/proto/echo.h"
 #include "exporter/responders/echo_limiter.h"
 
-namespace rtt = podnet::probes::rtt;
+namespace echo = podnet::proto::echo;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::uint8_t> in(data, size);
-  (void)rtt::DecodePayload(in);
+  (void)echo::DecodePayload(in);
   std::vector<std::uint8_t> copy(data, data + size);
-  if (rtt::MakeReply(copy)) {
-    auto h = rtt::DecodePayload(copy);
-    if (!h || h->kind != rtt::Kind::kReply) __builtin_trap();  // a reply must read as one
+  if (echo::MakeReply(copy)) {
+    auto h = echo::DecodePayload(copy);
+    if (!h || h->kind != echo::Kind::kReply) __builtin_trap();  // a reply must read as one
   }
   for (bool v6 : {false, true}) {
-    for (bool with_ip : {false, true}) (void)rtt::ParseIcmpEchoReply(v6, with_ip, in);
+    for (bool with_ip : {false, true}) (void)echo::ParseIcmpEchoReply(v6, with_ip, in);
   }
-  (void)rtt::InternetChecksum(in);
+  (void)echo::InternetChecksum(in);
   // The limiter, fed sources and sizes from the input: never a crash, never more sources kept
   // than its bound.
   static podnet::responders::EchoLimits limits = [] {

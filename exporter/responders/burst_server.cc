@@ -21,7 +21,7 @@
 
 #include "exporter/log/last_chance.h"
 #include "exporter/net/tcp_info.h"
-#include "exporter/probes/burst/iperf3.h"
+#include "exporter/proto/iperf3.h"
 #include "exporter/responders/responder_metrics.h"
 
 namespace podnet::responders {
@@ -30,7 +30,7 @@ namespace {
 using boost::asio::ip::tcp;
 using ErrorCode = boost::system::error_code;
 using Clock = std::chrono::steady_clock;
-namespace iperf3 = probes::burst::iperf3;
+namespace iperf3 = proto::iperf3;
 
 constexpr auto kStepTimeout = std::chrono::seconds(5);
 constexpr auto kGrace = std::chrono::seconds(5);  // after time + omit, before we give up

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "exporter/probes/rtt/wire.h"
+#include "exporter/proto/echo.h"
 #include "exporter/responders/echo_limiter.h"
 #include "exporter/responders/responder_metrics.h"
 #include "exporter/runtime/loop_role.h"
@@ -63,7 +63,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
       std::size_t n = socket_.receive_from(boost::asio::buffer(buffer_), from, 0, ec);
       if (ec) return;  // would_block: drained
       std::span<std::uint8_t> data(buffer_.data(), n);
-      if (!probes::rtt::MakeReply(data)) {
+      if (!proto::echo::MakeReply(data)) {
         malformed_.Count();
         continue;
       }

@@ -11,7 +11,7 @@
 namespace podnet::responders {
 
 /// The UDP echo responder that peers' `protocol: udp` RTT probes aim at. It answers only
-/// podnet probe requests (probes/rtt/wire.h: magic, version, kind = request) by sending the
+/// podnet probe requests (proto/echo.h: magic, version, kind = request) by sending the
 /// datagram back with kind = reply, so it reflects nothing else and two responders cannot
 /// ping-pong. Bounded: one fixed receive buffer, at most 256 datagrams per wake-up so the
 /// responder loop stays responsive, and an EchoLimiter (echo_limiter.h): requests over 9000 bytes

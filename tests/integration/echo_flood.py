@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A bounded flood of well-formed podnet UDP echo requests (probes/rtt/wire.h: magic "PNET",
+"""A bounded flood of well-formed podnet UDP echo requests (proto/echo.h: magic "PNET",
 version 1, kind request, seq, token; 56 bytes) at --rate per second, paced in 1 ms batches, for
 at most --seconds, at a loopback or lab address. Replies are not read (the socket's receive
 buffer overflows and drops them). Prints: sent=N

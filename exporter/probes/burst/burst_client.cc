@@ -17,9 +17,11 @@
 #include <random>
 
 #include "exporter/net/tcp_info.h"
-#include "exporter/probes/burst/iperf3.h"
+#include "exporter/proto/iperf3.h"
 
 namespace podnet::probes::burst {
+
+namespace iperf3 = proto::iperf3;
 namespace {
 
 using boost::asio::ip::tcp;

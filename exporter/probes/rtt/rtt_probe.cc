@@ -23,9 +23,11 @@
 #include "exporter/net/timestamping.h"
 #include "exporter/probes/phase_grid.h"
 #include "exporter/probes/rtt/train.h"
-#include "exporter/probes/rtt/wire.h"
+#include "exporter/proto/echo.h"
 
 namespace podnet::probes::rtt {
+
+namespace wire = proto::echo;
 namespace {
 
 using boost::asio::ip::address;
@@ -431,10 +433,10 @@ std::unique_ptr<EchoSocket> RttKind::Open(bool v6) {
   if (v6) {
     icmp6_filter filter;
     ICMP6_FILTER_SETBLOCKALL(&filter);
-    ICMP6_FILTER_SETPASS(kIcmp6EchoReply, &filter);
+    ICMP6_FILTER_SETPASS(wire::kIcmp6EchoReply, &filter);
     setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof filter);
   } else {
-    icmp_filter filter{~(1u << kIcmpEchoReply)};
+    icmp_filter filter{~(1u << wire::kIcmpEchoReply)};
     setsockopt(fd, SOL_RAW, ICMP_FILTER, &filter, sizeof filter);
   }
   return finish(fd, SocketMode::kIcmpRaw);
@@ -471,13 +473,13 @@ RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, s
   slot.index = index;
   slot.token = rng_();
 
-  Header h;
+  wire::Header h;
   h.seq = seq;
   h.token = slot.token;
-  EchoKind kind = s->mode() == SocketMode::kUdp ? EchoKind::kUdp
-                  : v6                          ? EchoKind::kIcmp6
-                                                : EchoKind::kIcmp4;
-  EncodeRequest(kind, ident_, h, static_cast<std::size_t>(options_.size), tx_buffer_);
+  wire::EchoKind kind = s->mode() == SocketMode::kUdp ? wire::EchoKind::kUdp
+                  : v6                          ? wire::EchoKind::kIcmp6
+                                                : wire::EchoKind::kIcmp4;
+  wire::EncodeRequest(kind, ident_, h, static_cast<std::size_t>(options_.size), tx_buffer_);
   sockaddr_storage dest{};
   socklen_t dest_len = 0;
   std::uint16_t port = s->mode() == SocketMode::kUdp ? peer.port : 0;
@@ -568,14 +570,14 @@ void RttKind::DrainReplies(EchoSocket& s) {
     if (s.mode() == SocketMode::kUdp) {
       payload = data;
     } else {
-      auto echo = ParseIcmpEchoReply(s.v6(), s.mode() == SocketMode::kIcmpRaw && !s.v6(), data);
+      auto echo = wire::ParseIcmpEchoReply(s.v6(), s.mode() == SocketMode::kIcmpRaw && !s.v6(), data);
       if (!echo) continue;
       // Raw sockets see every echo reply of the host; the kernel demultiplexes ping sockets.
       if (s.mode() == SocketMode::kIcmpRaw && echo->ident != ident_) continue;
       payload = echo->payload;
     }
-    auto h = DecodePayload(payload);
-    if (!h || h->kind != (s.mode() == SocketMode::kUdp ? Kind::kReply : Kind::kRequest)) {
+    auto h = wire::DecodePayload(payload);
+    if (!h || h->kind != (s.mode() == SocketMode::kUdp ? wire::Kind::kReply : wire::Kind::kRequest)) {
       continue;  // ICMP echo data comes back as sent (kind = request); UDP echo flips it
     }
     const Slot& slot = slots_[h->seq];

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "exporter/probes/rtt/wire.h"
+#include "exporter/proto/echo.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::responders {
@@ -29,7 +29,7 @@ using Bytes = std::vector<std::uint8_t>;
 using podnet::testing::CounterValue;
 using podnet::testing::Eventually;
 using podnet::testing::LoopThread;
-namespace wire = probes::rtt;
+namespace wire = proto::echo;
 
 constexpr const char* kFamily = "podnet_responder_requests_total";
 

@@ -14,11 +14,13 @@
 #include <future>
 #include <thread>
 
-#include "exporter/probes/burst/iperf3.h"
+#include "exporter/proto/iperf3.h"
 #include "exporter/responders/burst_server.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::probes::burst {
+
+namespace iperf3 = proto::iperf3;
 namespace {
 
 using namespace std::chrono_literals;

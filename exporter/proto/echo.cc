@@ -1,8 +1,8 @@
-#include "exporter/probes/rtt/wire.h"
+#include "exporter/proto/echo.h"
 
 #include <algorithm>
 
-namespace podnet::probes::rtt {
+namespace podnet::proto::echo {
 namespace {
 
 void Put16(std::uint8_t* p, std::uint16_t v) {
@@ -119,4 +119,4 @@ std::optional<IcmpEcho> ParseIcmpEchoReply(bool v6, bool with_ip_header,
   return e;
 }
 
-}  // namespace podnet::probes::rtt
+}  // namespace podnet::proto::echo

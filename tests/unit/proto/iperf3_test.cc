@@ -1,10 +1,8 @@
-#include "exporter/probes/burst/iperf3.h"
+#include "exporter/proto/iperf3.h"
 
 #include <gtest/gtest.h>
 
-#include "exporter/probes/burst/budget.h"
-
-namespace podnet::probes::burst {
+namespace podnet::proto {
 namespace {
 
 TEST(Iperf3Test, CookieIs36AlphabetCharactersAndANul) {
@@ -129,25 +127,5 @@ TEST(Iperf3Test, ResultsRoundTrip) {
   EXPECT_FALSE(iperf3::DecodeResults(nlohmann::json::parse(R"({"cpu_util_total":1})"), &err));
 }
 
-TEST(ByteBudgetTest, SlidingHour) {
-  using namespace std::chrono_literals;
-  ByteBudget b(1000);
-  auto t0 = ByteBudget::Clock::time_point{} + 10h;
-  EXPECT_EQ(b.Remaining(t0), 1000u);
-  b.Charge(t0, 600);
-  EXPECT_EQ(b.Remaining(t0 + 1min), 400u);
-  b.Charge(t0 + 30min, 500);
-  EXPECT_EQ(b.Remaining(t0 + 31min), 0u);  // over: never negative
-  EXPECT_EQ(b.Used(t0 + 31min), 1100u);
-  EXPECT_EQ(b.Remaining(t0 + 60min), 500u);  // the first charge left the window
-  EXPECT_EQ(b.Remaining(t0 + 90min), 1000u);
-  // A new limit (a reload) keeps what was charged.
-  b.Charge(t0 + 90min, 700);
-  b.set_limit(2000);
-  EXPECT_EQ(b.Remaining(t0 + 91min), 1300u);
-  b.set_limit(500);
-  EXPECT_EQ(b.Remaining(t0 + 91min), 0u);
-}
-
 }  // namespace
-}  // namespace podnet::probes::burst
+}  // namespace podnet::proto

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-namespace podnet::probes::rtt {
+namespace podnet::proto::echo {
 
 /// The first bytes of every RTT probe payload (ICMP echo data or UDP echo datagram), network
 /// byte order:
@@ -74,4 +74,4 @@ struct IcmpEcho {
 std::optional<IcmpEcho> ParseIcmpEchoReply(bool v6, bool with_ip_header,
                                            std::span<const std::uint8_t> data);
 
-}  // namespace podnet::probes::rtt
+}  // namespace podnet::proto::echo

@@ -1,4 +1,4 @@
-#include "exporter/probes/burst/iperf3.h"
+#include "exporter/proto/iperf3.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <type_traits>
 
-namespace podnet::probes::burst::iperf3 {
+namespace podnet::proto::iperf3 {
 namespace {
 
 constexpr std::string_view kCookieAlphabet = "abcdefghijklmnopqrstuvwxyz234567";
@@ -242,4 +242,4 @@ std::optional<Results> DecodeResults(const nlohmann::json& doc, std::string* err
   return r;
 }
 
-}  // namespace podnet::probes::burst::iperf3
+}  // namespace podnet::proto::iperf3

@@ -1,4 +1,4 @@
-#include "exporter/probes/rtt/wire.h"
+#include "exporter/proto/echo.h"
 
 #include <cstdint>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace podnet::probes::rtt {
+namespace podnet::proto::echo {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
@@ -32,7 +32,7 @@ TEST_P(PayloadTest, EncodesTheDocumentedLayoutAndRoundTrips) {
   const auto& c = GetParam();
   Bytes p = EncodePayload({c.kind, c.seq, c.token}, c.size);
   ASSERT_EQ(p.size(), std::max(c.size, kHeaderSize));
-  // wire.h: magic "PNET" | version | kind | seq | token, network byte order.
+  // proto/echo.h: magic "PNET" | version | kind | seq | token, network byte order.
   EXPECT_EQ(std::string(p.begin(), p.begin() + 4), "PNET");
   EXPECT_EQ(p[4], 1);
   EXPECT_EQ(p[5], static_cast<std::uint8_t>(c.kind));
@@ -334,4 +334,4 @@ TEST(EncodeRequestTest, SameBytesAsPayloadThenIcmpEcho) {
 }
 
 }  // namespace
-}  // namespace podnet::probes::rtt
+}  // namespace podnet::proto::echo
