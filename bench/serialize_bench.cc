@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
                            "podnet_rtt_reordered_replies_total", "podnet_rtt_late_replies_total"}) {
     counters.push_back(&prometheus::BuildCounter().Name(name).Help("Count.").Register(r));
   }
-  podnet::config::Self self{"bench", "bench-node", "bench-zone"};
+  podnet::topology::Self self{"bench", "bench-node", "bench-zone"};
   auto set = aggregate ? podnet::metrics::PeerLabelSet::kAggregated
                        : podnet::metrics::PeerLabelSet::kPerPeer;
   for (int i = 0; i < peers; ++i) {

@@ -391,9 +391,9 @@ std::string App::NotReadyReason() const {
 void App::Reconcile(std::shared_ptr<const config::Config> next) {
   if (!next) return;
   // The effective self: the zone read from the Node fills an empty self.zone.
-  config::Self self = next->self;
+  topology::Self self = next->self;
   if (self.zone.empty() && next->kubernetes) self.zone = discovered_.self_zone;
-  auto peers = discovery::StaticPeers(self, *next);
+  auto peers = discovery::StaticPeers(self, next->static_peers);
   std::size_t candidates = 0, selected = 0;
   if (next->kubernetes && discovered_.synced) {
     std::set<std::string> static_names;
@@ -428,7 +428,8 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
     // probes restart under the new identity and label set, removing their old series first.
     for (const auto& kind : probes::ProbeKinds()) scheduler_->SetKind(kind.name, nullptr, {});
     probe_env_->self = self;
-    probe_env_->peer_labels = metrics::PeerLabelSetFor(*next);
+    probe_env_->peer_labels = next->aggregate_peers ? metrics::PeerLabelSet::kAggregated
+                                                   : metrics::PeerLabelSet::kPerPeer;
     for (const auto& kind : probes::ProbeKinds()) {
       scheduler_->SetKind(kind.name, kind.make(*next, *probe_env_), peers);
     }

@@ -131,7 +131,7 @@ class App {
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   std::shared_ptr<const config::Config> applied_;
   std::vector<topology::Peer> peers_;
-  config::Self self_;  // effective: config's self, zone from the Node when the config has none
+  topology::Self self_;  // effective: config's self, zone from the Node when the config has none
   discovery::kubernetes::Snapshot discovered_;  // last snapshot posted by discovery
 
   // Control-loop state: Kubernetes discovery, when peers.kubernetes is set.

@@ -9,6 +9,7 @@
 #include "exporter/config/env.h"
 #include "exporter/config/units.h"
 #include "exporter/net/address.h"
+#include "exporter/topology/topology.h"
 #include "exporter/probes/burst/burst_options.h"
 #include "exporter/probes/dns/dns_options.h"
 #include "exporter/probes/grpc/grpc_options.h"
@@ -16,16 +17,6 @@
 #include "exporter/probes/rtt/rtt_options.h"
 
 namespace podnet::config {
-
-/// Who this probe Pod is. `node` is required; `zone` may be empty (path class `unknown` for
-/// peers that cannot be compared).
-struct Self {
-  std::string name;
-  std::string node;
-  std::string zone;
-
-  bool operator==(const Self&) const = default;
-};
 
 /// An explicit peer (peers.static[]). `address` is an IP literal.
 struct StaticPeer {
@@ -53,7 +44,7 @@ struct KubernetesPeers {
 struct Config {
   std::string file;  // where it was read from
   net::HostPort listen_address{boost::asio::ip::address_v4::any(), 9479};
-  Self self;
+  topology::Self self;
   net::HostPort udp_echo_listen_address{boost::asio::ip::address_v4::any(), 9479};
   std::vector<StaticPeer> static_peers;
   std::optional<KubernetesPeers> kubernetes;  // peers.kubernetes; absent = static peers only

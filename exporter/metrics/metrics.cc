@@ -13,11 +13,7 @@
 
 namespace podnet::metrics {
 
-PeerLabelSet PeerLabelSetFor(const config::Config& config) {
-  return config.aggregate_peers ? PeerLabelSet::kAggregated : PeerLabelSet::kPerPeer;
-}
-
-prometheus::Labels PeerLabels(const config::Self& self, const topology::Peer& peer,
+prometheus::Labels PeerLabels(const topology::Self& self, const topology::Peer& peer,
                               PeerLabelSet set) {
   prometheus::Labels labels{
       {"source_node", self.node},

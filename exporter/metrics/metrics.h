@@ -16,7 +16,6 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include "exporter/config/config.h"
 #include "exporter/topology/topology.h"
 
 namespace podnet::metrics {
@@ -36,14 +35,12 @@ enum class PeerLabelSet {
   kAggregated,
 };
 
-/// The set config::Config::aggregate_peers selects.
-PeerLabelSet PeerLabelSetFor(const config::Config& config);
 
 /// The labels of one peer's series (docs/design.md, "Metrics: peer labels and buckets"): the
 /// only place that decides the label set.
 /// kPerPeer: source_node, source_zone, peer, peer_node, peer_zone, path; kAggregated: the same
 /// without peer and peer_node.
-prometheus::Labels PeerLabels(const config::Self& self, const topology::Peer& peer,
+prometheus::Labels PeerLabels(const topology::Self& self, const topology::Peer& peer,
                               PeerLabelSet set);
 
 /// Users per series, shared by every SeriesSet of one registry: a series that several

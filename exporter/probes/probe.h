@@ -39,7 +39,7 @@ class PeerProbe {
 struct ProbeEnv {
   boost::asio::io_context& io;  // the probe loop
   metrics::Metrics& metrics;
-  config::Self self;
+  topology::Self self;
   /// metrics.aggregate_peers; the app restarts every probe when it changes.
   metrics::PeerLabelSet peer_labels = metrics::PeerLabelSet::kPerPeer;
 

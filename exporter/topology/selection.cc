@@ -44,7 +44,7 @@ std::string_view SelectionKey(std::string_view name, std::string_view node) {
   return node.empty() ? name : node;
 }
 
-std::vector<Peer> SelectPeers(const config::Self& self, const std::vector<Peer>& candidates,
+std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer>& candidates,
                               int peers_per_zone) {
   const std::size_t per_zone = static_cast<std::size_t>(std::max(peers_per_zone, 1));
   const std::string_view self_key = SelectionKey(self.name, self.node);

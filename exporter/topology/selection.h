@@ -30,9 +30,9 @@ std::string_view SelectionKey(std::string_view name, std::string_view node);
 /// displaces at most one peer per Pod in its zone), and every candidate is picked by about
 /// peers_per_zone × (Pods) / (candidates in its zone) Pods — the in-degree spreads evenly.
 /// `candidates` must already be classified (Peer::path) and must not contain self; order does
-/// not matter. Returns the chosen peers sorted by name (BuildPeers' order). peers_per_zone < 1
+/// not matter. Returns the chosen peers sorted by name. peers_per_zone < 1
 /// is treated as 1.
-std::vector<Peer> SelectPeers(const config::Self& self, const std::vector<Peer>& candidates,
+std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer>& candidates,
                               int peers_per_zone);
 
 }  // namespace podnet::topology

@@ -19,32 +19,12 @@ std::string_view PathClassName(PathClass p) {
   return "unknown";
 }
 
-PathClass Classify(const config::Self& self, std::string_view peer_node,
+PathClass Classify(const topology::Self& self, std::string_view peer_node,
                    std::string_view peer_zone) {
   if (self.node.empty() || peer_node.empty()) return PathClass::kUnknown;
   if (self.node == peer_node) return PathClass::kSameNode;
   if (self.zone.empty() || peer_zone.empty()) return PathClass::kUnknown;
   return self.zone == peer_zone ? PathClass::kSameZone : PathClass::kCrossZone;
-}
-
-std::vector<Peer> BuildPeers(const config::Self& self,
-                             const std::vector<config::StaticPeer>& static_peers) {
-  std::vector<Peer> peers;
-  for (const auto& sp : static_peers) {
-    if (sp.name == self.name) continue;
-    Peer p;
-    p.name = sp.name;
-    p.address = sp.address;
-    p.port = sp.port;
-    p.burst_port = sp.burst_port;
-    p.node = sp.node;
-    p.zone = sp.zone;
-    p.path = Classify(self, sp.node, sp.zone);
-    peers.push_back(std::move(p));
-  }
-  std::sort(peers.begin(), peers.end(),
-            [](const Peer& a, const Peer& b) { return a.name < b.name; });
-  return peers;
 }
 
 PeerDiff Diff(const std::vector<Peer>& before, const std::vector<Peer>& after) {

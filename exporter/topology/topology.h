@@ -7,9 +7,17 @@
 
 #include <boost/asio/ip/address.hpp>
 
-#include "exporter/config/config.h"
-
 namespace podnet::topology {
+
+/// Who this probe Pod is. `node` is required; `zone` may be empty (path class `unknown` for
+/// peers that cannot be compared).
+struct Self {
+  std::string name;
+  std::string node;
+  std::string zone;
+
+  bool operator==(const Self&) const = default;
+};
 
 /// Where a peer sits relative to this probe Pod — the rung of the latency ladder.
 enum class PathClass { kSameNode, kSameZone, kCrossZone, kUnknown };
@@ -24,7 +32,7 @@ inline constexpr PathClass kAllPathClasses[] = {PathClass::kSameNode, PathClass:
 /// Classifies a peer: same node name → same_node; else both zones known and equal → same_zone;
 /// both known and different → cross_zone. An empty node on either side, or an empty zone where
 /// the nodes differ, gives unknown: a guess would put a series on the wrong rung.
-PathClass Classify(const config::Self& self, std::string_view peer_node,
+PathClass Classify(const topology::Self& self, std::string_view peer_node,
                    std::string_view peer_zone);
 
 /// A peer this Pod probes, with its path class. Two peers are the same peer only if every field
@@ -41,12 +49,7 @@ struct Peer {
   bool operator==(const Peer&) const = default;
 };
 
-/// The peers of one configuration, in a stable order (by name). The prober never probes itself:
-/// a peer whose name equals self.name is left out (the DaemonSet's Service lists this Pod too).
-std::vector<Peer> BuildPeers(const config::Self& self,
-                             const std::vector<config::StaticPeer>& static_peers);
-
-/// What changed between two peer lists (both as BuildPeers returns them).
+/// What changed between two peer lists (each sorted by name, as discovery gives them).
 struct PeerDiff {
   std::vector<Peer> added;
   std::vector<Peer> removed;

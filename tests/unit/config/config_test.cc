@@ -71,7 +71,7 @@ RttOptions MakeRtt(RttProtocol protocol, Duration interval, int count, Duration 
 
 struct Expected {
   net::HostPort listen{make_address("0.0.0.0"), 9479};
-  Self self;
+  topology::Self self;
   net::HostPort udp_echo{make_address("0.0.0.0"), 9479};
   std::vector<StaticPeer> peers;
   std::optional<RttOptions> rtt;
@@ -86,7 +86,7 @@ struct ValidCase {
 
 void PrintTo(const ValidCase& c, std::ostream* os) { *os << c.name; }
 
-Expected Want(Self self) {
+Expected Want(topology::Self self) {
   Expected e;
   e.self = std::move(self);
   return e;
@@ -588,7 +588,7 @@ TEST(ConfigTest, ShippedDefaultConfigLoads) {
                                          {"NODE_NAME", "ip-10-0-1-1"},
                                          {"POD_ZONE", "ap-northeast-2a"}}));
   ASSERT_TRUE(k.ok()) << Dump(k.errors);
-  EXPECT_EQ(k.config->self, (Self{"podnet-x1", "ip-10-0-1-1", "ap-northeast-2a"}));
+  EXPECT_EQ(k.config->self, (topology::Self{"podnet-x1", "ip-10-0-1-1", "ap-northeast-2a"}));
 }
 
 TEST(ConfigTest, HttpSectionParses) {

@@ -28,7 +28,7 @@ topology::Peer MakePeer(std::string name, std::string node, std::string zone,
 }
 
 TEST(PeerLabelsTest, TheSixPeerLabels) {
-  config::Self self{"pod-a", "node-1", "zone-a"};
+  topology::Self self{"pod-a", "node-1", "zone-a"};
   auto labels = PeerLabels(self, MakePeer("pod-b", "node-2", "zone-b", topology::PathClass::kCrossZone),
                            PeerLabelSet::kPerPeer);
   EXPECT_EQ(labels, (prometheus::Labels{{"source_node", "node-1"},
@@ -40,7 +40,7 @@ TEST(PeerLabelsTest, TheSixPeerLabels) {
 }
 
 TEST(PeerLabelsTest, AggregatedDropsPeerAndPeerNode) {
-  config::Self self{"pod-a", "node-1", "zone-a"};
+  topology::Self self{"pod-a", "node-1", "zone-a"};
   auto b = PeerLabels(self, MakePeer("pod-b", "node-2", "zone-b", topology::PathClass::kCrossZone),
                       PeerLabelSet::kAggregated);
   auto c = PeerLabels(self, MakePeer("pod-c", "node-3", "zone-b", topology::PathClass::kCrossZone),
@@ -54,13 +54,6 @@ TEST(PeerLabelsTest, AggregatedDropsPeerAndPeerNode) {
       self, MakePeer("pod-d", "node-4", "zone-c", topology::PathClass::kCrossZone),
       PeerLabelSet::kAggregated);
   EXPECT_NE(b, other_zone);
-}
-
-TEST(PeerLabelsTest, TheConfigPicksTheSet) {
-  config::Config c;
-  EXPECT_EQ(PeerLabelSetFor(c), PeerLabelSet::kPerPeer);
-  c.aggregate_peers = true;
-  EXPECT_EQ(PeerLabelSetFor(c), PeerLabelSet::kAggregated);
 }
 
 TEST(SeriesSetTest, RemoveAllRemovesExactlyItsSeries) {

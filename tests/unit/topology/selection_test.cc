@@ -15,7 +15,7 @@ namespace {
 // A simulated cluster: `nodes` nodes spread round-robin over `zones` zones, one probe Pod per
 // node (a DaemonSet), Pod IPs from 10.0.0.0/8.
 struct Cluster {
-  std::vector<config::Self> pods;
+  std::vector<topology::Self> pods;
 };
 
 Cluster MakeCluster(int nodes, int zones) {
@@ -27,7 +27,7 @@ Cluster MakeCluster(int nodes, int zones) {
   return c;
 }
 
-Peer AsPeer(const config::Self& self, const config::Self& pod, int index) {
+Peer AsPeer(const topology::Self& self, const topology::Self& pod, int index) {
   Peer p;
   p.name = pod.name;
   p.node = pod.node;
@@ -37,7 +37,7 @@ Peer AsPeer(const config::Self& self, const config::Self& pod, int index) {
   return p;
 }
 
-std::vector<Peer> Candidates(const Cluster& c, const config::Self& self) {
+std::vector<Peer> Candidates(const Cluster& c, const topology::Self& self) {
   std::vector<Peer> out;
   for (std::size_t i = 0; i < c.pods.size(); ++i) {
     if (c.pods[i].name == self.name) continue;
@@ -129,7 +129,7 @@ TEST(SelectionTest, ThousandNodesBoundedCoveredStableAndEven) {
 
 TEST(SelectionTest, MembershipChangeMovesOnlyWhatItMust) {
   Cluster c = MakeCluster(kNodes, kZones);
-  const config::Self self = c.pods[17];
+  const topology::Self self = c.pods[17];
   const auto before = SelectPeers(self, Candidates(c, self), kPerZone);
 
   // A new node joins zone-c: at most one peer of zone-c changes, every other zone is untouched.
@@ -174,7 +174,7 @@ TEST(SelectionTest, MembershipChangeMovesOnlyWhatItMust) {
 }
 
 TEST(SelectionTest, SmallZonesAndUnknownZonesAreKeptWhole) {
-  config::Self self{"pod-0", "node-0", "zone-a"};
+  topology::Self self{"pod-0", "node-0", "zone-a"};
   std::vector<Peer> candidates;
   auto add = [&](std::string name, std::string node, std::string zone) {
     Peer p;

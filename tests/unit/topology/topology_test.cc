@@ -16,7 +16,7 @@ using boost::asio::ip::make_address;
 
 struct ClassifyCase {
   std::string name;
-  config::Self self;
+  topology::Self self;
   std::string peer_node;
   std::string peer_zone;
   PathClass want;
@@ -31,7 +31,7 @@ TEST_P(ClassifyTest, Classifies) {
   EXPECT_EQ(PathClassName(Classify(c.self, c.peer_node, c.peer_zone)), PathClassName(c.want));
 }
 
-const config::Self kSelfA{"pod-a", "node-1", "zone-a"};
+const topology::Self kSelfA{"pod-a", "node-1", "zone-a"};
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ClassifyTest,
@@ -75,19 +75,7 @@ TEST(PathClassTest, LabelValues) {
 }
 
 // --------------------------------------------------------------------------------------------
-// BuildPeers
-
-config::StaticPeer SP(std::string name, const char* address, std::string node, std::string zone,
-                      std::uint16_t port = 9479, std::uint16_t burst_port = 5201) {
-  config::StaticPeer p;
-  p.name = std::move(name);
-  p.address = make_address(address);
-  p.port = port;
-  p.burst_port = burst_port;
-  p.node = std::move(node);
-  p.zone = std::move(zone);
-  return p;
-}
+// Test peers
 
 Peer P(std::string name, const char* address, std::string node, std::string zone, PathClass path,
        std::uint16_t port = 9479, std::uint16_t burst_port = 5201) {
@@ -106,44 +94,6 @@ std::vector<std::string> Names(const std::vector<Peer>& peers) {
   std::vector<std::string> out;
   for (const auto& p : peers) out.push_back(p.name);
   return out;
-}
-
-TEST(BuildPeersTest, SkipsSelfSortsByNameAndClassifies) {
-  std::vector<config::StaticPeer> in = {
-      SP("zeta", "10.0.0.9", "node-3", "zone-b", 9000, 6000),
-      SP("pod-a", "10.0.0.1", "node-1", "zone-a"),  // this Pod itself
-      SP("alpha", "10.0.0.2", "node-1", "zone-a"),
-      SP("mid", "fd00::5", "node-2", "zone-a"),
-      SP("beta", "10.0.0.4", "", ""),
-  };
-  auto peers = BuildPeers(kSelfA, in);
-  EXPECT_EQ(Names(peers), (std::vector<std::string>{"alpha", "beta", "mid", "zeta"}));
-  ASSERT_EQ(peers.size(), 4u);
-  EXPECT_EQ(peers[0], P("alpha", "10.0.0.2", "node-1", "zone-a", PathClass::kSameNode));
-  EXPECT_EQ(peers[1], P("beta", "10.0.0.4", "", "", PathClass::kUnknown));
-  EXPECT_EQ(peers[2], P("mid", "fd00::5", "node-2", "zone-a", PathClass::kSameZone));
-  EXPECT_EQ(peers[3],
-            P("zeta", "10.0.0.9", "node-3", "zone-b", PathClass::kCrossZone, 9000, 6000));
-}
-
-TEST(BuildPeersTest, SelfIsMatchedByNameOnly) {
-  // A peer on this node with another name is probed; a peer with this Pod's name is not,
-  // wherever it claims to be.
-  std::vector<config::StaticPeer> in = {SP("pod-a", "10.9.9.9", "node-7", "zone-z"),
-                                        SP("pod-b", "10.0.0.1", "node-1", "zone-a")};
-  EXPECT_EQ(Names(BuildPeers(kSelfA, in)), (std::vector<std::string>{"pod-b"}));
-  EXPECT_TRUE(BuildPeers(kSelfA, {}).empty());
-  EXPECT_TRUE(BuildPeers(kSelfA, {SP("pod-a", "10.0.0.1", "node-1", "zone-a")}).empty());
-}
-
-TEST(BuildPeersTest, OrderDoesNotDependOnInputOrder) {
-  std::vector<config::StaticPeer> in = {SP("c", "10.0.0.3", "n", "z"),
-                                        SP("a", "10.0.0.1", "n", "z"),
-                                        SP("b", "10.0.0.2", "n", "z")};
-  auto first = BuildPeers(kSelfA, in);
-  std::reverse(in.begin(), in.end());
-  EXPECT_EQ(BuildPeers(kSelfA, in), first);
-  EXPECT_EQ(Names(first), (std::vector<std::string>{"a", "b", "c"}));
 }
 
 // --------------------------------------------------------------------------------------------
@@ -204,25 +154,6 @@ INSTANTIATE_TEST_SUITE_P(
         DiffCase{"mixed", {kA, kC, kD}, {kB, kCZoneChanged, kD}, {kB, kCZoneChanged}, {kA, kC},
                  {kD}}),
     [](const auto& info) { return info.param.name; });
-
-TEST(DiffTest, AppliedToBuildPeersOutput) {
-  config::Self self{"pod-a", "node-1", "zone-a"};
-  auto before = BuildPeers(self, {SP("b", "10.0.0.2", "node-2", "zone-a"),
-                                  SP("c", "10.0.0.3", "node-3", "zone-b")});
-  // c's node is relabelled to zone-a; d appears; b is unchanged.
-  auto after = BuildPeers(self, {SP("d", "10.0.0.4", "node-1", "zone-a"),
-                                 SP("c", "10.0.0.3", "node-3", "zone-a"),
-                                 SP("b", "10.0.0.2", "node-2", "zone-a")});
-  PeerDiff d = Diff(before, after);
-  EXPECT_EQ(Names(d.kept), (std::vector<std::string>{"b"}));
-  EXPECT_EQ(Names(d.removed), (std::vector<std::string>{"c"}));
-  EXPECT_EQ(Names(d.added), (std::vector<std::string>{"c", "d"}));
-  ASSERT_EQ(d.removed.size(), 1u);
-  EXPECT_EQ(d.removed[0].path, PathClass::kCrossZone);
-  ASSERT_EQ(d.added.size(), 2u);
-  EXPECT_EQ(d.added[0].path, PathClass::kSameZone);
-  EXPECT_EQ(d.added[1].path, PathClass::kSameNode);
-}
 
 }  // namespace
 }  // namespace podnet::topology

@@ -21,7 +21,7 @@ using podnet::testing::Eventually;
 using podnet::testing::FindSeries;
 using podnet::testing::LoopThread;
 
-const config::Self kSelf{"probe-a", "node-1", "zone-a"};
+const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
 
 topology::Peer LoopbackPeer(const char* name, const char* address, std::uint16_t burst_port) {
   topology::Peer p;

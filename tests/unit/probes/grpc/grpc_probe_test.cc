@@ -28,7 +28,7 @@ using podnet::testing::Eventually;
 using podnet::testing::FindSeries;
 using podnet::testing::OpenFds;
 
-const config::Self kSelf{"probe-a", "node-1", "zone-a"};
+const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
 
 TEST(GrpcHealthDecodeTest, ReadsTheServingStatus) {
   EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{}), 0);            // UNKNOWN (default)

@@ -29,7 +29,7 @@ using podnet::testing::CounterValue;
 using podnet::testing::FindSeries;
 using podnet::testing::LoopThread;
 
-const config::Self kSelf{"probe-a", "node-1", "zone-a"};
+const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
 
 topology::Peer MakePeer(std::uint16_t port) {
   topology::Peer p;

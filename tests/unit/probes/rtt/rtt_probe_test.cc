@@ -25,7 +25,7 @@ using podnet::testing::CounterValue;
 using podnet::testing::FindSeries;
 using podnet::testing::LoopThread;
 
-const config::Self kSelf{"probe-a", "node-1", "zone-a"};
+const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
 
 RttOptions Options(RttProtocol protocol) {
   RttOptions o;
