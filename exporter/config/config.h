@@ -7,14 +7,10 @@
 #include <vector>
 
 #include "exporter/config/env.h"
+#include "exporter/config/probe_options.h"
 #include "exporter/config/units.h"
 #include "exporter/net/address.h"
 #include "exporter/topology/topology.h"
-#include "exporter/probes/burst/burst_options.h"
-#include "exporter/probes/dns/dns_options.h"
-#include "exporter/probes/grpc/grpc_options.h"
-#include "exporter/probes/http/http_options.h"
-#include "exporter/probes/rtt/rtt_options.h"
 
 namespace podnet::config {
 

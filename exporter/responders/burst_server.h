@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "exporter/probes/burst/burst_options.h"
+#include "exporter/config/probe_options.h"
 
 namespace podnet::responders {
 

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "exporter/probes/dns/dns_options.h"
+#include "exporter/config/probe_options.h"
 #include "exporter/probes/probe.h"
 
 namespace podnet::probes::dns {

@@ -258,14 +258,6 @@ void ParseMusl(std::string_view text, ResolvConf& c) {
 
 }  // namespace
 
-const char* LibcName(Libc l) { return l == Libc::kGlibc ? "glibc" : "musl"; }
-
-std::optional<Libc> ParseLibc(std::string_view s) {
-  if (s == "glibc") return Libc::kGlibc;
-  if (s == "musl") return Libc::kMusl;
-  return std::nullopt;
-}
-
 ResolvConf ParseResolvConf(std::string_view text, Libc libc, const config::EnvLookup& env) {
   ResolvConf c;
   if (libc == Libc::kGlibc) {

@@ -7,13 +7,11 @@
 #include <vector>
 
 #include "exporter/config/env.h"
+#include "exporter/config/probe_options.h"
 
 namespace podnet::probes::dns {
 
 /// Which C library's reading of resolv.conf(5) to apply. Each reads only what it honours.
-enum class Libc { kGlibc, kMusl };
-const char* LibcName(Libc l);                       // "glibc" | "musl"
-std::optional<Libc> ParseLibc(std::string_view s);  // inverse of LibcName
 
 /// musl reads resolv.conf with fgets into a 256-byte buffer: a line with more bytes than this
 /// before its '\n' is skipped whole (src/network/resolvconf.c).

@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-#include "exporter/probes/grpc/grpc_options.h"
+#include "exporter/config/probe_options.h"
 #include "exporter/probes/probe.h"
 
 namespace podnet::probes::grpc {

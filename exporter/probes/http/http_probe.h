@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "exporter/probes/http/http_options.h"
+#include "exporter/config/probe_options.h"
 #include "exporter/probes/probe.h"
 
 namespace podnet::probes::http {

@@ -593,8 +593,6 @@ void RttKind::DrainReplies(EchoSocket& s) {
 
 }  // namespace
 
-const char* RttProtocolName(RttProtocol p) { return p == RttProtocol::kIcmp ? "icmp" : "udp"; }
-
 std::shared_ptr<ProbeKind> MakeRttKind(const RttOptions& options, ProbeEnv& env) {
   return std::make_shared<RttKind>(options, env);
 }

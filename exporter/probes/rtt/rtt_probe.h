@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "exporter/config/config.h"
-#include "exporter/probes/rtt/rtt_options.h"
+#include "exporter/config/probe_options.h"
 #include "exporter/probes/probe.h"
 
 namespace podnet::probes::rtt {

@@ -1,0 +1,134 @@
+#pragma once
+
+// The options of every probe kind and of the burst responder: the part of the configuration's
+// schema each kind reads (config.h holds them; probes/<kind>/ holds the behaviour). They keep
+// their kind's namespace. The defaults below are the documented ones (README, "Configuration").
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exporter/config/units.h"
+#include "exporter/net/address.h"
+
+namespace podnet::probes::rtt {
+
+enum class RttProtocol { kIcmp, kUdp };
+const char* RttProtocolName(RttProtocol p);  // "icmp" | "udp"
+
+/// probes.rtt: a train of `count` echo requests `spacing` apart, every `interval`; a request
+/// unanswered `timeout` after the train's last send is lost (the deadline is rounded up to the
+/// scheduler's 20 ms grid, so it may be up to 20 ms later). A train whose every request has been
+/// answered ends at its last reply.
+struct RttOptions {
+  RttProtocol protocol = RttProtocol::kIcmp;
+  config::Duration interval = std::chrono::seconds(10);
+  int count = 20;
+  config::Duration spacing = std::chrono::milliseconds(50);
+  config::Duration timeout = std::chrono::seconds(1);
+  /// Payload bytes after the ICMP/UDP header (our 16-byte probe header included), as ping -s.
+  int size = 56;
+
+  bool operator==(const RttOptions&) const = default;
+};
+
+}  // namespace podnet::probes::rtt
+
+namespace podnet::probes::dns {
+
+/// The stub resolver a model follows (probes.dns.resolvers).
+enum class Libc { kGlibc, kMusl };
+const char* LibcName(Libc l);                       // "glibc" | "musl"
+std::optional<Libc> ParseLibc(std::string_view s);  // inverse of LibcName
+
+/// probes.dns: every `interval`, each name is looked up as written and in its absolute form
+/// (a trailing dot), once per resolver model, under the resolv.conf at `resolv_conf` (re-read
+/// every round, as the libcs notice a changed file); and each nameserver of that file is asked
+/// directly for the first name's absolute form (podnet_dns_server_rtt_seconds).
+struct DnsOptions {
+  config::Duration interval = std::chrono::seconds(30);
+  std::string resolv_conf = "/etc/resolv.conf";
+  std::vector<Libc> resolvers{Libc::kGlibc, Libc::kMusl};
+  std::vector<std::string> names;
+
+  bool operator==(const DnsOptions&) const = default;
+};
+
+}  // namespace podnet::probes::dns
+
+namespace podnet::probes::http {
+
+/// probes.http: every `interval`, towards each peer, one timed run per mode of `duration` at
+/// `qps` requests per second spread over `connections` TCP connections, against the peer's
+/// HTTP responder (`GET path`, default /echo). The modes run one after the other, keep-alive
+/// first. A request not answered `timeout` after its intended start is a timeout.
+struct HttpOptions {
+  config::Duration interval = std::chrono::seconds(30);
+  config::Duration duration = std::chrono::seconds(2);
+  int qps = 100;
+  int connections = 4;
+  bool keepalive = true;       // modes: keepalive — connections opened before the timed run
+  bool new_connection = true;  // modes: new_connection — connect + request + close per request
+  config::Duration timeout = std::chrono::seconds(1);
+  std::string path = "/echo";
+  std::uint64_t max_body_bytes = 65536;  // a longer response body is body_too_large
+
+  bool operator==(const HttpOptions&) const = default;
+};
+
+}  // namespace podnet::probes::http
+
+namespace podnet::probes::grpc {
+
+/// probes.grpc: every `interval`, `count` grpc.health.v1.Health/Check calls `spacing` apart to
+/// each peer's gRPC health responder on `port` (the same on every peer, as a DaemonSet's), over
+/// one HTTP/2 channel per peer kept between rounds. A call unanswered after `timeout` fails.
+struct GrpcOptions {
+  config::Duration interval = std::chrono::seconds(10);
+  int count = 10;
+  config::Duration spacing = std::chrono::milliseconds(100);
+  config::Duration timeout = std::chrono::seconds(1);
+  std::uint16_t port = 9480;
+
+  bool operator==(const GrpcOptions&) const = default;
+};
+
+}  // namespace podnet::probes::grpc
+
+namespace podnet::probes::burst {
+
+/// probes.burst: every `interval`, each peer gets one TCP burst of `duration` per entry of
+/// `streams` (parallel connections), against its iperf3-compatible responder (burst_port).
+/// Bursts of one exporter never overlap; `max_bytes_per_hour` caps the bytes they send in any
+/// sliding hour (a burst that does not fit is skipped and counted; a running burst stops
+/// sending when it reaches what is left).
+struct BurstOptions {
+  config::Duration interval = std::chrono::minutes(15);
+  config::Duration duration = std::chrono::seconds(2);
+  std::vector<int> streams = {1, 8};
+  std::uint64_t max_bytes_per_hour = 20'000'000'000ULL;  // 20 GB
+  /// Deadline of each step before and after the data phase (connect, each control message).
+  config::Duration step_timeout = std::chrono::seconds(5);
+
+  bool operator==(const BurstOptions&) const = default;
+};
+
+/// responders.burst: the iperf3-compatible server peers' burst probes (and stock `iperf3 -c`)
+/// aim at. Present = on.
+struct BurstResponderOptions {
+  net::HostPort listen_address{boost::asio::ip::address_v4::any(), 5201};
+  std::chrono::seconds max_duration{10};  // a test asking for longer (time + omit) is refused
+  int max_clients = 2;                    // concurrent tests; more get ACCESS_DENIED
+  int max_streams = 16;                   // parallel streams per test
+
+  bool operator==(const BurstResponderOptions& o) const {
+    return listen_address.address == o.listen_address.address &&
+           listen_address.port == o.listen_address.port && max_duration == o.max_duration &&
+           max_clients == o.max_clients && max_streams == o.max_streams;
+  }
+};
+
+}  // namespace podnet::probes::burst
