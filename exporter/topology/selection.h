@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "exporter/config/config.h"
+#include "exporter/topology/topology.h"
 #include "exporter/topology/topology.h"
 
 namespace podnet::topology {

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""The module map holds in the build: for every pair of modules (A, B), a file of A that includes
+a header of B preprocesses with A's include directories (as CMake gives them to A's sources)
+exactly when the README's module map lets A reach B: B is A itself, a module A lists, or a module
+one of those lists as public (public edges carry on). So an include across an edge the map does
+not have fails to compile, and the map cannot drift from CMakeLists.txt.
+
+Usage: module_boundaries.py --cxx C++ --readme README.md --module NAME=DIR:DIR... (one per module)
+Exit 0 when every pair agrees; 1 with the pairs that do not.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def parse_map(readme):
+    """{module: (public set, private set)} from the README's module map table."""
+    text = open(readme, encoding="utf-8").read()
+    start = text.index("**Module map.**")
+    rows = re.findall(r"^\| ([a-z, ]+) \| (.+) \|$", text[start:start + 4000], re.M)
+    deps = {}
+    for names, cell in rows:
+        if names.strip() == "module":
+            continue
+        public, private = set(), set()
+        if not cell.startswith("nothing of ours"):
+            pub, _, priv = cell.partition("; private:")
+            public = {m.strip() for m in pub.split(",") if m.strip()}
+            private = {re.sub(r" \(.*\)$", "", m.strip()) for m in priv.split(",") if m.strip()}
+        for name in names.split(","):
+            deps[name.strip()] = (public, private)
+    return deps
+
+
+def reachable(deps, module):
+    """What `module` may include: itself, its edges, and the public edges of those, onwards."""
+    public, private = deps[module]
+    seen, todo = {module}, list(public | private)
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        todo.extend(deps[m][0])
+    return seen
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cxx", required=True)
+    ap.add_argument("--readme", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--module", action="append", default=[], help="NAME=DIR:DIR...")
+    a = ap.parse_args()
+    deps = parse_map(a.readme)
+    includes = {}
+    for spec in a.module:
+        name, _, dirs = spec.partition("=")
+        includes[name] = [d for d in dirs.split(":") if d]
+    problems = []
+    if set(deps) != set(includes):
+        problems.append("modules in the README's map %s, in the build %s"
+                        % (sorted(deps), sorted(includes)))
+    # One header per module: its smallest, so that preprocessing stays cheap.
+    header = {}
+    for m in includes:
+        folder = os.path.join(a.source_dir, "exporter", m)
+        hs = [h for h in os.listdir(folder) if h.endswith(".h")]
+        header[m] = min(hs, key=lambda h: os.path.getsize(os.path.join(folder, h)))
+    checked = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "probe.cc")
+        for a_mod in sorted(includes):
+            allowed = reachable(deps, a_mod) if a_mod in deps else set()
+            for b_mod in sorted(includes):
+                with open(src, "w") as f:
+                    f.write('#include "exporter/%s/%s"\n' % (b_mod, header[b_mod]))
+                cmd = [a.cxx, "-std=c++20", "-E", "-o", os.devnull, "-DPODNET_WITH_GRPC"]
+                cmd += ["-I" + d for d in includes[a_mod]] + [src]
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+                ok = r.returncode == 0
+                checked += 1
+                if ok != (b_mod in allowed):
+                    why = r.stderr.strip().splitlines()[:1]
+                    problems.append("%s including %s/%s: %s, the map says %s %s"
+                                    % (a_mod, b_mod, header[b_mod],
+                                       "compiles" if ok else "fails",
+                                       "allowed" if b_mod in allowed else "forbidden", why))
+    for p in problems:
+        print("FAILED " + p)
+    print("%d module pairs checked, %d disagree with the README's module map"
+          % (checked, len(problems)))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
