@@ -45,7 +45,8 @@ class PeerProbeBase : public PeerProbe, public std::enable_shared_from_this<Peer
 
  protected:
   /// A probe of kind `kind` (the `probe` label) towards `peer`, whose series carry `labels`
-  /// (metrics::PeerLabels for peers; a target's own labels otherwise).
+  /// (metrics::PeerLabels towards a peer; none for the dns targets, whose byte and error
+  /// counters carry only probe="dns").
   PeerProbeBase(ProbeEnv& env, std::string_view kind, topology::Peer peer,
                 prometheus::Labels labels);
   /// Towards a peer: labels = env.PeerLabels(peer).
