@@ -86,6 +86,12 @@ class PeerProbeBase : public PeerProbe, public std::enable_shared_from_this<Peer
     return std::static_pointer_cast<Self>(shared_from_this());
   }
 
+  /// series()->Add(family, labels() and `extra`, args...): one more series of this probe's.
+  template <typename T, typename... Args>
+  T& AddSeries(prometheus::Family<T>& family, prometheus::Labels extra, Args&&... args) {
+    extra.insert(labels_.begin(), labels_.end());
+    return series_->Add(family, extra, std::forward<Args>(args)...);
+  }
   /// The series this probe adds (and RemoveSeries removes); null after RemoveSeries.
   metrics::SeriesSet* series() { return series_ ? &*series_ : nullptr; }
   ProbeEnv& env() { return env_; }

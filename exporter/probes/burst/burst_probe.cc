@@ -180,25 +180,23 @@ class BurstPeerProbe : public PeerProbeBase {
   // What a burst of this probe's round sent and measured; also after Cancel (a cancelled burst's
   // bytes were sent), not after RemoveSeries.
   void Record(int streams, const BurstResult& r) {
-    metrics::SeriesSet* series = this->series();
-    if (!series) return;
+    if (!series()) return;
     sent_bytes_->Increment(static_cast<double>(r.wire_bytes_sent));
     received_bytes_->Increment(static_cast<double>(r.wire_bytes_received));
     if (!r.error.empty()) return;
-    auto labels = this->labels();
-    labels["streams"] = std::to_string(streams);
+    prometheus::Labels labels{{"streams", std::to_string(streams)}};
     auto& f = kind_->families();
-    series->Add(f.sent, labels).Increment(static_cast<double>(r.bytes_sent));
-    series->Add(f.retransmits, labels).Increment(r.retransmits);
-    series->Add(f.cpu, labels).Increment(r.cpu_seconds);
+    AddSeries(f.sent, labels).Increment(static_cast<double>(r.bytes_sent));
+    AddSeries(f.retransmits, labels).Increment(r.retransmits);
+    AddSeries(f.cpu, labels).Increment(r.cpu_seconds);
     // A burst the budget cut short is mostly slow start: its rates would mislead.
     if (r.budget_cut &&
         r.seconds < 0.5 * std::chrono::duration<double>(kind_->options().duration).count()) {
       return;
     }
-    series->Add(f.throughput, labels).Set(r.throughput_bytes_per_second);
-    series->Add(f.rtt, labels).Set(r.rtt_seconds);
-    series->Add(f.cwnd, labels).Set(static_cast<double>(r.snd_cwnd_bytes));
+    AddSeries(f.throughput, labels).Set(r.throughput_bytes_per_second);
+    AddSeries(f.rtt, labels).Set(r.rtt_seconds);
+    AddSeries(f.cwnd, labels).Set(static_cast<double>(r.snd_cwnd_bytes));
     double slowest = -1;
     for (std::size_t i = 1; i < r.intervals.size(); ++i) {
       const auto& iv = r.intervals[i];
@@ -207,9 +205,9 @@ class BurstPeerProbe : public PeerProbeBase {
       double rate = static_cast<double>(iv.bytes) / len;
       if (slowest < 0 || rate < slowest) slowest = rate;
     }
-    if (slowest >= 0) series->Add(f.interval_min, labels).Set(slowest);
+    if (slowest >= 0) AddSeries(f.interval_min, labels).Set(slowest);
     // Added with the first burst that measured it: a peer never burst to has no MTU to show.
-    if (r.pmtu > 0) series->Add(f.pmtu, this->labels()).Set(r.pmtu);
+    if (r.pmtu > 0) AddSeries(f.pmtu, {}).Set(r.pmtu);
   }
 
  private:

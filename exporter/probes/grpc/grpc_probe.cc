@@ -188,7 +188,7 @@ class GrpcPeerProbe : public PeerProbeBase {
   void Record(const std::shared_ptr<Call>& call, const ::grpc::Status& status,
               Clock::time_point end) {
     int code = static_cast<int>(status.error_code());
-    CountRequest(StatusCodeName(code));
+    AddSeries(kind_->families().requests, {{"code", StatusCodeName(code)}}).Increment();
     if (!status.ok()) {
       std::string reason =
           code == ::grpc::StatusCode::DEADLINE_EXCEEDED ? "timeout" : StatusCodeName(code);
@@ -210,12 +210,6 @@ class GrpcPeerProbe : public PeerProbeBase {
     } else {
       duration_->Observe(std::chrono::duration<double>(end - call->start).count());
     }
-  }
-
-  void CountRequest(const char* code) {
-    auto l = labels();
-    l["code"] = code;
-    series()->Add(kind_->families().requests, l).Increment();
   }
 
   std::shared_ptr<GrpcKind> kind_;

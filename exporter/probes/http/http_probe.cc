@@ -98,17 +98,15 @@ class HttpPeerProbe : public PeerProbeBase {
         host_(net::FormatHostPort(peer.address, peer.port)),
         timer_(env().io) {
     auto& f = kind_->families();
-    auto& s = *series();
     for (int m = 0; m < 2; ++m) {
-      auto l = labels();
-      l["connection"] = ModeLabel(m == 1);
-      m_[m].duration = &s.Add(f.duration, l, metrics::LatencyBuckets());
-      m_[m].ttfb = &s.Add(f.ttfb, l, metrics::LatencyBuckets());
-      m_[m].late = &s.Add(f.late, l);
+      prometheus::Labels l{{"connection", ModeLabel(m == 1)}};
+      m_[m].duration = &AddSeries(f.duration, l, metrics::LatencyBuckets());
+      m_[m].ttfb = &AddSeries(f.ttfb, l, metrics::LatencyBuckets());
+      m_[m].late = &AddSeries(f.late, l);
     }
-    connect_ = &s.Add(f.connect, labels(), metrics::LatencyBuckets());
-    sent_bytes_ = &s.Add(env().metrics.probe_sent_bytes(), probe_labels());
-    received_bytes_ = &s.Add(env().metrics.probe_received_bytes(), probe_labels());
+    connect_ = &AddSeries(f.connect, {}, metrics::LatencyBuckets());
+    sent_bytes_ = &series()->Add(env().metrics.probe_sent_bytes(), probe_labels());
+    received_bytes_ = &series()->Add(env().metrics.probe_received_bytes(), probe_labels());
   }
 
  private:
@@ -344,10 +342,9 @@ class HttpPeerProbe : public PeerProbeBase {
   prometheus::Counter* CodeCounter(int m, int status) {
     auto key = std::pair{m, status};
     if (auto it = codes_.find(key); it != codes_.end()) return it->second;
-    auto l = labels();
-    l["connection"] = ModeLabel(m == 1);
-    l["code"] = status == 0 ? "error" : std::to_string(status);
-    auto* c = &series()->Add(kind_->families().requests, l);
+    auto* c = &AddSeries(kind_->families().requests,
+                         {{"connection", ModeLabel(m == 1)},
+                          {"code", status == 0 ? "error" : std::to_string(status)}});
     codes_.emplace(key, c);
     return c;
   }
@@ -356,9 +353,8 @@ class HttpPeerProbe : public PeerProbeBase {
     SPDLOG_DEBUG("http: peer={} reconnect reason={}", peer().name, ReconnectReason(r));
     auto it = reconnects_.find(r);
     if (it == reconnects_.end()) {
-      auto l = labels();
-      l["reason"] = ReconnectReason(r);
-      it = reconnects_.emplace(r, &series()->Add(kind_->families().reconnects, l)).first;
+      auto& c = AddSeries(kind_->families().reconnects, {{"reason", ReconnectReason(r)}});
+      it = reconnects_.emplace(r, &c).first;
     }
     it->second->Increment();
   }

@@ -205,18 +205,16 @@ class RttPeerProbe : public PeerProbeBase {
  public:
   RttPeerProbe(std::shared_ptr<RttKind> kind, const topology::Peer& peer)
       : PeerProbeBase(kind->env(), "rtt", peer), kind_(std::move(kind)), timer_(env().io) {
-    auto with_protocol = labels();
-    with_protocol["protocol"] = kind_->protocol();
+    prometheus::Labels protocol{{"protocol", kind_->protocol()}};
     auto& f = kind_->families();
-    auto& s = *series();
-    m_.rtt = &s.Add(f.rtt, with_protocol, metrics::LatencyBuckets());
-    m_.sent = &s.Add(f.sent, with_protocol);
-    m_.received = &s.Add(f.received, with_protocol);
-    m_.duplicates = &s.Add(f.duplicates, with_protocol);
-    m_.reordered = &s.Add(f.reordered, with_protocol);
-    m_.late = &s.Add(f.late, with_protocol);
-    m_.sent_bytes = &s.Add(env().metrics.probe_sent_bytes(), probe_labels());
-    m_.received_bytes = &s.Add(env().metrics.probe_received_bytes(), probe_labels());
+    m_.rtt = &AddSeries(f.rtt, protocol, metrics::LatencyBuckets());
+    m_.sent = &AddSeries(f.sent, protocol);
+    m_.received = &AddSeries(f.received, protocol);
+    m_.duplicates = &AddSeries(f.duplicates, protocol);
+    m_.reordered = &AddSeries(f.reordered, protocol);
+    m_.late = &AddSeries(f.late, protocol);
+    m_.sent_bytes = &series()->Add(env().metrics.probe_sent_bytes(), probe_labels());
+    m_.received_bytes = &series()->Add(env().metrics.probe_received_bytes(), probe_labels());
   }
 
   // A reply matched to train `gen`, request `index`.
