@@ -40,7 +40,7 @@ class TimerProbe : public PeerProbeBase {
   TimerProbe(ProbeEnv& env, const topology::Peer& peer, prometheus::Family<prometheus::Counter>& f,
              std::chrono::milliseconds length)
       : PeerProbeBase(env, "test", peer), timer_(env.io), length_(length) {
-    rounds_ = &series()->Add(f, labels());
+    rounds_ = &AddSeries(f, {});
   }
 
   int started = 0;
