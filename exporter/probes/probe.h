@@ -16,6 +16,7 @@
 namespace podnet::probes {
 
 /// One probe kind towards one peer. Lives on the probe loop; every method is called there.
+/// The kinds implement it through PeerProbeBase (peer_probe.h), which owns the round lifecycle.
 class PeerProbe {
  public:
   virtual ~PeerProbe() = default;
@@ -31,7 +32,8 @@ class PeerProbe {
   /// Ends a round in progress early (its `done` is still called) and stops any later work.
   virtual void Cancel() = 0;
 
-  /// Removes this peer's series of this kind. After it the probe touches no metric again.
+  /// Removes this peer's series of this kind (ending a round in progress, as Cancel). After it
+  /// the probe touches no metric again.
   virtual void RemoveSeries() = 0;
 };
 

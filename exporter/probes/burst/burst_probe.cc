@@ -11,6 +11,7 @@
 
 #include "exporter/probes/burst/budget.h"
 #include "exporter/probes/burst/burst_client.h"
+#include "exporter/probes/peer_probe.h"
 
 namespace podnet::probes::burst {
 namespace {
@@ -115,7 +116,7 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
     Pump();
   }
 
-  // Drops a queued round of `probe` or ends its running burst; its done is called.
+  // Drops a queued round of `probe` or ends its running burst (the probe ends its round).
   void Cancel(BurstPeerProbe* probe);
 
  private:
@@ -168,67 +169,34 @@ bool IsLoopback(const boost::asio::ip::address& a) {
   return a.is_loopback();
 }
 
-class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<BurstPeerProbe> {
+class BurstPeerProbe : public PeerProbeBase {
  public:
   BurstPeerProbe(std::shared_ptr<BurstKind> kind, const topology::Peer& peer)
-      : kind_(std::move(kind)), peer_(peer) {
-    labels_ = kind_->env().PeerLabels(peer);
-    series_.emplace(kind_->env().metrics.series_refs());
-    auto with_probe = labels_;
-    with_probe["probe"] = "burst";
-    sent_bytes_ = &series_->Add(kind_->env().metrics.probe_sent_bytes(), with_probe);
-    received_bytes_ = &series_->Add(kind_->env().metrics.probe_received_bytes(), with_probe);
-    error_labels_ = with_probe;
+      : PeerProbeBase(kind->env(), "burst", peer), kind_(std::move(kind)) {
+    sent_bytes_ = &series()->Add(env().metrics.probe_sent_bytes(), probe_labels());
+    received_bytes_ = &series()->Add(env().metrics.probe_received_bytes(), probe_labels());
   }
 
-  void Run(std::chrono::steady_clock::time_point, std::function<void()> done) override {
-    if (cancelled_ || !series_) {
-      done();
-      return;
-    }
-    kind_->Enqueue(shared_from_this(), std::move(done));
-  }
-
-  void Cancel() override {
-    cancelled_ = true;
-    kind_->Cancel(this);
-  }
-
-  void RemoveSeries() override {
-    if (series_) series_->RemoveAll();
-    series_.reset();
-  }
-
-  const topology::Peer& peer() const { return peer_; }
-  bool cancelled() const { return cancelled_; }
-
-  void CountError(const std::string& reason, const std::string& detail) {
-    if (!series_) return;
-    auto labels = error_labels_;
-    labels["reason"] = reason;
-    series_->Add(kind_->env().metrics.probe_errors(), labels).Increment();
-    SPDLOG_DEBUG("burst error: {} peer={} reason={}", detail, peer_.name, reason);
-  }
-
+  // What a burst of this probe's round sent and measured; also after Cancel (a cancelled burst's
+  // bytes were sent), not after RemoveSeries.
   void Record(int streams, const BurstResult& r) {
-    if (!series_) return;
+    if (!series()) return;
     sent_bytes_->Increment(static_cast<double>(r.wire_bytes_sent));
     received_bytes_->Increment(static_cast<double>(r.wire_bytes_received));
     if (!r.error.empty()) return;
-    auto labels = labels_;
-    labels["streams"] = std::to_string(streams);
+    prometheus::Labels labels{{"streams", std::to_string(streams)}};
     auto& f = kind_->families();
-    series_->Add(f.sent, labels).Increment(static_cast<double>(r.bytes_sent));
-    series_->Add(f.retransmits, labels).Increment(r.retransmits);
-    series_->Add(f.cpu, labels).Increment(r.cpu_seconds);
+    AddSeries(f.sent, labels).Increment(static_cast<double>(r.bytes_sent));
+    AddSeries(f.retransmits, labels).Increment(r.retransmits);
+    AddSeries(f.cpu, labels).Increment(r.cpu_seconds);
     // A burst the budget cut short is mostly slow start: its rates would mislead.
     if (r.budget_cut &&
         r.seconds < 0.5 * std::chrono::duration<double>(kind_->options().duration).count()) {
       return;
     }
-    series_->Add(f.throughput, labels).Set(r.throughput_bytes_per_second);
-    series_->Add(f.rtt, labels).Set(r.rtt_seconds);
-    series_->Add(f.cwnd, labels).Set(static_cast<double>(r.snd_cwnd_bytes));
+    AddSeries(f.throughput, labels).Set(r.throughput_bytes_per_second);
+    AddSeries(f.rtt, labels).Set(r.rtt_seconds);
+    AddSeries(f.cwnd, labels).Set(static_cast<double>(r.snd_cwnd_bytes));
     double slowest = -1;
     for (std::size_t i = 1; i < r.intervals.size(); ++i) {
       const auto& iv = r.intervals[i];
@@ -237,20 +205,22 @@ class BurstPeerProbe : public PeerProbe, public std::enable_shared_from_this<Bur
       double rate = static_cast<double>(iv.bytes) / len;
       if (slowest < 0 || rate < slowest) slowest = rate;
     }
-    if (slowest >= 0) series_->Add(f.interval_min, labels).Set(slowest);
+    if (slowest >= 0) AddSeries(f.interval_min, labels).Set(slowest);
     // Added with the first burst that measured it: a peer never burst to has no MTU to show.
-    if (r.pmtu > 0) series_->Add(f.pmtu, labels_).Set(r.pmtu);
+    if (r.pmtu > 0) AddSeries(f.pmtu, {}).Set(r.pmtu);
   }
 
  private:
+  // Rounds of all peers queue in the kind, which ends each with EndRound.
+  void StartRound(Clock::time_point) override {
+    kind_->Enqueue(SharedSelf<BurstPeerProbe>(),
+                   IfCurrent(this, [](auto& self) { self.EndRound(); }));
+  }
+  void StopRound() override { kind_->Cancel(this); }
+
   std::shared_ptr<BurstKind> kind_;
-  topology::Peer peer_;
-  prometheus::Labels labels_;
-  prometheus::Labels error_labels_;
-  std::optional<metrics::SeriesSet> series_;
-  prometheus::Counter* sent_bytes_ = nullptr;
+  prometheus::Counter* sent_bytes_ = nullptr;  // series()'s
   prometheus::Counter* received_bytes_ = nullptr;
-  bool cancelled_ = false;
 };
 
 std::shared_ptr<PeerProbe> BurstKind::ForPeer(const topology::Peer& peer) {
@@ -260,9 +230,7 @@ std::shared_ptr<PeerProbe> BurstKind::ForPeer(const topology::Peer& peer) {
 void BurstKind::Cancel(BurstPeerProbe* probe) {
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
     if (it->probe.lock().get() == probe) {
-      auto done = std::move(it->done);
       queue_.erase(it);
-      if (done) done();
       return;
     }
   }
@@ -312,7 +280,7 @@ void BurstKind::RunNext() {
   std::uint64_t estimate =
       std::max(kMinBurstBytes, last_wire_bytes_.count(streams) ? last_wire_bytes_[streams] : 0);
   if (current_->charged && (remaining == 0 || remaining < estimate)) {
-    probe->CountError("budget_exhausted", "");
+    probe->CountError("budget_exhausted");
     NoteBudget("skipped " + std::to_string(streams) + " streams to " + probe->peer().name +
                ": byte budget exhausted (" + std::to_string(remaining) +
                " bytes left this hour, a burst needs about " + std::to_string(estimate) + ")");

@@ -8,6 +8,7 @@
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/address.h"
 #include "exporter/probes/dns/lookup.h"
+#include "exporter/probes/peer_probe.h"
 
 namespace podnet::probes::dns {
 
@@ -68,53 +69,49 @@ int WireBytes(int dns_bytes, bool v6, bool tcp) {
 
 class DnsKind;
 
+// A target as the scheduler names it (by its key). Its byte and error counters carry only
+// {probe="dns"}; its own series carry labels of their own.
+topology::Peer TargetNamed(std::string key) {
+  topology::Peer p;
+  p.name = std::move(key);
+  return p;
+}
+
 // One (name, form, resolver).
-class LookupTarget : public PeerProbe, public std::enable_shared_from_this<LookupTarget> {
+class LookupTarget : public PeerProbeBase {
  public:
-  LookupTarget(std::shared_ptr<DnsKind> kind, std::string name, bool absolute, Libc libc);
-  void Run(std::chrono::steady_clock::time_point, std::function<void()> done) override;
-  void Cancel() override {
-    if (auto l = lookup_) l->Cancel();
-  }
-  void RemoveSeries() override {
-    removed_ = true;
-    series_.RemoveAll();
-  }
+  LookupTarget(std::shared_ptr<DnsKind> kind, const std::string& key, std::string name,
+               bool absolute, Libc libc);
 
  private:
+  void StartRound(std::chrono::steady_clock::time_point) override;
+  void StopRound() override {
+    if (auto l = lookup_) l->Cancel();
+  }
   void Record(const LookupOutcome& o);
 
   std::shared_ptr<DnsKind> kind_;
   std::string name_;  // as configured
   bool absolute_;
   Libc libc_;
-  prometheus::Labels labels_;
+  prometheus::Labels target_labels_;
   std::shared_ptr<ChannelPool> pool_;
   std::shared_ptr<Lookup> lookup_;  // the round in flight
-  metrics::SeriesSet series_;
-  bool removed_ = false;
 };
 
 // Each nameserver asked directly for the first name's absolute form.
-class ServersTarget : public PeerProbe, public std::enable_shared_from_this<ServersTarget> {
+class ServersTarget : public PeerProbeBase {
  public:
   explicit ServersTarget(std::shared_ptr<DnsKind> kind);
-  void Run(std::chrono::steady_clock::time_point, std::function<void()> done) override;
-  void Cancel() override { Complete(); }
-  void RemoveSeries() override {
-    removed_ = true;
-    series_.RemoveAll();
-  }
 
  private:
-  void Complete();
+  void StartRound(std::chrono::steady_clock::time_point) override;
+  void StopRound() override;
+  void Finish();
   std::shared_ptr<DnsKind> kind_;
   std::shared_ptr<ChannelPool> pool_;
   boost::asio::steady_timer timer_;
-  std::function<void()> done_;
   int outstanding_ = 0;
-  metrics::SeriesSet series_;
-  bool removed_ = false;
 };
 
 class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
@@ -144,19 +141,15 @@ class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
     std::string name = key.substr(0, a);
     bool absolute = key.substr(a + 1, b - a - 1) == "absolute";
     Libc libc = ParseLibc(key.substr(b + 1)).value_or(Libc::kGlibc);
-    return std::make_shared<LookupTarget>(shared_from_this(), name, absolute, libc);
+    return std::make_shared<LookupTarget>(shared_from_this(), key, name, absolute, libc);
   }
 
   // The resolv.conf of this round as `libc` reads it; an unreadable file is counted.
-  ResolvConf Load(Libc libc, metrics::SeriesSet& series) {
+  ResolvConf Load(Libc libc, PeerProbeBase& target) {
     bool readable = true;
     auto conf = LoadResolvConf(options_.resolv_conf, libc, config::ProcessEnv(), &readable);
-    if (!readable) Error(series, "resolv_conf");
+    if (!readable) target.CountError("resolv_conf");
     return conf;
-  }
-
-  void Error(metrics::SeriesSet& series, const std::string& reason) {
-    series.Add(env_.metrics.probe_errors(), {{"probe", "dns"}, {"reason", reason}}).Increment();
   }
 
   const DnsOptions& options() const { return options_; }
@@ -169,59 +162,62 @@ class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
   DnsFamilies families_;
 };
 
-LookupTarget::LookupTarget(std::shared_ptr<DnsKind> kind, std::string name, bool absolute,
-                           Libc libc)
-    : kind_(std::move(kind)),
+LookupTarget::LookupTarget(std::shared_ptr<DnsKind> kind, const std::string& key, std::string name,
+                           bool absolute, Libc libc)
+    : PeerProbeBase(kind->env(), "dns", TargetNamed(key), {}),
+      kind_(std::move(kind)),
       name_(std::move(name)),
       absolute_(absolute),
       libc_(libc),
-      pool_(std::make_shared<ChannelPool>(kind_->env().io)),
-      series_(kind_->env().metrics.series_refs()) {
-  labels_ = {{"name", name_},
-             {"form", absolute_ ? "absolute" : "as_written"},
-             {"resolver", LibcName(libc_)}};
+      pool_(std::make_shared<ChannelPool>(env().io)) {
+  target_labels_ = {{"name", name_},
+                    {"form", absolute_ ? "absolute" : "as_written"},
+                    {"resolver", LibcName(libc_)}};
 }
 
-void LookupTarget::Run(std::chrono::steady_clock::time_point, std::function<void()> done) {
-  ResolvConf conf = kind_->Load(libc_, series_);
-  lookup_ = Lookup::Start(kind_->env().io, pool_, conf, libc_, FormName(name_, absolute_),
-                          [self = shared_from_this(), done](LookupOutcome o) {
+void LookupTarget::StartRound(std::chrono::steady_clock::time_point) {
+  ResolvConf conf = kind_->Load(libc_, *this);
+  // The lookup holds its target until it ends; a lookup that Cancel cut short is still recorded
+  // (what happened so far), one that RemoveSeries cut short is not.
+  lookup_ = Lookup::Start(env().io, pool_, conf, libc_, FormName(name_, absolute_),
+                          [self = SharedSelf<LookupTarget>(), gen = generation()](LookupOutcome o) {
                             self->lookup_.reset();
-                            if (!self->removed_) self->Record(o);
-                            done();
+                            if (self->series()) self->Record(o);
+                            if (gen == self->generation()) self->EndRound();
                           });
 }
 
 void LookupTarget::Record(const LookupOutcome& o) {
   auto& f = kind_->families();
+  auto& set = *series();
   auto with = [&](const char* k, std::string v) {
-    auto l = labels_;
+    auto l = target_labels_;
     l[k] = std::move(v);
     return l;
   };
   double seconds = std::chrono::duration<double>(o.duration).count();
-  series_.Add(f.duration, labels_, metrics::DnsLatencyBuckets()).Observe(seconds);
-  series_.Add(f.lookups, with("result", ResultName(o.result))).Increment();
-  series_.Add(f.per_lookup, labels_).Set(static_cast<double>(o.queries.size()));
+  set.Add(f.duration, target_labels_, metrics::DnsLatencyBuckets()).Observe(seconds);
+  set.Add(f.lookups, with("result", ResultName(o.result))).Increment();
+  set.Add(f.per_lookup, target_labels_).Set(static_cast<double>(o.queries.size()));
   // Both query types always have a series, so a rate is 0 rather than absent.
-  series_.Add(f.queries, with("qtype", "A"));
-  series_.Add(f.queries, with("qtype", "AAAA"));
+  set.Add(f.queries, with("qtype", "A"));
+  set.Add(f.queries, with("qtype", "AAAA"));
   double sent = 0, received = 0;
   for (const auto& q : o.queries) {
-    series_.Add(f.queries, with("qtype", QTypeName(q.query.qtype))).Increment();
+    set.Add(f.queries, with("qtype", QTypeName(q.query.qtype))).Increment();
     std::string rcode = "TIMEOUT";
     if (q.reply && q.reply->kind == Reply::Kind::kAnswer) rcode = RcodeName(q.reply->rcode);
     if (q.reply && q.reply->kind == Reply::Kind::kConnRefused) rcode = "CONNREFUSED";
-    series_.Add(f.responses, with("rcode", rcode)).Increment();
+    set.Add(f.responses, with("rcode", rcode)).Increment();
     bool v6 = q.server.find('[') == 0;
     sent += WireBytes(q.bytes, v6, q.query.tcp);
     received += WireBytes(q.reply_bytes, v6, q.query.tcp);
   }
-  auto& env = kind_->env();
-  series_.Add(env.metrics.probe_sent_bytes(), {{"probe", "dns"}}).Increment(sent);
-  series_.Add(env.metrics.probe_received_bytes(), {{"probe", "dns"}}).Increment(received);
+  auto& env = this->env();
+  set.Add(env.metrics.probe_sent_bytes(), probe_labels()).Increment(sent);
+  set.Add(env.metrics.probe_received_bytes(), probe_labels()).Increment(received);
   if (!o.error.empty()) {
-    kind_->Error(series_, "channel");
+    CountError("channel");
     spdlog::debug("dns {}: {}", FormName(name_, absolute_), o.error);
   }
   spdlog::debug("dns lookup name={} resolver={} result={} queries={} duration={:.6f}s",
@@ -230,66 +226,64 @@ void LookupTarget::Record(const LookupOutcome& o) {
 }
 
 ServersTarget::ServersTarget(std::shared_ptr<DnsKind> kind)
-    : kind_(std::move(kind)),
-      pool_(std::make_shared<ChannelPool>(kind_->env().io)),
-      timer_(kind_->env().io),
-      series_(kind_->env().metrics.series_refs()) {}
+    : PeerProbeBase(kind->env(), "dns", TargetNamed("|servers|"), {}),
+      kind_(std::move(kind)),
+      pool_(std::make_shared<ChannelPool>(env().io)),
+      timer_(env().io) {}
 
-void ServersTarget::Run(std::chrono::steady_clock::time_point, std::function<void()> done) {
-  done_ = std::move(done);
-  ResolvConf conf = kind_->Load(Libc::kGlibc, series_);
+void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
+  ResolvConf conf = kind_->Load(Libc::kGlibc, *this);
   std::string name = FormName(kind_->options().names.front(), true);
   auto start = std::chrono::steady_clock::now();
+  auto finish = IfCurrent(this, [](auto& self) { self.Finish(); });
   for (const auto& ns : conf.nameservers) {
     std::string err;
     net::AresChannel* ch = pool_->Get(ns, false, true, &err);
     if (!ch) {
-      kind_->Error(series_, "channel");
+      CountError("channel", err);
       continue;
     }
     std::string server = net::FormatHostPort(ns.address, ns.port);
     int len = ch->Send(
         name, static_cast<std::uint16_t>(QType::kA), false,
-        [weak = weak_from_this(), server, start](int status, const unsigned char*, int) {
-          auto self = weak.lock();
-          if (!self || !self->done_) return;
-          if (status == ARES_SUCCESS && !self->removed_) {
+        IfCurrent(this, [server, start, finish](auto& self, int status, const unsigned char*, int) {
+          if (status == ARES_SUCCESS) {
             double s =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            self->series_
-                .Add(self->kind_->families().server_rtt, {{"server", server}},
-                     metrics::DnsLatencyBuckets())
+            self.series()
+                ->Add(self.kind_->families().server_rtt, {{"server", server}},
+                      metrics::DnsLatencyBuckets())
                 .Observe(s);
-          } else if (status != ARES_ECANCELLED && status != ARES_EDESTRUCTION && !self->removed_) {
-            self->kind_->Error(self->series_, "server_no_answer");
+          } else if (status != ARES_ECANCELLED && status != ARES_EDESTRUCTION) {
+            self.CountError("server_no_answer");
           }
-          if (--self->outstanding_ == 0) {
-            boost::asio::post(self->kind_->env().io, [self] { self->Complete(); });
-          }
-        });
+          if (--self.outstanding_ == 0) boost::asio::post(self.env().io, finish);
+        }));
     if (len > 0) ++outstanding_;
   }
   if (outstanding_ == 0) {
-    boost::asio::post(kind_->env().io, [self = shared_from_this()] { self->Complete(); });
+    boost::asio::post(env().io, finish);
     return;
   }
   timer_.expires_after(std::chrono::seconds(std::max(1, conf.timeout_s)));
-  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
-    if (auto self = weak.lock(); self && !ec) {
-      if (!self->removed_) self->kind_->Error(self->series_, "server_no_answer");
-      self->Complete();
-    }
-  });
+  timer_.async_wait(IfCurrent(this, [](auto& self, boost::system::error_code ec) {
+    if (ec) return;
+    self.CountError("server_no_answer");
+    self.Finish();
+  }));
 }
 
-void ServersTarget::Complete() {
+// The round's end: answers that come after it (c-ares cancelling them included) are stale.
+void ServersTarget::Finish() {
+  NextGeneration();
+  StopRound();
+  EndRound();
+}
+
+void ServersTarget::StopRound() {
   timer_.cancel();
   outstanding_ = 0;
-  if (!done_) return;
-  auto done = std::move(done_);
-  done_ = nullptr;
-  boost::asio::post(kind_->env().io, [pool = pool_] { pool->CancelAll(); });
-  done();
+  boost::asio::post(env().io, [pool = pool_] { pool->CancelAll(); });
 }
 
 }  // namespace

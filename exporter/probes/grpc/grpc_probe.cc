@@ -13,6 +13,7 @@
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/address.h"
+#include "exporter/probes/peer_probe.h"
 
 namespace podnet::probes::grpc {
 
@@ -112,19 +113,17 @@ struct Call {
   Clock::time_point start;
 };
 
-class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<GrpcPeerProbe> {
+class GrpcPeerProbe : public PeerProbeBase {
  public:
   GrpcPeerProbe(std::shared_ptr<GrpcKind> kind, const topology::Peer& peer)
-      : kind_(std::move(kind)), peer_(peer), timer_(kind_->env().io) {
-    outlet_->io = &kind_->env().io;
+      : PeerProbeBase(kind->env(), "grpc", peer), kind_(std::move(kind)), timer_(env().io) {
+    outlet_->io = &env().io;
     std::string target = (peer.address.is_v6() ? "ipv6:" : "ipv4:") +
                          net::FormatHostPort(peer.address, kind_->options().port);
     channel_ = ::grpc::CreateChannel(target, ::grpc::InsecureChannelCredentials());
     channel_->GetState(/*try_to_connect=*/true);  // connect before the first round
     stub_ = std::make_unique<::grpc::GenericStub>(channel_);
-    labels_ = kind_->env().PeerLabels(peer);
-    series_.emplace(kind_->env().metrics.series_refs());
-    duration_ = &series_->Add(kind_->families().duration, labels_, metrics::LatencyBuckets());
+    duration_ = &series()->Add(kind_->families().duration, labels(), metrics::LatencyBuckets());
   }
 
   ~GrpcPeerProbe() override {
@@ -135,33 +134,19 @@ class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<Grpc
     for (auto& c : in_flight_) c->ctx.TryCancel();
   }
 
-  void Run(Clock::time_point scheduled, std::function<void()> done) override {
-    if (cancelled_) {
-      done();
-      return;
-    }
-    done_ = std::move(done);
-    ++gen_;
+ private:
+  void StartRound(Clock::time_point scheduled) override {
     start_ = scheduled;
     sent_ = 0;
     finished_ = 0;
     SendNext();
   }
 
-  void Cancel() override {
-    cancelled_ = true;
-    ++gen_;
+  void StopRound() override {
     timer_.cancel();
     for (auto& c : in_flight_) c->ctx.TryCancel();
-    if (done_) std::exchange(done_, nullptr)();
   }
 
-  void RemoveSeries() override {
-    if (series_) series_->RemoveAll();
-    series_.reset();
-  }
-
- private:
   void SendNext() {
     const auto& o = kind_->options();
     auto call = std::make_shared<Call>();
@@ -173,46 +158,43 @@ class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<Grpc
     call->start = Clock::now();
     in_flight_.push_back(call);
     ++sent_;
-    stub_->UnaryCall(
-        &call->ctx, kCheckMethod, ::grpc::StubOptions(), &call->request, &call->response,
-        [outlet = outlet_, weak = weak_from_this(), gen = gen_, call](::grpc::Status status) {
-          auto end = Clock::now();
-          std::lock_guard lock(outlet->mu);
-          if (outlet->io == nullptr) return;
-          boost::asio::post(*outlet->io, [weak, gen, call, status, end] {
-            if (auto self = weak.lock()) self->OnDone(gen, call, status, end);
-          });
-        });
+    stub_->UnaryCall(&call->ctx, kCheckMethod, ::grpc::StubOptions(), &call->request,
+                     &call->response,
+                     [outlet = outlet_, weak = std::weak_ptr(SharedSelf<GrpcPeerProbe>()),
+                      gen = generation(), call](::grpc::Status status) {
+                       auto end = Clock::now();
+                       std::lock_guard lock(outlet->mu);
+                       if (outlet->io == nullptr) return;
+                       boost::asio::post(*outlet->io, [weak, gen, call, status, end] {
+                         if (auto self = weak.lock()) self->OnDone(gen, call, status, end);
+                       });
+                     });
     if (sent_ < o.count) {
       timer_.expires_at(start_ + o.spacing * sent_);
-      timer_.async_wait([weak = weak_from_this(), gen = gen_](boost::system::error_code ec) {
-        auto self = weak.lock();
-        if (ec || !self || gen != self->gen_ || self->cancelled_) return;
-        self->SendNext();
-      });
+      timer_.async_wait(IfCurrent(this, [](auto& self, boost::system::error_code ec) {
+        if (!ec) self.SendNext();
+      }));
     }
   }
 
   void OnDone(std::uint64_t gen, const std::shared_ptr<Call>& call, const ::grpc::Status& status,
               Clock::time_point end) {
     in_flight_.erase(std::remove(in_flight_.begin(), in_flight_.end(), call), in_flight_.end());
-    if (gen != gen_) return;
-    if (series_) Record(call, status, end);
-    if (++finished_ == kind_->options().count && done_) std::exchange(done_, nullptr)();
+    if (gen != generation()) return;
+    Record(call, status, end);
+    if (++finished_ == kind_->options().count) EndRound();
   }
 
   void Record(const std::shared_ptr<Call>& call, const ::grpc::Status& status,
               Clock::time_point end) {
     int code = static_cast<int>(status.error_code());
-    CountRequest(StatusCodeName(code));
+    AddSeries(kind_->families().requests, {{"code", StatusCodeName(code)}}).Increment();
     if (!status.ok()) {
       std::string reason =
           code == ::grpc::StatusCode::DEADLINE_EXCEEDED ? "timeout" : StatusCodeName(code);
       std::transform(reason.begin(), reason.end(), reason.begin(),
                      [](unsigned char c) { return std::tolower(c); });
-      CountError(reason);
-      SPDLOG_DEBUG("grpc health check failed: {} peer={} status={}", status.error_message(),
-                   peer_.name, StatusCodeName(code));
+      CountError(reason, status.error_message());
       return;
     }
     std::vector<::grpc::Slice> slices;
@@ -230,35 +212,16 @@ class GrpcPeerProbe : public PeerProbe, public std::enable_shared_from_this<Grpc
     }
   }
 
-  void CountRequest(const char* code) {
-    auto l = labels_;
-    l["code"] = code;
-    series_->Add(kind_->families().requests, l).Increment();
-  }
-
-  void CountError(const std::string& reason) {
-    auto l = labels_;
-    l["probe"] = "grpc";
-    l["reason"] = reason;
-    series_->Add(kind_->env().metrics.probe_errors(), l).Increment();
-  }
-
   std::shared_ptr<GrpcKind> kind_;
-  topology::Peer peer_;
   boost::asio::steady_timer timer_;
   std::shared_ptr<Outlet> outlet_ = std::make_shared<Outlet>();
   std::shared_ptr<::grpc::Channel> channel_;
   std::unique_ptr<::grpc::GenericStub> stub_;
-  prometheus::Labels labels_;
-  std::optional<metrics::SeriesSet> series_;
-  prometheus::Histogram* duration_ = nullptr;
+  prometheus::Histogram* duration_ = nullptr;  // series()'s
   std::vector<std::shared_ptr<Call>> in_flight_;
-  std::function<void()> done_;
-  std::uint64_t gen_ = 0;
   Clock::time_point start_{};
   int sent_ = 0;
   int finished_ = 0;
-  bool cancelled_ = false;
 };
 
 std::shared_ptr<PeerProbe> GrpcKind::ForPeer(const topology::Peer& peer) {

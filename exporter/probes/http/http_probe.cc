@@ -13,6 +13,7 @@
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/address.h"
 #include "exporter/probes/http/http_client.h"
+#include "exporter/probes/peer_probe.h"
 
 namespace podnet::probes::http {
 namespace {
@@ -87,38 +88,29 @@ class HttpKind : public ProbeKind, public std::enable_shared_from_this<HttpKind>
   HttpFamilies families_;
 };
 
-class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<HttpPeerProbe> {
+class HttpPeerProbe : public PeerProbeBase {
  public:
   HttpPeerProbe(std::shared_ptr<HttpKind> kind, const topology::Peer& peer)
-      : kind_(std::move(kind)),
-        peer_(peer),
+      : PeerProbeBase(kind->env(), "http", peer),
+        kind_(std::move(kind)),
         opt_(kind_->options()),
         endpoint_(peer.address, peer.port),
         host_(net::FormatHostPort(peer.address, peer.port)),
-        timer_(kind_->env().io) {
-    labels_ = kind_->env().PeerLabels(peer);
+        timer_(env().io) {
     auto& f = kind_->families();
-    series_.emplace(kind_->env().metrics.series_refs());
     for (int m = 0; m < 2; ++m) {
-      auto l = labels_;
-      l["connection"] = ModeLabel(m == 1);
-      m_[m].duration = &series_->Add(f.duration, l, metrics::LatencyBuckets());
-      m_[m].ttfb = &series_->Add(f.ttfb, l, metrics::LatencyBuckets());
-      m_[m].late = &series_->Add(f.late, l);
+      prometheus::Labels l{{"connection", ModeLabel(m == 1)}};
+      m_[m].duration = &AddSeries(f.duration, l, metrics::LatencyBuckets());
+      m_[m].ttfb = &AddSeries(f.ttfb, l, metrics::LatencyBuckets());
+      m_[m].late = &AddSeries(f.late, l);
     }
-    connect_ = &series_->Add(f.connect, labels_, metrics::LatencyBuckets());
-    auto with_probe = labels_;
-    with_probe["probe"] = "http";
-    sent_bytes_ = &series_->Add(kind_->env().metrics.probe_sent_bytes(), with_probe);
-    received_bytes_ = &series_->Add(kind_->env().metrics.probe_received_bytes(), with_probe);
+    connect_ = &AddSeries(f.connect, {}, metrics::LatencyBuckets());
+    sent_bytes_ = &series()->Add(env().metrics.probe_sent_bytes(), probe_labels());
+    received_bytes_ = &series()->Add(env().metrics.probe_received_bytes(), probe_labels());
   }
 
-  void Run(Clock::time_point scheduled, std::function<void()> done) override {
-    if (cancelled_) {
-      done();
-      return;
-    }
-    done_ = std::move(done);
+ private:
+  void StartRound(Clock::time_point scheduled) override {
     modes_.clear();
     if (opt_.keepalive) modes_.push_back(true);
     if (opt_.new_connection) modes_.push_back(false);
@@ -126,26 +118,14 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
     StartMode(scheduled);
   }
 
-  void Cancel() override {
-    cancelled_ = true;
-    ++gen_;
+  void StopRound() override {
     timer_.cancel();
     for (auto& s : slots_) {
       if (s.conn) s.conn->Close();
     }
     slots_.clear();
-    if (done_) std::exchange(done_, nullptr)();
   }
 
-  void RemoveSeries() override {
-    if (series_) series_->RemoveAll();
-    series_.reset();
-    codes_.clear();
-    errors_.clear();
-    reconnects_.clear();
-  }
-
- private:
   enum class SlotState { kClosed, kConnecting, kIdle, kBusy };
   struct Slot {
     std::shared_ptr<HttpConnection> conn;
@@ -156,12 +136,9 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
 
   // One mode's timed run: requests 0..n_-1 at t0_ + i/qps.
   void StartMode(Clock::time_point scheduled) {
-    if (next_mode_ >= modes_.size()) {
-      if (done_) std::exchange(done_, nullptr)();
-      return;
-    }
+    if (next_mode_ >= modes_.size()) return EndRound();
     keepalive_ = modes_[next_mode_++];
-    ++gen_;
+    NextGeneration();
     n_ = std::max<long long>(
         1, static_cast<long long>(std::chrono::duration<double>(opt_.duration).count() * opt_.qps));
     next_index_ = 0;
@@ -180,29 +157,27 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
       slots_[i].conn = NewConnection();
       slots_[i].state = SlotState::kConnecting;
       auto started = Clock::now();
-      slots_[i].conn->Connect(deadline, [weak = weak_from_this(), gen = gen_, i, started,
-                                         scheduled](Failure f, Clock::time_point at) {
-        auto self = weak.lock();
-        if (!self || gen != self->gen_) return;
-        Slot& s = self->slots_[i];
-        if (f == Failure::kNone) {
-          s.state = SlotState::kIdle;
-          if (self->series_) self->connect_->Observe(Seconds(at - started));
-        } else {
-          s.state = SlotState::kClosed;
-          s.conn.reset();
-          SPDLOG_DEBUG("http keep-alive connect failed peer={} reason={}", self->peer_.name,
-                       FailureReason(f));
-        }
-        if (--self->pending_connects_ == 0) {
-          self->BeginSchedule(std::max(scheduled, Clock::now()));
-        }
-      });
+      slots_[i].conn->Connect(
+          deadline,
+          IfCurrent(this, [i, started, scheduled](auto& self, Failure f, Clock::time_point at) {
+            Slot& s = self.slots_[i];
+            if (f == Failure::kNone) {
+              s.state = SlotState::kIdle;
+              self.connect_->Observe(Seconds(at - started));
+            } else {
+              s.state = SlotState::kClosed;
+              s.conn.reset();
+              SPDLOG_DEBUG("http keep-alive connect failed peer={} reason={}", self.peer().name,
+                           FailureReason(f));
+            }
+            if (--self.pending_connects_ == 0)
+              self.BeginSchedule(std::max(scheduled, Clock::now()));
+          }));
     }
   }
 
   std::shared_ptr<HttpConnection> NewConnection() {
-    return std::make_shared<HttpConnection>(kind_->env().io, endpoint_, host_, opt_.path,
+    return std::make_shared<HttpConnection>(env().io, endpoint_, host_, opt_.path,
                                             opt_.max_body_bytes);
   }
 
@@ -221,11 +196,9 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
     while (next_index_ < n_ && Intended(next_index_) <= now) Dispatch(next_index_++, now);
     if (next_index_ >= n_) return;
     timer_.expires_at(Intended(next_index_));
-    timer_.async_wait([weak = weak_from_this(), gen = gen_](boost::system::error_code ec) {
-      auto self = weak.lock();
-      if (ec || !self || gen != self->gen_) return;
-      self->Pace();
-    });
+    timer_.async_wait(IfCurrent(this, [](auto& self, boost::system::error_code ec) {
+      if (!ec) self.Pace();
+    }));
   }
 
   void Dispatch(long long i, Clock::time_point now) {
@@ -250,7 +223,7 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
   bool ExpiredWhileQueued(long long i, Clock::time_point now) {
     if (now < Intended(i) + opt_.timeout) return false;
     int m = keepalive_ ? 0 : 1;
-    if (series_) m_[m].late->Increment();
+    m_[m].late->Increment();
     Exchange ex;
     ex.failure = Failure::kTimeout;
     Finish(0, i, Intended(i), ex, /*slot_used=*/false);
@@ -263,7 +236,7 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
     Clock::time_point from = late ? intended : now;
     Clock::time_point deadline = intended + opt_.timeout;
     int m = keepalive_ ? 0 : 1;
-    if (late && series_) m_[m].late->Increment();
+    if (late) m_[m].late->Increment();
     Slot& slot = slots_[s];
     slot.state = SlotState::kBusy;
     if (slot.conn && slot.conn->is_open()) {
@@ -285,20 +258,18 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
     Slot& slot = slots_[s];
     slot.conn = NewConnection();
     auto started = Clock::now();
-    slot.conn->Connect(deadline, [weak = weak_from_this(), gen = gen_, s, i, from, deadline,
-                                  started](Failure f, Clock::time_point at) {
-      auto self = weak.lock();
-      if (!self || gen != self->gen_) return;
+    auto connected = [s, i, from, deadline, started](auto& self, Failure f, Clock::time_point at) {
       if (f != Failure::kNone) {
         Exchange ex;
         ex.failure = f;
         ex.done = at;
-        self->Finish(s, i, from, ex, true);
+        self.Finish(s, i, from, ex, true);
         return;
       }
-      if (self->series_) self->connect_->Observe(Seconds(at - started));
-      self->Send(s, i, from, deadline, /*reused=*/false);
-    });
+      self.connect_->Observe(Seconds(at - started));
+      self.Send(s, i, from, deadline, /*reused=*/false);
+    };
+    slot.conn->Connect(deadline, IfCurrent(this, connected));
   }
 
   // A request on a reused connection that got no response byte, the connection ended (EOF or
@@ -314,34 +285,26 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
             bool reused) {
     slots_[s].conn->Request(
         keepalive_, deadline,
-        [weak = weak_from_this(), gen = gen_, s, i, from, deadline, reused](const Exchange& ex) {
-          auto self = weak.lock();
-          if (!self || gen != self->gen_) return;
+        IfCurrent(this, [s, i, from, deadline, reused](auto& self, const Exchange& ex) {
           if (reused && Retryable(ex) && Clock::now() < deadline) {
-            if (self->series_) {
-              self->sent_bytes_->Increment(static_cast<double>(ex.bytes_sent));
-            }
-            self->CountReconnect(Reconnect::kRetried);
-            self->ConnectAndSend(s, i, from, deadline);
+            self.sent_bytes_->Increment(static_cast<double>(ex.bytes_sent));
+            self.CountReconnect(Reconnect::kRetried);
+            self.ConnectAndSend(s, i, from, deadline);
             return;
           }
-          self->Finish(s, i, from, ex, true);
-        });
+          self.Finish(s, i, from, ex, true);
+        }));
   }
 
   void Finish(std::size_t s, long long i, Clock::time_point from, const Exchange& ex,
               bool slot_used) {
     int m = keepalive_ ? 0 : 1;
-    if (series_) {
-      sent_bytes_->Increment(static_cast<double>(ex.bytes_sent));
-      received_bytes_->Increment(static_cast<double>(ex.bytes_received));
-      CodeCounter(m, ex.status)->Increment();
-      if (ex.failure == Failure::kNone) {
-        m_[m].duration->Observe(Seconds(ex.done - from));
-      }
-      if (ex.status != 0) m_[m].ttfb->Observe(Seconds(ex.first_byte - ex.sent));
-      if (ex.failure != Failure::kNone) CountError(ex.failure);
-    }
+    sent_bytes_->Increment(static_cast<double>(ex.bytes_sent));
+    received_bytes_->Increment(static_cast<double>(ex.bytes_received));
+    CodeCounter(m, ex.status)->Increment();
+    if (ex.failure == Failure::kNone) m_[m].duration->Observe(Seconds(ex.done - from));
+    if (ex.status != 0) m_[m].ttfb->Observe(Seconds(ex.first_byte - ex.sent));
+    if (ex.failure != Failure::kNone) CountError(FailureReason(ex.failure));
     ++finished_;
     if (slot_used) {
       Slot& slot = slots_[s];
@@ -372,45 +335,28 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
     }
     slots_.clear();
     // The next mode starts from the loop, not from inside this run's call stack.
-    boost::asio::post(kind_->env().io, [weak = weak_from_this(), gen = ++gen_] {
-      auto self = weak.lock();
-      if (self && gen == self->gen_) self->StartMode(Clock::now());
-    });
+    NextGeneration();
+    boost::asio::post(env().io, IfCurrent(this, [](auto& self) { self.StartMode(Clock::now()); }));
   }
 
   prometheus::Counter* CodeCounter(int m, int status) {
     auto key = std::pair{m, status};
     if (auto it = codes_.find(key); it != codes_.end()) return it->second;
-    auto l = labels_;
-    l["connection"] = ModeLabel(m == 1);
-    l["code"] = status == 0 ? "error" : std::to_string(status);
-    auto* c = &series_->Add(kind_->families().requests, l);
+    auto* c = &AddSeries(kind_->families().requests,
+                         {{"connection", ModeLabel(m == 1)},
+                          {"code", status == 0 ? "error" : std::to_string(status)}});
     codes_.emplace(key, c);
     return c;
   }
 
   void CountReconnect(Reconnect r) {
-    SPDLOG_DEBUG("http: peer={} reconnect reason={}", peer_.name, ReconnectReason(r));
-    if (!series_) return;
+    SPDLOG_DEBUG("http: peer={} reconnect reason={}", peer().name, ReconnectReason(r));
     auto it = reconnects_.find(r);
     if (it == reconnects_.end()) {
-      auto l = labels_;
-      l["reason"] = ReconnectReason(r);
-      it = reconnects_.emplace(r, &series_->Add(kind_->families().reconnects, l)).first;
+      auto& c = AddSeries(kind_->families().reconnects, {{"reason", ReconnectReason(r)}});
+      it = reconnects_.emplace(r, &c).first;
     }
     it->second->Increment();
-  }
-
-  void CountError(Failure f) {
-    auto it = errors_.find(f);
-    if (it == errors_.end()) {
-      auto l = labels_;
-      l["probe"] = "http";
-      l["reason"] = FailureReason(f);
-      it = errors_.emplace(f, &series_->Add(kind_->env().metrics.probe_errors(), l)).first;
-    }
-    it->second->Increment();
-    SPDLOG_DEBUG("http probe error peer={} reason={}", peer_.name, FailureReason(f));
   }
 
   struct ModeSeries {
@@ -420,26 +366,21 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
   };
 
   std::shared_ptr<HttpKind> kind_;
-  topology::Peer peer_;
   const HttpOptions& opt_;
   tcp::endpoint endpoint_;
   std::string host_;
   boost::asio::steady_timer timer_;
-  prometheus::Labels labels_;
-  std::optional<metrics::SeriesSet> series_;  // reset by RemoveSeries: no metric use after it
-  ModeSeries m_[2];                           // [0] keepalive, [1] new
+  // Series of series(), added once; no handler is current after RemoveSeries to use them.
+  ModeSeries m_[2];  // [0] keepalive, [1] new
   prometheus::Histogram* connect_ = nullptr;
   prometheus::Counter* sent_bytes_ = nullptr;
   prometheus::Counter* received_bytes_ = nullptr;
   std::map<std::pair<int, int>, prometheus::Counter*> codes_;
-  std::map<Failure, prometheus::Counter*> errors_;
   std::map<Reconnect, prometheus::Counter*> reconnects_;
 
-  std::function<void()> done_;
   std::vector<bool> modes_;  // true = keepalive, in run order
   std::size_t next_mode_ = 0;
-  bool keepalive_ = true;  // the mode running now
-  std::uint64_t gen_ = 0;  // bumped per mode run and on cancel: stale callbacks are ignored
+  bool keepalive_ = true;  // the mode running now; each mode run is a generation of its own
   Clock::time_point t0_{};
   long long n_ = 0;
   long long next_index_ = 0;
@@ -447,7 +388,6 @@ class HttpPeerProbe : public PeerProbe, public std::enable_shared_from_this<Http
   int pending_connects_ = 0;
   std::vector<Slot> slots_;
   std::deque<long long> queue_;  // requests waiting for a free connection
-  bool cancelled_ = false;
 };
 
 std::shared_ptr<PeerProbe> HttpKind::ForPeer(const topology::Peer& peer) {

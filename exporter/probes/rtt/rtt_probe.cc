@@ -4,23 +4,21 @@
 #include <linux/net_tstamp.h>
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <map>
-#include <optional>
-#include <random>
-
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
+#include <cerrno>
+#include <cstring>
+#include <random>
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/timestamping.h"
+#include "exporter/probes/peer_probe.h"
 #include "exporter/probes/phase_grid.h"
 #include "exporter/probes/rtt/train.h"
 #include "exporter/proto/echo.h"
@@ -128,8 +126,9 @@ struct RttFamilies {
                  .Register(r)) {
     auto& stamps = prometheus::BuildCounter()
                        .Name("podnet_rtt_timestamps_total")
-                       .Help("Where the times of measured RTTs came from: the kernel "
-                             "(SO_TIMESTAMPING) or user space next to the system call.")
+                       .Help(
+                           "Where the times of measured RTTs came from: the kernel "
+                           "(SO_TIMESTAMPING) or user space next to the system call.")
                        .Register(r);
     tx_kernel = &stamps.Add({{"direction", "tx"}, {"source", "kernel"}});
     tx_user = &stamps.Add({{"direction", "tx"}, {"source", "user"}});
@@ -174,13 +173,13 @@ class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
   };
 
   // Sends request `index` of train `gen` of `probe`. Records the slot for reply matching.
-  SendOutcome Send(const std::shared_ptr<RttPeerProbe>& probe, std::uint32_t gen, int index,
+  SendOutcome Send(const std::shared_ptr<RttPeerProbe>& probe, std::uint64_t gen, int index,
                    Train& train);
 
  private:
   struct Slot {
     std::weak_ptr<RttPeerProbe> probe;
-    std::uint32_t gen = 0;
+    std::uint64_t gen = 0;
     int index = 0;
     std::uint64_t token = 0;
   };
@@ -204,62 +203,26 @@ class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
   std::vector<std::uint8_t> tx_buffer_;  // the request being sent; its capacity is reused
 };
 
-class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPeerProbe> {
+class RttPeerProbe : public PeerProbeBase {
  public:
   RttPeerProbe(std::shared_ptr<RttKind> kind, const topology::Peer& peer)
-      : kind_(std::move(kind)), peer_(peer), timer_(kind_->env().io) {
-    auto labels = kind_->env().PeerLabels(peer);
-    auto with_protocol = labels;
-    with_protocol["protocol"] = kind_->protocol();
+      : PeerProbeBase(kind->env(), "rtt", peer), kind_(std::move(kind)), timer_(env().io) {
+    prometheus::Labels protocol{{"protocol", kind_->protocol()}};
     auto& f = kind_->families();
-    series_.emplace(kind_->env().metrics.series_refs());
-    m_.rtt = &series_->Add(f.rtt, with_protocol, metrics::LatencyBuckets());
-    m_.sent = &series_->Add(f.sent, with_protocol);
-    m_.received = &series_->Add(f.received, with_protocol);
-    m_.duplicates = &series_->Add(f.duplicates, with_protocol);
-    m_.reordered = &series_->Add(f.reordered, with_protocol);
-    m_.late = &series_->Add(f.late, with_protocol);
-    auto with_probe = labels;
-    with_probe["probe"] = "rtt";
-    m_.sent_bytes = &series_->Add(kind_->env().metrics.probe_sent_bytes(), with_probe);
-    m_.received_bytes = &series_->Add(kind_->env().metrics.probe_received_bytes(), with_probe);
-    error_labels_ = with_probe;
-  }
-
-  void Run(std::chrono::steady_clock::time_point scheduled,
-           std::function<void()> done) override {
-    if (cancelled_) {
-      done();
-      return;
-    }
-    done_ = std::move(done);
-    ++gen_;
-    if (train_) {
-      train_->Reset(kind_->options().count);  // no allocation per round
-    } else {
-      train_ = std::make_unique<Train>(kind_->options().count);
-    }
-    start_ = scheduled;
-    next_index_ = 0;
-    SendNext();
-  }
-
-  void Cancel() override {
-    cancelled_ = true;
-    timer_.cancel();
-    if (done_) std::exchange(done_, nullptr)();
-  }
-
-  void RemoveSeries() override {
-    if (series_) series_->RemoveAll();
-    series_.reset();
-    errors_.clear();
+    m_.rtt = &AddSeries(f.rtt, protocol, metrics::LatencyBuckets());
+    m_.sent = &AddSeries(f.sent, protocol);
+    m_.received = &AddSeries(f.received, protocol);
+    m_.duplicates = &AddSeries(f.duplicates, protocol);
+    m_.reordered = &AddSeries(f.reordered, protocol);
+    m_.late = &AddSeries(f.late, protocol);
+    m_.sent_bytes = &series()->Add(env().metrics.probe_sent_bytes(), probe_labels());
+    m_.received_bytes = &series()->Add(env().metrics.probe_received_bytes(), probe_labels());
   }
 
   // A reply matched to train `gen`, request `index`.
-  void OnReply(std::uint32_t gen, int index, const address& from, std::int64_t rx_ns,
+  void OnReply(std::uint64_t gen, int index, const address& from, std::int64_t rx_ns,
                std::size_t wire_bytes) {
-    if (!series_ || gen != gen_ || !train_ || from != peer_.address) return;
+    if (gen != generation() || !train_ || from != peer().address) return;
     m_.received_bytes->Increment(static_cast<double>(wire_bytes));
     switch (train_->OnReply(index, rx_ns)) {
       case Train::Reply::kDuplicate:
@@ -285,54 +248,47 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
     }
   }
 
-  void OnTxStamp(std::uint32_t gen, int index, std::int64_t ns) {
-    if (gen == gen_ && train_) train_->OnTxTimestamp(index, ns);
-  }
-
-  const topology::Peer& peer() const { return peer_; }
-
-  void CountError(const std::string& reason) {
-    if (!series_) return;
-    // Looked up once per reason: a peer that fails every round costs no label copies and no
-    // registry lookup per failure.
-    prometheus::Counter*& counter = errors_[reason];
-    if (counter == nullptr) {
-      auto labels = error_labels_;
-      labels["reason"] = reason;
-      counter = &series_->Add(kind_->env().metrics.probe_errors(), labels);
-    }
-    counter->Increment();
-    SPDLOG_DEBUG("rtt probe error peer={} reason={}", peer_.name, reason);
+  void OnTxStamp(std::uint64_t gen, int index, std::int64_t ns) {
+    if (gen == generation() && train_) train_->OnTxTimestamp(index, ns);
   }
 
  private:
+  void StartRound(std::chrono::steady_clock::time_point scheduled) override {
+    if (train_) {
+      train_->Reset(kind_->options().count);  // no allocation per round
+    } else {
+      train_ = std::make_unique<Train>(kind_->options().count);
+    }
+    start_ = scheduled;
+    next_index_ = 0;
+    SendNext();
+  }
+
+  void StopRound() override { timer_.cancel(); }
+
   void SendNext() {
-    if (cancelled_) return;
     int index = next_index_++;
-    auto outcome = kind_->Send(shared_from_this(), gen_, index, *train_);
-    if (series_) {
-      if (outcome.sent) {
-        m_.sent_bytes->Increment(static_cast<double>(outcome.wire_bytes));
-      } else {
-        CountError(outcome.error);
-      }
+    auto outcome = kind_->Send(SharedSelf<RttPeerProbe>(), generation(), index, *train_);
+    if (outcome.sent) {
+      m_.sent_bytes->Increment(static_cast<double>(outcome.wire_bytes));
+    } else {
+      CountError(outcome.error);
     }
     if (next_index_ < train_->count()) {
       timer_.expires_at(start_ + kind_->options().spacing * next_index_);
     } else {
       timer_.expires_at(Deadline());
     }
-    timer_.async_wait([weak = weak_from_this(), gen = gen_](boost::system::error_code ec) {
-      auto self = weak.lock();
-      // A train settled by its last reply may find this wait already completed: gen and
-      // closed() keep it from settling twice.
-      if (ec || !self || self->cancelled_ || gen != self->gen_ || self->train_->closed()) return;
-      if (self->next_index_ < self->train_->count()) {
-        self->SendNext();
+    timer_.async_wait(IfCurrent(this, [](auto& self, boost::system::error_code ec) {
+      // A train settled by its last reply may find this wait already completed: closed() keeps
+      // it from settling twice.
+      if (ec || self.train_->closed()) return;
+      if (self.next_index_ < self.train_->count()) {
+        self.SendNext();
       } else {
-        self->Finish();
+        self.Finish();
       }
-    });
+    }));
   }
 
   // When an unanswered request is lost: `timeout` after the last send (RttOptions), rounded up
@@ -351,18 +307,16 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
 
   void Finish() {
     const TrainResult& r = train_->Close();
-    if (series_) {
-      // Sent and received move together when the train settles, so that sent − received is
-      // the loss at every scrape (counting sends as they happen shows a train in flight as lost).
-      m_.sent->Increment(r.sent);
-      if (r.received > 0) m_.received->Increment(r.received);
-      for (double s : r.rtt_seconds) m_.rtt->Observe(s);
-      auto& f = kind_->families();
-      int user_stamped = static_cast<int>(r.rtt_seconds.size()) - r.tx_kernel_stamped;
-      if (r.tx_kernel_stamped > 0) f.tx_kernel->Increment(r.tx_kernel_stamped);
-      if (user_stamped > 0) f.tx_user->Increment(user_stamped);
-    }
-    if (done_) std::exchange(done_, nullptr)();
+    // Sent and received move together when the train settles, so that sent − received is the
+    // loss at every scrape (counting sends as they happen shows a train in flight as lost).
+    m_.sent->Increment(r.sent);
+    if (r.received > 0) m_.received->Increment(r.received);
+    for (double s : r.rtt_seconds) m_.rtt->Observe(s);
+    auto& f = kind_->families();
+    int user_stamped = static_cast<int>(r.rtt_seconds.size()) - r.tx_kernel_stamped;
+    if (r.tx_kernel_stamped > 0) f.tx_kernel->Increment(r.tx_kernel_stamped);
+    if (user_stamped > 0) f.tx_user->Increment(user_stamped);
+    EndRound();
   }
 
   struct Series {
@@ -377,18 +331,11 @@ class RttPeerProbe : public PeerProbe, public std::enable_shared_from_this<RttPe
   };
 
   std::shared_ptr<RttKind> kind_;
-  topology::Peer peer_;
   boost::asio::steady_timer timer_;
-  std::optional<metrics::SeriesSet> series_;  // reset by RemoveSeries: no metric use after it
-  Series m_{};
-  prometheus::Labels error_labels_;
-  std::map<std::string, prometheus::Counter*, std::less<>> errors_;  // by reason, as added
-  std::function<void()> done_;
+  Series m_{};  // series()'s, added once: no use after RemoveSeries (no handler is current)
   std::unique_ptr<Train> train_;  // the current train; kept after Close to count late replies
-  std::uint32_t gen_ = 0;
   std::chrono::steady_clock::time_point start_;
   int next_index_ = 0;
-  bool cancelled_ = false;
 };
 
 std::shared_ptr<PeerProbe> RttKind::ForPeer(const topology::Peer& peer) {
@@ -455,7 +402,7 @@ EchoSocket* RttKind::SocketFor(bool v6) {
   return sockets_[i].get();
 }
 
-RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, std::uint32_t gen,
+RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, std::uint64_t gen,
                                    int index, Train& train) {
   SendOutcome out;
   const topology::Peer& peer = probe->peer();
@@ -522,15 +469,14 @@ RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, s
 
 void RttKind::ReadLoop(EchoSocket* s) {
   // EPOLLERR (a queued TX stamp) also completes a read wait, so one loop serves both queues.
-  s->descriptor().async_wait(
-      boost::asio::posix::stream_descriptor::wait_read,
-      [weak = weak_from_this(), s](boost::system::error_code ec) {
-        auto self = weak.lock();
-        if (ec || !self) return;
-        self->DrainTxStamps(*s, 1024);
-        self->DrainReplies(*s);
-        self->ReadLoop(s);
-      });
+  s->descriptor().async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                             [weak = weak_from_this(), s](boost::system::error_code ec) {
+                               auto self = weak.lock();
+                               if (ec || !self) return;
+                               self->DrainTxStamps(*s, 1024);
+                               self->DrainReplies(*s);
+                               self->ReadLoop(s);
+                             });
 }
 
 void RttKind::DrainTxStamps(EchoSocket& s, int max) {

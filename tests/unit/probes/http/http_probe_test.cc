@@ -389,21 +389,6 @@ TEST_F(HttpProbeTest, QueuedRequestsAreLateAndTimedFromTheirIntendedStart) {
   EXPECT_EQ(Errors(server.port(), "timeout"), 10);
 }
 
-TEST_F(HttpProbeTest, CancelEndsTheRoundAtOnce) {
-  FaultServer server("blackhole");
-  env_ = std::make_unique<ProbeEnv>(ProbeEnv{io_, metrics_, kSelf});
-  kind_ = MakeHttpKind(Options(), *env_);
-  probe_ = kind_->ForPeer(MakePeer(server.port()));
-  int done = 0;
-  probe_->Run(std::chrono::steady_clock::now(), [&] { ++done; });
-  io_.run_for(50ms);
-  probe_->Cancel();
-  EXPECT_EQ(done, 1);
-  io_.restart();
-  io_.run_for(500ms);
-  EXPECT_EQ(done, 1);
-}
-
 }  // namespace
 }  // namespace podnet::probes::http
 

@@ -334,25 +334,6 @@ TEST_F(RttProbeTest, AggregatedPeersShareOneSeriesUntilTheLastGoes) {
   EXPECT_EQ(BytesCounter("podnet_probe_sent_bytes_total", b), -1);
 }
 
-TEST_F(RttProbeTest, CancelEndsTheRoundOnce) {
-  std::uint16_t port = StartResponder();
-  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
-  auto peer = MakePeer("udp-peer", "127.0.0.1", port);
-  auto probe = kind->ForPeer(peer);
-  int done = 0;
-  probe->Run(std::chrono::steady_clock::now(), [&] { ++done; });
-  probe->Cancel();
-  EXPECT_EQ(done, 1);
-  io_.restart();
-  io_.run_for(400ms);  // longer than the round would have lasted
-  EXPECT_EQ(done, 1);
-  EXPECT_LT(Counter("podnet_rtt_packets_sent_total", Labels(peer, "udp")), 5);
-  // A cancelled probe's later rounds end at once.
-  int again = 0;
-  probe->Run(std::chrono::steady_clock::now(), [&] { ++again; });
-  EXPECT_EQ(again, 1);
-}
-
 struct IcmpCase {
   std::string name;
   const char* address;
