@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // deploy/kubernetes as a cluster would receive it: `kubectl kustomize` renders the base, the
-// prometheus-operator overlay and the TLS overlay; every object (and the TLS overlay's cert-manager
+// prometheus-operator overlay, the TLS overlay and the grafana-dashboards overlay; every object (and the TLS overlay's cert-manager
 // Certificate example) is validated offline against the Kubernetes, prometheus-operator and
 // cert-manager schemas (kubernetes-models: JSON schema with types, enums and formats;
 // TypeScript over the same models' types: unknown fields, as the API server's strict field
@@ -8,8 +8,9 @@
 // privilege RBAC, non-root, read-only root filesystem, no capabilities, the ping sysctl, probes,
 // ports, the ConfigMap at the path the image reads; with TLS: the web configuration's files
 // inside read-only Secret mounts, an HTTPS PodMonitor that verifies the certificate, probes
-// still plain HTTP). Every check is also run against mutated copies, which it must reject: a
-// check that cannot fail would pass anything.
+// still plain HTTP; the PrometheusRules equal deploy/prometheus's rule files and pass promtool;
+// the dashboard ConfigMaps are dashboards/*.json for Grafana's sidecar). Every check is also run
+// against mutated copies, which it must reject: a check that cannot fail would pass anything.
 //
 // The TLS overlay's web configuration is also checked by exporter-toolkit itself (`promtool check
 // web-config`), with the Secret podnet-tls made by the README's openssl commands in place.
