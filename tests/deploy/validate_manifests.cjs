@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // deploy/kubernetes as a cluster would receive it: `kubectl kustomize` renders the base, the
-// prometheus-operator overlay, the TLS overlay and the grafana-dashboards overlay; every object (and the TLS overlay's cert-manager
-// Certificate example) is validated offline against the Kubernetes, prometheus-operator and
+// prometheus-operator overlay, the TLS overlay and the grafana-dashboards overlay; every object
+// (and the TLS overlay's cert-manager Certificate example) is validated offline against the Kubernetes, prometheus-operator and
 // cert-manager schemas (kubernetes-models: JSON schema with types, enums and formats;
 // TypeScript over the same models' types: unknown fields, as the API server's strict field
 // validation rejects them); then the properties the deployment promises are asserted (least
@@ -427,11 +427,13 @@ const mutations = {
   "PodMonitor on the gRPC port": (o) => { get(o, "PodMonitor").spec.podMetricsEndpoints[0].port = "grpc"; },
   "a Secret": (o) => o.push({ apiVersion: "v1", kind: "Secret", metadata: { name: "s", namespace: "podnet" } }),
 };
-const missed = Object.entries(mutations).filter(([, mutate]) => {
-  const m = clone(withPm.objects);
+// The names of the mutations (name -> edit of a copy of objects) that problemsOf finds nothing in.
+const uncaught = (mutations, objects, problemsOf) => Object.entries(mutations).filter(([, mutate]) => {
+  const m = clone(objects);
   mutate(m);
-  return problems(m).length === 0;
+  return problemsOf(m).length === 0;
 }).map(([name]) => name);
+const missed = uncaught(mutations, withPm.objects, problems);
 check(missed.length === 0, `each of ${Object.keys(mutations).length} broken promises is caught` +
   (missed.length ? `; missed: ${missed.join(", ")}` : ""));
 
@@ -476,11 +478,7 @@ check(foundRules.length === 0, `the PrometheusRules are the rule files (${Object
     "the alert rules missing": (o) => { o.splice(o.indexOf(rule(o, "podnet-alert-rules")), 1); },
     "the rules in another namespace": (o) => { rule(o, "podnet-recording-rules").metadata.namespace = "monitoring"; },
   };
-  const missedRules = Object.entries(ruleMutations).filter(([, mutate]) => {
-    const m = clone(withPm.objects);
-    mutate(m);
-    return ruleProblems(m).length === 0;
-  }).map(([name]) => name);
+  const missedRules = uncaught(ruleMutations, withPm.objects, ruleProblems);
   check(missedRules.length === 0, `each of ${Object.keys(ruleMutations).length} departures from the rule files is caught` +
     (missedRules.length ? `; missed: ${missedRules.join(", ")}` : ""));
 
@@ -579,11 +577,7 @@ check(foundDash.length === 0 && withDash.objects.length > 0,
     "a dashboard of 300 KiB": (o) => { first(o).metadata.annotations = { pad: "x".repeat(300 << 10) }; },
     "another kind": (o) => { first(o).kind = "Secret"; },
   };
-  const missedDash = Object.entries(dashMutations).filter(([, mutate]) => {
-    const m = clone(withDash.objects);
-    mutate(m);
-    return dashboardProblems(m, deployNs).length === 0;
-  }).map(([name]) => name);
+  const missedDash = uncaught(dashMutations, withDash.objects, (m) => dashboardProblems(m, deployNs));
   check(missedDash.length === 0, `each of ${Object.keys(dashMutations).length} broken dashboard ConfigMaps is caught` +
     (missedDash.length ? `; missed: ${missedDash.join(", ")}` : ""));
 }
