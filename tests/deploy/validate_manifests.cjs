@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // deploy/kubernetes as a cluster would receive it: `kubectl kustomize` renders the base, the
 // prometheus-operator overlay, the TLS overlay and the grafana-dashboards overlay; every object
-// (and the TLS overlay's cert-manager Certificate example) is validated offline against the Kubernetes, prometheus-operator and
-// cert-manager schemas (kubernetes-models: JSON schema with types, enums and formats;
-// TypeScript over the same models' types: unknown fields, as the API server's strict field
-// validation rejects them); then the properties the deployment promises are asserted (least
+// (and the TLS overlay's cert-manager Certificate example) is validated offline against the
+// Kubernetes, prometheus-operator and cert-manager schemas (kubernetes-models: JSON schema with
+// types, enums and formats; TypeScript over the same models' types: unknown fields, as the API
+// server's strict field validation rejects them); then the properties the deployment promises are asserted (least
 // privilege RBAC, non-root, read-only root filesystem, no capabilities, the ping sysctl, probes,
 // ports, the ConfigMap at the path the image reads; with TLS: the web configuration's files
 // inside read-only Secret mounts, an HTTPS PodMonitor that verifies the certificate, probes
