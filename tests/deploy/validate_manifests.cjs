@@ -4,13 +4,14 @@
 // (and the TLS overlay's cert-manager Certificate example) is validated offline against the
 // Kubernetes, prometheus-operator and cert-manager schemas (kubernetes-models: JSON schema with
 // types, enums and formats; TypeScript over the same models' types: unknown fields, as the API
-// server's strict field validation rejects them); then the properties the deployment promises are asserted (least
-// privilege RBAC, non-root, read-only root filesystem, no capabilities, the ping sysctl, probes,
-// ports, the ConfigMap at the path the image reads; with TLS: the web configuration's files
-// inside read-only Secret mounts, an HTTPS PodMonitor that verifies the certificate, probes
-// still plain HTTP; the PrometheusRules equal deploy/prometheus's rule files and pass promtool;
-// the dashboard ConfigMaps are dashboards/*.json for Grafana's sidecar). Every check is also run
-// against mutated copies, which it must reject: a check that cannot fail would pass anything.
+// server's strict field validation rejects them); then the properties the deployment promises are
+// asserted (least privilege RBAC, non-root, read-only root filesystem, no capabilities, the ping
+// sysctl, probes, ports, the ConfigMap at the path the image reads; with TLS: the web
+// configuration's files inside read-only Secret mounts, an HTTPS PodMonitor that verifies the
+// certificate, probes still plain HTTP; the PrometheusRules equal deploy/prometheus's rule files
+// and pass promtool; the dashboard ConfigMaps are dashboards/*.json for Grafana's sidecar). Every
+// check is also run against mutated copies, which it must reject: a check that cannot fail would
+// pass anything.
 //
 // The TLS overlay's web configuration is also checked by exporter-toolkit itself (`promtool check
 // web-config`), with the Secret podnet-tls made by the README's openssl commands in place.
