@@ -1,15 +1,17 @@
 #!/usr/bin/env node
 // deploy/kubernetes as a cluster would receive it: `kubectl kustomize` renders the base, the
-// prometheus-operator overlay and the TLS overlay; every object (and the TLS overlay's cert-manager
-// Certificate example) is validated offline against the Kubernetes, prometheus-operator and
-// cert-manager schemas (kubernetes-models: JSON schema with types, enums and formats;
-// TypeScript over the same models' types: unknown fields, as the API server's strict field
-// validation rejects them); then the properties the deployment promises are asserted (least
-// privilege RBAC, non-root, read-only root filesystem, no capabilities, the ping sysctl, probes,
-// ports, the ConfigMap at the path the image reads; with TLS: the web configuration's files
-// inside read-only Secret mounts, an HTTPS PodMonitor that verifies the certificate, probes
-// still plain HTTP). Every check is also run against mutated copies, which it must reject: a
-// check that cannot fail would pass anything.
+// prometheus-operator overlay, the TLS overlay and the grafana-dashboards overlay; every object
+// (and the TLS overlay's cert-manager Certificate example) is validated offline against the
+// Kubernetes, prometheus-operator and cert-manager schemas (kubernetes-models: JSON schema with
+// types, enums and formats; TypeScript over the same models' types: unknown fields, as the API
+// server's strict field validation rejects them); then the properties the deployment promises are
+// asserted (least privilege RBAC, non-root, read-only root filesystem, no capabilities, the ping
+// sysctl, probes, ports, the ConfigMap at the path the image reads; with TLS: the web
+// configuration's files inside read-only Secret mounts, an HTTPS PodMonitor that verifies the
+// certificate, probes still plain HTTP; the PrometheusRules equal deploy/prometheus's rule files
+// and pass promtool; the dashboard ConfigMaps are dashboards/*.json for Grafana's sidecar). Every
+// check is also run against mutated copies, which it must reject: a check that cannot fail would
+// pass anything.
 //
 // The TLS overlay's web configuration is also checked by exporter-toolkit itself (`promtool check
 // web-config`), with the Secret podnet-tls made by the README's openssl commands in place.
@@ -75,7 +77,10 @@ check(!withPm.error, "kubectl kustomize .../prometheus-operator renders" +
   (withPm.error ? `: ${withPm.error}` : ""));
 const withTls = render(path.join(kubeDir, "tls"));
 check(!withTls.error, "kubectl kustomize .../tls renders" + (withTls.error ? `: ${withTls.error}` : ""));
-if (base.error || withPm.error || withTls.error) finish();
+const withDash = render(path.join(kubeDir, "grafana-dashboards"));
+check(!withDash.error, "kubectl kustomize .../grafana-dashboards renders" +
+  (withDash.error ? `: ${withDash.error}` : ""));
+if (base.error || withPm.error || withTls.error || withDash.error) finish();
 const get = (objs, kind) => objs.find((o) => o.kind === kind);
 
 // ---------------------------------------------------------------------------------------------
@@ -139,14 +144,16 @@ const tlsDir = path.join(kubeDir, "tls");
 const certificate = YAML.parse(fs.readFileSync(path.join(tlsDir, "certificate.example.yaml"), "utf8"));
 const tlsChanged = withTls.objects.filter((o) => !withPm.objects.some((q) => deepEqual(q, o)));
 for (const [where, o] of [...withPm.objects.map((o) => ["", o]), ...tlsChanged.map((o) => ["tls: ", o]),
-  ["tls/certificate.example.yaml: ", certificate]]) {
+  ["tls/certificate.example.yaml: ", certificate], ...withDash.objects.map((o) => ["grafana-dashboards: ", o])]) {
   const err = schemaErrors(o);
   check(!err, `${where}${objName(o)} (${o.apiVersion}) validates against its schema` + (err ? `: ${err}` : ""));
 }
 const base_kinds = base.objects.map((o) => o.kind).sort();
-check(deepEqual(base_kinds, withPm.objects.filter((o) => o.kind !== "PodMonitor")
-  .map((o) => o.kind).sort()) && withPm.objects.length === base.objects.length + 1,
-  "the prometheus-operator overlay is the base plus one PodMonitor");
+const operatorKinds = ["PodMonitor", "PrometheusRule", "PrometheusRule"];
+check(deepEqual(base_kinds, withPm.objects.filter((o) => !operatorKinds.includes(o.kind))
+  .map((o) => o.kind).sort()) && deepEqual(withPm.objects.filter((o) => operatorKinds.includes(o.kind))
+  .map((o) => o.kind).sort(), operatorKinds) && withPm.objects.length === base.objects.length + operatorKinds.length,
+  "the prometheus-operator overlay is the base plus one PodMonitor and two PrometheusRules");
 check(deepEqual(withTls.objects.filter((o) => o.kind !== "Secret").map(objName).sort(),
   withPm.objects.map(objName).sort()) && withTls.objects.length === withPm.objects.length + 1,
   "the TLS overlay is the prometheus-operator overlay plus one Secret (the web configuration)");
@@ -166,11 +173,14 @@ function tsSource(objects) {
     Service: (o) => { o.spec.publishNotReadyAdresses = false; },
     ClusterRole: (o) => { o.rules[0].verb = ["get"]; },
     PodMonitor: (o) => { o.spec.podMetricsEndpoints[0].pathh = "/metrics"; },
+    PrometheusRule: (o) => { o.spec.groups[0].rules[0].expresion = "vector(1)"; },
   };
-  for (const o of withPm.objects) {
-    if (typos[o.kind]) { const m = clone(o); typos[o.kind](m); mutants.push(m); }
+  for (const kind of Object.keys(typos)) {  // the first object of each kind
+    const m = clone(withPm.objects.find((o) => o.kind === kind));
+    if (m.kind) { typos[kind](m); mutants.push(m); }
   }
-  fs.writeFileSync(path.join(dir, "rendered.ts"), tsSource([...withPm.objects, ...tlsChanged, certificate]));
+  fs.writeFileSync(path.join(dir, "rendered.ts"), tsSource([...withPm.objects, ...tlsChanged, certificate,
+    ...withDash.objects]));
   fs.writeFileSync(path.join(dir, "mutants.ts"), tsSource(mutants));
   fs.writeFileSync(path.join(dir, "package.json"), '{"type": "commonjs"}\n');
   const tsc = require.resolve("typescript/bin/tsc", { paths: [modules] });
@@ -200,8 +210,15 @@ function tsSource(objects) {
   const pm = clone(withPm.objects.find((o) => o.kind === "PodMonitor"));
   pm.spec.podMetricsEndpoints[0].relabelings[0].action = "copy";
   bad.push(pm);
+  const pr = clone(withPm.objects.find((o) => o.kind === "PrometheusRule" && o.metadata.name === "podnet-alert-rules"));
+  pr.spec.groups[0].rules.find((r) => r.alert).for = "10 minutes";
+  bad.push(pr);
+  const dash = clone(withDash.objects[0]);
+  dash.metadata.labels.grafana_dashboard = 1;
+  bad.push(dash);
   const missed = bad.filter((o) => !schemaErrors(o)).map(objName);
-  check(missed.length === 0, "the schemas reject a string runAsUser, protocol \"udp\", relabel action \"copy\"" +
+  check(missed.length === 0, "the schemas reject a string runAsUser, protocol \"udp\", relabel action \"copy\", " +
+    "an alert's for: \"10 minutes\", a number as a label value" +
     (missed.length ? `: accepted ${missed}` : ""));
 }
 
@@ -234,7 +251,7 @@ function problems(objects, extraKinds = []) {
   const all = (kind) => objects.filter((o) => o.kind === kind);
   const one = (kind) => { const l = all(kind); need(l.length === 1, `exactly one ${kind} (${l.length})`); return l[0]; };
   const allowed = ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-    "RoleBinding", "Service", "ConfigMap", "DaemonSet", "PodMonitor", ...extraKinds];
+    "RoleBinding", "Service", "ConfigMap", "DaemonSet", "PodMonitor", "PrometheusRule", ...extraKinds];
   for (const o of objects) need(allowed.includes(o.kind), `unexpected object ${objName(o)}`);
   const nsObj = one("Namespace"); const sa = one("ServiceAccount"); const cr = one("ClusterRole");
   const crb = one("ClusterRoleBinding"); const role = one("Role"); const rb = one("RoleBinding");
@@ -411,13 +428,160 @@ const mutations = {
   "PodMonitor on the gRPC port": (o) => { get(o, "PodMonitor").spec.podMetricsEndpoints[0].port = "grpc"; },
   "a Secret": (o) => o.push({ apiVersion: "v1", kind: "Secret", metadata: { name: "s", namespace: "podnet" } }),
 };
-const missed = Object.entries(mutations).filter(([, mutate]) => {
-  const m = clone(withPm.objects);
+// The names of the mutations (name -> edit of a copy of objects) that problemsOf finds nothing in.
+const uncaught = (mutations, objects, problemsOf) => Object.entries(mutations).filter(([, mutate]) => {
+  const m = clone(objects);
   mutate(m);
-  return problems(m).length === 0;
+  return problemsOf(m).length === 0;
 }).map(([name]) => name);
+const missed = uncaught(mutations, withPm.objects, problems);
 check(missed.length === 0, `each of ${Object.keys(mutations).length} broken promises is caught` +
   (missed.length ? `; missed: ${missed.join(", ")}` : ""));
+
+// ---------------------------------------------------------------------------------------------
+// The PrometheusRules of the prometheus-operator overlay are deploy/prometheus's rule files: one
+// per file, named after it, its spec exactly the file's parsed YAML (`groups:` and nothing else),
+// and generate.py would write them as they are.
+const promDir = path.join(args.deploy, "prometheus");
+const ruleFiles = Object.fromEntries(["podnet-recording-rules.yml", "podnet-alert-rules.yml"].map((f) =>
+  [f.replace(/\.yml$/, ""), YAML.parse(fs.readFileSync(path.join(promDir, f), "utf8"))]));
+// JSON with sorted keys: equal for equal YAML whatever order kustomize writes the keys in.
+const canonical = (x) => JSON.stringify(x, (k, v) => (v && typeof v === "object" && !Array.isArray(v)
+  ? Object.fromEntries(Object.keys(v).sort().map((key) => [key, v[key]])) : v));
+
+function ruleProblems(objects) {
+  const p = [];
+  const need = (cond, what) => { if (!cond) p.push(what); };
+  const rules = objects.filter((o) => o.kind === "PrometheusRule");
+  const ns = (get(objects, "Namespace") || { metadata: {} }).metadata.name;
+  need(rules.length === Object.keys(ruleFiles).length, `one PrometheusRule per rule file (${rules.length})`);
+  for (const [name, file] of Object.entries(ruleFiles)) {
+    const pr = rules.find((o) => o.metadata.name === name);
+    if (!pr) { p.push(`no PrometheusRule ${name}`); continue; }
+    need(pr.metadata.namespace === ns, `PrometheusRule ${name} is in namespace ${ns}`);
+    need(canonical(pr.spec) === canonical(file), `PrometheusRule ${name}'s spec is deploy/prometheus/${name}.yml`);
+  }
+  return p;
+}
+const foundRules = ruleProblems(withPm.objects);
+check(foundRules.length === 0, `the PrometheusRules are the rule files (${Object.keys(ruleFiles).join(", ")})` +
+  (foundRules.length ? ":\n  " + foundRules.join("\n  ") : ""));
+{
+  const rule = (o, name) => o.find((q) => q.kind === "PrometheusRule" && q.metadata.name === name);
+  const alert = (o) => rule(o, "podnet-alert-rules").spec.groups[0].rules.find((r) => r.alert);
+  const ruleMutations = {
+    "an expression changed": (o) => { rule(o, "podnet-recording-rules").spec.groups[1].rules[0].expr += " * 2"; },
+    "a rule dropped": (o) => { rule(o, "podnet-recording-rules").spec.groups[1].rules.pop(); },
+    "a group renamed": (o) => { rule(o, "podnet-alert-rules").spec.groups[0].name += "-x"; },
+    "an alert's for changed": (o) => { alert(o).for = "1m"; },
+    "an alert's severity changed": (o) => { alert(o).labels.severity = "info"; },
+    "a spec field added": (o) => { rule(o, "podnet-alert-rules").spec.partial_response_strategy = "warn"; },
+    "the alert rules missing": (o) => { o.splice(o.indexOf(rule(o, "podnet-alert-rules")), 1); },
+    "the rules in another namespace": (o) => { rule(o, "podnet-recording-rules").metadata.namespace = "monitoring"; },
+  };
+  const missedRules = uncaught(ruleMutations, withPm.objects, ruleProblems);
+  check(missedRules.length === 0, `each of ${Object.keys(ruleMutations).length} departures from the rule files is caught` +
+    (missedRules.length ? `; missed: ${missedRules.join(", ")}` : ""));
+
+  // generate.py --check, here and in a copy whose rule file has one rule more than its output.
+  const generator = path.join("kubernetes", "prometheus-operator", "generate.py");
+  const gen = (deploy) => spawnSync("python3", [path.join(deploy, generator), "--check"],
+    { encoding: "utf8", timeout: 30000 });
+  const fresh = gen(args.deploy);
+  check(fresh.status === 0, `the PrometheusRules are what ${generator} writes (--check exit ${fresh.status})` +
+    (fresh.status ? `:\n${fresh.stdout}${fresh.stderr}` : ""));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "podnet-rules-"));
+  fs.cpSync(args.deploy, dir, { recursive: true });
+  fs.appendFileSync(path.join(dir, "prometheus", "podnet-alert-rules.yml"),
+    "      - alert: PodnetExtra\n        expr: vector(1)\n");
+  const stale = gen(dir);
+  check(stale.status === 1 && /podnet-alert-rules\.yaml/.test(stale.stderr),
+    `and --check fails when a rule file changed without it (exit ${stale.status})`);
+
+  // promtool on the rules as prometheus-operator hands them to Prometheus (the spec as a rule
+  // file), and on the same with one expression broken.
+  const promtool = (objects, edit = () => {}) => {
+    const files = objects.filter((o) => o.kind === "PrometheusRule").map((o) => {
+      const spec = clone(o.spec);
+      edit(spec);
+      const f = path.join(dir, `${o.metadata.name}.rendered.yml`);
+      fs.writeFileSync(f, YAML.stringify(spec));
+      return f;
+    });
+    return spawnSync(args.promtool, ["check", "rules", ...files], { encoding: "utf8", timeout: 60000 });
+  };
+  const ok = promtool(withPm.objects);
+  check(ok.status === 0, `promtool check rules accepts the rendered PrometheusRules' specs` +
+    (ok.status ? `:\n${ok.stdout}${ok.stderr}` : ""));
+  const broken = promtool(withPm.objects, (s) => { s.groups[0].rules[0].expr = "sum(rate(x[5m])"; });
+  check(broken.status !== 0, `and rejects them with an unbalanced expression (exit ${broken.status})`);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The grafana-dashboards overlay: every dashboards/*.json, as written, in a ConfigMap of its own
+// labelled for Grafana's dashboard sidecar (k8s-sidecar: label grafana_dashboard, value "1"),
+// named without a content hash (a hashed name leaves the old ConfigMap with the same key behind
+// on every change), in the deployment's namespace, and small enough for the API server: a
+// ConfigMap holds at most 1 MiB (core/v1 validation, MaxSecretSize), and client-side apply copies
+// the whole object into the last-applied-configuration annotation, where all annotations
+// together may hold 256 KiB (apimachinery TotalAnnotationSizeLimitB).
+const dashDir = path.join(args.deploy, "..", "dashboards");
+const dashFiles = Object.fromEntries(fs.readdirSync(dashDir).filter((f) => f.endsWith(".json"))
+  .map((f) => [f, fs.readFileSync(path.join(dashDir, f), "utf8")]));
+const configMapLimit = 1 << 20;
+const annotationLimit = 256 << 10;
+
+function dashboardProblems(objects, ns) {
+  const p = [];
+  const need = (cond, what) => { if (!cond) p.push(what); };
+  const seen = [];
+  for (const o of objects) {
+    const at = objName(o);
+    if (o.kind !== "ConfigMap") { p.push(`unexpected object ${at}`); continue; }
+    const keys = Object.keys(o.data || {});
+    need(keys.length === 1 && !o.binaryData, `${at} holds one dashboard (${keys})`);
+    seen.push(...keys);
+    for (const k of keys) {
+      need(dashFiles[k] !== undefined, `${at}: ${k} is a file of dashboards/`);
+      need(o.data[k] === dashFiles[k], `${at}: ${k} is dashboards/${k} as written`);
+      need(o.metadata.name === `podnet-dashboard-${k.replace(/\.json$/, "")}`,
+        `${at} is named podnet-dashboard-${k.replace(/\.json$/, "")} (no hash suffix)`);
+    }
+    need((o.metadata.labels || {}).grafana_dashboard === "1", `${at} is labelled grafana_dashboard: "1"`);
+    need(o.metadata.namespace === ns, `${at} is in namespace ${ns}`);
+    const size = Buffer.byteLength(JSON.stringify(o));
+    need(size < annotationLimit && size < configMapLimit,
+      `${at} (${size} bytes) fits a last-applied-configuration annotation (< ${annotationLimit})`);
+  }
+  need(deepEqual(seen.sort(), Object.keys(dashFiles).sort()),
+    `every dashboard exactly once: ${seen} vs ${Object.keys(dashFiles).sort()}`);
+  return p;
+}
+const deployNs = get(base.objects, "Namespace").metadata.name;
+const foundDash = dashboardProblems(withDash.objects, deployNs);
+const dashSizes = withDash.objects.map((o) => Buffer.byteLength(JSON.stringify(o)));
+check(foundDash.length === 0 && withDash.objects.length > 0,
+  `the grafana-dashboards overlay is the ${Object.keys(dashFiles).length} dashboards for the sidecar ` +
+  `(largest object ${Math.max(...dashSizes)} bytes)` + (foundDash.length ? ":\n  " + foundDash.join("\n  ") : ""));
+{
+  const first = (o) => o[0];
+  const dashMutations = {
+    "label value true": (o) => { first(o).metadata.labels.grafana_dashboard = "true"; },
+    "label missing": (o) => { delete first(o).metadata.labels.grafana_dashboard; },
+    "a dashboard missing": (o) => { o.pop(); },
+    "a dashboard twice": (o) => { o.push({ ...clone(first(o)), metadata: { ...first(o).metadata, name: "copy" } }); },
+    "a dashboard edited": (o) => { const k = Object.keys(first(o).data)[0]; first(o).data[k] = first(o).data[k].replace("{", "{ "); },
+    "a hash suffix": (o) => { first(o).metadata.name += "-5fk2b7m8tc"; },
+    "another namespace": (o) => { first(o).metadata.namespace = "default"; },
+    "two dashboards in one ConfigMap": (o) => { Object.assign(first(o).data, o.pop().data); },
+    "a dashboard of 300 KiB": (o) => { first(o).metadata.annotations = { pad: "x".repeat(300 << 10) }; },
+    "another kind": (o) => { first(o).kind = "Secret"; },
+  };
+  const missedDash = uncaught(dashMutations, withDash.objects, (m) => dashboardProblems(m, deployNs));
+  check(missedDash.length === 0, `each of ${Object.keys(dashMutations).length} broken dashboard ConfigMaps is caught` +
+    (missedDash.length ? `; missed: ${missedDash.join(", ")}` : ""));
+}
 
 // ---------------------------------------------------------------------------------------------
 // What the TLS overlay promises, besides all of the above. The Secret podnet-tls is the user's
