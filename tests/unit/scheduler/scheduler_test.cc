@@ -214,7 +214,7 @@ TEST_F(SchedulerTest, ALateWakeUpIsCountedAndSkipsInsteadOfCatchingUp) {
   // its intended start; the two rounds that fell due meanwhile are skipped, not run back to
   // back, and the next keeps the grid.
   sched_->SetKind("rtt", std::make_shared<ClockedKind>(io_, log_, 20ms, 0ms), Peers(1));
-  time_.Advance(70ms, /*step=*/70ms);  // phase: the only slot, 20 ms; woken at 70 ms
+  time_.Jump(70ms);  // phase: the only slot, 20 ms; woken at 70 ms
   const auto& rounds = log_.runs["peer:p0"];
   ASSERT_EQ(rounds.size(), 1u);
   EXPECT_EQ(rounds[0].scheduled, epoch_ + 20ms);

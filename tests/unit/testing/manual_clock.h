@@ -7,6 +7,7 @@
 // because real time passed, so a test of backoff, pacing or phases is exact and runs in
 // microseconds, however loaded the machine.
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
@@ -16,6 +17,14 @@
 #include <functional>
 
 #include "tests/unit/testing/loop.h"
+
+namespace podnet::testing {
+class VirtualTime;
+struct ManualClock;
+}  // namespace podnet::testing
+
+template <>
+struct boost::asio::wait_traits<podnet::testing::ManualClock>;
 
 namespace podnet::testing {
 
@@ -35,22 +44,31 @@ struct ManualClock {
   static void Set(time_point t) { ticks_.store(t.time_since_epoch().count()); }
   static void Advance(duration d) { ticks_.fetch_add(d.count()); }
 
+  /// The due time of the first ManualClock timer of the loop as the loop last looked at its
+  /// timer queue (VirtualTime::Settle makes it look), time_point::max() when none waits.
+  static time_point next_due() { return time_point(duration(next_due_.load())); }
+
  private:
+  friend struct boost::asio::wait_traits<ManualClock>;
+  friend class VirtualTime;
   static inline std::atomic<rep> ticks_{0};
+  static inline std::atomic<rep> next_due_{(duration::max)().count()};
 };
 
 }  // namespace podnet::testing
 
-/// Asio asks the wait traits how long the reactor may sleep for a timer due in `d` of the
-/// clock's time. Real time has nothing to do with ManualClock: a timer already due (d ≤ 0) is
-/// collected at once, one in the future never wakes the loop by itself (the 5-minute ceiling of
-/// the reactor applies); VirtualTime::Settle makes the loop look again after the test moved
-/// the time.
+/// Asio asks the wait traits how long the reactor may sleep for its first timer, due in `d` of
+/// the clock's time, whenever it looks at its timer queues. Real time has nothing to do with
+/// ManualClock: a timer already due (d ≤ 0) is collected at once, one in the future never wakes
+/// the loop by itself (the reactor's 5-minute ceiling applies) and is noted as next_due();
+/// VirtualTime::Settle makes the loop look again after the test moved the time.
 template <>
 struct boost::asio::wait_traits<podnet::testing::ManualClock> {
   using Clock = podnet::testing::ManualClock;
   static Clock::duration to_wait_duration(const Clock::duration& d) {
-    return d <= Clock::duration::zero() ? Clock::duration::zero() : (Clock::duration::max)();
+    if (d <= Clock::duration::zero()) return Clock::duration::zero();
+    Clock::next_due_.store((Clock::now() + d).time_since_epoch().count());
+    return (Clock::duration::max)();
   }
   static Clock::duration to_wait_duration(const Clock::time_point& t) {
     return to_wait_duration(t - Clock::now());
@@ -84,6 +102,7 @@ class VirtualTime {
   void Settle() {
     for (int round = 0; round < 10000; ++round) {
       bool looked = false;
+      ManualClock::next_due_.store((ManualClock::duration::max)().count());
       kick_.expires_at((ManualClock::time_point::min)());
       kick_.async_wait([&looked](boost::system::error_code) { looked = true; });
       std::size_t ran = 0;
@@ -97,17 +116,43 @@ class VirtualTime {
     ADD_FAILURE() << "VirtualTime::Settle: handlers kept coming after 10000 rounds";
   }
 
-  /// Moves the time on by `d` in steps of `step`, settling after each: a timer due within the
-  /// span runs at most `step` after its due time (exactly on it when due times are multiples of
-  /// `step` from the start).
-  void Advance(ManualClock::duration d, ManualClock::duration step = std::chrono::milliseconds(1)) {
+  /// Moves the time on by `d`, from one due timer to the next: each runs at its due time
+  /// exactly, and what it makes due within the span runs too, in order.
+  void Advance(ManualClock::duration d) {
+    auto end = ManualClock::now() + d;
     Settle();
-    while (d > ManualClock::duration::zero()) {
-      auto s = d < step ? d : step;
-      ManualClock::Advance(s);
-      d -= s;
+    while (ManualClock::next_due() <= end) {
+      ManualClock::Set(std::max(ManualClock::now(), ManualClock::next_due()));
       Settle();
     }
+    ManualClock::Set(end);
+    Settle();
+  }
+
+  /// Moves the time to the first timer's due time and runs what is due; false when no
+  /// ManualClock timer waits.
+  bool AdvanceToNextDue() {
+    Settle();
+    if (ManualClock::next_due() == (ManualClock::time_point::max)()) return false;
+    ManualClock::Set(std::max(ManualClock::now(), ManualClock::next_due()));
+    Settle();
+    return true;
+  }
+
+  /// How long from now the first ManualClock timer is due; duration::max() when none waits.
+  ManualClock::duration UntilNextDue() {
+    Settle();
+    auto next = ManualClock::next_due();
+    if (next == (ManualClock::time_point::max)()) return (ManualClock::duration::max)();
+    return next - ManualClock::now();
+  }
+
+  /// The loop wakes `d` late: the time jumps at once and everything due by then runs together
+  /// (a busy or descheduled loop).
+  void Jump(ManualClock::duration d) {
+    Settle();
+    ManualClock::Advance(d);
+    Settle();
   }
 
   /// Runs the loop (real I/O: a socket's answer) until `done` holds, without moving the time;
