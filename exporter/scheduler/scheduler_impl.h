@@ -114,7 +114,7 @@ void BasicScheduler<Clock>::Start(KindState& state, const topology::Peer& peer,
 template <typename Clock>
 void BasicScheduler<Clock>::Arm(const std::shared_ptr<Target>& t) {
   t->timer.expires_at(t->next);
-  t->timer.async_wait([this, weak = std::weak_ptr<Target>(t)](boost::system::error_code ec) {
+  t->timer.async_wait([weak = std::weak_ptr<Target>(t)](boost::system::error_code ec) {
     auto t = weak.lock();
     if (ec || !t || t->stopped) return;
     if (t->start_delay) {
