@@ -83,6 +83,12 @@ App::App(Options options, std::shared_ptr<const config::Config> config,
   // The HTTP server's own reasons are in the same family (responders/http_server.h).
   reload_refused_ = &responders::ResponderDropped(metrics_.registry())
                          .Add({{"responder", "http"}, {"reason", "reload_queue_full"}});
+  reload_pacer_ = std::make_unique<ReloadPacer>(
+      respond_io_, kReloadInterval, kMaxReloadWaiting, [this](ReloadPacer::Batch batch) {
+        boost::asio::post(control_io_, [this, batch = std::move(batch)]() mutable {
+          RunReload(std::move(batch));
+        });
+      });
 }
 
 App::~App() = default;
@@ -584,7 +590,7 @@ responders::HttpResponse App::RouteControlGuarded(const responders::HttpRequest&
 
 void App::RequestReload(responders::HttpRespond respond) {
   PODNET_DCHECK_LOOP(kResponder);
-  if (reload_waiting_.size() >= kMaxReloadWaiting) {
+  if (reload_pacer_->full()) {
     reload_refused_->Increment();
     responders::HttpResponse busy{429, "text/plain; charset=utf-8",
                                   "too many reload requests waiting; retry later\n"};
@@ -592,42 +598,23 @@ void App::RequestReload(responders::HttpRespond respond) {
     respond(std::move(busy));
     return;
   }
-  reload_waiting_.push_back(std::move(respond));
-  MaybeStartReload();
+  reload_pacer_->Request(std::move(respond));
 }
 
-void App::MaybeStartReload() {
-  PODNET_DCHECK_LOOP(kResponder);
-  if (reload_running_ || reload_waiting_.empty()) return;
-  auto now = std::chrono::steady_clock::now();
-  if (now < last_reload_start_ + kReloadInterval) {
-    if (!reload_timer_) reload_timer_ = std::make_unique<boost::asio::steady_timer>(respond_io_);
-    reload_timer_->expires_at(last_reload_start_ + kReloadInterval);
-    reload_timer_->async_wait([this](boost::system::error_code ec) {
-      if (!ec) MaybeStartReload();
-    });
-    return;
-  }
-  reload_running_ = true;
-  last_reload_start_ = now;
-  boost::asio::post(control_io_, [this, batch = std::move(reload_waiting_)]() mutable {
-    responders::HttpResponse resp{200, "text/plain; charset=utf-8", "Reloaded.\n"};
-    try {
-      if (std::string err; !Reload(&err)) {
-        resp = {500, "text/plain; charset=utf-8",
-                "reload failed, running configuration kept:\n" + err};
-      }
-    } catch (const std::exception& e) {
-      spdlog::error("reload failed: {}", e.what());
-      resp = {500, "text/plain; charset=utf-8", "internal error\n"};
+void App::RunReload(ReloadPacer::Batch batch) {
+  PODNET_DCHECK_LOOP(kControl);
+  responders::HttpResponse resp{200, "text/plain; charset=utf-8", "Reloaded.\n"};
+  try {
+    if (std::string err; !Reload(&err)) {
+      resp = {500, "text/plain; charset=utf-8",
+              "reload failed, running configuration kept:\n" + err};
     }
-    for (auto& respond : batch) respond(resp);
-    boost::asio::post(respond_io_, [this] {
-      reload_running_ = false;
-      MaybeStartReload();
-    });
-  });
-  reload_waiting_.clear();
+  } catch (const std::exception& e) {
+    spdlog::error("reload failed: {}", e.what());
+    resp = {500, "text/plain; charset=utf-8", "internal error\n"};
+  }
+  for (auto& respond : batch) respond(resp);
+  boost::asio::post(respond_io_, [this] { reload_pacer_->Finished(); });
 }
 
 responders::HttpResponse App::RouteControl(const responders::HttpRequest& req,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exporter/app/cli.h"
+#include "exporter/app/reload_pacer.h"
 #include "exporter/config/config.h"
 #include "exporter/discovery/kubernetes/discovery.h"
 #include "exporter/metrics/metrics.h"
@@ -83,9 +84,11 @@ class App {
   // Control loop: RouteControl, with an exception turned into a 500.
   responders::HttpResponse RouteControlGuarded(const responders::HttpRequest& req,
                                                const std::string& path);
-  // Responder loop: queues a /-/reload request, and starts the next reload when it may.
+  // Responder loop: queues a /-/reload request (reload_pacer_), or refuses it when too many
+  // wait.
   void RequestReload(responders::HttpRespond respond);
-  void MaybeStartReload();
+  // Control loop: one paced reload for `batch`; then tells reload_pacer_ on the responder loop.
+  void RunReload(ReloadPacer::Batch batch);
   // Control loop: /metrics, /podnet/info, /-/ready when not ready.
   responders::HttpResponse RouteControl(const responders::HttpRequest& req,
                                         const std::string& path);
@@ -148,14 +151,9 @@ class App {
   std::unique_ptr<responders::GrpcHealthServer> grpc_health_;  // responders.grpc, if set
 #endif
   std::atomic<bool> ready_{false};
-  // Responder loop: /-/reload requests. A reload starts at most once per kReloadInterval (a
-  // loop of POSTs must not become a loop of reloads and log lines); requests that come
-  // meanwhile wait, up to kMaxReloadWaiting (more get 429), and all share the next reload, which
-  // reads the file after they came.
-  std::vector<responders::HttpRespond> reload_waiting_;
-  bool reload_running_ = false;
-  std::chrono::steady_clock::time_point last_reload_start_{};
-  std::unique_ptr<boost::asio::steady_timer> reload_timer_;
+  // Responder loop: /-/reload requests. A reload starts at most once a second; up to 16
+  // requests wait meanwhile (more get 429) and all share the next reload (reload_pacer.h).
+  std::unique_ptr<ReloadPacer> reload_pacer_;
   prometheus::Counter* reload_refused_ = nullptr;
   // Set on the control loop, read by /-/ready on the responder loop: discovery runs and has not
   // listed yet.

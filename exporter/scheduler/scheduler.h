@@ -1,17 +1,19 @@
 #pragma once
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
 
 #include "exporter/probes/phase_grid.h"
 #include "exporter/probes/probe.h"
@@ -47,13 +49,22 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Histogram>& start_delay_;
 };
 
-class Scheduler {
+/// `Clock` is the time the scheduler lays rounds out on and waits by (its timers are
+/// boost::asio::basic_waitable_timer<Clock>): std::chrono::steady_clock in the exporter (the
+/// `Scheduler` below), a clock the test moves by hand in tests. Its time_point must be
+/// steady_clock's, as probes::PeerProbe::Run takes one. The definitions are in
+/// scheduler_impl.h; scheduler.cc instantiates the steady_clock one.
+template <typename Clock>
+class BasicScheduler {
  public:
+  static_assert(std::is_same_v<typename Clock::time_point, std::chrono::steady_clock::time_point>,
+                "probes take steady_clock time points");
+
   /// `metrics` (may be null: not exported) must outlive the scheduler.
-  explicit Scheduler(boost::asio::io_context& io, SchedulerMetrics* metrics = nullptr);
-  ~Scheduler();
-  Scheduler(const Scheduler&) = delete;
-  Scheduler& operator=(const Scheduler&) = delete;
+  explicit BasicScheduler(boost::asio::io_context& io, SchedulerMetrics* metrics = nullptr);
+  ~BasicScheduler();
+  BasicScheduler(const BasicScheduler&) = delete;
+  BasicScheduler& operator=(const BasicScheduler&) = delete;
 
   /// Replaces the probes of kind `name`: stops every running one and removes its series, then
   /// starts `kind` (nullptr = the kind is off) towards each of `peers`, or towards each of its
@@ -77,9 +88,9 @@ class Scheduler {
   struct Target;
   struct KindState {
     std::shared_ptr<probes::ProbeKind> kind;
-    std::string name;  // the `probe` label
+    std::string name;                                        // the `probe` label
     std::map<std::string, std::shared_ptr<Target>> targets;  // by peer name (or target key)
-    bool fixed_targets = false;  // the kind's own Targets(), not peers
+    bool fixed_targets = false;                              // the kind's own Targets(), not peers
   };
 
   void Start(KindState& state, const topology::Peer& peer,
@@ -94,5 +105,8 @@ class Scheduler {
   std::map<std::string, KindState, std::less<>> kinds_;
   std::uint64_t skipped_rounds_ = 0;
 };
+
+using Scheduler = BasicScheduler<std::chrono::steady_clock>;
+extern template class BasicScheduler<std::chrono::steady_clock>;
 
 }  // namespace podnet::scheduler

@@ -117,12 +117,19 @@ struct Snapshot {
 /// When want_zone, GET /api/v1/nodes/NODE runs alongside, retried likewise until it answers.
 /// `on_change` gets a Snapshot whenever the zone or the candidate set changes. Every failure is
 /// counted in DiscoveryMetrics and logged at debug. Not thread-safe: use it on its loop.
-class KubernetesDiscovery {
+///
+/// `Clock` is the time backoff, Retry-After and publish coalescing wait by (its timers are
+/// boost::asio::basic_waitable_timer<Clock>; the API client's own request deadlines stay on
+/// steady_clock): std::chrono::steady_clock in the exporter (KubernetesDiscovery), a hand-moved
+/// clock in tests. The definitions are in discovery_impl.h; discovery.cc instantiates the
+/// steady_clock one.
+template <typename Clock>
+class BasicKubernetesDiscovery {
  public:
-  KubernetesDiscovery(boost::asio::io_context& io, std::unique_ptr<ApiClient> client,
-                      DiscoveryOptions options, DiscoveryMetrics& metrics,
-                      std::function<void(const Snapshot&)> on_change);
-  ~KubernetesDiscovery();  // Stop()s
+  BasicKubernetesDiscovery(boost::asio::io_context& io, std::unique_ptr<ApiClient> client,
+                           DiscoveryOptions options, DiscoveryMetrics& metrics,
+                           std::function<void(const Snapshot&)> on_change);
+  ~BasicKubernetesDiscovery();  // Stop()s
 
   void Start();
   /// Cancels the requests in flight and the timers; no callback runs after it.
@@ -140,6 +147,9 @@ class KubernetesDiscovery {
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+using KubernetesDiscovery = BasicKubernetesDiscovery<std::chrono::steady_clock>;
+extern template class BasicKubernetesDiscovery<std::chrono::steady_clock>;
 
 /// The paths of the list request and of the Node GET (names percent-encoded).
 std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service);

@@ -13,10 +13,12 @@
 #include "exporter/discovery/kubernetes/api_client.h"
 #include "exporter/discovery/kubernetes/api_config.h"
 #include "exporter/discovery/kubernetes/discovery.h"
+#include "exporter/discovery/kubernetes/discovery_impl.h"
 #include "exporter/discovery/kubernetes/resources.h"
 #include "tests/unit/discovery/fake_api_server.h"
 #include "tests/unit/discovery/fixtures.h"
 #include "tests/unit/testing/loop.h"
+#include "tests/unit/testing/manual_clock.h"
 
 namespace podnet::discovery::kubernetes {
 namespace {
@@ -33,8 +35,10 @@ using podnet::testing::FakeResponse;
 using podnet::testing::FakeStream;
 using podnet::testing::ListJson;
 using podnet::testing::LoopThread;
+using podnet::testing::ManualClock;
 using podnet::testing::SliceJson;
 using podnet::testing::TempDir;
+using podnet::testing::VirtualTime;
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures shaped as a real API server's responses (kubectl get --raw, v1.29; uids shortened).
@@ -304,13 +308,10 @@ TEST(BackoffTest, GrowsWithJitterAndHonoursRetryAfter) {
 // ---------------------------------------------------------------------------------------------
 // The client and discovery against the fake API server.
 
-class DiscoveryTest : public ::testing::Test {
+// What every discovery test keeps: the service account, the series, the snapshots published.
+class DiscoveryFixture : public ::testing::Test {
  protected:
-  DiscoveryTest() : registry_(), metrics_(registry_) { sa_.Write("token", "token-1\n"); }
-  ~DiscoveryTest() override {
-    loop_.Run([&] { discovery_.reset(); });
-    loop_.Stop();
-  }
+  DiscoveryFixture() : registry_(), metrics_(registry_) { sa_.Write("token", "token-1\n"); }
 
   ApiConfig Config(std::uint16_t port) {
     ApiConfig c;
@@ -322,9 +323,7 @@ class DiscoveryTest : public ::testing::Test {
     return c;
   }
 
-  void StartDiscovery(std::uint16_t port, bool want_zone = true, ClientOptions copts = {}) {
-    copts.request_timeout =
-        copts.request_timeout == ClientOptions{}.request_timeout ? 3000ms : copts.request_timeout;
+  DiscoveryOptions Options(bool want_zone) const {
     DiscoveryOptions o;
     o.namespace_name = "podnet";
     o.service = "podnet";
@@ -335,19 +334,31 @@ class DiscoveryTest : public ::testing::Test {
     o.min_watch_timeout = 5s;
     o.watch_grace = 1s;
     o.min_publish_interval = publish_interval_;
-    loop_.Run([&] {
-      std::string err;
-      auto client = ApiClient::Create(loop_.io(), Config(port), copts, &err);
-      ASSERT_TRUE(client) << err;
-      discovery_ = std::make_unique<KubernetesDiscovery>(loop_.io(), std::move(client), o, metrics_,
-                                                         [this](const Snapshot& s) {
-                                                           std::lock_guard lock(mu_);
-                                                           snapshots_.push_back(s);
-                                                         });
-      discovery_->Start();
-    });
+    return o;
   }
 
+  // A client for the fake server at `port`, on `io`.
+  std::unique_ptr<ApiClient> Client(boost::asio::io_context& io, std::uint16_t port,
+                                    ClientOptions copts = {}) {
+    copts.request_timeout =
+        copts.request_timeout == ClientOptions{}.request_timeout ? 3000ms : copts.request_timeout;
+    std::string err;
+    auto client = ApiClient::Create(io, Config(port), copts, &err);
+    EXPECT_TRUE(client) << err;
+    return client;
+  }
+
+  std::function<void(const Snapshot&)> Recorder() {
+    return [this](const Snapshot& s) {
+      std::lock_guard lock(mu_);
+      snapshots_.push_back(s);
+    };
+  }
+
+  std::size_t Published() {
+    std::lock_guard lock(mu_);
+    return snapshots_.size();
+  }
   Snapshot Last() {
     std::lock_guard lock(mu_);
     return snapshots_.empty() ? Snapshot{} : snapshots_.back();
@@ -369,11 +380,63 @@ class DiscoveryTest : public ::testing::Test {
   TempDir sa_;
   prometheus::Registry registry_;
   DiscoveryMetrics metrics_;
-  LoopThread loop_;
-  std::unique_ptr<KubernetesDiscovery> discovery_;
   std::mutex mu_;
   std::vector<Snapshot> snapshots_;
   std::chrono::milliseconds publish_interval_{1000};
+};
+
+// Discovery on a loop thread of its own and the real clock, as the exporter runs it.
+class DiscoveryTest : public DiscoveryFixture {
+ protected:
+  ~DiscoveryTest() override {
+    loop_.Run([&] { discovery_.reset(); });
+    loop_.Stop();
+  }
+
+  void StartDiscovery(std::uint16_t port, bool want_zone = true, ClientOptions copts = {}) {
+    loop_.Run([&] {
+      discovery_ = std::make_unique<KubernetesDiscovery>(
+          loop_.io(), Client(loop_.io(), port, copts), Options(want_zone), metrics_, Recorder());
+      discovery_->Start();
+    });
+  }
+
+  LoopThread loop_;
+  std::unique_ptr<KubernetesDiscovery> discovery_;
+};
+
+// Discovery whose backoff and coalescing wait on a clock the test moves (ManualClock), its loop
+// run on the test's thread; the API server's answers are still real I/O over loopback.
+class VirtualDiscoveryTest : public DiscoveryFixture {
+ protected:
+  // The server's threads finish their TLS shutdowns with the client, so the loop runs (on
+  // this thread) while another one stops the server.
+  ~VirtualDiscoveryTest() override {
+    discovery_.reset();
+    std::atomic<bool> stopped{false};
+    std::thread stopper([&] {
+      server_.reset();
+      stopped = true;
+    });
+    EXPECT_TRUE(time_.RunUntil([&] { return stopped.load(); }, 30000ms));
+    stopper.join();
+  }
+
+  FakeApiServer& Serve(FakeApiServer::Handler handler) {
+    server_ = std::make_unique<FakeApiServer>(std::move(handler));
+    return *server_;
+  }
+
+  void StartDiscovery(std::uint16_t port, bool want_zone) {
+    discovery_ = std::make_unique<BasicKubernetesDiscovery<ManualClock>>(
+        io_, Client(io_, port), Options(want_zone), metrics_, Recorder());
+    discovery_->Start();
+  }
+
+  boost::asio::io_context io_;
+  VirtualTime time_{io_};
+  std::unique_ptr<FakeApiServer> server_;
+  std::unique_ptr<BasicKubernetesDiscovery<ManualClock>> discovery_;
 };
 
 // Serves the Node, one list and watches whose streams the test feeds, in order.
@@ -457,20 +520,17 @@ TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
   EXPECT_EQ(Errors("endpointslices", "connection_lost"), -1);
 }
 
-TEST_F(DiscoveryTest, ABurstOfEventsIsPublishedTogether) {
-  // A rollout: 30 MODIFIED events within a few ms. Publishing each would rebuild and re-select
-  // every candidate 30 times; with the interval, the first goes at once and the rest together.
+TEST_F(VirtualDiscoveryTest, ABurstOfEventsIsPublishedTogether) {
+  // A rollout: 30 MODIFIED events at once. Publishing each would rebuild and re-select every
+  // candidate 30 times; with the interval, the changes within it go out together at its end,
+  // and the first change after a quiet interval goes out at once.
   publish_interval_ = 300ms;
   auto script = std::make_shared<Script>();
   script->lists = {ListJson("5000", {SliceA()})};
-  FakeApiServer server([script](const FakeRequest& r) { return (*script)(r); });
+  auto& server = Serve([script](const FakeRequest& r) { return (*script)(r); });
   StartDiscovery(server.port(), /*want_zone=*/false);
-  ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }));
-  std::size_t before = 0;
-  {
-    std::lock_guard lock(mu_);
-    before = snapshots_.size();
-  }
+  ASSERT_TRUE(time_.RunUntil([&] { return script->Watch(0) != nullptr; }));
+  ASSERT_EQ(Published(), 1u);  // the list, at once
   std::string burst;
   for (int i = 0; i < 30; ++i) {
     json a = SliceA(std::to_string(5001 + i));
@@ -478,15 +538,22 @@ TEST_F(DiscoveryTest, ABurstOfEventsIsPublishedTogether) {
     burst += EventJson("MODIFIED", a);
   }
   script->Watch(0)->Push(burst);
-  ASSERT_TRUE(Eventually([&] { return Events("MODIFIED") == 30; }));
-  // The last state arrives within the interval...
-  ASSERT_TRUE(Eventually([&] {
-    return Names() == std::vector<std::string>{"podnet-c", "podnet-self"};
-  }));
-  std::this_thread::sleep_for(400ms);  // ...and nothing else comes after it.
-  std::lock_guard lock(mu_);
-  EXPECT_LE(snapshots_.size() - before, 2u) << "each event was published on its own";
-  EXPECT_GE(snapshots_.size() - before, 1u);
+  ASSERT_TRUE(time_.RunUntil([&] { return Events("MODIFIED") == 30; }));
+  // The clock has not moved since the list was published: all 30 wait for its interval's end.
+  EXPECT_EQ(Published(), 1u);
+  EXPECT_EQ(time_.UntilNextDue(), 300ms);
+  time_.Advance(299ms);
+  EXPECT_EQ(Published(), 1u);
+  time_.Advance(1ms);
+  ASSERT_EQ(Published(), 2u);
+  EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-c", "podnet-self"}));
+  time_.Advance(10s);  // nothing else comes after it
+  EXPECT_EQ(Published(), 2u);
+  // Quiet for longer than the interval: the next change is published as soon as it is read.
+  script->Watch(0)->Push(EventJson("MODIFIED", SliceA("5100")));
+  ASSERT_TRUE(time_.RunUntil([&] { return Events("MODIFIED") == 31; }));
+  EXPECT_EQ(Published(), 3u);
+  EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
 }
 
 TEST_F(DiscoveryTest, GoneRelistsBothAsEventAndAsStatus) {
@@ -520,21 +587,28 @@ TEST_F(DiscoveryTest, GoneRelistsBothAsEventAndAsStatus) {
   EXPECT_EQ(server.count("/nodes/"), 0);
 }
 
-TEST_F(DiscoveryTest, ServerErrorsAndThrottlingBackOff) {
+TEST_F(VirtualDiscoveryTest, ServerErrorsAndThrottlingBackOff) {
+  // Lists fail twice with 500, then once with 429 and Retry-After: 1, then succeed. The clock
+  // moves only when the test moves it, so each retry's wait is read exactly: the first timer's
+  // due time after each failure, and the clock at the server when the retry arrived.
   auto script = std::make_shared<Script>();
   script->lists = {ListJson("5000", {SliceA()})};
-  std::atomic<int> list_calls{0};
-  std::atomic<int> node_calls{0};
-  std::mutex mu;
-  std::vector<std::chrono::steady_clock::time_point> at;
-  FakeApiServer server([&, script](const FakeRequest& r) {
+  // The handler outlives the test's body (the fixture stops the server): what it shares with
+  // the test is held by both.
+  struct Lists {
+    std::atomic<int> calls{0};
+    std::mutex mu;
+    std::vector<ManualClock::time_point> at;  // of each list request, by the clock of the test
+  };
+  auto lists = std::make_shared<Lists>();
+  auto& server = Serve([lists, script](const FakeRequest& r) {
     if (r.target.find("watch=1") == std::string::npos &&
         r.target.find("/endpointslices") != std::string::npos) {
       {
-        std::lock_guard lock(mu);
-        at.push_back(std::chrono::steady_clock::now());
+        std::lock_guard lock(lists->mu);
+        lists->at.push_back(ManualClock::now());
       }
-      int n = list_calls++;
+      int n = lists->calls++;
       if (n < 2) {
         return FakeResponse{500,
                             {},
@@ -548,21 +622,58 @@ TEST_F(DiscoveryTest, ServerErrorsAndThrottlingBackOff) {
                             R"("reason":"TooManyRequests","code":429})"};
       }
     }
-    if (r.target == "/api/v1/nodes/node-a" && node_calls++ == 0) {
+    return (*script)(r);
+  });
+  StartDiscovery(server.port(), /*want_zone=*/false);
+  // Failure 1: initial backoff 20 ms, jittered down to half at most.
+  ASSERT_TRUE(time_.RunUntil([&] { return Errors("endpointslices", "server_error") == 1; }));
+  auto first = time_.UntilNextDue();
+  EXPECT_GE(first, 10ms);
+  EXPECT_LE(first, 20ms);
+  ASSERT_TRUE(time_.AdvanceToNextDue());
+  // Failure 2: doubled, [20, 40] ms.
+  ASSERT_TRUE(time_.RunUntil([&] { return Errors("endpointslices", "server_error") == 2; }));
+  auto second = time_.UntilNextDue();
+  EXPECT_GE(second, 20ms);
+  EXPECT_LE(second, 40ms);
+  ASSERT_TRUE(time_.AdvanceToNextDue());
+  // 429: Retry-After (1 s) wins over the backoff (at most 80 ms by now).
+  ASSERT_TRUE(time_.RunUntil([&] { return Errors("endpointslices", "throttled") == 1; }));
+  EXPECT_EQ(time_.UntilNextDue(), 1000ms);
+  time_.Advance(999ms);
+  EXPECT_EQ(lists->calls.load(), 3);
+  time_.Advance(1ms);
+  ASSERT_TRUE(time_.RunUntil([&] { return Last().synced; }));
+  EXPECT_EQ(Errors("endpointslices", "server_error"), 2);
+  EXPECT_EQ(Errors("endpointslices", "throttled"), 1);
+  std::lock_guard lock(lists->mu);
+  const auto& at = lists->at;
+  ASSERT_EQ(at.size(), 4u);
+  EXPECT_EQ(at[1] - at[0], first);
+  EXPECT_EQ(at[2] - at[1], second);
+  EXPECT_EQ(at[3] - at[2], 1000ms);
+}
+
+TEST_F(VirtualDiscoveryTest, TheNodeIsRetriedLikewise) {
+  auto script = std::make_shared<Script>();
+  script->lists = {ListJson("5000", {SliceA()})};
+  auto node_calls = std::make_shared<std::atomic<int>>(0);
+  auto& server = Serve([node_calls, script](const FakeRequest& r) {
+    if (r.target == "/api/v1/nodes/node-a" && (*node_calls)++ == 0) {
       return FakeResponse{503, {}, "{}"};
     }
     return (*script)(r);
   });
-  StartDiscovery(server.port());
-  ASSERT_TRUE(Eventually([&] { return Last().synced; }, 4000ms));
-  EXPECT_EQ(Errors("endpointslices", "server_error"), 2);
-  EXPECT_EQ(Errors("endpointslices", "throttled"), 1);
-  EXPECT_EQ(Errors("node", "server_error"), 1);
-  EXPECT_EQ(Last().self_zone, "ap-northeast-2a");
-  std::lock_guard lock(mu);
-  ASSERT_EQ(at.size(), 4u);
-  EXPECT_GE(at[1] - at[0], 10ms);    // initial backoff 20 ms, jittered down to half at most
-  EXPECT_GE(at[3] - at[2], 1000ms);  // Retry-After: 1
+  StartDiscovery(server.port(), /*want_zone=*/true);
+  ASSERT_TRUE(time_.RunUntil([&] { return Errors("node", "server_error") == 1 && Last().synced; }));
+  EXPECT_EQ(Last().self_zone, "");
+  auto wait = time_.UntilNextDue();
+  EXPECT_GE(wait, 10ms);
+  EXPECT_LE(wait, 20ms);
+  ASSERT_TRUE(time_.AdvanceToNextDue());
+  ASSERT_TRUE(time_.RunUntil([&] { return Last().self_zone == "ap-northeast-2a"; }));
+  EXPECT_EQ(node_calls->load(), 2);
+  EXPECT_EQ(time_.UntilNextDue(), ManualClock::duration::max());  // nothing more to retry
 }
 
 TEST_F(DiscoveryTest, TokenRotationAndADroppedWatch) {

@@ -1,0 +1,413 @@
+#pragma once
+
+// BasicKubernetesDiscovery's definitions, for the translation units that instantiate it:
+// discovery.cc (std::chrono::steady_clock, the exporter's) and tests (a clock they move by
+// hand).
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "exporter/discovery/kubernetes/discovery.h"
+
+namespace podnet::discovery::kubernetes {
+
+template <typename Clock>
+class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  using json = nlohmann::json;
+
+  Impl(boost::asio::io_context& io, std::unique_ptr<ApiClient> client, DiscoveryOptions options,
+       DiscoveryMetrics& metrics, std::function<void(const Snapshot&)> on_change)
+      : client_(std::move(client)),
+        options_(std::move(options)),
+        metrics_(metrics),
+        on_change_(std::move(on_change)),
+        node_timer_(io),
+        slices_timer_(io),
+        publish_timer_(io),
+        node_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after),
+        slices_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after) {}
+
+  void Start() {
+    stopped_ = false;
+    spdlog::info("kubernetes discovery: service {}/{} from API server {} ({})",
+                 options_.namespace_name, options_.service, client_->config().Url(),
+                 client_->config().source);
+    if (options_.want_zone) GetNode();
+    List();
+  }
+
+  void Stop() {
+    stopped_ = true;
+    if (node_call_) node_call_->Cancel();
+    if (slices_call_) slices_call_->Cancel();
+    node_call_.reset();
+    slices_call_.reset();
+    node_timer_.cancel();
+    slices_timer_.cancel();
+    publish_timer_.cancel();
+    publish_pending_ = false;
+    metrics_.candidates().Set(0);
+  }
+
+  const Snapshot& snapshot() const { return snapshot_; }
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  // --- the own Node's zone ---------------------------------------------------------------
+
+  void GetNode() {
+    node_call_ =
+        client_->Get(NodePath(options_.node),
+                     [self = this->shared_from_this()](ApiResponse r) { self->OnNode(r); });
+  }
+
+  void OnNode(const ApiResponse& r) {
+    node_call_.reset();
+    if (stopped_) return;
+    std::string reason = FailureReason(r);
+    std::string detail = Describe(r);
+    if (reason.empty()) {
+      json node = json::parse(r.body, nullptr, false);
+      std::string err;
+      auto zone = node.is_discarded() ? std::nullopt : NodeZone(node, &err);
+      if (!zone) {
+        reason = "bad_response";
+        detail = node.is_discarded() ? "not JSON" : err;
+      } else if (zone->empty()) {
+        metrics_.Error("node", "no_zone_label");
+        spdlog::warn(
+            "kubernetes: node {} has no topology.kubernetes.io/zone label: peers stay "
+            "in path class unknown",
+            options_.node);
+        return;
+      } else {
+        spdlog::info("kubernetes: this Pod's zone is {} (from node {})", *zone, options_.node);
+        snapshot_.self_zone = *zone;
+        Publish(true);
+        return;
+      }
+    }
+    metrics_.Error("node", reason);
+    auto delay = node_backoff_.Next(r.retry_after);
+    last_error_ = "GET node " + options_.node + ": " + Failure(reason, r, detail);
+    spdlog::log(StreakLevel(node_backoff_.attempt()),
+                "kubernetes: {}; retrying in {} ms (failure {})", last_error_, delay.count(),
+                node_backoff_.attempt());
+    node_timer_.expires_after(delay);
+    node_timer_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
+      if (!ec && !self->stopped_) self->GetNode();
+    });
+  }
+
+  // --- EndpointSlices: list, then watch ----------------------------------------------------
+
+  void List() {
+    slices_call_ =
+        client_->Get(EndpointSlicesPath(options_.namespace_name, options_.service),
+                     [self = this->shared_from_this()](ApiResponse r) { self->OnList(r); });
+  }
+
+  void OnList(const ApiResponse& r) {
+    slices_call_.reset();
+    if (stopped_) return;
+    std::string reason = FailureReason(r);
+    std::string detail = r.detail;
+    std::map<std::string, std::vector<Endpoint>> slices;
+    std::string rv;
+    if (reason.empty()) {
+      json list = json::parse(r.body, nullptr, false);
+      if (list.is_discarded() || !list.is_object()) {
+        reason = "bad_response";
+        detail = "the list is not a JSON object";
+      } else {
+        if (const json* m = ObjectAt(list, "metadata")) rv = StringAt(*m, "resourceVersion");
+        const json* items = FieldAt(list, "items");
+        if (rv.empty() || (items && !items->is_array() && !items->is_null())) {
+          reason = "bad_response";
+          detail = "no metadata.resourceVersion or items is not an array";
+        } else if (items && items->is_array()) {
+          for (const auto& item : *items) {
+            std::string err;
+            auto eps = ReadyEndpoints(item, &err);
+            if (!eps) {
+              reason = "bad_response";
+              detail = err;
+              break;
+            }
+            slices[ObjectName(item)] = std::move(*eps);
+          }
+        }
+      }
+    }
+    if (!reason.empty()) {
+      metrics_.Error("endpointslices", reason);
+      RetrySlices(
+          r.retry_after, [](Impl* self) { self->List(); },
+          "list: " + Failure(reason, r, detail == r.detail ? Describe(r) : detail));
+      return;
+    }
+    slices_ = std::move(slices);
+    resource_version_ = rv;
+    metrics_.lists().Increment();
+    // The backoff is reset by a watch that delivers, not by the list: a server that lists fine
+    // but fails every watch at once must not get a tight list-watch loop.
+    bool first = !snapshot_.synced;
+    snapshot_.synced = true;
+    spdlog::debug("kubernetes: listed {} EndpointSlices at resourceVersion {}", slices_.size(), rv);
+    Publish(first);
+    Watch();
+  }
+
+  void Watch() {
+    std::uniform_int_distribution<long long> pick(options_.min_watch_timeout.count(),
+                                                  2 * options_.min_watch_timeout.count() - 1);
+    long long timeout_s = std::max<long long>(1, pick(rng_));
+    std::string path = EndpointSlicesPath(options_.namespace_name, options_.service) +
+                       "&watch=1&resourceVersion=" + resource_version_ +
+                       "&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout_s);
+    watch_events_ = 0;
+    watch_started_ = Clock::now();
+    relist_ = false;
+    watch_failure_.clear();
+    auto deadline = std::chrono::seconds(timeout_s) + options_.watch_grace;
+    slices_call_ = client_->Watch(
+        path, deadline,
+        [self = this->shared_from_this()](std::string_view line) { return self->OnEvent(line); },
+        [self = this->shared_from_this()](ApiResponse r) { self->OnWatchEnd(r); });
+  }
+
+  // One watch event; false ends the stream (then OnWatchEnd decides what comes next).
+  bool OnEvent(std::string_view line) {
+    if (stopped_) return false;
+    json event = json::parse(line, nullptr, false);
+    std::string type = StringAt(event, "type");  // "" for a discarded (unparsable) event too
+    const json* object = ObjectAt(event, "object");
+    if (type.empty() || !object) {
+      watch_failure_ = "bad_response";
+      relist_ = true;  // an event we could not read may have been a change: start over
+      spdlog::debug("kubernetes: undecodable watch event ({} bytes)", line.size());
+      return false;
+    }
+    if (type == "ERROR") {
+      // The object is a metav1.Status; code 410 (reason Expired or Gone) = RV too old.
+      metrics_.Event(type);
+      long long code = IntegerAt(*object, "code").value_or(0);
+      relist_ = code == 410;
+      watch_failure_ = code == 410 ? "gone" : "watch_error";
+      spdlog::debug("kubernetes: watch ERROR event: code {} {}", code,
+                    StringAt(*object, "message"));
+      return false;
+    }
+    if (type != "ADDED" && type != "MODIFIED" && type != "DELETED" && type != "BOOKMARK") {
+      watch_failure_ = "bad_response";
+      relist_ = true;
+      spdlog::debug("kubernetes: unknown watch event type {}", type);
+      return false;
+    }
+    std::string rv;
+    if (const json* m = ObjectAt(*object, "metadata")) rv = StringAt(*m, "resourceVersion");
+    if (type != "BOOKMARK") {
+      std::string err;
+      auto eps = ReadyEndpoints(*object, &err);
+      if (!eps) {
+        watch_failure_ = "bad_response";
+        relist_ = true;
+        spdlog::debug("kubernetes: bad {} event: {}", type, err);
+        return false;
+      }
+      if (type == "DELETED") {
+        slices_.erase(ObjectName(*object));
+      } else {
+        slices_[ObjectName(*object)] = std::move(*eps);
+      }
+    }
+    metrics_.Event(type);
+    ++watch_events_;
+    if (!rv.empty()) resource_version_ = rv;
+    if (type != "BOOKMARK") Publish(false);
+    return true;
+  }
+
+  void OnWatchEnd(const ApiResponse& r) {
+    slices_call_.reset();
+    if (stopped_) return;
+    std::string reason = watch_failure_;
+    if (reason.empty()) reason = FailureReason(r);
+    if (r.error == ApiError::kNone && r.status == 410) relist_ = true;
+    if (reason.empty()) {
+      // The server ended the watch at timeoutSeconds: renew it from where we are. A server
+      // that ends watches at once and without events gets the backoff, not a tight loop.
+      bool quick = Clock::now() - watch_started_ < std::chrono::seconds(1);
+      if (watch_events_ > 0 || !quick) {
+        slices_backoff_.Reset();
+        Watch();
+        return;
+      }
+      reason = "watch_closed";
+    }
+    metrics_.Error("endpointslices", reason);
+    if (watch_events_ > 0) slices_backoff_.Reset();
+    if (relist_) {
+      spdlog::debug("kubernetes: watch from resourceVersion {} ended ({}): relisting",
+                    resource_version_, reason);
+      if (watch_events_ > 0 || slices_backoff_.attempt() == 0) {
+        slices_backoff_.Next();  // the next failure in a row waits
+        List();
+        return;
+      }
+      RetrySlices(
+          r.retry_after, [](Impl* self) { self->List(); }, "relist after " + reason);
+      return;
+    }
+    RetrySlices(
+        r.retry_after, [](Impl* self) { self->Watch(); },
+        "watch: " + Failure(reason, r, Describe(r)));
+  }
+
+  void RetrySlices(std::chrono::seconds retry_after, void (*next)(Impl*), const std::string& why) {
+    auto delay = slices_backoff_.Next(retry_after);
+    last_error_ = "endpointslices " + why;
+    spdlog::log(StreakLevel(slices_backoff_.attempt()),
+                "kubernetes: {}; retrying in {} ms (failure {})", last_error_, delay.count(),
+                slices_backoff_.attempt());
+    slices_timer_.expires_after(delay);
+    slices_timer_.async_wait([self = this->shared_from_this(), next](boost::system::error_code ec) {
+      if (!ec && !self->stopped_) next(self.get());
+    });
+  }
+
+  // A failure streak is logged at warn on its first failure and then every 10th (every
+  // failure at debug): a Pod stuck NotReady on RBAC or credentials must say why at the default
+  // log level, without a line per retry for as long as the API server is away.
+  static spdlog::level::level_enum StreakLevel(int attempt) {
+    return attempt == 1 || attempt % 10 == 0 ? spdlog::level::warn : spdlog::level::debug;
+  }
+
+  // What went wrong, for the log: the client's detail, and the API's own words when the body is
+  // a Status object (e.g. 'endpointslices.discovery.k8s.io is forbidden: User
+  // "system:serviceaccount:podnet:podnet-exporter" cannot list resource ...').
+  static std::string Describe(const ApiResponse& r) {
+    std::string out = r.detail;
+    if (!r.body.empty() && r.body.size() < 64 * 1024) {
+      std::string message = StatusMessage(r.body);
+      if (!message.empty()) out += (out.empty() ? "" : ": ") + message;
+    }
+    return out;
+  }
+
+  // One failure for the log and /-/ready: the reason label, the HTTP status when the server
+  // answered with a failure, and what went wrong in words ("forbidden (HTTP 403): endpointslices
+  // ... is forbidden: ..."; "connect: Connection refused" when no HTTP answer came).
+  static std::string Failure(const std::string& reason, const ApiResponse& r,
+                             const std::string& detail) {
+    std::string out = reason;
+    if (r.error == ApiError::kNone && r.status != 0 && (r.status < 200 || r.status > 299)) {
+      out += " (HTTP " + std::to_string(r.status) + ")";
+    }
+    if (detail.empty() || detail == reason) return out;
+    if (detail.rfind(reason + ": ", 0) == 0) return detail;  // the client's words start with it
+    return out + ": " + detail;
+  }
+
+  // "" for a 2xx response, else the reason label.
+  static std::string FailureReason(const ApiResponse& r) {
+    if (r.error != ApiError::kNone) return std::string(ApiErrorName(r.error));
+    if (r.status < 200 || r.status > 299) return std::string(StatusReason(r.status));
+    return "";
+  }
+
+  void Publish(bool force) {
+    auto now = Clock::now();
+    if (!force && now - last_publish_ < options_.min_publish_interval) {
+      // Coalesce: one publish at the end of the interval carries every change made in it.
+      if (publish_pending_) return;
+      publish_pending_ = true;
+      publish_timer_.expires_at(last_publish_ + options_.min_publish_interval);
+      publish_timer_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->stopped_ || !self->publish_pending_) return;
+        self->PublishNow(false);
+      });
+      return;
+    }
+    PublishNow(force);
+  }
+
+  void PublishNow(bool force) {
+    publish_pending_ = false;
+    publish_timer_.cancel();
+    last_publish_ = Clock::now();
+    auto endpoints = MergeSlices(slices_);
+    if (!force && endpoints == snapshot_.endpoints) return;
+    snapshot_.endpoints = std::move(endpoints);
+    if (snapshot_.synced)
+      metrics_.candidates().Set(static_cast<double>(snapshot_.endpoints.size()));
+    if (on_change_) on_change_(snapshot_);
+  }
+
+  std::unique_ptr<ApiClient> client_;
+  DiscoveryOptions options_;
+  DiscoveryMetrics& metrics_;
+  std::function<void(const Snapshot&)> on_change_;
+  boost::asio::basic_waitable_timer<Clock> node_timer_;
+  boost::asio::basic_waitable_timer<Clock> slices_timer_;
+  boost::asio::basic_waitable_timer<Clock>
+      publish_timer_;  // a coalesced Publish (min_publish_interval)
+  typename Clock::time_point last_publish_{};
+  bool publish_pending_ = false;
+  Backoff node_backoff_;
+  Backoff slices_backoff_;
+  std::mt19937_64 rng_{std::random_device{}()};
+  std::shared_ptr<ApiClient::Call> node_call_;
+  std::shared_ptr<ApiClient::Call> slices_call_;
+  bool stopped_ = true;
+
+  Snapshot snapshot_;
+  std::map<std::string, std::vector<Endpoint>> slices_;  // by slice name
+  std::string resource_version_;
+  // The watch in flight.
+  int watch_events_ = 0;
+  typename Clock::time_point watch_started_;
+  bool relist_ = false;
+  std::string watch_failure_;  // set by OnEvent when it ends the stream
+  std::string last_error_;     // the last failure's Failure() text, for /-/ready
+};
+
+template <typename Clock>
+BasicKubernetesDiscovery<Clock>::BasicKubernetesDiscovery(
+    boost::asio::io_context& io, std::unique_ptr<ApiClient> client, DiscoveryOptions options,
+    DiscoveryMetrics& metrics, std::function<void(const Snapshot&)> on_change)
+    : impl_(std::make_shared<Impl>(io, std::move(client), std::move(options), metrics,
+                                   std::move(on_change))) {}
+
+template <typename Clock>
+BasicKubernetesDiscovery<Clock>::~BasicKubernetesDiscovery() {
+  impl_->Stop();
+}
+
+template <typename Clock>
+void BasicKubernetesDiscovery<Clock>::Start() {
+  impl_->Start();
+}
+template <typename Clock>
+void BasicKubernetesDiscovery<Clock>::Stop() {
+  impl_->Stop();
+}
+template <typename Clock>
+bool BasicKubernetesDiscovery<Clock>::synced() const {
+  return impl_->snapshot().synced;
+}
+template <typename Clock>
+const std::string& BasicKubernetesDiscovery<Clock>::last_error() const {
+  return impl_->last_error();
+}
+template <typename Clock>
+const Snapshot& BasicKubernetesDiscovery<Clock>::snapshot() const {
+  return impl_->snapshot();
+}
+
+}  // namespace podnet::discovery::kubernetes
