@@ -16,6 +16,8 @@
 // CPU as a fraction of the library floor's. Targets (issue 11): identity median <= 50 ms;
 // writer CPU <= 1/4 of the library floor's.
 // Usage: podnet-bench-serialize [PEERS=1000] [ROUNDS=10] [--aggregate]
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,8 +30,6 @@
 #include <streambuf>
 #include <string>
 #include <vector>
-
-#include <prometheus/text_serializer.h>
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/metrics/exposition.h"
@@ -110,10 +110,8 @@ int main(int argc, char** argv) {
   }
 
   std::size_t bytes = 0;
-  std::printf("%d peers%s, median of %d rounds\n", peers, aggregate ? " (aggregated)" : "",
-              rounds);
-  std::printf("%-16s %10s %10s %12s %14s\n", "step", "wall ms", "CPU ms", "bytes",
-              "CPU x floor");
+  std::printf("%d peers%s, median of %d rounds\n", peers, aggregate ? " (aggregated)" : "", rounds);
+  std::printf("%-16s %10s %10s %12s %14s\n", "step", "wall ms", "CPU ms", "bytes", "CPU x floor");
   double floor_cpu = 0;
   std::map<std::string, Medians> got;
   auto row = [&](const char* step, const std::function<std::size_t()>& f) {
@@ -137,8 +135,9 @@ int main(int argc, char** argv) {
   });
   row("writer", [&] {
     std::size_t n = 0;
-    podnet::metrics::TextWriter([&n](std::string_view piece) { n += piece.size(); })
-        .Write(r.Collect());
+    podnet::metrics::TextWriter([&n](std::string_view piece) {
+      n += piece.size();
+    }).Write(r.Collect());
     return n;
   });
   row("identity", [&] { return m.Serialize().size(); });
@@ -148,9 +147,11 @@ int main(int argc, char** argv) {
   double text_only = (got["writer"].cpu_ms - collect) / (floor_cpu - collect);
   std::printf("\ntarget: /metrics identity median <= 50 ms: %.1f ms  %s\n", identity,
               identity <= 50 ? "PASS" : "MISS");
-  std::printf("target: writer CPU <= 1/4 of TextSerializer's, Collect included: %.3f (1/%.1f)  %s\n",
-              ratio, 1 / ratio, ratio <= 0.25 ? "PASS" : "MISS");
-  std::printf("        the same, text only (Collect's median CPU taken from both): %.3f (1/%.1f)  %s\n",
-              text_only, 1 / text_only, text_only <= 0.25 ? "PASS" : "MISS");
+  std::printf(
+      "target: writer CPU <= 1/4 of TextSerializer's, Collect included: %.3f (1/%.1f)  %s\n", ratio,
+      1 / ratio, ratio <= 0.25 ? "PASS" : "MISS");
+  std::printf(
+      "        the same, text only (Collect's median CPU taken from both): %.3f (1/%.1f)  %s\n",
+      text_only, 1 / text_only, text_only <= 0.25 ? "PASS" : "MISS");
   return 0;
 }

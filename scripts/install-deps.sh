@@ -26,6 +26,7 @@ test_pkgs=(
   python3-yaml   # the dashboard and rule tests read the rule files
   openssl        # lab_isolation and bench/discovery_5000: the fake API server's certificate
   nodejs         # npm-pinned validators: tests/deploy (kubernetes-models), tests/dashboards (@grafana/schema)
+  clang-format   # ctest clang_format (scripts/format.sh --check)
 )
 # scripts/sanitize.sh and scripts/fuzz.sh (--sanitize): clang with its runtimes (ASan, UBSan,
 # TSan and libFuzzer live in libclang-rt-14-dev), on top of the test packages.

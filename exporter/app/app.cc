@@ -435,7 +435,7 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
     for (const auto& kind : probes::ProbeKinds()) scheduler_->SetKind(kind.name, nullptr, {});
     probe_env_->self = self;
     probe_env_->peer_labels = next->aggregate_peers ? metrics::PeerLabelSet::kAggregated
-                                                   : metrics::PeerLabelSet::kPerPeer;
+                                                    : metrics::PeerLabelSet::kPerPeer;
     for (const auto& kind : probes::ProbeKinds()) {
       scheduler_->SetKind(kind.name, kind.make(*next, *probe_env_), peers);
     }

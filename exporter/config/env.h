@@ -20,7 +20,6 @@ EnvLookup ProcessEnv();
 /// caller can warn about a likely typo. Returns std::nullopt and sets *error on an unterminated
 /// `${` or a bad variable name ([A-Za-z_][A-Za-z0-9_]*).
 std::optional<std::string> ExpandEnv(std::string_view value, const EnvLookup& env,
-                                     std::string* error,
-                                     std::vector<std::string>* unset = nullptr);
+                                     std::string* error, std::vector<std::string>* unset = nullptr);
 
 }  // namespace podnet::config

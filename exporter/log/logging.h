@@ -1,12 +1,12 @@
 #pragma once
 
+#include <spdlog/common.h>
+
 #include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <spdlog/common.h>
 
 namespace podnet::log {
 

@@ -65,8 +65,7 @@ void AppendLe(double v, std::string& out) {
 void RewriteLe(std::string_view text, std::string& out) {
   static constexpr std::string_view kLe = "le=\"";
   std::size_t pos = 0;
-  for (std::size_t at = text.find(kLe); at != std::string_view::npos;
-       at = text.find(kLe, at + 1)) {
+  for (std::size_t at = text.find(kLe); at != std::string_view::npos; at = text.find(kLe, at + 1)) {
     if (at == 0 || (text[at - 1] != '{' && text[at - 1] != ',')) continue;  // e.g. scale="
     std::size_t begin = at + kLe.size();
     std::size_t end = text.find('"', begin);

@@ -1,13 +1,13 @@
 #pragma once
 
+#include <prometheus/metric_family.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <prometheus/metric_family.h>
 
 namespace podnet::metrics {
 

@@ -1,10 +1,10 @@
 #include "exporter/metrics/metrics.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <zlib.h>
 
 #include "exporter/metrics/exposition.h"
 #include "exporter/metrics/process.h"
@@ -43,7 +43,7 @@ void SeriesSet::Release(bool remove) {
   for (auto& entry : removers_) {
     auto it = refs_->users_.find(entry.series);
     if (it == refs_->users_.end()) continue;  // not reached: every entry was counted
-    if (--it->second > 0) continue;          // another set still feeds it
+    if (--it->second > 0) continue;           // another set still feeds it
     refs_->users_.erase(it);
     if (remove) entry.remove();
   }
@@ -54,8 +54,9 @@ void SeriesSet::Release(bool remove) {
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   prometheus::BuildGauge()
       .Name("podnet_build_info")
-      .Help("A metric with a constant '1' value labelled by the version and revision of "
-            "podnet-exporter.")
+      .Help(
+          "A metric with a constant '1' value labelled by the version and revision of "
+          "podnet-exporter.")
       .Register(*registry_)
       .Add({{"version", kVersion}, {"revision", kRevision}})
       .Set(1);
@@ -64,12 +65,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("Whether the last configuration reload attempt was successful.")
                             .Register(*registry_)
                             .Add({});
-  reload_success_timestamp_ =
-      &prometheus::BuildGauge()
-           .Name("podnet_config_last_reload_success_timestamp_seconds")
-           .Help("Timestamp of the last successful configuration reload.")
-           .Register(*registry_)
-           .Add({});
+  reload_success_timestamp_ = &prometheus::BuildGauge()
+                                   .Name("podnet_config_last_reload_success_timestamp_seconds")
+                                   .Help("Timestamp of the last successful configuration reload.")
+                                   .Register(*registry_)
+                                   .Add({});
   peers_ = &prometheus::BuildGauge()
                 .Name("podnet_peers")
                 .Help("Number of peers this probe Pod probes, by path class.")
@@ -83,13 +83,15 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Register(*registry_);
   probe_sent_bytes_ = &prometheus::BuildCounter()
                            .Name("podnet_probe_sent_bytes_total")
-                           .Help("Bytes the prober sent to a peer (IP headers included), by probe "
-                                 "kind: the input of the cost model.")
+                           .Help(
+                               "Bytes the prober sent to a peer (IP headers included), by probe "
+                               "kind: the input of the cost model.")
                            .Register(*registry_);
   probe_received_bytes_ = &prometheus::BuildCounter()
                                .Name("podnet_probe_received_bytes_total")
-                               .Help("Bytes the prober received from a peer (IP headers included), "
-                                     "by probe kind.")
+                               .Help(
+                                   "Bytes the prober received from a peer (IP headers included), "
+                                   "by probe kind.")
                                .Register(*registry_);
 }
 

@@ -1,5 +1,11 @@
 #pragma once
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -9,12 +15,6 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
 
 #include "exporter/topology/topology.h"
 
@@ -34,7 +34,6 @@ enum class PeerLabelSet {
   ///    value of whichever peer of the group wrote last: last writer wins, no averaging.
   kAggregated,
 };
-
 
 /// The labels of one peer's series (docs/design.md, "Metrics: peer labels and buckets"): the
 /// only place that decides the label set.
@@ -134,9 +133,7 @@ class Metrics {
 
   prometheus::Family<prometheus::Counter>& probe_errors() { return *probe_errors_; }
   prometheus::Family<prometheus::Counter>& probe_sent_bytes() { return *probe_sent_bytes_; }
-  prometheus::Family<prometheus::Counter>& probe_received_bytes() {
-    return *probe_received_bytes_;
-  }
+  prometheus::Family<prometheus::Counter>& probe_received_bytes() { return *probe_received_bytes_; }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

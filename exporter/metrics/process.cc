@@ -86,8 +86,8 @@ std::vector<prometheus::MetricFamily> CollectProcessMetrics() {
   double page = static_cast<double>(sysconf(_SC_PAGESIZE));
   if (auto st = ParseProcStat(ReadFile("/proc/self/stat")); st && ticks > 0) {
     out.push_back(Family("process_cpu_seconds_total",
-                         "Total user and system CPU time spent in seconds.",
-                         MetricType::Counter, (st->utime_ticks + st->stime_ticks) / ticks));
+                         "Total user and system CPU time spent in seconds.", MetricType::Counter,
+                         (st->utime_ticks + st->stime_ticks) / ticks));
     if (auto fds = OpenFds()) {
       out.push_back(
           Family("process_open_fds", "Number of open file descriptors.", MetricType::Gauge, *fds));

@@ -1,10 +1,10 @@
 #pragma once
 
+#include <prometheus/metric_family.h>
+
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <prometheus/metric_family.h>
 
 namespace podnet::metrics {
 

@@ -1,11 +1,10 @@
 #pragma once
 
+#include <boost/asio/ip/address.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <boost/asio/ip/address.hpp>
 
 namespace podnet::net {
 

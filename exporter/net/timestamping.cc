@@ -48,8 +48,8 @@ bool ReceiveDatagram(int fd, std::span<std::uint8_t> buffer, Datagram* out) {
   msg.msg_controllen = sizeof control;
   ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
   if (n < 0) return false;
-  out->size = static_cast<std::size_t>(n) < buffer.size() ? static_cast<std::size_t>(n)
-                                                          : buffer.size();
+  out->size =
+      static_cast<std::size_t>(n) < buffer.size() ? static_cast<std::size_t>(n) : buffer.size();
   out->from_len = msg.msg_namelen;
   out->rx_kernel = false;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {

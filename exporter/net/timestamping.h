@@ -27,7 +27,7 @@ struct Datagram {
   std::size_t size = 0;  // bytes stored in the buffer (truncated to its size)
   sockaddr_storage from{};
   socklen_t from_len = 0;
-  std::int64_t rx_ns = 0;     // kernel RX stamp, or RealtimeNs() after recvmsg without one
+  std::int64_t rx_ns = 0;  // kernel RX stamp, or RealtimeNs() after recvmsg without one
   bool rx_kernel = false;
 };
 

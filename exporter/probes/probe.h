@@ -1,13 +1,12 @@
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
 
 #include "exporter/config/config.h"
 #include "exporter/metrics/metrics.h"
@@ -26,8 +25,7 @@ class PeerProbe {
   /// round to it). Calls `done` exactly once when the round ends, whatever its outcome; failures
   /// are counted, never thrown. A round ends within the kind's own deadline (for RTT:
   /// (count-1)×spacing + timeout after `scheduled`).
-  virtual void Run(std::chrono::steady_clock::time_point scheduled,
-                   std::function<void()> done) = 0;
+  virtual void Run(std::chrono::steady_clock::time_point scheduled, std::function<void()> done) = 0;
 
   /// Ends a round in progress early (its `done` is still called) and stops any later work.
   virtual void Cancel() = 0;

@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "exporter/probes/dns/dns_probe.h"
 #include "exporter/probes/burst/burst_probe.h"
+#include "exporter/probes/dns/dns_probe.h"
 #include "exporter/probes/http/http_probe.h"
 #ifdef PODNET_WITH_GRPC
 #include "exporter/probes/grpc/grpc_probe.h"

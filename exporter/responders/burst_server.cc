@@ -126,23 +126,22 @@ class BurstResponder::Impl {
     p->timer.async_wait([this, p](ErrorCode ec) {
       if (!ec) Evict(p, cookie_timeout_);
     });
-    boost::asio::async_read(p->socket, boost::asio::buffer(p->cookie),
-                            [this, p](ErrorCode ec, std::size_t) {
-                              p->timer.cancel();
-                              // Gone already when evicted (counted there) or closed by the
-                              // client before its cookie (not a request).
-                              if (std::find(pending_.begin(), pending_.end(), p) ==
-                                  pending_.end()) {
-                                return;
-                              }
-                              pending_.remove(p);
-                              if (ec) return;
-                              if (!iperf3::IsCookie(p->cookie)) {
-                                bad_cookie_.Count();
-                                return;
-                              }
-                              Dispatch(std::move(p->socket), p->cookie);
-                            });
+    boost::asio::async_read(
+        p->socket, boost::asio::buffer(p->cookie), [this, p](ErrorCode ec, std::size_t) {
+          p->timer.cancel();
+          // Gone already when evicted (counted there) or closed by the
+          // client before its cookie (not a request).
+          if (std::find(pending_.begin(), pending_.end(), p) == pending_.end()) {
+            return;
+          }
+          pending_.remove(p);
+          if (ec) return;
+          if (!iperf3::IsCookie(p->cookie)) {
+            bad_cookie_.Count();
+            return;
+          }
+          Dispatch(std::move(p->socket), p->cookie);
+        });
   }
 
   // Closes a connection still waiting for its cookie (its read then completes with an error),

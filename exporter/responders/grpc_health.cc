@@ -3,8 +3,8 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/support/server_interceptor.h>
 #include <grpcpp/server_posix.h>
+#include <grpcpp/support/server_interceptor.h>
 #include <prometheus/counter.h>
 #include <sys/socket.h>
 
@@ -52,8 +52,7 @@ class CountingInterceptor : public ::grpc::experimental::Interceptor {
       counted_ = true;
       counters_.answered->Increment();
     }
-    if (!counted_ &&
-        methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+    if (!counted_ && methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       counted_ = true;
       switch (methods->GetSendStatus().error_code()) {
         case ::grpc::StatusCode::OK:  // no message, yet OK: nothing a health service sends
@@ -78,8 +77,7 @@ class CountingInterceptor : public ::grpc::experimental::Interceptor {
   bool counted_ = false;
 };
 
-class CountingInterceptorFactory
-    : public ::grpc::experimental::ServerInterceptorFactoryInterface {
+class CountingInterceptorFactory : public ::grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   explicit CountingInterceptorFactory(const GrpcCounters& counters) : counters_(counters) {}
   ::grpc::experimental::Interceptor* CreateServerInterceptor(

@@ -5,8 +5,6 @@
 #include <cstdint>
 #include <memory>
 
-#include <prometheus/registry.h>
-
 #include "exporter/net/address.h"
 
 namespace podnet::responders {

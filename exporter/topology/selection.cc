@@ -59,8 +59,7 @@ std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer
       chosen.push_back(p);
       continue;
     }
-    zones[p.zone].emplace_back(RendezvousWeight(self_key, SelectionKey(p.name, p.node)), p.name,
-                               i);
+    zones[p.zone].emplace_back(RendezvousWeight(self_key, SelectionKey(p.name, p.node)), p.name, i);
   }
   for (auto& [zone, group] : zones) {
     std::size_t k = std::min(per_zone, group.size());

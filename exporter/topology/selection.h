@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "exporter/topology/topology.h"
-#include "exporter/topology/topology.h"
 
 namespace podnet::topology {
 

@@ -1,11 +1,10 @@
 #pragma once
 
+#include <boost/asio/ip/address.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/asio/ip/address.hpp>
 
 namespace podnet::topology {
 

@@ -156,7 +156,7 @@ struct Options {
   long long delay_us = -1;
   double max_seconds = 3600;
   long long queue_frames = 4096;
-  long long spin_us = -1;  // -1 = adaptive
+  long long spin_us = -1;     // -1 = adaptive
   long long rt_priority = 0;  // 0 = normal scheduling
   bool quiet = false;
 };
@@ -200,7 +200,8 @@ Options parse_args(int argc, char** argv) {
     } else if (key == "--max-seconds") {
       if (!parse_seconds(val, o.max_seconds)) usage("--max-seconds must be a positive number");
     } else if (key == "--queue-frames") {
-      if (!parse_int(val, 1, 1'000'000, n)) usage("--queue-frames must be an integer in 1..1000000");
+      if (!parse_int(val, 1, 1'000'000, n))
+        usage("--queue-frames must be an integer in 1..1000000");
       o.queue_frames = n;
     } else if (key == "--spin-us") {
       if (!parse_int(val, 0, 10'000, n)) usage("--spin-us must be an integer in 0..10000");
@@ -604,17 +605,19 @@ void DelayLine::summary(const char* reason) {
   std::fprintf(stderr,
                "%s: %s after %.1fs: a=%s b=%s delay_us=%lld forwarded a->b=%" PRIu64
                " b->a=%" PRIu64 " dropped queue=%" PRIu64 " tx=%" PRIu64 " oversize=%" PRIu64
-               " kernel=%" PRIu64 " rx_errors=%" PRIu64 " pending=%zu lateness_us mean=%.1f p50=%ld p99=%ld max=%.1f"
+               " kernel=%" PRIu64 " rx_errors=%" PRIu64
+               " pending=%zu lateness_us mean=%.1f p50=%ld p99=%ld max=%.1f"
                " due_on_rx=%" PRIu64 " no_timestamp=%" PRIu64 " spin_margin_us=%lld\n",
                kProg, reason, secs, a_.name.c_str(), b_.name.c_str(), opt_.delay_us, ab_.forwarded,
                ba_.forwarded, ab_.drop_queue + ba_.drop_queue, ab_.drop_tx + ba_.drop_tx,
-               ab_.drop_big + ba_.drop_big, a_.kernel_drops + b_.kernel_drops, ab_.rx_errors + ba_.rx_errors,
-               ab_.q.size() + ba_.q.size(), mean_us, late_.percentile(0.5),
-               late_.percentile(0.99), double(late_.max_ns) / 1000.0, ab_.rx_late + ba_.rx_late,
-               no_timestamp_,
+               ab_.drop_big + ba_.drop_big, a_.kernel_drops + b_.kernel_drops,
+               ab_.rx_errors + ba_.rx_errors, ab_.q.size() + ba_.q.size(), mean_us,
+               late_.percentile(0.5), late_.percentile(0.99), double(late_.max_ns) / 1000.0,
+               ab_.rx_late + ba_.rx_late, no_timestamp_,
                (long long)(opt_.spin_us >= 0 ? opt_.spin_us : wake_.margin_ns() / 1000));
   if (fatal_errno_)
-    std::fprintf(stderr, "%s: stopped on receive error: %s\n", kProg, std::strerror(int(fatal_errno_)));
+    std::fprintf(stderr, "%s: stopped on receive error: %s\n", kProg,
+                 std::strerror(int(fatal_errno_)));
 }
 
 }  // namespace
@@ -622,7 +625,7 @@ void DelayLine::summary(const char* reason) {
 int main(int argc, char** argv) {
   Options opt = parse_args(argc, argv);
 
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);

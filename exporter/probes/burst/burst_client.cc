@@ -389,8 +389,7 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
       if (!ti) return;
       // Bytes still queued in the send buffer go out before the graceful close: count them,
       // with one header per MSS they will need, or the bill runs short of what we wrote.
-      std::uint64_t sent = ti->bytes_sent > 0 ? ti->bytes_sent + ti->notsent_bytes
-                                              : fallback_sent;
+      std::uint64_t sent = ti->bytes_sent > 0 ? ti->bytes_sent + ti->notsent_bytes : fallback_sent;
       std::uint64_t segs = ti->segs_out;
       if (ti->snd_mss > 0) segs += (ti->notsent_bytes + ti->snd_mss - 1) / ti->snd_mss;
       r.wire_bytes_sent += sent + segs * hdr;

@@ -424,8 +424,8 @@ RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, s
   h.seq = seq;
   h.token = slot.token;
   wire::EchoKind kind = s->mode() == SocketMode::kUdp ? wire::EchoKind::kUdp
-                  : v6                          ? wire::EchoKind::kIcmp6
-                                                : wire::EchoKind::kIcmp4;
+                        : v6                          ? wire::EchoKind::kIcmp6
+                                                      : wire::EchoKind::kIcmp4;
   wire::EncodeRequest(kind, ident_, h, static_cast<std::size_t>(options_.size), tx_buffer_);
   sockaddr_storage dest{};
   socklen_t dest_len = 0;
@@ -516,14 +516,16 @@ void RttKind::DrainReplies(EchoSocket& s) {
     if (s.mode() == SocketMode::kUdp) {
       payload = data;
     } else {
-      auto echo = wire::ParseIcmpEchoReply(s.v6(), s.mode() == SocketMode::kIcmpRaw && !s.v6(), data);
+      auto echo =
+          wire::ParseIcmpEchoReply(s.v6(), s.mode() == SocketMode::kIcmpRaw && !s.v6(), data);
       if (!echo) continue;
       // Raw sockets see every echo reply of the host; the kernel demultiplexes ping sockets.
       if (s.mode() == SocketMode::kIcmpRaw && echo->ident != ident_) continue;
       payload = echo->payload;
     }
     auto h = wire::DecodePayload(payload);
-    if (!h || h->kind != (s.mode() == SocketMode::kUdp ? wire::Kind::kReply : wire::Kind::kRequest)) {
+    if (!h ||
+        h->kind != (s.mode() == SocketMode::kUdp ? wire::Kind::kReply : wire::Kind::kRequest)) {
       continue;  // ICMP echo data comes back as sent (kind = request); UDP echo flips it
     }
     const Slot& slot = slots_[h->seq];

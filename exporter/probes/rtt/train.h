@@ -8,12 +8,12 @@ namespace podnet::probes::rtt {
 /// What a train's round gave: counts and the RTT of every request answered in time.
 struct TrainResult {
   int sent = 0;
-  int received = 0;    // first replies before Close (answered in time)
-  int duplicates = 0;  // further replies to an already answered request
-  int reordered = 0;   // first replies that came after a reply to a later request
-  int late = 0;        // first replies after Close (counted as lost, like ping -W)
+  int received = 0;                 // first replies before Close (answered in time)
+  int duplicates = 0;               // further replies to an already answered request
+  int reordered = 0;                // first replies that came after a reply to a later request
+  int late = 0;                     // first replies after Close (counted as lost, like ping -W)
   std::vector<double> rtt_seconds;  // one per received reply, in request order
-  int tx_kernel_stamped = 0;  // of rtt_seconds, how many were timed from a kernel TX stamp
+  int tx_kernel_stamped = 0;        // of rtt_seconds, how many were timed from a kernel TX stamp
 };
 
 /// The bookkeeping of one packet train: `count` echo requests, indexed 0..count-1. Times are

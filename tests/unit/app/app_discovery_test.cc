@@ -330,11 +330,11 @@ TEST(AppTest, HttpEchoRequestsAreCounted) {
   std::uint16_t port = FreePort();
   ASSERT_NE(port, 0);
   std::string p = std::to_string(port);
-  std::string config_path = dir.Write(
-      "podnet.yaml", "listen_address: \"127.0.0.1:" + p +
-                         "\"\nself: {name: s, node: node-a, zone: z}\n"
-                         "responders: {udp_echo: {listen_address: \"127.0.0.1:" +
-                         p + "\"}}\npeers: {static: []}\n");
+  std::string config_path =
+      dir.Write("podnet.yaml", "listen_address: \"127.0.0.1:" + p +
+                                   "\"\nself: {name: s, node: node-a, zone: z}\n"
+                                   "responders: {udp_echo: {listen_address: \"127.0.0.1:" +
+                                   p + "\"}}\npeers: {static: []}\n");
   auto app = MakeApp(config_path, "");
   ASSERT_TRUE(app);
   Running running(*app);

@@ -1,5 +1,6 @@
 #include "exporter/config/config.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,8 +9,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace podnet::config {
 namespace {
@@ -228,10 +227,11 @@ std::vector<ValidCase> ValidCases() {
     // A train that exactly fills the interval is allowed: 4*250ms + 1s = 2s.
     Expected e = Want({"pod-a", "node-a", ""});
     e.rtt = MakeRtt(RttProtocol::kIcmp, 2s, 5, 250ms, 1s, 56);
-    cases.push_back({"train_exactly_interval",
-                     kSelf + "probes:\n  rtt: {interval: 2s, count: 5, spacing: 250ms, timeout: 1s}\n",
-                     {},
-                     e});
+    cases.push_back(
+        {"train_exactly_interval",
+         kSelf + "probes:\n  rtt: {interval: 2s, count: 5, spacing: 250ms, timeout: 1s}\n",
+         {},
+         e});
   }
   return cases;
 }
@@ -290,53 +290,52 @@ struct InvalidCase {
 void PrintTo(const InvalidCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<InvalidCase> InvalidCases() {
-  const std::string rtt = kSelf + "probes:\n  rtt:\n";        // options on line 6, column 5
-  const std::string peers = kSelf + "peers:\n  static:\n";    // first peer on line 6
+  const std::string rtt = kSelf + "probes:\n  rtt:\n";      // options on line 6, column 5
+  const std::string peers = kSelf + "peers:\n  static:\n";  // first peer on line 6
   return {
       // Syntax.
-      {"malformed_yaml_unclosed_flow_list", kSelf + "peers:\n  static: [\n", "test.yaml:",
-       "malformed YAML"},
-      {"malformed_yaml_bad_indentation", "self:\n  name: pod-a\n node: node-a\n", "test.yaml:3:",
-       "malformed YAML"},
-      {"top_level_list", "- self\n- peers\n", "test.yaml:1:1: ",
-       "the configuration must be a mapping at the top level"},
+      {"malformed_yaml_unclosed_flow_list", kSelf + "peers:\n  static: [\n",
+       "test.yaml:", "malformed YAML"},
+      {"malformed_yaml_bad_indentation", "self:\n  name: pod-a\n node: node-a\n",
+       "test.yaml:3:", "malformed YAML"},
+      {"top_level_list", "- self\n- peers\n",
+       "test.yaml:1:1: ", "the configuration must be a mapping at the top level"},
       // Wrong types.
-      {"list_where_map_wanted", "self:\n  - pod-a\n", "test.yaml:2:3: self: ",
-       "must be a mapping"},
-      {"probes_is_a_list", kSelf + "probes:\n  - rtt\n", "test.yaml:5:3: probes: ",
-       "must be a mapping"},
+      {"list_where_map_wanted", "self:\n  - pod-a\n", "test.yaml:2:3: self: ", "must be a mapping"},
+      {"probes_is_a_list", kSelf + "probes:\n  - rtt\n",
+       "test.yaml:5:3: probes: ", "must be a mapping"},
       {"map_where_string_wanted", "self:\n  name: {first: pod-a}\n  node: node-a\n",
        "test.yaml:2:9: self.name: ", "must be a string"},
-      {"static_peers_is_a_map", peers + "    name: srv\n", "test.yaml:6:5: peers.static: ",
-       "must be a list of peers"},
+      {"static_peers_is_a_map", peers + "    name: srv\n",
+       "test.yaml:6:5: peers.static: ", "must be a list of peers"},
       // Durations.
-      {"zero_interval", rtt + "    interval: 0s\n", "test.yaml:6:15: probes.rtt.interval: ",
-       "must be a positive duration, got \"0s\""},
-      {"zero_spacing_bare_0", rtt + "    spacing: 0\n", "test.yaml:6:14: probes.rtt.spacing: ",
-       "must be a positive duration, got \"0\""},
-      {"negative_timeout", rtt + "    timeout: -1s\n", "test.yaml:6:14: probes.rtt.timeout: ",
-       "invalid duration \"-1s\""},
-      {"fractional_duration", rtt + "    interval: 1.5s\n", "test.yaml:6:15: probes.rtt.interval: ",
-       "invalid duration \"1.5s\""},
-      {"units_out_of_order", rtt + "    interval: 1s1m\n", "test.yaml:6:15: probes.rtt.interval: ",
-       "invalid duration \"1s1m\""},
-      {"duration_without_unit", rtt + "    timeout: 10\n", "test.yaml:6:14: probes.rtt.timeout: ",
-       "invalid duration \"10\""},
+      {"zero_interval", rtt + "    interval: 0s\n",
+       "test.yaml:6:15: probes.rtt.interval: ", "must be a positive duration, got \"0s\""},
+      {"zero_spacing_bare_0", rtt + "    spacing: 0\n",
+       "test.yaml:6:14: probes.rtt.spacing: ", "must be a positive duration, got \"0\""},
+      {"negative_timeout", rtt + "    timeout: -1s\n",
+       "test.yaml:6:14: probes.rtt.timeout: ", "invalid duration \"-1s\""},
+      {"fractional_duration", rtt + "    interval: 1.5s\n",
+       "test.yaml:6:15: probes.rtt.interval: ", "invalid duration \"1.5s\""},
+      {"units_out_of_order", rtt + "    interval: 1s1m\n",
+       "test.yaml:6:15: probes.rtt.interval: ", "invalid duration \"1s1m\""},
+      {"duration_without_unit", rtt + "    timeout: 10\n",
+       "test.yaml:6:14: probes.rtt.timeout: ", "invalid duration \"10\""},
       // Sizes and integers.
-      {"size_too_small", rtt + "    size: 8\n", "test.yaml:6:11: probes.rtt.size: ",
-       "must be from 16 to 9000, got 8"},
-      {"size_too_big", rtt + "    size: 9001\n", "test.yaml:6:11: probes.rtt.size: ",
-       "must be from 16 to 9000, got 9001"},
-      {"size_with_unit", rtt + "    size: 1kB\n", "test.yaml:6:11: probes.rtt.size: ",
-       "must be an integer, got \"1kB\""},
-      {"count_zero", rtt + "    count: 0\n", "test.yaml:6:12: probes.rtt.count: ",
-       "must be from 1 to 10000, got 0"},
-      {"count_too_big", rtt + "    count: 10001\n", "test.yaml:6:12: probes.rtt.count: ",
-       "must be from 1 to 10000, got 10001"},
-      {"count_fraction", rtt + "    count: 2.5\n", "test.yaml:6:12: probes.rtt.count: ",
-       "must be an integer, got \"2.5\""},
-      {"protocol_unknown", rtt + "    protocol: tcp\n", "test.yaml:6:15: probes.rtt.protocol: ",
-       "must be \"icmp\" or \"udp\", got \"tcp\""},
+      {"size_too_small", rtt + "    size: 8\n",
+       "test.yaml:6:11: probes.rtt.size: ", "must be from 16 to 9000, got 8"},
+      {"size_too_big", rtt + "    size: 9001\n",
+       "test.yaml:6:11: probes.rtt.size: ", "must be from 16 to 9000, got 9001"},
+      {"size_with_unit", rtt + "    size: 1kB\n",
+       "test.yaml:6:11: probes.rtt.size: ", "must be an integer, got \"1kB\""},
+      {"count_zero", rtt + "    count: 0\n",
+       "test.yaml:6:12: probes.rtt.count: ", "must be from 1 to 10000, got 0"},
+      {"count_too_big", rtt + "    count: 10001\n",
+       "test.yaml:6:12: probes.rtt.count: ", "must be from 1 to 10000, got 10001"},
+      {"count_fraction", rtt + "    count: 2.5\n",
+       "test.yaml:6:12: probes.rtt.count: ", "must be an integer, got \"2.5\""},
+      {"protocol_unknown", rtt + "    protocol: tcp\n",
+       "test.yaml:6:15: probes.rtt.protocol: ", "must be \"icmp\" or \"udp\", got \"tcp\""},
       {"train_longer_than_interval",
        rtt + "    interval: 1s\n    count: 20\n    spacing: 50ms\n    timeout: 1s\n",
        "test.yaml:6:5: probes.rtt: ",
@@ -345,12 +344,13 @@ std::vector<InvalidCase> InvalidCases() {
       {"train_overflows", rtt + "    interval: 1s\n    count: 1000\n    spacing: 1y\n",
        "test.yaml:6:5: probes.rtt: ", "a train lasts"},
       // Keys.
-      {"unknown_top_level_key", kSelf + "scrape_interval: 10s\n", "test.yaml:4:1: scrape_interval: ",
+      {"unknown_top_level_key", kSelf + "scrape_interval: 10s\n",
+       "test.yaml:4:1: scrape_interval: ",
        "unknown key (known keys: listen_address, self, responders, peers, probes, metrics)"},
       {"unknown_nested_key", rtt + "    jitter: 1ms\n", "test.yaml:6:5: probes.rtt.jitter: ",
        "unknown key (known keys: protocol, interval, count, spacing, timeout, size)"},
-      {"unknown_key_in_self", kSelf + "  zon: zone-a\n", "test.yaml:4:3: self.zon: ",
-       "unknown key"},
+      {"unknown_key_in_self", kSelf + "  zon: zone-a\n",
+       "test.yaml:4:3: self.zon: ", "unknown key"},
       {"unknown_key_in_peer", peers + "    - {name: a, address: 10.0.0.1, zones: z}\n",
        "test.yaml:6:36: peers.static[0].zones: ", "unknown key"},
       {"duplicate_key", kSelf + "  node: node-b\n", "test.yaml:4:3: self.node: ", "duplicate key"},
@@ -383,10 +383,10 @@ std::vector<InvalidCase> InvalidCases() {
       // Self.
       {"missing_self", "probes:\n  rtt: {}\n", "test.yaml:1:1: self: ", "required"},
       {"empty_file", "", "test.yaml", "self: required"},
-      {"missing_self_node", "self:\n  name: pod-a\n", "test.yaml:2:3: self.node: ",
-       "required and must not be empty"},
-      {"empty_self_name", "self:\n  name: \"\"\n  node: node-a\n", "test.yaml:2:9: self.name: ",
-       "required and must not be empty"},
+      {"missing_self_node", "self:\n  name: pod-a\n",
+       "test.yaml:2:3: self.node: ", "required and must not be empty"},
+      {"empty_self_name", "self:\n  name: \"\"\n  node: node-a\n",
+       "test.yaml:2:9: self.name: ", "required and must not be empty"},
       {"self_name_from_unset_variable", "self:\n  name: ${POD_NAME}\n  node: node-a\n",
        "test.yaml:2:9: self.name: ", "required and must not be empty"},
       // probes.dns.
@@ -395,8 +395,10 @@ std::vector<InvalidCase> InvalidCases() {
       {"dns_names_empty", kSelf + "probes:\n  dns: {names: []}\n",
        "test.yaml:5:16: probes.dns.names: ", "required: a non-empty list of names"},
       {"dns_bad_resolver", kSelf + "probes:\n  dns: {names: [a.b], resolvers: [bionic]}\n",
-       "test.yaml:5:35: probes.dns.resolvers[0]: ", "must be \"glibc\" or \"musl\", got \"bionic\""},
-      {"dns_duplicate_resolver", kSelf + "probes:\n  dns: {names: [a.b], resolvers: [musl, musl]}\n",
+       "test.yaml:5:35: probes.dns.resolvers[0]: ",
+       "must be \"glibc\" or \"musl\", got \"bionic\""},
+      {"dns_duplicate_resolver",
+       kSelf + "probes:\n  dns: {names: [a.b], resolvers: [musl, musl]}\n",
        "test.yaml:5:41: probes.dns.resolvers[1]: ", "duplicate resolver \"musl\""},
       {"dns_bad_name", kSelf + "probes:\n  dns: {names: [\"a..b\"]}\n",
        "test.yaml:5:17: probes.dns.names[0]: ", "not a valid DNS name: \"a..b\""},
@@ -499,19 +501,19 @@ TEST(ConfigTest, ErrorToStringFormat) {
 
 TEST(ConfigTest, ReportsEveryProblemOfOneFile) {
   const std::string text =
-      "listen_address: nowhere\n"                    // 1
-      "self:\n"                                      // 2
-      "  name: \"\"\n"                               // 3
-      "  node: node-a\n"                             // 4
-      "peers:\n"                                     // 5
-      "  static:\n"                                  // 6
-      "    - {name: a, address: 10.0.0.300}\n"       // 7
-      "probes:\n"                                    // 8
-      "  rtt:\n"                                     // 9
-      "    interval: 0s\n"                           // 10
-      "    count: -1\n"                              // 11
-      "  dns: {}\n"                                  // 12
-      "extra: 1\n";                                  // 13
+      "listen_address: nowhere\n"               // 1
+      "self:\n"                                 // 2
+      "  name: \"\"\n"                          // 3
+      "  node: node-a\n"                        // 4
+      "peers:\n"                                // 5
+      "  static:\n"                             // 6
+      "    - {name: a, address: 10.0.0.300}\n"  // 7
+      "probes:\n"                               // 8
+      "  rtt:\n"                                // 9
+      "    interval: 0s\n"                      // 10
+      "    count: -1\n"                         // 11
+      "  dns: {}\n"                             // 12
+      "extra: 1\n";                             // 13
   LoadResult r = Parse(text, "test.yaml", FakeEnv({}));
   EXPECT_FALSE(r.ok());
   std::vector<std::string> want = {
@@ -592,9 +594,10 @@ TEST(ConfigTest, ShippedDefaultConfigLoads) {
 }
 
 TEST(ConfigTest, HttpSectionParses) {
-  LoadResult r = Parse(kSelf + "probes:\n  http: {interval: 10s, duration: 1s, qps: 50, "
-                               "connections: 2, modes: [new_connection], timeout: 500ms, "
-                               "path: /podnet/info, max_body_bytes: 1KiB}\n",
+  LoadResult r = Parse(kSelf +
+                           "probes:\n  http: {interval: 10s, duration: 1s, qps: 50, "
+                           "connections: 2, modes: [new_connection], timeout: 500ms, "
+                           "path: /podnet/info, max_body_bytes: 1KiB}\n",
                        "test.yaml", FakeEnv({}));
   ASSERT_TRUE(r.ok()) << Dump(r.errors);
   ASSERT_TRUE(r.config->http.has_value());
@@ -608,7 +611,8 @@ TEST(ConfigTest, HttpSectionParses) {
   EXPECT_EQ(h.timeout, std::chrono::milliseconds(500));
   EXPECT_EQ(h.path, "/podnet/info");
   EXPECT_EQ(h.max_body_bytes, 1024u);
-  // Defaults (docs/design.md, "Configuration"): both modes, 100 qps over 4 connections for 2 s every 30 s.
+  // Defaults (docs/design.md, "Configuration"): both modes, 100 qps over 4 connections for 2 s
+  // every 30 s.
   LoadResult d = Parse(kSelf + "probes:\n  http: {}\n", "test.yaml", FakeEnv({}));
   ASSERT_TRUE(d.ok()) << Dump(d.errors);
   EXPECT_TRUE(d.config->http->keepalive && d.config->http->new_connection);
@@ -616,9 +620,10 @@ TEST(ConfigTest, HttpSectionParses) {
 }
 
 TEST(ConfigTest, GrpcSectionsParse) {
-  LoadResult r = Parse(kSelf + "responders:\n  grpc: {listen_address: \"127.0.0.1:9555\"}\n"
-                               "probes:\n  grpc: {interval: 5s, count: 4, spacing: 50ms, "
-                               "timeout: 500ms, port: 9555}\n",
+  LoadResult r = Parse(kSelf +
+                           "responders:\n  grpc: {listen_address: \"127.0.0.1:9555\"}\n"
+                           "probes:\n  grpc: {interval: 5s, count: 4, spacing: 50ms, "
+                           "timeout: 500ms, port: 9555}\n",
                        "test.yaml", FakeEnv({}));
 #ifdef PODNET_WITH_GRPC
   ASSERT_TRUE(r.ok()) << Dump(r.errors);
@@ -670,7 +675,8 @@ TEST(ConfigTest, LoadFileMissing) {
 TEST(ConfigTest, LoadFileOnADirectorySaysSo) {
   LoadResult r = LoadFile("/tmp", FakeEnv({}));
   ASSERT_EQ(r.errors.size(), 1u);
-  EXPECT_EQ(r.errors[0].ToString(), "/tmp: cannot read the file: it is a directory (only regular files are read)");
+  EXPECT_EQ(r.errors[0].ToString(),
+            "/tmp: cannot read the file: it is a directory (only regular files are read)");
 }
 
 TEST(ConfigTest, UnsetVariableIsAWarningWithItsPlace) {
@@ -690,8 +696,8 @@ TEST(ConfigTest, UnsetVariableIsAWarningWithItsPlace) {
 }
 
 TEST(ConfigTest, UnquotedBracketedIpv6GetsAHint) {
-  LoadResult r = Parse("listen_address: [::]:9479\nself: {name: a, node: n}\n", "test.yaml",
-                       FakeEnv({}));
+  LoadResult r =
+      Parse("listen_address: [::]:9479\nself: {name: a, node: n}\n", "test.yaml", FakeEnv({}));
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_NE(r.errors[0].message.find("quote bracketed IPv6 addresses"), std::string::npos)
       << r.errors[0].message;
@@ -723,11 +729,12 @@ TEST(ConfigTest, LoadFileReadsAndNamesTheFile) {
 
 TEST(ConfigTest, DnsSection) {
   using podnet::probes::dns::Libc;
-  LoadResult r = Parse(kSelf +
-                           "probes:\n  dns:\n    interval: 15s\n    resolv_conf: /tmp/r.conf\n"
-                           "    resolvers: [musl]\n"
-                           "    names: [kubernetes.default, \"sts.ap-northeast-2.amazonaws.com.\"]\n",
-                       "test.yaml", FakeEnv({}));
+  LoadResult r =
+      Parse(kSelf +
+                "probes:\n  dns:\n    interval: 15s\n    resolv_conf: /tmp/r.conf\n"
+                "    resolvers: [musl]\n"
+                "    names: [kubernetes.default, \"sts.ap-northeast-2.amazonaws.com.\"]\n",
+            "test.yaml", FakeEnv({}));
   ASSERT_TRUE(r.ok()) << Dump(r.errors);
   ASSERT_TRUE(r.config->dns.has_value());
   EXPECT_EQ(r.config->dns->interval, 15s);

@@ -1,10 +1,10 @@
 #include "exporter/discovery/static_peers.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace podnet::discovery {
 namespace {
@@ -74,9 +74,8 @@ TEST(StaticPeersTest, SelfIsMatchedByNameOnly) {
 }
 
 TEST(StaticPeersTest, OrderDoesNotDependOnInputOrder) {
-  std::vector<config::StaticPeer> in = {SP("c", "10.0.0.3", "n", "z"),
-                                        SP("a", "10.0.0.1", "n", "z"),
-                                        SP("b", "10.0.0.2", "n", "z")};
+  std::vector<config::StaticPeer> in = {
+      SP("c", "10.0.0.3", "n", "z"), SP("a", "10.0.0.1", "n", "z"), SP("b", "10.0.0.2", "n", "z")};
   auto first = StaticPeers(kSelfA, in);
   std::reverse(in.begin(), in.end());
   EXPECT_EQ(StaticPeers(kSelfA, in), first);
@@ -85,12 +84,12 @@ TEST(StaticPeersTest, OrderDoesNotDependOnInputOrder) {
 
 TEST(StaticPeersTest, DiffOfTwoConfigurations) {
   topology::Self self{"pod-a", "node-1", "zone-a"};
-  auto before = StaticPeers(self, {SP("b", "10.0.0.2", "node-2", "zone-a"),
-                                  SP("c", "10.0.0.3", "node-3", "zone-b")});
+  auto before = StaticPeers(
+      self, {SP("b", "10.0.0.2", "node-2", "zone-a"), SP("c", "10.0.0.3", "node-3", "zone-b")});
   // c's node is relabelled to zone-a; d appears; b is unchanged.
-  auto after = StaticPeers(self, {SP("d", "10.0.0.4", "node-1", "zone-a"),
-                                 SP("c", "10.0.0.3", "node-3", "zone-a"),
-                                 SP("b", "10.0.0.2", "node-2", "zone-a")});
+  auto after = StaticPeers(
+      self, {SP("d", "10.0.0.4", "node-1", "zone-a"), SP("c", "10.0.0.3", "node-3", "zone-a"),
+             SP("b", "10.0.0.2", "node-2", "zone-a")});
   topology::PeerDiff d = topology::Diff(before, after);
   EXPECT_EQ(Names(d.kept), (std::vector<std::string>{"b"}));
   EXPECT_EQ(Names(d.removed), (std::vector<std::string>{"c"}));

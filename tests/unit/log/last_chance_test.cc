@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "exporter/log/logging.h"
-
 #include <stdexcept>
+
+#include "exporter/log/logging.h"
 
 namespace podnet::log {
 namespace {

@@ -1,5 +1,11 @@
 #include "exporter/metrics/buckets.h"
 
+#include <gtest/gtest.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -7,12 +13,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 
 #include "exporter/metrics/metrics.h"
 
@@ -70,9 +70,7 @@ TEST(LatencyBucketsTest, DnsBucketsExtendTheSameSeriesPastResolverTimeouts) {
   }
 }
 
-TEST(LatencyBucketsTest, SameVectorEveryCall) {
-  EXPECT_EQ(&LatencyBuckets(), &LatencyBuckets());
-}
+TEST(LatencyBucketsTest, SameVectorEveryCall) { EXPECT_EQ(&LatencyBuckets(), &LatencyBuckets()); }
 
 TEST(LatencyBucketsTest, EveryBoundIsAShortDecimal) {
   // Each bound must be exactly the double nearest a decimal with three significant digits, so
@@ -131,13 +129,20 @@ TEST(LatencyBucketsTest, SerialisedAsShortDecimals) {
 TEST(LatencyBucketsTest, LeIsShortestTextInPrintfGStyle) {
   // The shortest digits that read back to the bound, written as %g writes them: scientific
   // when the decimal exponent is below -4 or at least 16 (the serializer's precision).
-  const std::vector<std::pair<double, std::string>> want = {
-      {2.5e-07, "2.5e-07"},   {1e-05, "1e-05"},   {8e-05, "8e-05"},
-      {0.0001, "0.0001"},     {6e-04, "0.0006"},  {0.3, "0.3"},
-      {1.0 / 3, "0.3333333333333333"},            {1, "1"},
-      {100, "100"},           {123456.789, "123456.789"},
-      {1e6, "1000000"},       {5e15, "5000000000000000"},
-      {1e16, "1e+16"},        {1e21, "1e+21"}};
+  const std::vector<std::pair<double, std::string>> want = {{2.5e-07, "2.5e-07"},
+                                                            {1e-05, "1e-05"},
+                                                            {8e-05, "8e-05"},
+                                                            {0.0001, "0.0001"},
+                                                            {6e-04, "0.0006"},
+                                                            {0.3, "0.3"},
+                                                            {1.0 / 3, "0.3333333333333333"},
+                                                            {1, "1"},
+                                                            {100, "100"},
+                                                            {123456.789, "123456.789"},
+                                                            {1e6, "1000000"},
+                                                            {5e15, "5000000000000000"},
+                                                            {1e16, "1e+16"},
+                                                            {1e21, "1e+21"}};
   std::vector<double> bounds;
   for (const auto& [v, text] : want) bounds.push_back(v);
   Metrics m;

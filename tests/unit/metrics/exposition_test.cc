@@ -1,12 +1,5 @@
 #include "exporter/metrics/exposition.h"
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <sstream>
-#include <string>
-#include <vector>
-
 #include <gtest/gtest.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -14,6 +7,13 @@
 #include <prometheus/registry.h>
 #include <prometheus/summary.h>
 #include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "exporter/metrics/buckets.h"
 

@@ -1,12 +1,12 @@
 #include "exporter/metrics/metrics.h"
 
-#include <string>
-#include <string_view>
-#include <vector>
-
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "tests/unit/testing/loop.h"
 
@@ -29,8 +29,9 @@ topology::Peer MakePeer(std::string name, std::string node, std::string zone,
 
 TEST(PeerLabelsTest, TheSixPeerLabels) {
   topology::Self self{"pod-a", "node-1", "zone-a"};
-  auto labels = PeerLabels(self, MakePeer("pod-b", "node-2", "zone-b", topology::PathClass::kCrossZone),
-                           PeerLabelSet::kPerPeer);
+  auto labels =
+      PeerLabels(self, MakePeer("pod-b", "node-2", "zone-b", topology::PathClass::kCrossZone),
+                 PeerLabelSet::kPerPeer);
   EXPECT_EQ(labels, (prometheus::Labels{{"source_node", "node-1"},
                                         {"source_zone", "zone-a"},
                                         {"peer", "pod-b"},
@@ -50,9 +51,9 @@ TEST(PeerLabelsTest, AggregatedDropsPeerAndPeerNode) {
                                    {"peer_zone", "zone-b"},
                                    {"path", "cross_zone"}}));
   EXPECT_EQ(b, c);  // two peers of one zone: one label set
-  auto other_zone = PeerLabels(
-      self, MakePeer("pod-d", "node-4", "zone-c", topology::PathClass::kCrossZone),
-      PeerLabelSet::kAggregated);
+  auto other_zone =
+      PeerLabels(self, MakePeer("pod-d", "node-4", "zone-c", topology::PathClass::kCrossZone),
+                 PeerLabelSet::kAggregated);
   EXPECT_NE(b, other_zone);
 }
 
@@ -256,8 +257,9 @@ void FillLarge(Metrics& m, int peers) {
                      .Help("Test histogram.")
                      .Register(m.registry());
   for (int i = 0; i < peers; ++i) {
-    family.Add({{"peer", "peer-with-a-longish-name-" + std::to_string(i)}, {"path", "same_zone"}},
-               std::vector<double>{1e-05, 8e-05, 6e-04, 0.1, 1.5})
+    family
+        .Add({{"peer", "peer-with-a-longish-name-" + std::to_string(i)}, {"path", "same_zone"}},
+             std::vector<double>{1e-05, 8e-05, 6e-04, 0.1, 1.5})
         .Observe(7e-05 * (i % 3));
   }
 }

@@ -1,12 +1,11 @@
 #include "exporter/metrics/process.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <map>
-
-#include <gtest/gtest.h>
 
 namespace podnet::metrics {
 namespace {

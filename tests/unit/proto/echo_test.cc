@@ -1,10 +1,10 @@
 #include "exporter/proto/echo.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace podnet::proto::echo {
 namespace {
@@ -161,11 +161,10 @@ INSTANTIATE_TEST_SUITE_P(
         ChecksumCase{"odd_length", {0x00, 0x01, 0xf2, 0x03, 0xf4}, 0x19fa},
         // A textbook IPv4 header (192.168.0.1 → 192.168.0.199) with its checksum field zeroed.
         ChecksumCase{"ipv4_header",
-                     {0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00,
-                      0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7},
+                     {0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
+                      0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7},
                      0xb861},
-        ChecksumCase{"empty", {}, 0xffff},
-        ChecksumCase{"all_ones_word", {0xff, 0xff}, 0x0000},
+        ChecksumCase{"empty", {}, 0xffff}, ChecksumCase{"all_ones_word", {0xff, 0xff}, 0x0000},
         // ffff + ffff + 0002 = 20000 → 0002 → fffd.
         ChecksumCase{"end_around_carry", {0xff, 0xff, 0xff, 0xff, 0x00, 0x02}, 0xfffd},
         // ffff + ffff + 0001 = 1ffff → 10000 → 0001 (the fold itself carries) → fffe.

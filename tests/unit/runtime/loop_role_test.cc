@@ -2,9 +2,9 @@
 #undef NDEBUG
 #include "exporter/runtime/loop_role.h"
 
-#include <thread>
-
 #include <gtest/gtest.h>
+
+#include <thread>
 
 namespace podnet::runtime {
 namespace {

@@ -1,13 +1,13 @@
 #include "exporter/topology/selection.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace podnet::topology {
 namespace {

@@ -1,10 +1,10 @@
 #include "exporter/topology/topology.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace podnet::topology {
 namespace {
@@ -42,23 +42,35 @@ INSTANTIATE_TEST_SUITE_P(
         ClassifyCase{"same_node_other_zone_label", kSelfA, "node-1", "zone-b",
                      PathClass::kSameNode},
         ClassifyCase{"same_node_peer_zone_unknown", kSelfA, "node-1", "", PathClass::kSameNode},
-        ClassifyCase{"same_node_self_zone_unknown", {"pod-a", "node-1", ""}, "node-1", "zone-a",
+        ClassifyCase{"same_node_self_zone_unknown",
+                     {"pod-a", "node-1", ""},
+                     "node-1",
+                     "zone-a",
                      PathClass::kSameNode},
-        ClassifyCase{"same_node_both_zones_unknown", {"pod-a", "node-1", ""}, "node-1", "",
+        ClassifyCase{"same_node_both_zones_unknown",
+                     {"pod-a", "node-1", ""},
+                     "node-1",
+                     "",
                      PathClass::kSameNode},
         ClassifyCase{"same_zone", kSelfA, "node-2", "zone-a", PathClass::kSameZone},
         ClassifyCase{"cross_zone", kSelfA, "node-3", "zone-b", PathClass::kCrossZone},
         ClassifyCase{"peer_node_empty", kSelfA, "", "zone-a", PathClass::kUnknown},
-        ClassifyCase{"self_node_empty", {"pod-a", "", "zone-a"}, "node-1", "zone-a",
-                     PathClass::kUnknown},
+        ClassifyCase{
+            "self_node_empty", {"pod-a", "", "zone-a"}, "node-1", "zone-a", PathClass::kUnknown},
         // Two empty node names are not "the same node".
-        ClassifyCase{"both_nodes_empty", {"pod-a", "", "zone-a"}, "", "zone-a",
-                     PathClass::kUnknown},
+        ClassifyCase{
+            "both_nodes_empty", {"pod-a", "", "zone-a"}, "", "zone-a", PathClass::kUnknown},
         ClassifyCase{"peer_zone_empty_other_node", kSelfA, "node-2", "", PathClass::kUnknown},
-        ClassifyCase{"self_zone_empty_other_node", {"pod-a", "node-1", ""}, "node-2", "zone-a",
+        ClassifyCase{"self_zone_empty_other_node",
+                     {"pod-a", "node-1", ""},
+                     "node-2",
+                     "zone-a",
                      PathClass::kUnknown},
         // Two empty zones are not "the same zone".
-        ClassifyCase{"both_zones_empty_other_node", {"pod-a", "node-1", ""}, "node-2", "",
+        ClassifyCase{"both_zones_empty_other_node",
+                     {"pod-a", "node-1", ""},
+                     "node-2",
+                     "",
                      PathClass::kUnknown}),
     [](const auto& info) { return info.param.name; });
 
@@ -70,8 +82,8 @@ TEST(PathClassTest, LabelValues) {
   // kAllPathClasses lists every class once, in ladder order.
   std::vector<std::string_view> names;
   for (auto p : kAllPathClasses) names.push_back(PathClassName(p));
-  EXPECT_EQ(names, (std::vector<std::string_view>{"same_node", "same_zone", "cross_zone",
-                                                  "unknown"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string_view>{"same_node", "same_zone", "cross_zone", "unknown"}));
 }
 
 // --------------------------------------------------------------------------------------------
@@ -149,10 +161,14 @@ INSTANTIATE_TEST_SUITE_P(
                  {kCAddressChanged},
                  {kC},
                  {}},
-        DiffCase{"port_changed_is_removed_and_added", {kC, kD}, {kCPortChanged, kD},
-                 {kCPortChanged}, {kC}, {kD}},
-        DiffCase{"mixed", {kA, kC, kD}, {kB, kCZoneChanged, kD}, {kB, kCZoneChanged}, {kA, kC},
-                 {kD}}),
+        DiffCase{"port_changed_is_removed_and_added",
+                 {kC, kD},
+                 {kCPortChanged, kD},
+                 {kCPortChanged},
+                 {kC},
+                 {kD}},
+        DiffCase{
+            "mixed", {kA, kC, kD}, {kB, kCZoneChanged, kD}, {kB, kCZoneChanged}, {kA, kC}, {kD}}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -1,16 +1,16 @@
 #include "exporter/probes/grpc/grpc_probe.h"
 
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <prometheus/registry.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <future>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
 #include <memory>
-#include <prometheus/registry.h>
 #include <string>
 #include <vector>
 

@@ -1,17 +1,16 @@
 #include "exporter/probes/rtt/rtt_probe.h"
 
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <gtest/gtest.h>
 
 #include "exporter/metrics/metrics.h"
 #include "exporter/responders/udp_echo.h"
@@ -170,7 +169,8 @@ class RttProbeTest : public ::testing::Test {
     EXPECT_EQ(BytesCounter("podnet_probe_received_bytes_total", peer), count * per_packet);
     // Each measured RTT was timed from one TX and one RX stamp, kernel or user space.
     auto stamps = [&](const char* direction) {
-      return Counter("podnet_rtt_timestamps_total", {{"direction", direction}, {"source", "kernel"}}) +
+      return Counter("podnet_rtt_timestamps_total",
+                     {{"direction", direction}, {"source", "kernel"}}) +
              Counter("podnet_rtt_timestamps_total", {{"direction", direction}, {"source", "user"}});
     };
     EXPECT_EQ(stamps("tx"), count);
@@ -301,8 +301,10 @@ TEST_F(RttProbeTest, AggregatedPeersShareOneSeriesUntilTheLastGoes) {
   auto probe_a = kind->ForPeer(a);
   auto probe_b = kind->ForPeer(b);
   ASSERT_EQ(RunRounds({probe_a, probe_b}), (std::vector<int>{1, 1}));
-  const prometheus::Labels shared{{"source_node", "node-1"}, {"source_zone", "zone-a"},
-                                  {"peer_zone", "zone-b"},   {"path", "cross_zone"},
+  const prometheus::Labels shared{{"source_node", "node-1"},
+                                  {"source_zone", "zone-a"},
+                                  {"peer_zone", "zone-b"},
+                                  {"path", "cross_zone"},
                                   {"protocol", "udp"}};
   EXPECT_EQ(Labels(a, "udp"), shared);
   EXPECT_EQ(Labels(b, "udp"), shared);
@@ -360,8 +362,7 @@ TEST_P(RttIcmpTest, LoopbackAllAnswered) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, RttIcmpTest,
-                         ::testing::Values(IcmpCase{"ipv4", "127.0.0.1"},
-                                           IcmpCase{"ipv6", "::1"}),
+                         ::testing::Values(IcmpCase{"ipv4", "127.0.0.1"}, IcmpCase{"ipv6", "::1"}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
