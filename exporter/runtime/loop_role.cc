@@ -1,8 +1,8 @@
 #include "exporter/runtime/loop_role.h"
 
 #include <sched.h>
-#include <sys/syscall.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>

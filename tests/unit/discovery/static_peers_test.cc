@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/testing/peers.h"
+
 namespace podnet::discovery {
 namespace {
 
@@ -28,22 +30,11 @@ config::StaticPeer SP(std::string name, const char* address, std::string node, s
 
 Peer P(std::string name, const char* address, std::string node, std::string zone,
        topology::PathClass path, std::uint16_t port = 9479, std::uint16_t burst_port = 5201) {
-  Peer p;
-  p.name = std::move(name);
-  p.address = make_address(address);
-  p.port = port;
-  p.burst_port = burst_port;
-  p.node = std::move(node);
-  p.zone = std::move(zone);
-  p.path = path;
-  return p;
+  return testing::MakePeer(std::move(name), address, std::move(node), std::move(zone), path, port,
+                           burst_port);
 }
 
-std::vector<std::string> Names(const std::vector<Peer>& peers) {
-  std::vector<std::string> out;
-  for (const auto& p : peers) out.push_back(p.name);
-  return out;
-}
+std::vector<std::string> Names(const std::vector<Peer>& peers) { return testing::PeerNames(peers); }
 
 TEST(StaticPeersTest, SkipsSelfSortsByNameAndClassifies) {
   std::vector<config::StaticPeer> in = {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/testing/peers.h"
+
 namespace podnet::topology {
 namespace {
 
@@ -24,7 +26,7 @@ struct ClassifyCase {
 
 void PrintTo(const ClassifyCase& c, std::ostream* os) { *os << c.name; }
 
-class ClassifyTest : public testing::TestWithParam<ClassifyCase> {};
+class ClassifyTest : public ::testing::TestWithParam<ClassifyCase> {};
 
 TEST_P(ClassifyTest, Classifies) {
   const auto& c = GetParam();
@@ -35,7 +37,7 @@ const topology::Self kSelfA{"pod-a", "node-1", "zone-a"};
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ClassifyTest,
-    testing::Values(
+    ::testing::Values(
         ClassifyCase{"same_node", kSelfA, "node-1", "zone-a", PathClass::kSameNode},
         // The node decides: a zone label that disagrees (or is missing) cannot move a peer on
         // the same node to another rung.
@@ -89,24 +91,13 @@ TEST(PathClassTest, LabelValues) {
 // --------------------------------------------------------------------------------------------
 // Test peers
 
-Peer P(std::string name, const char* address, std::string node, std::string zone, PathClass path,
-       std::uint16_t port = 9479, std::uint16_t burst_port = 5201) {
-  Peer p;
-  p.name = std::move(name);
-  p.address = make_address(address);
-  p.port = port;
-  p.burst_port = burst_port;
-  p.node = std::move(node);
-  p.zone = std::move(zone);
-  p.path = path;
-  return p;
+Peer P(std::string name, const char* address, std::string node, std::string zone,
+       topology::PathClass path, std::uint16_t port = 9479, std::uint16_t burst_port = 5201) {
+  return testing::MakePeer(std::move(name), address, std::move(node), std::move(zone), path, port,
+                           burst_port);
 }
 
-std::vector<std::string> Names(const std::vector<Peer>& peers) {
-  std::vector<std::string> out;
-  for (const auto& p : peers) out.push_back(p.name);
-  return out;
-}
+std::vector<std::string> Names(const std::vector<Peer>& peers) { return testing::PeerNames(peers); }
 
 // --------------------------------------------------------------------------------------------
 // Diff
@@ -122,14 +113,14 @@ struct DiffCase {
 
 void PrintTo(const DiffCase& c, std::ostream* os) { *os << c.name; }
 
-class DiffTest : public testing::TestWithParam<DiffCase> {};
+class DiffTest : public ::testing::TestWithParam<DiffCase> {};
 
 TEST_P(DiffTest, Diffs) {
   const auto& c = GetParam();
   PeerDiff d = Diff(c.before, c.after);
-  EXPECT_EQ(d.added, c.added) << "added: " << testing::PrintToString(Names(d.added));
-  EXPECT_EQ(d.removed, c.removed) << "removed: " << testing::PrintToString(Names(d.removed));
-  EXPECT_EQ(d.kept, c.kept) << "kept: " << testing::PrintToString(Names(d.kept));
+  EXPECT_EQ(d.added, c.added) << "added: " << ::testing::PrintToString(Names(d.added));
+  EXPECT_EQ(d.removed, c.removed) << "removed: " << ::testing::PrintToString(Names(d.removed));
+  EXPECT_EQ(d.kept, c.kept) << "kept: " << ::testing::PrintToString(Names(d.kept));
 }
 
 const Peer kA = P("a", "10.0.0.1", "node-1", "zone-a", PathClass::kSameNode);
@@ -143,7 +134,7 @@ const Peer kCPortChanged = P("c", "10.0.0.3", "node-3", "zone-b", PathClass::kCr
 
 INSTANTIATE_TEST_SUITE_P(
     Table, DiffTest,
-    testing::Values(
+    ::testing::Values(
         DiffCase{"both_empty", {}, {}, {}, {}, {}},
         DiffCase{"all_new", {}, {kA, kB}, {kA, kB}, {}, {}},
         DiffCase{"all_gone", {kA, kB}, {}, {}, {kA, kB}, {}},

@@ -1,0 +1,38 @@
+#pragma once
+
+// Peers for tests: one line per topology::Peer, and the names of a peer list.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/ip/address.hpp>
+
+#include "exporter/topology/topology.h"
+
+namespace podnet::testing {
+
+/// A peer with every field given (address as an IP literal; ports default as a DaemonSet's).
+inline topology::Peer MakePeer(std::string name, const char* address, std::string node,
+                               std::string zone, topology::PathClass path,
+                               std::uint16_t port = 9479, std::uint16_t burst_port = 5201) {
+  topology::Peer p;
+  p.name = std::move(name);
+  p.address = boost::asio::ip::make_address(address);
+  p.port = port;
+  p.burst_port = burst_port;
+  p.node = std::move(node);
+  p.zone = std::move(zone);
+  p.path = path;
+  return p;
+}
+
+/// The peers' names, in their order.
+inline std::vector<std::string> PeerNames(const std::vector<topology::Peer>& peers) {
+  std::vector<std::string> out;
+  for (const auto& p : peers) out.push_back(p.name);
+  return out;
+}
+
+}  // namespace podnet::testing
