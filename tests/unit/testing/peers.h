@@ -2,12 +2,11 @@
 
 // Peers for tests: one line per topology::Peer, and the names of a peer list.
 
+#include <boost/asio/ip/address.hpp>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/ip/address.hpp>
 
 #include "exporter/topology/topology.h"
 
