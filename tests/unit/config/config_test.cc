@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/testing/peers.h"
+
 namespace podnet::config {
 namespace {
 
@@ -46,14 +48,8 @@ const std::string kSelf =
 
 StaticPeer MakePeer(std::string name, const char* address, std::uint16_t port,
                     std::uint16_t burst_port, std::string node, std::string zone) {
-  StaticPeer p;
-  p.name = std::move(name);
-  p.address = make_address(address);
-  p.port = port;
-  p.burst_port = burst_port;
-  p.node = std::move(node);
-  p.zone = std::move(zone);
-  return p;
+  return podnet::testing::MakeStaticPeer(std::move(name), address, std::move(node), std::move(zone),
+                                         port, burst_port);
 }
 
 RttOptions MakeRtt(RttProtocol protocol, Duration interval, int count, Duration spacing,
@@ -236,7 +232,7 @@ std::vector<ValidCase> ValidCases() {
   return cases;
 }
 
-class ValidConfigTest : public testing::TestWithParam<ValidCase> {};
+class ValidConfigTest : public ::testing::TestWithParam<ValidCase> {};
 
 TEST_P(ValidConfigTest, Parses) {
   const ValidCase& c = GetParam();
@@ -272,7 +268,7 @@ TEST_P(ValidConfigTest, Parses) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, ValidConfigTest, testing::ValuesIn(ValidCases()),
+INSTANTIATE_TEST_SUITE_P(Table, ValidConfigTest, ::testing::ValuesIn(ValidCases()),
                          [](const auto& info) { return info.param.name; });
 
 // --------------------------------------------------------------------------------------------
@@ -466,7 +462,7 @@ std::vector<InvalidCase> InvalidCases() {
   };
 }
 
-class InvalidConfigTest : public testing::TestWithParam<InvalidCase> {};
+class InvalidConfigTest : public ::testing::TestWithParam<InvalidCase> {};
 
 TEST_P(InvalidConfigTest, IsRejectedWithLocatedError) {
   const InvalidCase& c = GetParam();
@@ -487,7 +483,7 @@ TEST_P(InvalidConfigTest, IsRejectedWithLocatedError) {
                      << Dump(r.errors);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, InvalidConfigTest, testing::ValuesIn(InvalidCases()),
+INSTANTIATE_TEST_SUITE_P(Table, InvalidConfigTest, ::testing::ValuesIn(InvalidCases()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(ConfigTest, ErrorToStringFormat) {

@@ -18,14 +18,8 @@ const topology::Self kSelfA{"pod-a", "node-1", "zone-a"};
 
 config::StaticPeer SP(std::string name, const char* address, std::string node, std::string zone,
                       std::uint16_t port = 9479, std::uint16_t burst_port = 5201) {
-  config::StaticPeer p;
-  p.name = std::move(name);
-  p.address = make_address(address);
-  p.port = port;
-  p.burst_port = burst_port;
-  p.node = std::move(node);
-  p.zone = std::move(zone);
-  return p;
+  return testing::MakeStaticPeer(std::move(name), address, std::move(node), std::move(zone), port,
+                                 burst_port);
 }
 
 Peer P(std::string name, const char* address, std::string node, std::string zone,

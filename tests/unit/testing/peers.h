@@ -1,6 +1,7 @@
 #pragma once
 
-// Peers for tests: one line per topology::Peer, and the names of a peer list.
+// Peers for tests: one line per topology::Peer or peers.static[] entry, and the names of a
+// peer list.
 
 #include <boost/asio/ip/address.hpp>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "exporter/config/config.h"
 #include "exporter/topology/topology.h"
 
 namespace podnet::testing {
@@ -24,6 +26,20 @@ inline topology::Peer MakePeer(std::string name, const char* address, std::strin
   p.node = std::move(node);
   p.zone = std::move(zone);
   p.path = path;
+  return p;
+}
+
+/// A peers.static[] entry with every field given (address as an IP literal).
+inline config::StaticPeer MakeStaticPeer(std::string name, const char* address, std::string node,
+                                         std::string zone, std::uint16_t port = 9479,
+                                         std::uint16_t burst_port = 5201) {
+  config::StaticPeer p;
+  p.name = std::move(name);
+  p.address = boost::asio::ip::make_address(address);
+  p.port = port;
+  p.burst_port = burst_port;
+  p.node = std::move(node);
+  p.zone = std::move(zone);
   return p;
 }
 
