@@ -195,6 +195,25 @@ def zone_matrix():
         panel("timeseries", "HTTP p99 by zone pair and connection (recorded)",
               [('path_zone:podnet_http_request_duration_seconds:p99{%s, source_zone=~"$zone"}'
                 % CL, "{{source_zone}} → {{peer_zone}} {{connection}}")], "s", 12, 24),
+        # Service locality (probes.service): does traffic through a Service address stay in
+        # the zone? The path class here is the prober's → the backend that answered.
+        panel("timeseries", "Service answers kept in the zone (recorded)",
+              [('service_zone:podnet_service_in_zone:ratio_rate5m{%s, source_zone=~"$zone"}' % CL,
+                "{{service}} from {{source_zone}}")], "percentunit", 0, 32,
+              desc="Share of the service probe's answers that came from a backend in the "
+                   "prober's zone (same node or same zone). Alert PodnetServiceTrafficLeavesZone "
+                   "compares it with what the Service asks for (podnet_service_info)."),
+        panel("timeseries", "Service answers by backend zone and path class",
+              [('sum by (service, source_zone, backend_zone, path) '
+                '(rate(podnet_service_requests_total{%s}[%s]))' % (SEL, RI),
+                "{{service}} {{source_zone}} → {{backend_zone}} {{path}}")], "reqps", 12, 32,
+              desc="Each request is a flow of its own, so this is how the dataplane spreads "
+                   "flows over the backends. path=unknown: the answer carried no identity."),
+        panel("timeseries", "Service request p50 by path class",
+              [(quantile(0.5, "podnet_service_rtt_seconds", "service, path", SEL),
+                "{{service}} {{path}}")], "s", 0, 40, 24, 8,
+              desc="Through the Service address: a new flow each time (UDP: one echo; HTTP: "
+                   "connect and one request)."),
     ]
 
 
