@@ -126,6 +126,13 @@ TEST_F(UdpServiceTest, AnswersAreAttributedToTheBackendThatIdentifiedItself) {
   ASSERT_TRUE(RunRound(Target()));
   EXPECT_EQ(Requests("svc-udp", "zone-a", "same_zone"), 6);
   EXPECT_EQ(RttCount("svc-udp", "same_zone"), 6u);
+  // 6 requests and 6 replies of 384 bytes, each with 28 bytes of IPv4 and UDP headers.
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_sent_bytes_total",
+                         Labels("svc-udp", {{"probe", "service"}})),
+            6 * (384 + 28));
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_received_bytes_total",
+                         Labels("svc-udp", {{"probe", "service"}})),
+            6 * (384 + 28));
   EXPECT_EQ(Requests("svc-udp", "", "unknown"), -1);
   // The backend moves to another zone: the next round says cross_zone.
   loop_.Run([&] {
