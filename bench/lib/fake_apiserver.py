@@ -19,6 +19,11 @@ ones (discovery.k8s.io/v1 EndpointSlice, v1 Node, watch events as newline-delimi
 
 Pod i runs on node-i in zone-(a + i % zones) with address 127.1.(i // 250).(1 + i % 250): every
 peer address is loopback, so an exporter fed this cluster only ever probes its own namespace.
+
+--extra-service NS/SVC=FILE (repeatable) serves one more Service, e.g. kube-system/kube-dns: one
+EndpointSlice whose `endpoints` are FILE's JSON list (as the API writes them), re-read when FILE
+changes (replace it atomically); its watch sends that slice as MODIFIED within 0.2 s of a
+change, and a BOOKMARK every 5 s.
 Run by bench/lib/discovery_5000.py; prints "listening PORT" when ready.
 """
 import argparse
@@ -124,6 +129,55 @@ class Cluster:
         })
 
 
+class FileSlice:
+    """One EndpointSlice of Service namespace/service whose endpoints are the JSON list in
+    `path`, re-read when the file's mtime or size changes."""
+
+    def __init__(self, namespace, service, path):
+        self.namespace, self.service, self.path = namespace, service, path
+        self.lock = threading.Lock()
+        self.rv, self.stamp, self.slice = 1, None, None
+        self.refresh()
+
+    def refresh(self):
+        """Re-reads the file if it changed; True when it did (the slice has a new version)."""
+        with self.lock:
+            try:
+                st = os.stat(self.path)
+                stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+                if stamp == self.stamp:
+                    return False
+                with open(self.path) as f:
+                    endpoints = json.load(f)
+            except (OSError, ValueError):
+                return False  # mid-replace, or not there yet: keep what we had
+            self.stamp = stamp
+            self.rv += 1
+            self.slice = {
+                "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+                "metadata": {"name": self.service + "-x7k2p", "namespace": self.namespace,
+                             "resourceVersion": str(self.rv),
+                             "labels": {"kubernetes.io/service-name": self.service}},
+                "addressType": "IPv4", "endpoints": endpoints,
+                "ports": [{"name": "dns", "protocol": "UDP", "port": 53}],
+            }
+            return True
+
+    def list_body(self):
+        with self.lock:
+            return json.dumps({"kind": "EndpointSliceList", "apiVersion": "discovery.k8s.io/v1",
+                               "metadata": {"resourceVersion": str(self.rv)},
+                               "items": [self.slice] if self.slice else []})
+
+    def event(self, type_):
+        with self.lock:
+            if type_ == "BOOKMARK":
+                return json.dumps({"type": "BOOKMARK", "object": {
+                    "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+                    "metadata": {"resourceVersion": str(self.rv)}}})
+            return json.dumps({"type": type_, "object": self.slice})
+
+
 def listening_port(log_path):
     """The port from the "listening PORT" line this server prints when ready, or None while the
     log at `log_path` has none yet (for a wait_for loop)."""
@@ -158,7 +212,7 @@ def write_kubeconfig(path, port, ca_file, token, name="fake"):
     return path
 
 
-def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None):
+def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None, extra=()):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -186,6 +240,16 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
             if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
                 self.send_json(200, cluster.node(parts[3]))
                 return
+            for fs in extra:
+                if (url.path == "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices"
+                        % fs.namespace and q.get("labelSelector")
+                        == ["kubernetes.io/service-name=" + fs.service]):
+                    if q.get("watch") in (["1"], ["true"]):
+                        self.watch_file(fs, float(q.get("timeoutSeconds", ["300"])[0]))
+                    else:
+                        fs.refresh()
+                        self.send_json(200, fs.list_body())
+                    return
             want = "kubernetes.io/service-name=" + cluster.service
             if (url.path == "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices"
                     % cluster.namespace and q.get("labelSelector") == [want]):
@@ -196,6 +260,31 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
                     self.send_json(200, cluster.list_body())
                 return
             self.send_json(404, json.dumps({"kind": "Status", "code": 404}))
+
+        def chunk(self, line):
+            data = (line + "\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def watch_file(self, fs, timeout):
+            """The watch of an --extra-service: MODIFIED when its file changes."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            end = time.monotonic() + min(timeout, 600)
+            next_bookmark = time.monotonic() + 5
+            try:
+                while time.monotonic() < end and not stats["stop"]:
+                    time.sleep(0.2)
+                    if fs.refresh():
+                        self.chunk(fs.event("MODIFIED"))
+                    if time.monotonic() >= next_bookmark:
+                        next_bookmark += 5
+                        self.chunk(fs.event("BOOKMARK"))
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                pass
 
         def watch(self, timeout):
             stats["watches"] += 1
@@ -259,13 +348,22 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=900, help="exit after this long")
     ap.add_argument("--gone-file", help="while this file exists, watches end after 1 s with 410")
     ap.add_argument("--pause-file", help="while this file exists, no churn: every Pod in service")
+    ap.add_argument("--extra-service", action="append", default=[], metavar="NS/SVC=FILE",
+                    help="one more Service whose one slice's endpoints are FILE's JSON list")
     args = ap.parse_args()
     if args.nodes > 250 * 250:
         sys.exit("at most 62,500 nodes (127.1.0.0/16)")
     cluster = Cluster(args.nodes, args.zones, args.namespace, args.service)
     stats = {"requests": 0, "lists": 0, "watches": 0, "events": 0, "stop": False}
+    extra = []
+    for spec in args.extra_service:
+        name, _, path = spec.partition("=")
+        ns, _, svc = name.partition("/")
+        if not (ns and svc and path):
+            sys.exit("--extra-service wants NS/SVC=FILE, got %r" % spec)
+        extra.append(FileSlice(ns, svc, path))
     srv = Server(("127.0.0.1", 0), make_handler(cluster, args.token, args.churn, stats,
-                                                       args.gone_file, args.pause_file))
+                                                       args.gone_file, args.pause_file, extra))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)

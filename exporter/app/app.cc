@@ -74,6 +74,19 @@ std::string LandingPage() {
 )";
 }
 
+// A discovered endpoint as a peer of this Pod, classified, answering on `port`.
+topology::Peer PeerOf(const topology::Self& self, const discovery::kubernetes::Endpoint& e,
+                      std::uint16_t port) {
+  topology::Peer p;
+  p.name = e.name;
+  p.address = e.address;
+  p.port = port;
+  p.node = e.node;
+  p.zone = e.zone;
+  p.path = topology::Classify(self, e.node, e.zone);
+  return p;
+}
+
 }  // namespace
 
 App::App(Options options, std::shared_ptr<const config::Config> config,
@@ -248,6 +261,7 @@ int App::Run() {
 
   ready_ = false;
   if (discovery_) discovery_->Stop();
+  if (dns_discovery_) dns_discovery_->Stop();
   // The responders go with their loop: stopped first, then destroyed after their thread ended
   // (nothing of theirs runs any more), so no peer is answered by a half-torn-down server.
   respond_io_.stop();
@@ -257,6 +271,7 @@ int App::Run() {
   probe_io_.stop();
   probe_thread.join();
   discovery_.reset();
+  dns_discovery_.reset();
   return 0;
 }
 
@@ -320,6 +335,7 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
   PODNET_DCHECK_NOT_LOOP(kResponder);
   namespace k8s = discovery::kubernetes;
   if (!c.kubernetes) {
+    StopDnsDiscovery();
     if (discovery_) {
       spdlog::info("kubernetes discovery: off");
       discovery_->Stop();
@@ -341,7 +357,20 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
   bool same = discovery_ && discovery_options_.namespace_name == o.namespace_name &&
               discovery_options_.service == o.service && discovery_options_.node == o.node &&
               discovery_options_.want_zone == o.want_zone;
-  if (same) return true;  // peers_per_zone and ports apply in Reconcile
+  // The cluster DNS watch, when probes.dns.cluster_dns asks for it.
+  std::optional<k8s::DiscoveryOptions> dns;
+  if (c.dns && c.dns->cluster_dns) {
+    dns.emplace();
+    dns->namespace_name = c.dns->cluster_dns->namespace_name;
+    dns->service = c.dns->cluster_dns->service;
+    dns->resource = "dns_endpointslices";
+    dns->count_candidates = false;
+  }
+  bool dns_same = dns ? dns_discovery_ &&
+                            dns_discovery_options_.namespace_name == dns->namespace_name &&
+                            dns_discovery_options_.service == dns->service
+                      : !dns_discovery_;
+  if (same && dns_same) return true;  // peers_per_zone, ports and max_servers: Reconcile
   // --kubeconfig, else $KUBECONFIG (its first file), else the Pod's service account.
   std::optional<k8s::ApiConfig> api;
   std::string kubeconfig = options_.kubeconfig.value_or("");
@@ -355,8 +384,34 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
     api = k8s::InClusterConfig(options_.service_account_dir, config::ProcessEnv(), error);
   }
   if (!api) return false;
-  auto client = k8s::ApiClient::Create(control_io_, std::move(*api), {}, error);
-  if (!client) return false;
+  std::unique_ptr<k8s::ApiClient> dns_client;
+  if (dns && !dns_same) {
+    dns_client = k8s::ApiClient::Create(control_io_, *api, {}, error);
+    if (!dns_client) return false;
+  }
+  auto client = same ? nullptr : k8s::ApiClient::Create(control_io_, std::move(*api), {}, error);
+  if (!same && !client) return false;
+  if (!discovery_metrics_) {
+    discovery_metrics_ = std::make_unique<k8s::DiscoveryMetrics>(metrics_.registry());
+  }
+  if (!dns_same) {
+    StopDnsDiscovery();
+    if (dns) {
+      dns_discovery_options_ = *dns;
+      // Posted to the probe loop like the peers' snapshots; Stop() ends its calls first, so a
+      // replaced watch never posts after its successor.
+      dns_discovery_ = std::make_unique<k8s::KubernetesDiscovery>(
+          control_io_, std::move(dns_client), *dns, *discovery_metrics_,
+          [this](const k8s::Snapshot& snap) {
+            boost::asio::post(probe_io_, [this, endpoints = snap.endpoints] {
+              dns_discovered_ = endpoints;
+              UpdateDnsServers();
+            });
+          });
+      dns_discovery_->Start();
+    }
+  }
+  if (same) return true;
   // Only now, with credentials in hand, the running discovery goes: a reload whose credentials
   // fail keeps it (and its peers) running.
   if (discovery_) {
@@ -365,9 +420,6 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
     boost::asio::post(probe_io_, [this] { discovered_ = {}; });  // a new Service: start clean
   }
   discovery_options_ = o;
-  if (!discovery_metrics_) {
-    discovery_metrics_ = std::make_unique<k8s::DiscoveryMetrics>(metrics_.registry());
-  }
   // Called on the control loop; the probe loop owns what it feeds. Stop() ends the calls, so a
   // stopped discovery never posts after the snapshot that replaced it.
   discovery_ = std::make_unique<k8s::KubernetesDiscovery>(
@@ -381,6 +433,18 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
   discovery_unsynced_ = true;
   discovery_->Start();
   return true;
+}
+
+void App::StopDnsDiscovery() {
+  if (!dns_discovery_) return;
+  spdlog::info("kubernetes discovery: DNS servers of service {}/{} off",
+               dns_discovery_options_.namespace_name, dns_discovery_options_.service);
+  dns_discovery_->Stop();
+  dns_discovery_.reset();
+  boost::asio::post(probe_io_, [this] {
+    dns_discovered_.clear();
+    UpdateDnsServers();
+  });
 }
 
 std::string App::NotReadyReason() const {
@@ -408,14 +472,8 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
     std::vector<topology::Peer> found;
     for (const auto& e : discovered_.endpoints) {
       if (e.name == self.name) continue;  // the Service lists this Pod too
-      topology::Peer p;
-      p.name = e.name;
-      p.address = e.address;
-      p.port = next->kubernetes->port;
+      topology::Peer p = PeerOf(self, e, next->kubernetes->port);
       p.burst_port = next->kubernetes->burst_port;
-      p.node = e.node;
-      p.zone = e.zone;
-      p.path = topology::Classify(self, e.node, e.zone);
       found.push_back(std::move(p));
     }
     candidates = found.size();
@@ -470,6 +528,7 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
   peers_ = std::move(peers);
   self_ = self;
   applied_ = std::move(next);
+  UpdateDnsServers();  // max_servers, port or this Pod's zone may have changed
   if (log) {
     std::string probes;
     for (const auto& kind : config::EnabledProbes(*applied_)) {
@@ -482,6 +541,31 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
     }
     spdlog::info("probing {} with {}", what, probes.empty() ? "no probes" : probes);
   }
+}
+
+void App::UpdateDnsServers() {
+  std::vector<topology::Peer> servers;
+  std::size_t found = 0;
+  if (applied_ && applied_->kubernetes && applied_->dns && applied_->dns->cluster_dns) {
+    const auto& cd = *applied_->dns->cluster_dns;
+    for (const auto& e : dns_discovered_) servers.push_back(PeerOf(self_, e, cd.port));
+    found = servers.size();
+    servers =
+        topology::SpreadOverZones(std::move(servers), static_cast<std::size_t>(cd.max_servers));
+  }
+  std::size_t over = found - servers.size();
+  if (over > 0 && probe_env_->dns_servers_over_cap == 0) {
+    spdlog::warn(
+        "dns: {} cluster DNS endpoints, asking {} (probes.dns.cluster_dns.max_servers); the "
+        "others are counted as servers_over_cap",
+        found, servers.size());
+  }
+  if (servers != probe_env_->dns_servers) {
+    spdlog::info("dns: asking {} cluster DNS endpoint{} directly", servers.size(),
+                 servers.size() == 1 ? "" : "s");
+  }
+  probe_env_->dns_servers = std::move(servers);
+  probe_env_->dns_servers_over_cap = over;
 }
 
 void App::Route(responders::HttpRequest req, responders::HttpRespond respond) {

@@ -105,6 +105,11 @@ class App {
                      const std::function<std::uint16_t()>& bind);
   // Probe loop only: the one path from (configuration, discovery snapshot) to running probes.
   void Reconcile(std::shared_ptr<const config::Config> next);
+  // Probe loop only: probe_env_->dns_servers from the cluster DNS watch's endpoints, classified
+  // from self_ and capped by probes.dns.cluster_dns.max_servers (topology::SpreadOverZones).
+  void UpdateDnsServers();
+  // Control loop: stops the cluster DNS watch (if any) and empties the DNS server list.
+  void StopDnsDiscovery();
 
   Options options_;
   // The web configuration: read at start-up; certificates re-read on change (control loop).
@@ -136,6 +141,7 @@ class App {
   std::vector<topology::Peer> peers_;
   topology::Self self_;  // effective: config's self, zone from the Node when the config has none
   discovery::kubernetes::Snapshot discovered_;  // last snapshot posted by discovery
+  std::vector<discovery::kubernetes::Endpoint> dns_discovered_;  // by the cluster DNS watch
 
   // Control-loop state: Kubernetes discovery, when peers.kubernetes is set.
   // Registered with the first peers.kubernetes, removed when a reload turns it off: a Pod
@@ -143,6 +149,11 @@ class App {
   std::unique_ptr<discovery::kubernetes::DiscoveryMetrics> discovery_metrics_;
   std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> discovery_;
   discovery::kubernetes::DiscoveryOptions discovery_options_;  // of the running discovery
+  // The cluster DNS Service's watch (probes.dns.cluster_dns with peers.kubernetes): the same
+  // list-then-watch on the same DiscoveryMetrics (resource="dns_endpointslices"). Its failures
+  // are counted and logged only: peers and /-/ready never wait for it.
+  std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> dns_discovery_;
+  discovery::kubernetes::DiscoveryOptions dns_discovery_options_;  // of the running DNS watch
 
   // Responder-loop state: who answers, in every /echo response (proto/echo.h: kNodeHeader,
   // kZoneHeader) and UDP echo reply; set from the effective self_ by Reconcile.

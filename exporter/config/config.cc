@@ -328,10 +328,73 @@ bool ValidDnsName(const std::string& name) {
   return label > 0;
 }
 
-void DecodeDns(Decoder& d, const YAML::Node& n, Config& c) {
+// A Kubernetes object name as namespaces and Services take it: an RFC 1123 label (1..63
+// characters of a-z, 0-9 and '-', starting and ending with a letter or digit; Kubernetes
+// apimachinery validation.IsDNS1123Label).
+bool ValidDns1123Label(const std::string& s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  return std::all_of(s.begin(), s.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
+  });
+}
+
+// probes.dns.cluster_dns: `false` turns it off, `true` or a mapping (absent keys take their
+// defaults) turns it on. Meaningful only with peers.kubernetes (its API server and credentials).
+void DecodeClusterDns(Decoder& d, const YAML::Node& n, bool kubernetes,
+                      probes::dns::DnsOptions& o) {
+  const std::string base = "probes.dns.cluster_dns";
+  if (n.IsScalar()) {
+    auto on = d.Bool(n, base);
+    if (!on) return;
+    if (!*on) {
+      o.cluster_dns.reset();
+      return;
+    }
+  } else if (!n.IsNull() && !d.CheckMap(n, base, {"namespace", "service", "port", "max_servers"})) {
+    return;
+  }
+  probes::dns::ClusterDnsOptions cd;
+  if (n.IsMap()) {
+    for (auto [key, out] : {std::pair<const char*, std::string*>{"namespace", &cd.namespace_name},
+                            std::pair<const char*, std::string*>{"service", &cd.service}}) {
+      const YAML::Node v = n[key];
+      if (!v.IsDefined()) continue;
+      auto s = d.String(v, base + "." + key);
+      if (s && !ValidDns1123Label(*s)) {
+        d.Fail(v, base + "." + key,
+               "must be a Kubernetes name (1-63 characters of a-z, 0-9 and '-'), got " + Quote(*s));
+      } else if (s) {
+        *out = *s;
+      }
+    }
+    if (const YAML::Node v = n["port"]; v.IsDefined()) {
+      if (auto i = d.Integer(v, base + ".port", 1, 65535)) cd.port = static_cast<std::uint16_t>(*i);
+    }
+    if (const YAML::Node v = n["max_servers"]; v.IsDefined()) {
+      if (auto i = d.Integer(v, base + ".max_servers", 1, 256)) {
+        cd.max_servers = static_cast<int>(*i);
+      }
+    }
+  }
+  if (!kubernetes) {
+    d.Fail(n, base,
+           "needs peers.kubernetes (the DNS endpoints are read from its API server); remove it "
+           "or set it to false");
+  }
+  o.cluster_dns = cd;
+}
+
+void DecodeDns(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
   const std::string base = "probes.dns";
-  if (!d.CheckMap(n, base, {"interval", "resolv_conf", "resolvers", "names"})) return;
+  if (!d.CheckMap(n, base, {"interval", "resolv_conf", "resolvers", "names", "cluster_dns"})) {
+    return;
+  }
   probes::dns::DnsOptions o;
+  if (const YAML::Node v = n["cluster_dns"]; v.IsDefined()) {
+    DecodeClusterDns(d, v, kubernetes, o);
+  } else if (!kubernetes) {
+    o.cluster_dns.reset();  // the default is on, but only where there is an API server to ask
+  }
   if (const YAML::Node v = n["interval"]; v.IsDefined()) {
     if (auto dur = d.PositiveDuration(v, base + ".interval")) o.interval = *dur;
   }
@@ -632,14 +695,16 @@ void DecodeService(Decoder& d, const YAML::Node& n, Config& c) {
   c.service = o;
 }
 
-void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
+// `kubernetes`: the file has a peers.kubernetes section (valid or not: its own problems are
+// reported there, not again by the sections that need it).
+void DecodeProbes(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
   if (!n.IsDefined() ||
       !d.CheckMap(n, "probes", {"rtt", "dns", "burst", "http", "grpc", "service"})) {
     return;
   }
   if (const YAML::Node service = n["service"]; service.IsDefined()) DecodeService(d, service, c);
   if (const YAML::Node rtt = n["rtt"]; rtt.IsDefined()) DecodeRtt(d, rtt, c);
-  if (const YAML::Node dns = n["dns"]; dns.IsDefined()) DecodeDns(d, dns, c);
+  if (const YAML::Node dns = n["dns"]; dns.IsDefined()) DecodeDns(d, dns, kubernetes, c);
   if (const YAML::Node burst = n["burst"]; burst.IsDefined()) DecodeBurst(d, burst, c);
   if (const YAML::Node http = n["http"]; http.IsDefined()) DecodeHttp(d, http, c);
   if (const YAML::Node grpc = n["grpc"]; grpc.IsDefined()) DecodeGrpc(d, grpc, c);
@@ -667,7 +732,10 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
     DecodeSelf(d, root, root["self"], *c);
     DecodeResponders(d, root["responders"], *c);
     DecodePeers(d, root["peers"], *c);
-    DecodeProbes(d, root["probes"], *c);
+    const YAML::Node peers = root["peers"];
+    bool kubernetes = peers.IsDefined() && peers.IsMap() && peers["kubernetes"].IsDefined() &&
+                      !peers["kubernetes"].IsNull();
+    DecodeProbes(d, root["probes"], kubernetes, *c);
     DecodeMetrics(d, root["metrics"], *c);
   } catch (const YAML::Exception& e) {  // defensive: yaml-cpp throws on odd node shapes
     d.Fail(root, "", std::string("unexpected YAML structure: ") + e.what());
@@ -709,6 +777,10 @@ std::string Summary(const Config& c) {
     discovery.push_back("kubernetes service " + c.kubernetes->namespace_name + "/" +
                         c.kubernetes->service + " (" +
                         std::to_string(c.kubernetes->peers_per_zone) + " per zone)");
+  }
+  if (c.dns && c.dns->cluster_dns) {
+    discovery.push_back("DNS servers of kubernetes service " + c.dns->cluster_dns->namespace_name +
+                        "/" + c.dns->cluster_dns->service);
   }
   std::vector<std::string> responders = {"http /echo", "udp_echo"};
   if (c.burst_responder) responders.push_back("burst");

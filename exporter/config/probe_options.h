@@ -44,15 +44,33 @@ enum class Libc { kGlibc, kMusl };
 const char* LibcName(Libc l);                       // "glibc" | "musl"
 std::optional<Libc> ParseLibc(std::string_view s);  // inverse of LibcName
 
+/// probes.dns.cluster_dns: with peers.kubernetes, the cluster DNS Service whose endpoints (its
+/// EndpointSlices, label kubernetes.io/service-name) are each asked directly, so that
+/// podnet_dns_server_rtt_seconds shows every replica with its zone and path class. Read through
+/// the same API server and credentials as peers.kubernetes.
+struct ClusterDnsOptions {
+  std::string namespace_name = "kube-system";  // `namespace` in YAML
+  std::string service = "kube-dns";  // CoreDNS keeps the kube-dns name in every standard install
+  std::uint16_t port = 53;           // the replicas' DNS port (the Service's targetPort)
+  /// At most this many endpoints are asked (one per zone in turn, by Pod name within a zone);
+  /// the rest are counted as podnet_probe_errors_total{probe="dns",reason="servers_over_cap"}.
+  int max_servers = 16;
+
+  bool operator==(const ClusterDnsOptions&) const = default;
+};
+
 /// probes.dns: every `interval`, each name is looked up as written and in its absolute form
 /// (a trailing dot), once per resolver model, under the resolv.conf at `resolv_conf` (re-read
-/// every round, as the libcs notice a changed file); and each nameserver of that file is asked
-/// directly for the first name's absolute form (podnet_dns_server_rtt_seconds).
+/// every round, as the libcs notice a changed file); and each nameserver of that file, and each
+/// discovered cluster DNS endpoint (`cluster_dns`, with peers.kubernetes), is asked directly for
+/// the first name's absolute form (podnet_dns_server_rtt_seconds).
 struct DnsOptions {
   config::Duration interval = std::chrono::seconds(30);
   std::string resolv_conf = "/etc/resolv.conf";
   std::vector<Libc> resolvers{Libc::kGlibc, Libc::kMusl};
   std::vector<std::string> names;
+  /// On by default with peers.kubernetes; std::nullopt without it or with `cluster_dns: false`.
+  std::optional<ClusterDnsOptions> cluster_dns = ClusterDnsOptions{};
 
   bool operator==(const DnsOptions&) const = default;
 };

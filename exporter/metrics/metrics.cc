@@ -38,6 +38,20 @@ SeriesSet::~SeriesSet() { Release(/*remove=*/false); }
 
 void SeriesSet::RemoveAll() { Release(/*remove=*/true); }
 
+void SeriesSet::Remove(const void* series) {
+  std::lock_guard lock(refs_->mu_);
+  if (added_.erase(series) == 0) return;
+  auto entry = std::find_if(removers_.begin(), removers_.end(),
+                            [series](const Entry& e) { return e.series == series; });
+  if (entry == removers_.end()) return;  // not reached: added_ and removers_ agree
+  auto it = refs_->users_.find(series);
+  if (it != refs_->users_.end() && --it->second == 0) {
+    refs_->users_.erase(it);
+    entry->remove();
+  }
+  removers_.erase(entry);
+}
+
 void SeriesSet::Release(bool remove) {
   std::lock_guard lock(refs_->mu_);
   for (auto& entry : removers_) {

@@ -88,6 +88,10 @@ class SeriesSet {
   /// which this set was the last user.
   void RemoveAll();
 
+  /// Lets go of one series added through this set (what Add returned), removing it from its
+  /// family when this set was its last user. A series this set does not hold is ignored.
+  void Remove(const void* series);
+
   /// Number of distinct series this set uses.
   std::size_t size() const { return removers_.size(); }
 

@@ -42,6 +42,14 @@ struct ProbeEnv {
   topology::Self self;
   /// metrics.aggregate_peers; the app restarts every probe when it changes.
   metrics::PeerLabelSet peer_labels = metrics::PeerLabelSet::kPerPeer;
+  /// The cluster DNS replicas the dns probe asks directly, besides resolv.conf's nameservers
+  /// (probes.dns.cluster_dns with peers.kubernetes): `name` the Pod, `address` and `port` where
+  /// it answers, `node`, `zone` and `path` (from this Pod) as its EndpointSlice says. At most
+  /// cluster_dns.max_servers; the app replaces it on every change, the probe reads it at each
+  /// round's start.
+  std::vector<topology::Peer> dns_servers = {};
+  /// Discovered replicas left out by max_servers (each round counts servers_over_cap when > 0).
+  std::size_t dns_servers_over_cap = 0;
 
   /// The labels of `peer`'s series under this configuration (metrics::PeerLabels).
   prometheus::Labels PeerLabels(const topology::Peer& peer) const {

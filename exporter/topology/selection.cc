@@ -76,4 +76,38 @@ std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer
   return chosen;
 }
 
+std::vector<Peer> SpreadOverZones(std::vector<Peer> servers, std::size_t max) {
+  if (servers.size() <= max) {
+    std::sort(servers.begin(), servers.end(),
+              [](const Peer& a, const Peer& b) { return a.name < b.name; });
+    return servers;
+  }
+  // (turn rank, zone) → its servers, best first: 0 own zone, 1 another zone, 2 unknown zone.
+  std::map<std::pair<int, std::string>, std::vector<const Peer*>> zones;
+  for (const Peer& p : servers) {
+    bool own = p.path == PathClass::kSameNode || p.path == PathClass::kSameZone;
+    int rank = own ? 0 : (p.zone.empty() ? 2 : 1);
+    zones[{rank, p.zone}].push_back(&p);
+  }
+  for (auto& [zone, list] : zones) {
+    std::sort(list.begin(), list.end(), [](const Peer* a, const Peer* b) {
+      return std::make_tuple(a->path != PathClass::kSameNode, a->name) <
+             std::make_tuple(b->path != PathClass::kSameNode, b->name);
+    });
+  }
+  std::vector<Peer> chosen;
+  for (std::size_t turn = 0; chosen.size() < max; ++turn) {
+    bool any = false;
+    for (auto& [zone, list] : zones) {
+      if (turn >= list.size() || chosen.size() == max) continue;
+      chosen.push_back(*list[turn]);
+      any = true;
+    }
+    if (!any) break;
+  }
+  std::sort(chosen.begin(), chosen.end(),
+            [](const Peer& a, const Peer& b) { return a.name < b.name; });
+  return chosen;
+}
+
 }  // namespace podnet::topology

@@ -34,4 +34,12 @@ std::string_view SelectionKey(std::string_view name, std::string_view node);
 std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer>& candidates,
                               int peers_per_zone);
 
+/// At most `max` of `servers` (classified cluster DNS replicas, or any peers), spread over
+/// zones: the zones take turns, each giving its next server, so that a cap below the replica
+/// count still keeps as many zones represented as it can. Turn order: this Pod's own zone
+/// first (the zone of a same_node or same_zone server), then the other zones by name, servers
+/// of unknown zone ("") last; within a zone, same_node servers first, then by name. The result
+/// is sorted by name; `servers.size()` minus its size were left out.
+std::vector<Peer> SpreadOverZones(std::vector<Peer> servers, std::size_t max);
+
 }  // namespace podnet::topology

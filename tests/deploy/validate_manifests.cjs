@@ -254,14 +254,22 @@ function problems(objects, extraKinds = []) {
     "RoleBinding", "Service", "ConfigMap", "DaemonSet", "PodMonitor", "PrometheusRule", ...extraKinds];
   for (const o of objects) need(allowed.includes(o.kind), `unexpected object ${objName(o)}`);
   const nsObj = one("Namespace"); const sa = one("ServiceAccount"); const cr = one("ClusterRole");
-  const crb = one("ClusterRoleBinding"); const role = one("Role"); const rb = one("RoleBinding");
+  const crb = one("ClusterRoleBinding");
   const svc = one("Service"); const cm = one("ConfigMap"); const ds = one("DaemonSet");
   if (p.length) return p;
   const ns = nsObj.metadata.name;
+  // Two Roles: the peers' in ns, and the cluster DNS one in kube-system (named -cluster-dns).
+  const dnsName = (o) => o.metadata.name.endsWith("-cluster-dns");
+  const inNs = (kind, dns) => all(kind).filter((o) => dnsName(o) === dns);
+  const oneOf = (l, what) => { need(l.length === 1, `exactly one ${what} (${l.length})`); return l[0]; };
+  const role = oneOf(inNs("Role", false), "Role"); const rb = oneOf(inNs("RoleBinding", false), "RoleBinding");
+  const dnsRole = oneOf(inNs("Role", true), "cluster DNS Role");
+  const dnsRb = oneOf(inNs("RoleBinding", true), "cluster DNS RoleBinding");
+  if (p.length) return p;
   for (const o of objects) {
-    if (!["Namespace", "ClusterRole", "ClusterRoleBinding"].includes(o.kind)) {
-      need(o.metadata.namespace === ns, `${objName(o)} is in namespace ${ns}`);
-    }
+    if (["Namespace", "ClusterRole", "ClusterRoleBinding"].includes(o.kind)) continue;
+    const want = o === dnsRole || o === dnsRb ? "kube-system" : ns;
+    need(o.metadata.namespace === want, `${objName(o)} is in namespace ${want}`);
   }
   need((nsObj.metadata.labels || {})["pod-security.kubernetes.io/enforce"] === "restricted",
     "the Namespace enforces the restricted Pod Security Standard");
@@ -277,6 +285,11 @@ function problems(objects, extraKinds = []) {
     deepEqual(crb.subjects, subj), "ClusterRoleBinding binds the ClusterRole to the ServiceAccount only");
   need(deepEqual(rb.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name }) &&
     deepEqual(rb.subjects, subj), "RoleBinding binds the Role to the ServiceAccount only");
+  // The cluster DNS replicas (probes.dns.cluster_dns): list + watch endpointslices in kube-system.
+  need(deepEqual(dnsRole.rules, [{ apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"],
+    verbs: ["list", "watch"] }]), `cluster DNS Role grants exactly list, watch on endpointslices: ${JSON.stringify(dnsRole.rules)}`);
+  need(deepEqual(dnsRb.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: dnsRole.metadata.name }) &&
+    deepEqual(dnsRb.subjects, subj), "cluster DNS RoleBinding binds its Role to the ServiceAccount only");
 
   // DaemonSet: Pod level.
   const tpl = ds.spec.template;
@@ -358,6 +371,9 @@ function problems(objects, extraKinds = []) {
   const kube = (cfg.peers || {}).kubernetes || {};
   need(kube.namespace === ns && kube.service === svc.metadata.name,
     `config peers.kubernetes is the Service ${ns}/${svc.metadata.name}`);
+  const clusterDns = ((cfg.probes || {}).dns || {}).cluster_dns;
+  need(clusterDns !== false && ((clusterDns || {}).namespace || "kube-system") === dnsRole.metadata.namespace,
+    `config probes.dns.cluster_dns reads the namespace the cluster DNS Role grants (${dnsRole.metadata.namespace})`);
   need(cfg.self && cfg.self.name === "${POD_NAME}" && cfg.self.node === "${NODE_NAME}" && cfg.self.zone === "${POD_ZONE}",
     "config self is ${POD_NAME}, ${NODE_NAME}, ${POD_ZONE}");
   for (const m of cm.data[key].matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}/g)) {
@@ -404,6 +420,10 @@ const mutations = {
   "Role may get endpointslices": (o) => get(o, "Role").rules[0].verbs.push("get"),
   "Role on all resources": (o) => { get(o, "Role").rules[0].resources = ["*"]; },
   "RoleBinding to the default ServiceAccount": (o) => { get(o, "RoleBinding").subjects[0].name = "default"; },
+  "cluster DNS Role may get secrets": (o) => o.find((q) => q.kind === "Role" && q.metadata.namespace === "kube-system").rules.push({ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }),
+  "cluster DNS Role in podnet": (o) => { o.find((q) => q.kind === "Role" && q.metadata.namespace === "kube-system").metadata.namespace = "podnet"; },
+  "cluster DNS RoleBinding to the default ServiceAccount": (o) => { o.find((q) => q.kind === "RoleBinding" && q.metadata.namespace === "kube-system").subjects[0].name = "default"; },
+  "config asks another namespace for DNS": (o) => { const cm = get(o, "ConfigMap"); const k = Object.keys(cm.data)[0]; cm.data[k] = cm.data[k].replace("namespace: kube-system", "namespace: dns"); },
   "root user": (o) => { ctr(o).securityContext.runAsUser = 0; },
   "runAsNonRoot off": (o) => { podSpec(o).securityContext.runAsNonRoot = false; delete ctr(o).securityContext.runAsNonRoot; },
   "writable root filesystem": (o) => { delete ctr(o).securityContext.readOnlyRootFilesystem; },

@@ -245,11 +245,16 @@ def histogram_quantile_bounds(q, buckets):
     return None if b is None else (b[0], b[1])
 
 
-def start_unbound(ns, folder):
-    """unbound on 127.0.0.1:53 in `ns`, its config and log in `folder`."""
+def start_unbound(ns, folder, address="127.0.0.1"):
+    """unbound on address:53 in `ns` (answering 127.0.0.0/8 and the lab's 10.213.0.0/24), its
+    config and log in `folder`."""
     conf = os.path.join(folder, "unbound.conf")
+    text = UNBOUND_CONF.format(dir=folder, zones=UNBOUND_ZONES)
+    text = text.replace("interface: 127.0.0.1", "interface: " + address)
+    text = text.replace("access-control: 127.0.0.0/8 allow",
+                        "access-control: 127.0.0.0/8 allow\n  access-control: 10.213.0.0/24 allow")
     with open(conf, "w") as f:
-        f.write(UNBOUND_CONF.format(dir=folder, zones=UNBOUND_ZONES))
+        f.write(text)
     return start(ns, ["unbound", "-d", "-c", conf], os.path.join(folder, "unbound.log"))
 
 

@@ -20,13 +20,14 @@ DiscoveryMetrics::DiscoveryMetrics(prometheus::Registry& registry) : registry_(r
                  .Register(registry);
   events_ = &prometheus::BuildCounter()
                  .Name("podnet_kubernetes_watch_events_total")
-                 .Help("EndpointSlice watch events received, by type.")
+                 .Help("EndpointSlice watch events received, by watch (resource) and type.")
                  .Register(registry);
   lists_family_ = &prometheus::BuildCounter()
                        .Name("podnet_kubernetes_lists_total")
-                       .Help("Successful EndpointSlice lists (the first one and every relist).")
+                       .Help(
+                           "Successful EndpointSlice lists (the first one and every relist), by "
+                           "watch (resource).")
                        .Register(registry);
-  lists_ = &lists_family_->Add({});
   candidates_family_ = &prometheus::BuildGauge()
                             .Name("podnet_discovery_candidates")
                             .Help(
@@ -47,8 +48,12 @@ void DiscoveryMetrics::Error(std::string_view resource, std::string_view reason)
   errors_->Add({{"resource", std::string(resource)}, {"reason", std::string(reason)}}).Increment();
 }
 
-void DiscoveryMetrics::Event(std::string_view type) {
-  events_->Add({{"type", std::string(type)}}).Increment();
+void DiscoveryMetrics::Event(std::string_view resource, std::string_view type) {
+  events_->Add({{"resource", std::string(resource)}, {"type", std::string(type)}}).Increment();
+}
+
+prometheus::Counter& DiscoveryMetrics::lists(std::string_view resource) {
+  return lists_family_->Add({{"resource", std::string(resource)}});
 }
 
 Backoff::Backoff(std::chrono::milliseconds initial, std::chrono::milliseconds max,

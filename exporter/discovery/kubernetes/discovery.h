@@ -22,14 +22,16 @@ namespace podnet::discovery::kubernetes {
 /// The discovery series, registered while peers.kubernetes is configured (a reload that
 /// restarts the discovery keeps them; one that turns it off removes them, the destructor does):
 ///  - podnet_kubernetes_api_errors_total{resource, reason}: failed API requests and watch
-///    streams; resource ∈ node | endpointslices, reason ∈ ApiErrorName ∪ StatusReason ∪
+///    streams; resource ∈ node | endpointslices (the peers' Service) | dns_endpointslices (the
+///    cluster DNS Service's, DiscoveryOptions::resource), reason ∈ ApiErrorName ∪ StatusReason ∪
 ///    watch_error (an ERROR event other than 410) ∪ watch_closed (a watch the server ended at
 ///    once without events) ∪ no_zone_label (the Node has none); an ERROR event with code 410
 ///    counts as gone;
-///  - podnet_kubernetes_watch_events_total{type}: ADDED | MODIFIED | DELETED | BOOKMARK | ERROR;
-///  - podnet_kubernetes_lists_total: successful EndpointSlice lists (1 + relists);
+///  - podnet_kubernetes_watch_events_total{resource, type}: type ∈ ADDED | MODIFIED | DELETED |
+///    BOOKMARK | ERROR, resource as above (the EndpointSlice watches only);
+///  - podnet_kubernetes_lists_total{resource}: successful EndpointSlice lists (1 + relists);
 ///  - podnet_discovery_candidates: ready probe Pods in the Service (self included) after the
-///    last list or watch event.
+///    last list or watch event (the peers' watch only: DiscoveryOptions::count_candidates).
 class DiscoveryMetrics {
  public:
   explicit DiscoveryMetrics(prometheus::Registry& registry);
@@ -38,8 +40,8 @@ class DiscoveryMetrics {
   DiscoveryMetrics& operator=(const DiscoveryMetrics&) = delete;
 
   void Error(std::string_view resource, std::string_view reason);
-  void Event(std::string_view type);
-  prometheus::Counter& lists() { return *lists_; }
+  void Event(std::string_view resource, std::string_view type);
+  prometheus::Counter& lists(std::string_view resource);
   prometheus::Gauge& candidates() { return *candidates_; }
 
  private:
@@ -48,7 +50,6 @@ class DiscoveryMetrics {
   prometheus::Family<prometheus::Counter>* events_;
   prometheus::Family<prometheus::Counter>* lists_family_;
   prometheus::Family<prometheus::Gauge>* candidates_family_;
-  prometheus::Counter* lists_;
   prometheus::Gauge* candidates_;
 };
 
@@ -75,6 +76,11 @@ struct DiscoveryOptions {
   std::string service;         // label kubernetes.io/service-name
   std::string node;            // self.node: whose zone to read
   bool want_zone = false;      // self.zone empty: read it from the Node
+  /// The `resource` label of this watch's EndpointSlice errors, events and lists, so that two
+  /// watches on one DiscoveryMetrics (the peers' and the cluster DNS's) count apart.
+  std::string resource = "endpointslices";
+  /// Whether this watch sets podnet_discovery_candidates (the peers' watch; not the DNS one).
+  bool count_candidates = true;
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{60000};
   std::chrono::milliseconds max_retry_after{300000};

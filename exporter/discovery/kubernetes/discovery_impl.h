@@ -34,6 +34,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
 
   void Start() {
     stopped_ = false;
+    metrics_.lists(options_.resource);  // 0 until the first list, so that a rate is not absent
     spdlog::info("kubernetes discovery: service {}/{} from API server {} ({})",
                  options_.namespace_name, options_.service, client_->config().Url(),
                  client_->config().source);
@@ -51,7 +52,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     slices_timer_.cancel();
     publish_timer_.cancel();
     publish_pending_ = false;
-    metrics_.candidates().Set(0);
+    if (options_.count_candidates) metrics_.candidates().Set(0);
   }
 
   const Snapshot& snapshot() const { return snapshot_; }
@@ -145,7 +146,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
       }
     }
     if (!reason.empty()) {
-      metrics_.Error("endpointslices", reason);
+      metrics_.Error(options_.resource, reason);
       RetrySlices(
           r.retry_after, [](Impl* self) { self->List(); },
           "list: " + Failure(reason, r, detail == r.detail ? Describe(r) : detail));
@@ -153,7 +154,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     }
     slices_ = std::move(slices);
     resource_version_ = rv;
-    metrics_.lists().Increment();
+    metrics_.lists(options_.resource).Increment();
     // The backoff is reset by a watch that delivers, not by the list: a server that lists fine
     // but fails every watch at once must not get a tight list-watch loop.
     bool first = !snapshot_.synced;
@@ -195,7 +196,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     }
     if (type == "ERROR") {
       // The object is a metav1.Status; code 410 (reason Expired or Gone) = RV too old.
-      metrics_.Event(type);
+      metrics_.Event(options_.resource, type);
       long long code = IntegerAt(*object, "code").value_or(0);
       relist_ = code == 410;
       watch_failure_ = code == 410 ? "gone" : "watch_error";
@@ -226,7 +227,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
         slices_[ObjectName(*object)] = std::move(*eps);
       }
     }
-    metrics_.Event(type);
+    metrics_.Event(options_.resource, type);
     ++watch_events_;
     if (!rv.empty()) resource_version_ = rv;
     if (type != "BOOKMARK") Publish(false);
@@ -250,7 +251,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
       }
       reason = "watch_closed";
     }
-    metrics_.Error("endpointslices", reason);
+    metrics_.Error(options_.resource, reason);
     if (watch_events_ > 0) slices_backoff_.Reset();
     if (relist_) {
       spdlog::debug("kubernetes: watch from resourceVersion {} ended ({}): relisting",
@@ -344,8 +345,9 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     auto endpoints = MergeSlices(slices_);
     if (!force && endpoints == snapshot_.endpoints) return;
     snapshot_.endpoints = std::move(endpoints);
-    if (snapshot_.synced)
+    if (snapshot_.synced && options_.count_candidates) {
       metrics_.candidates().Set(static_cast<double>(snapshot_.endpoints.size()));
+    }
     if (on_change_) on_change_(snapshot_);
   }
 

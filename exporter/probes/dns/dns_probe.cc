@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <map>
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/address.h"
@@ -50,8 +51,9 @@ struct DnsFamilies {
                        .Register(r)),
         server_rtt(prometheus::BuildHistogram()
                        .Name("podnet_dns_server_rtt_seconds")
-                       .Help("Time for one nameserver to answer one A question for the "
-                             "absolute name, seconds.")
+                       .Help("Time for one nameserver (of resolv.conf, or one cluster DNS "
+                             "replica) to answer one A question for the absolute name, "
+                             "seconds.")
                        .Register(r)) {}
   Family<Histogram>& duration;
   Family<Counter>& lookups;
@@ -99,19 +101,35 @@ class LookupTarget : public PeerProbeBase {
   std::shared_ptr<Lookup> lookup_;  // the round in flight
 };
 
-// Each nameserver asked directly for the first name's absolute form.
+// Each nameserver of resolv.conf and each discovered cluster DNS replica (ProbeEnv::
+// dns_servers) asked directly for the first name's absolute form.
 class ServersTarget : public PeerProbeBase {
  public:
   explicit ServersTarget(std::shared_ptr<DnsKind> kind);
 
  private:
+  // One server of a round: where to ask, and its series' labels (server, server_zone, path).
+  struct Server {
+    ResolvConf::Nameserver ns;
+    prometheus::Labels labels;
+  };
+  // A server's series, once it has answered.
+  struct Observed {
+    prometheus::Labels labels;
+    const void* series;
+  };
   void StartRound(std::chrono::steady_clock::time_point) override;
   void StopRound() override;
   void Finish();
+  // This round's servers: resolv.conf's, then the discovered replicas (one that is also in
+  // resolv.conf is asked once, under the replica's labels). Removes the series of servers that
+  // are gone or whose labels changed, and the channels of servers that are gone.
+  std::vector<Server> RoundServers(const ResolvConf& conf);
   std::shared_ptr<DnsKind> kind_;
   std::shared_ptr<ChannelPool> pool_;
   boost::asio::steady_timer timer_;
   int outstanding_ = 0;
+  std::map<std::string, Observed> observed_;  // by server ("10.0.0.10:53")
 };
 
 class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
@@ -231,29 +249,64 @@ ServersTarget::ServersTarget(std::shared_ptr<DnsKind> kind)
       pool_(std::make_shared<ChannelPool>(env().io)),
       timer_(env().io) {}
 
+std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf& conf) {
+  std::vector<Server> servers;
+  std::map<std::string, std::size_t> index;  // server → position in `servers`
+  auto add = [&](const ResolvConf::Nameserver& ns, std::string zone, topology::PathClass path) {
+    std::string server = net::FormatHostPort(ns.address, ns.port);
+    prometheus::Labels labels{{"server", server},
+                              {"server_zone", std::move(zone)},
+                              {"path", std::string(topology::PathClassName(path))}};
+    auto [it, added] = index.emplace(server, servers.size());
+    if (added) {
+      servers.push_back({ns, std::move(labels)});
+    } else {
+      servers[it->second].labels = std::move(labels);  // the replica's labels say more
+    }
+  };
+  for (const auto& ns : conf.nameservers) add(ns, "", topology::PathClass::kUnknown);
+  for (const auto& p : env().dns_servers) add({p.address, p.port}, p.zone, p.path);
+
+  for (auto it = observed_.begin(); it != observed_.end();) {
+    auto now = index.find(it->first);
+    if (now != index.end() && servers[now->second].labels == it->second.labels) {
+      ++it;
+      continue;
+    }
+    if (auto* set = series()) set->Remove(it->second.series);
+    it = observed_.erase(it);
+  }
+  std::vector<ResolvConf::Nameserver> keep;
+  for (const auto& s : servers) keep.push_back(s.ns);
+  pool_->Keep(keep);
+  return servers;
+}
+
 void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
   ResolvConf conf = kind_->Load(Libc::kGlibc, *this);
   std::string name = FormName(kind_->options().names.front(), true);
   auto start = std::chrono::steady_clock::now();
   auto finish = IfCurrent(this, [](auto& self) { self.Finish(); });
-  for (const auto& ns : conf.nameservers) {
+  if (env().dns_servers_over_cap > 0) {
+    CountError("servers_over_cap", std::to_string(env().dns_servers_over_cap) + " not asked");
+  }
+  for (const auto& [ns, labels] : RoundServers(conf)) {
     std::string err;
     net::AresChannel* ch = pool_->Get(ns, false, true, &err);
     if (!ch) {
       CountError("channel", err);
       continue;
     }
-    std::string server = net::FormatHostPort(ns.address, ns.port);
     int len = ch->Send(
         name, static_cast<std::uint16_t>(QType::kA), false,
-        IfCurrent(this, [server, start, finish](auto& self, int status, const unsigned char*, int) {
+        IfCurrent(this, [labels, start, finish](auto& self, int status, const unsigned char*, int) {
           if (status == ARES_SUCCESS) {
             double s =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            self.series()
-                ->Add(self.kind_->families().server_rtt, {{"server", server}},
-                      metrics::DnsLatencyBuckets())
-                .Observe(s);
+            auto& h = self.series()->Add(self.kind_->families().server_rtt, labels,
+                                         metrics::DnsLatencyBuckets());
+            h.Observe(s);
+            self.observed_[labels.at("server")] = {labels, &h};
           } else if (status != ARES_ECANCELLED && status != ARES_EDESTRUCTION) {
             self.CountError("server_no_answer");
           }

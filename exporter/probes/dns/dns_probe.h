@@ -16,9 +16,15 @@ namespace podnet::probes::dns {
 /// podnet_dns_lookups_total{result}, podnet_dns_queries_total{qtype},
 /// podnet_dns_responses_total{rcode} (rcode "TIMEOUT" for a question unanswered when the lookup
 /// ended), podnet_dns_queries_per_lookup (gauge, last lookup); podnet_dns_server_rtt_seconds
-/// {server}; podnet_probe_{sent,received}_bytes_total{probe="dns"} (DNS messages + IP/UDP or
+/// {server, server_zone, path}: each nameserver of resolv.conf (server_zone "", path "unknown":
+/// an address such as the kube-dns ClusterIP is not one replica) and each cluster DNS replica of
+/// ProbeEnv::dns_servers (its EndpointSlice's zone and the path class from this Pod); a server
+/// that is no longer in either, or whose labels changed, loses its series at the next round's
+/// start; podnet_probe_{sent,received}_bytes_total{probe="dns"} (DNS messages + IP/UDP or
 /// IP/TCP headers, without TCP handshakes); podnet_probe_errors_total{probe="dns"} with reason
-/// "resolv_conf" (unreadable file: libc defaults used) or "channel" (c-ares setup failed).
+/// "resolv_conf" (unreadable file: libc defaults used), "channel" (c-ares setup failed),
+/// "server_no_answer" or "servers_over_cap" (once per round while replicas beyond
+/// cluster_dns.max_servers are left out).
 std::shared_ptr<ProbeKind> MakeDnsKind(const DnsOptions& options, ProbeEnv& env);
 
 /// Builds the query name of a form: "absolute" appends a trailing dot when there is none.

@@ -28,6 +28,15 @@ void ChannelPool::CancelAll() {
   }
 }
 
+void ChannelPool::Keep(const std::vector<ResolvConf::Nameserver>& keep) {
+  std::erase_if(channels_, [&](const auto& entry) {
+    return std::none_of(keep.begin(), keep.end(), [&](const ResolvConf::Nameserver& ns) {
+      return ns.port == std::get<1>(entry.first) &&
+             ns.address.to_string() == std::get<0>(entry.first);
+    });
+  });
+}
+
 std::shared_ptr<Lookup> Lookup::Start(boost::asio::io_context& io,
                                       std::shared_ptr<ChannelPool> pool, const ResolvConf& conf,
                                       Libc libc, const std::string& name, Done done) {

@@ -27,6 +27,9 @@ class ChannelPool {
   net::AresChannel* Get(const ResolvConf::Nameserver& ns, bool tcp, bool connect_udp,
                         std::string* error);
   void CancelAll();
+  /// Closes the channels of every nameserver not in `keep` (a server that went away must not
+  /// hold its sockets). Not from inside a c-ares callback of a channel it may close.
+  void Keep(const std::vector<ResolvConf::Nameserver>& keep);
 
  private:
   boost::asio::io_context& io_;

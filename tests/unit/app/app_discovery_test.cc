@@ -209,7 +209,8 @@ probes:
   EXPECT_EQ(m.find(R"(peer="podnet-self")"), std::string::npos);
   EXPECT_NE(m.find(R"(source_zone="zone-a")"), std::string::npos);
   EXPECT_NE(m.find("podnet_discovery_candidates 3"), std::string::npos);
-  EXPECT_NE(m.find("podnet_kubernetes_lists_total 1"), std::string::npos);
+  EXPECT_NE(m.find(R"(podnet_kubernetes_lists_total{resource="endpointslices"} 1)"),
+            std::string::npos);
   int status = 0;
   HttpGet(port, "/-/ready", &status);
   EXPECT_EQ(status, 200);
@@ -239,7 +240,8 @@ probes:
   EXPECT_TRUE(has(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")"));
   EXPECT_TRUE(has(R"(podnet_peers{path="cross_zone"} 0)"));
   EXPECT_TRUE(has(R"(podnet_peers{path="same_zone"} 1)"));
-  EXPECT_TRUE(has(R"(podnet_kubernetes_watch_events_total{type="MODIFIED"} 1)"));
+  EXPECT_TRUE(
+      has(R"(podnet_kubernetes_watch_events_total{resource="endpointslices",type="MODIFIED"} 1)"));
 
   // A reload to another Service whose credentials cannot be read fails like a bad file: the
   // running configuration and its discovery stay, and so do their peers.
@@ -336,6 +338,103 @@ TEST(AppDiscoveryTest, NotReadySaysWhyAndNoDiscoverySeriesWithoutKubernetes) {
   m = HttpGet(port, "/metrics");
   EXPECT_EQ(m.find("podnet_kubernetes_"), std::string::npos) << m;
   EXPECT_EQ(m.find("podnet_discovery_candidates"), std::string::npos) << m;
+  EXPECT_EQ(running.Join(), 0);
+}
+
+// The cluster DNS watch (probes.dns.cluster_dns) is a second watch on the same metrics, counted
+// apart (resource="dns_endpointslices"), and its failures never touch readiness or the peers.
+TEST(AppDiscoveryTest, ForbiddenClusterDnsWatchLeavesPeersAndReadinessAlone) {
+  constexpr char kForbidden[] =
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+      R"("message":"endpointslices.discovery.k8s.io is forbidden: User \"system:anonymous\" )"
+      R"(cannot list resource in namespace kube-system","reason":"Forbidden","code":403})";
+  std::mutex mu;
+  std::vector<std::string> dns_targets;
+  FakeApiServer server([&](const FakeRequest& r) {
+    if (r.target.find("/namespaces/kube-system/") != std::string::npos) {
+      std::lock_guard lock(mu);
+      dns_targets.push_back(r.target);
+      return FakeResponse{403, {}, kForbidden};
+    }
+    if (r.target.find("watch=1") != std::string::npos) {
+      return FakeResponse{200, {}, "", std::make_shared<FakeStream>()};
+    }
+    return FakeResponse{
+        200,
+        {},
+        ListJson("7", {SliceJson("podnet-x", "6", {EndpointJson("s", "127.0.0.1", "n", "z")})})};
+  });
+  TempDir dir;
+  std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{token: t}");
+  std::string resolv = dir.Write("resolv.conf", "nameserver 127.0.0.1\noptions timeout:1\n");
+  std::uint16_t port = FreePort();
+  ASSERT_NE(port, 0);
+  std::string p = std::to_string(port);
+  std::string config_path = dir.Write(
+      "podnet.yaml", "listen_address: \"127.0.0.1:" + p +
+                         "\"\nself: {name: s, node: n, zone: z}\n"
+                         "responders: {udp_echo: {listen_address: \"127.0.0.1:" +
+                         p +
+                         "\"}}\npeers:\n  kubernetes: {namespace: podnet, service: podnet}\n"
+                         "probes:\n  dns: {interval: 1s, resolvers: [glibc], names: [a.test], "
+                         "resolv_conf: " +
+                         resolv + ", cluster_dns: {namespace: kube-system, service: kube-dns}}\n");
+  auto app = MakeApp(config_path, kubeconfig);
+  ASSERT_TRUE(app);
+  Running running(*app);
+
+  std::string m;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        m = HttpGet(port, "/metrics");
+        return m.find(R"(podnet_kubernetes_api_errors_total{reason="forbidden",)"
+                      R"(resource="dns_endpointslices"})") != std::string::npos &&
+               m.find(R"(podnet_kubernetes_lists_total{resource="endpointslices"} 1)") !=
+                   std::string::npos;
+      },
+      5000ms))
+      << m;
+  {
+    std::lock_guard lock(mu);
+    ASSERT_FALSE(dns_targets.empty());
+    EXPECT_EQ(dns_targets.front(),
+              "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices"
+              "?labelSelector=kubernetes.io%2Fservice-name%3Dkube-dns");
+  }
+  int status = 0;
+  EXPECT_EQ(HttpGet(port, "/-/ready", &status), "Ready.\n");
+  EXPECT_EQ(status, 200);
+  // The peers' watch counts alone under its resource; the DNS watch has listed nothing.
+  EXPECT_NE(m.find(R"(podnet_kubernetes_lists_total{resource="dns_endpointslices"} 0)"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find(R"(reason="forbidden",resource="endpointslices")"), std::string::npos) << m;
+  EXPECT_NE(m.find("podnet_discovery_candidates 1"), std::string::npos) << m;
+
+  // A reload that turns cluster_dns off stops the watch; its counters stay (the discovery
+  // metrics are the peers' too) and no more requests reach kube-system.
+  dir.Write(
+      "podnet.yaml",
+      "listen_address: \"127.0.0.1:" + p +
+          "\"\nself: {name: s, node: n, zone: z}\n"
+          "responders: {udp_echo: {listen_address: \"127.0.0.1:" +
+          p +
+          "\"}}\npeers:\n  kubernetes: {namespace: podnet, service: podnet}\n"
+          "probes:\n  dns: {interval: 1s, resolvers: [glibc], names: [a.test], resolv_conf: " +
+          resolv + ", cluster_dns: false}\n");
+  HttpGet(port, "/-/reload", &status, boost::beast::http::verb::post);
+  EXPECT_EQ(status, 200);
+  std::size_t asked = 0;
+  {
+    std::lock_guard lock(mu);
+    asked = dns_targets.size();
+  }
+  std::this_thread::sleep_for(1500ms);  // the watch's first retry is due within 1 s
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(dns_targets.size(), asked);
+  }
+  EXPECT_EQ(HttpGet(port, "/-/ready", &status), "Ready.\n");
   EXPECT_EQ(running.Join(), 0);
 }
 

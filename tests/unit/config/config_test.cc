@@ -404,6 +404,30 @@ std::vector<InvalidCase> InvalidCases() {
        "test.yaml:5:33: probes.dns.interval: ", "must be a positive duration"},
       {"dns_unknown_key", kSelf + "probes:\n  dns: {names: [a.b], ndots: 5}\n",
        "test.yaml:5:23: probes.dns.ndots: ", "unknown key"},
+      // probes.dns.cluster_dns (the Kubernetes peers section is line 5, the dns one line 7).
+      {"cluster_dns_without_kubernetes",
+       kSelf + "probes:\n  dns: {names: [a.b], cluster_dns: {service: coredns}}\n",
+       "test.yaml:5:36: probes.dns.cluster_dns: ", "needs peers.kubernetes"},
+      {"cluster_dns_true_without_kubernetes",
+       kSelf + "probes:\n  dns: {names: [a.b], cluster_dns: true}\n",
+       "test.yaml:5:36: probes.dns.cluster_dns: ", "needs peers.kubernetes"},
+      {"cluster_dns_bad_service",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
+               "probes:\n  dns: {names: [a.b], cluster_dns: {service: Kube_DNS}}\n",
+       "test.yaml:7:46: probes.dns.cluster_dns.service: ",
+       "must be a Kubernetes name (1-63 characters of a-z, 0-9 and '-'), got \"Kube_DNS\""},
+      {"cluster_dns_zero_max_servers",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
+               "probes:\n  dns: {names: [a.b], cluster_dns: {max_servers: 0}}\n",
+       "test.yaml:7:50: probes.dns.cluster_dns.max_servers: ", "must be from 1 to 256, got 0"},
+      {"cluster_dns_unknown_key",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
+               "probes:\n  dns: {names: [a.b], cluster_dns: {selector: k8s-app}}\n",
+       "test.yaml:7:37: probes.dns.cluster_dns.selector: ", "unknown key"},
+      {"cluster_dns_not_bool",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
+               "probes:\n  dns: {names: [a.b], cluster_dns: off}\n",
+       "test.yaml:7:36: probes.dns.cluster_dns: ", "must be true or false, got \"off\""},
       {"burst_streams_empty", kSelf + "probes:\n  burst: {streams: []}\n",
        "test.yaml:5:20: probes.burst.streams: ", "must be a non-empty list"},
       {"burst_streams_zero", kSelf + "probes:\n  burst: {streams: [1, 0]}\n",
@@ -819,6 +843,46 @@ TEST(ConfigTest, DnsSection) {
   EXPECT_EQ(d.config->dns->resolv_conf, "/etc/resolv.conf");
   EXPECT_EQ(d.config->dns->resolvers, (std::vector<Libc>{Libc::kGlibc, Libc::kMusl}));
   EXPECT_FALSE(d.config->rtt.has_value());
+}
+
+TEST(ConfigTest, ClusterDnsDefaultsWithKubernetesOnly) {
+  const std::string k8s = "peers:\n  kubernetes: {namespace: podnet, service: podnet}\n";
+  // With peers.kubernetes, on by default: kube-system/kube-dns on port 53, at most 16.
+  LoadResult on = Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b]}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(on.ok()) << Dump(on.errors);
+  ASSERT_TRUE(on.config->dns->cluster_dns.has_value());
+  EXPECT_EQ(*on.config->dns->cluster_dns, probes::dns::ClusterDnsOptions{});
+  EXPECT_EQ(on.config->dns->cluster_dns->namespace_name, "kube-system");
+  EXPECT_EQ(on.config->dns->cluster_dns->service, "kube-dns");
+  EXPECT_EQ(on.config->dns->cluster_dns->port, 53);
+  EXPECT_EQ(on.config->dns->cluster_dns->max_servers, 16);
+  EXPECT_NE(Summary(*on.config).find("DNS servers of kubernetes service kube-system/kube-dns"),
+            std::string::npos)
+      << Summary(*on.config);
+
+  // Every key set.
+  LoadResult set = Parse(kSelf + k8s +
+                             "probes:\n  dns:\n    names: [a.b]\n    cluster_dns: {namespace: dns, "
+                             "service: coredns, port: 5353, max_servers: 3}\n",
+                         "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(set.ok()) << Dump(set.errors);
+  const auto& cd = *set.config->dns->cluster_dns;
+  EXPECT_EQ(cd.namespace_name, "dns");
+  EXPECT_EQ(cd.service, "coredns");
+  EXPECT_EQ(cd.port, 5353);
+  EXPECT_EQ(cd.max_servers, 3);
+
+  // `false` turns it off; so does the absence of peers.kubernetes (no API server to ask).
+  LoadResult off = Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b], cluster_dns: false}\n",
+                         "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(off.ok()) << Dump(off.errors);
+  EXPECT_FALSE(off.config->dns->cluster_dns.has_value());
+  LoadResult plain = Parse(kSelf + "probes:\n  dns: {names: [a.b]}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(plain.ok()) << Dump(plain.errors);
+  EXPECT_FALSE(plain.config->dns->cluster_dns.has_value());
+  LoadResult plain_off = Parse(kSelf + "probes:\n  dns: {names: [a.b], cluster_dns: false}\n",
+                               "test.yaml", FakeEnv({}));
+  EXPECT_TRUE(plain_off.ok()) << Dump(plain_off.errors);
 }
 
 }  // namespace

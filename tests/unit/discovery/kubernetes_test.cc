@@ -373,9 +373,13 @@ class DiscoveryFixture : public ::testing::Test {
                         {{"resource", resource}, {"reason", reason}});
   }
   double Events(const std::string& type) {
-    return CounterValue(registry_, "podnet_kubernetes_watch_events_total", {{"type", type}});
+    return CounterValue(registry_, "podnet_kubernetes_watch_events_total",
+                        {{"resource", "endpointslices"}, {"type", type}});
   }
-  double Lists() { return CounterValue(registry_, "podnet_kubernetes_lists_total", {}); }
+  double Lists() {
+    return CounterValue(registry_, "podnet_kubernetes_lists_total",
+                        {{"resource", "endpointslices"}});
+  }
 
   TempDir sa_;
   prometheus::Registry registry_;

@@ -79,6 +79,34 @@ TEST(SeriesSetTest, RemoveAllRemovesExactlyItsSeries) {
   EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "a"}}), 1);
 }
 
+TEST(SeriesSetTest, RemoveOneSeriesKeepsTheRestAndSharedOnes) {
+  Metrics m;
+  auto& sent = m.probe_sent_bytes();
+  SeriesSet mine(m.series_refs());
+  SeriesSet other(m.series_refs());
+  auto& a = mine.Add(sent, {{"peer", "a"}});
+  a.Increment(1);
+  mine.Add(sent, {{"peer", "b"}}).Increment(2);
+  auto& shared = mine.Add(sent, {{"peer", "s"}});
+  other.Add(sent, {{"peer", "s"}}).Increment(3);  // another set feeds it too
+  auto& r = m.registry();
+  mine.Remove(&a);
+  EXPECT_EQ(mine.size(), 2u);
+  EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "a"}}), -1);
+  EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "b"}}), 2);
+  mine.Remove(&a);  // no longer held: ignored
+  mine.Remove(&shared);
+  EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "s"}}), 3);
+  other.RemoveAll();  // the last user goes: now it is removed
+  EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "s"}}), -1);
+  // Added again after its removal, it is a new series held (and removed) once.
+  mine.Add(sent, {{"peer", "a"}}).Increment(5);
+  EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "a"}}), 5);
+  mine.RemoveAll();
+  EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "a"}}), -1);
+  EXPECT_EQ(CounterValue(r, "podnet_probe_sent_bytes_total", {{"peer", "b"}}), -1);
+}
+
 TEST(SeriesSetTest, AddingTheSameSeriesAgainIsRememberedOnce) {
   // A probe counts each failure through Add(...).Increment(): thousands of failures must not
   // make the set grow.

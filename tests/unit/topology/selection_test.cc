@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/testing/peers.h"
+
 namespace podnet::topology {
 namespace {
 
@@ -193,6 +195,42 @@ TEST(SelectionTest, SmallZonesAndUnknownZonesAreKeptWhole) {
   EXPECT_EQ(by_path[PathClass::kUnknown], 2);  // unknown zone: one more group with the bound
   EXPECT_EQ(SelectPeers(self, {}, 3).size(), 0u);
   EXPECT_EQ(SelectPeers(self, candidates, 0).size(), 2u);  // < 1 acts as 1
+}
+
+TEST(SpreadOverZonesTest, UnderTheCapKeepsEverySortedByName) {
+  using testing::MakePeer;
+  std::vector<Peer> servers = {MakePeer("dns-b", "10.0.0.2", "n2", "z2", PathClass::kCrossZone),
+                               MakePeer("dns-a", "10.0.0.1", "n1", "z1", PathClass::kSameZone)};
+  EXPECT_EQ(testing::PeerNames(SpreadOverZones(servers, 2)),
+            (std::vector<std::string>{"dns-a", "dns-b"}));
+}
+
+TEST(SpreadOverZonesTest, TheCapTakesZonesInTurnOwnZoneFirst) {
+  using testing::MakePeer;
+  // Self in zone z1 on node n1. Six replicas: three in z2, two in z1 (one on this node), one of
+  // unknown zone.
+  std::vector<Peer> servers = {
+      MakePeer("dns-z2-a", "10.0.2.1", "n21", "z2", PathClass::kCrossZone),
+      MakePeer("dns-z2-b", "10.0.2.2", "n22", "z2", PathClass::kCrossZone),
+      MakePeer("dns-z2-c", "10.0.2.3", "n23", "z2", PathClass::kCrossZone),
+      MakePeer("dns-z1-x", "10.0.1.2", "n12", "z1", PathClass::kSameZone),
+      MakePeer("dns-z1-y", "10.0.1.1", "n1", "z1", PathClass::kSameNode),
+      MakePeer("dns-nozone", "10.0.9.1", "n9", "", PathClass::kUnknown),
+  };
+  // One: the own zone's same-node replica.
+  EXPECT_EQ(testing::PeerNames(SpreadOverZones(servers, 1)),
+            (std::vector<std::string>{"dns-z1-y"}));
+  // Three: one of each group, none left out for a zone's second replica.
+  EXPECT_EQ(testing::PeerNames(SpreadOverZones(servers, 3)),
+            (std::vector<std::string>{"dns-nozone", "dns-z1-y", "dns-z2-a"}));
+  // Four: the second turn starts with the own zone.
+  EXPECT_EQ(testing::PeerNames(SpreadOverZones(servers, 4)),
+            (std::vector<std::string>{"dns-nozone", "dns-z1-x", "dns-z1-y", "dns-z2-a"}));
+  // Five: z2's second; then z2's third would be the sixth.
+  EXPECT_EQ(SpreadOverZones(servers, 5).size(), 5u);
+  EXPECT_EQ(SpreadOverZones(servers, 6).size(), 6u);
+  EXPECT_EQ(SpreadOverZones(servers, 100).size(), 6u);
+  EXPECT_TRUE(SpreadOverZones(servers, 0).empty());
 }
 
 }  // namespace

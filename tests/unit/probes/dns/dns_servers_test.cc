@@ -1,0 +1,127 @@
+// The DNS probe's server target against real UDP servers on loopback: each discovered cluster
+// DNS replica (ProbeEnv::dns_servers) gets its podnet_dns_server_rtt_seconds series with its
+// zone and path class, and loses it when it goes away.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "exporter/metrics/metrics.h"
+#include "exporter/probes/dns/dns_probe.h"
+#include "tests/unit/testing/loop.h"
+#include "tests/unit/testing/loopback_dns.h"
+#include "tests/unit/testing/peers.h"
+
+namespace podnet::probes::dns {
+namespace {
+
+using podnet::testing::CounterValue;
+using podnet::testing::FindSeries;
+using podnet::testing::LoopbackDns;
+using podnet::testing::MakePeer;
+using topology::PathClass;
+
+const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
+
+class DnsServersTest : public ::testing::Test {
+ protected:
+  DnsServersTest() {
+    char path[] = "/tmp/podnet-dns-servers-XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    if (fd >= 0) close(fd);
+    resolv_conf_ = path;
+    // A port on 127.0.0.1 where nothing answers DNS is fine: only the replicas are asserted.
+    std::ofstream(resolv_conf_) << "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+  }
+  ~DnsServersTest() override { std::remove(resolv_conf_.c_str()); }
+
+  // One round of the servers target, run to its end.
+  void Round(PeerProbe& probe) {
+    bool done = false;
+    probe.Run(std::chrono::steady_clock::now(), [&] { done = true; });
+    for (int i = 0; !done && i < 400; ++i) io_.run_one_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(done);
+    io_.poll();  // what the round's end posted (its channels' cancellation), as an interval would
+  }
+
+  // The replica's histogram sample count; -1 when it has no series.
+  double Answers(const std::string& server) {
+    auto m = FindSeries(metrics_.registry(), "podnet_dns_server_rtt_seconds", {{"server", server}});
+    return m ? static_cast<double>(m->histogram.sample_count) : -1;
+  }
+  std::string Label(const std::string& server, const std::string& key) {
+    auto m = FindSeries(metrics_.registry(), "podnet_dns_server_rtt_seconds", {{"server", server}});
+    if (!m) return "<none>";
+    for (const auto& l : m->label) {
+      if (l.name == key) return l.value;
+    }
+    return "<unset>";
+  }
+
+  boost::asio::io_context io_;
+  metrics::Metrics metrics_;
+  ProbeEnv env_{io_, metrics_, kSelf};
+  std::string resolv_conf_;
+};
+
+TEST_F(DnsServersTest, EachReplicaHasItsZoneAndPathAndGoesWhenItGoes) {
+  LoopbackDns near(io_, {"example.test"});
+  LoopbackDns far(io_, {"example.test"});
+  std::string near_server = "127.0.0.1:" + std::to_string(near.port());
+  std::string far_server = "127.0.0.1:" + std::to_string(far.port());
+  env_.dns_servers = {
+      MakePeer("coredns-near", "127.0.0.1", "node-1", "zone-a", PathClass::kSameNode, near.port()),
+      MakePeer("coredns-far", "127.0.0.1", "node-3", "zone-c", PathClass::kCrossZone, far.port())};
+  DnsOptions o;
+  o.names = {"example.test"};
+  o.resolv_conf = resolv_conf_;
+  auto kind = MakeDnsKind(o, env_);
+  auto probe = kind->ForTarget("|servers|");
+  ASSERT_NE(probe, nullptr);
+
+  Round(*probe);
+  EXPECT_EQ(near.questions, 1);
+  EXPECT_EQ(far.questions, 1);
+  EXPECT_EQ(Answers(near_server), 1);
+  EXPECT_EQ(Label(near_server, "server_zone"), "zone-a");
+  EXPECT_EQ(Label(near_server, "path"), "same_node");
+  EXPECT_EQ(Answers(far_server), 1);
+  EXPECT_EQ(Label(far_server, "server_zone"), "zone-c");
+  EXPECT_EQ(Label(far_server, "path"), "cross_zone");
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total",
+                         {{"probe", "dns"}, {"reason", "servers_over_cap"}}),
+            -1);
+
+  // The far replica leaves the Service (and the cap left one more out): its series goes at the
+  // next round, the near one's goes on, the left-out one is counted.
+  env_.dns_servers.pop_back();
+  env_.dns_servers_over_cap = 1;
+  Round(*probe);
+  EXPECT_EQ(Answers(far_server), -1);
+  EXPECT_EQ(far.questions, 1);
+  EXPECT_EQ(Answers(near_server), 2);
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total",
+                         {{"probe", "dns"}, {"reason", "servers_over_cap"}}),
+            1);
+
+  // A replica whose zone changes (relabelled node) is one new series, not two.
+  env_.dns_servers[0].zone = "zone-b";
+  env_.dns_servers[0].path = PathClass::kCrossZone;
+  Round(*probe);
+  EXPECT_EQ(Answers(near_server), 1);
+  EXPECT_EQ(Label(near_server, "server_zone"), "zone-b");
+
+  // The probe removed: nothing of it stays.
+  probe->RemoveSeries();
+  EXPECT_EQ(Answers(near_server), -1);
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total",
+                         {{"probe", "dns"}, {"reason", "servers_over_cap"}}),
+            -1);
+}
+
+}  // namespace
+}  // namespace podnet::probes::dns
