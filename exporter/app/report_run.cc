@@ -9,6 +9,8 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "exporter/app/app.h"
 #include "exporter/report/report.h"
@@ -44,6 +46,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool MayStart(Clock::time_point scheduled) const {
     return !closed_ && (!deadline_ || scheduled < *deadline_);
   }
+  // A burst round due in the latency phase waits for its end: bursts fill the path's queues
+  // and would show in every latency figure measured beside them (tests/lab/README.md: measure
+  // latency and throughput separately).
+  void Hold(std::function<void()> start) { held_.push_back(std::move(start)); }
   void Started() { ++in_flight_; }
   void Ended(int* rounds) {
     --in_flight_;
@@ -52,6 +58,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   config::Duration duration() const { return duration_; }
+  bool closed() const { return closed_; }
   // After the App's loops ended, before its io_context goes: the timer must not outlive it.
   void Release() { timer_.reset(); }
 
@@ -78,6 +85,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     closed_ = true;
+    if (!held_.empty())
+      spdlog::info("report: latency phase over, {} burst round(s) now", held_.size());
+    for (auto& start : std::exchange(held_, {})) start();
     if (in_flight_ == 0) return Finish();
     auto grace = std::max<config::Duration>(duration_, std::chrono::seconds(30));
     spdlog::info("report: {} round(s) still running, waiting up to {} s", in_flight_,
@@ -104,31 +114,57 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<boost::asio::steady_timer> timer_;
   bool closed_ = false, finished_ = false;
   int in_flight_ = 0;
+  std::vector<std::function<void()>> held_;
   std::map<std::pair<std::string, std::string>, TargetState> targets_;
 };
 
-// A probe whose rounds start only while the session lets them, and are counted.
-class GatedProbe : public probes::PeerProbe {
+// A probe whose rounds start only while the session lets them, and are counted. A `deferred`
+// kind's rounds (bursts) due in the latency phase start when it ends.
+class GatedProbe : public probes::PeerProbe, public std::enable_shared_from_this<GatedProbe> {
  public:
   GatedProbe(std::shared_ptr<probes::PeerProbe> inner, std::shared_ptr<Session> session,
-             int* rounds)
-      : inner_(std::move(inner)), session_(std::move(session)), rounds_(rounds) {}
+             int* rounds, bool deferred)
+      : inner_(std::move(inner)),
+        session_(std::move(session)),
+        rounds_(rounds),
+        deferred_(deferred) {}
 
   void Run(Clock::time_point scheduled, std::function<void()> done) override {
     if (!session_->MayStart(scheduled)) return done();
+    if (deferred_ && !session_->closed()) {
+      held_ = std::move(done);
+      session_->Hold([weak = weak_from_this()] {
+        if (auto self = weak.lock(); self && self->held_) {
+          self->Start(Clock::now(), std::exchange(self->held_, nullptr));
+        }
+      });
+      return;
+    }
+    Start(scheduled, std::move(done));
+  }
+  void Cancel() override {
+    if (held_) std::exchange(held_, nullptr)();
+    inner_->Cancel();
+  }
+  void RemoveSeries() override {
+    if (held_) std::exchange(held_, nullptr)();
+    inner_->RemoveSeries();
+  }
+
+ private:
+  void Start(Clock::time_point scheduled, std::function<void()> done) {
     session_->Started();
     inner_->Run(scheduled, [session = session_, rounds = rounds_, done = std::move(done)] {
       done();
       session->Ended(rounds);
     });
   }
-  void Cancel() override { inner_->Cancel(); }
-  void RemoveSeries() override { inner_->RemoveSeries(); }
 
- private:
   std::shared_ptr<probes::PeerProbe> inner_;
   std::shared_ptr<Session> session_;
   int* rounds_;
+  bool deferred_;
+  std::function<void()> held_;  // the scheduler's `done` of a round waiting for its phase
 };
 
 // A probe kind with its interval capped at --duration and its probes gated by the session.
@@ -154,7 +190,7 @@ class GatedKind : public probes::ProbeKind {
                                           const std::string& target, const std::string& path) {
     if (!p) return p;
     int* rounds = session_->Register(std::string(inner_->name()), target, path);
-    return std::make_shared<GatedProbe>(std::move(p), session_, rounds);
+    return std::make_shared<GatedProbe>(std::move(p), session_, rounds, inner_->name() == "burst");
   }
 
   std::shared_ptr<probes::ProbeKind> inner_;
@@ -209,11 +245,27 @@ int RunReport(const Options& options, std::shared_ptr<const config::Config> conf
     run.duration_seconds = std::chrono::duration<double>(o.duration).count();
     run.price_usd_per_gb = o.price_per_gb;
     run.configured = config::EnabledProbes(*config);
-    App app(options, config);
+    // Every kind's interval capped at --duration in the configuration itself, so that what a
+    // kind derives from it (the burst kind's start jitter, a tenth of it) scales down too; the
+    // daemon's intervals are kept for the cost projection.
+    auto capped = std::make_shared<config::Config>(*config);
+    auto cap = [&](const char* kind, auto& options) {
+      if (!options) return;
+      run.interval_seconds[kind] = std::chrono::duration<double>(options->interval).count();
+      options->interval = std::min(options->interval, o.duration);
+    };
+    cap("rtt", capped->rtt);
+    cap("http", capped->http);
+    cap("grpc", capped->grpc);
+    cap("burst", capped->burst);
+    cap("dns", capped->dns);
+    App app(options, capped);
     auto session = std::make_shared<Session>(o.duration, [&app] { app.Stop(); });
     app.SetBoundedRun({[&](std::shared_ptr<probes::ProbeKind> kind) {
-                         run.interval_seconds[std::string(kind->name())] =
-                             std::chrono::duration<double>(kind->interval()).count();
+                         // A kind this function does not cap (a newer one): the wrapper does.
+                         run.interval_seconds.emplace(
+                             std::string(kind->name()),
+                             std::chrono::duration<double>(kind->interval()).count());
                          return std::make_shared<GatedKind>(std::move(kind), session);
                        },
                        [session](boost::asio::io_context& io) { session->Begin(io); }});

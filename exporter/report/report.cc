@@ -103,16 +103,28 @@ Figure Fig(double value, double spread) {
   return f;
 }
 
+// The width of the bucket of `b` that holds `x` (seconds): what the histogram resolves there.
+double BucketWidthAt(double x, const Buckets& b) {
+  double lower = 0;
+  for (const auto& [bound, n] : b.cumulative) {
+    if (x <= bound) return std::isinf(bound) ? 0 : bound - lower;
+    lower = bound;
+  }
+  return 0;
+}
+
 // Latency figures of one row: p50/p90/p99 interpolated in buckets, the max bucket bound, and
 // their spreads (docs/design.md, "One-shot report"): p90 − p50 for p50 and p90, p99 − p50 for
-// p99 and max — how far the samples of this very run lie apart.
+// p99 and max — how far the samples of this very run lie apart — and never less than the
+// width of the figure's bucket (a smaller change is below what the histogram resolves).
 void AddLatency(Row& row, const Buckets& b) {
   double p50 = BucketQuantile(0.5, b), p90 = BucketQuantile(0.9, b), p99 = BucketQuantile(0.99, b);
-  double body = p90 - p50, tail = p99 - p50;
-  row.figures["p50_seconds"] = Fig(p50, body);
-  row.figures["p90_seconds"] = Fig(p90, body);
-  row.figures["p99_seconds"] = Fig(p99, tail);
-  row.figures["max_seconds"] = Fig(BucketMaxBound(b), tail);
+  double body = p90 - p50, tail = p99 - p50, max = BucketMaxBound(b);
+  auto at = [&](double x, double spread) { return Fig(x, std::max(spread, BucketWidthAt(x, b))); };
+  row.figures["p50_seconds"] = at(p50, body);
+  row.figures["p90_seconds"] = at(p90, body);
+  row.figures["p99_seconds"] = at(p99, tail);
+  row.figures["max_seconds"] = at(max, tail);
   row.figures["samples"] = Fig(b.count, std::sqrt(b.count));
 }
 
@@ -265,10 +277,14 @@ Section BurstSection(const std::vector<prometheus::MetricFamily>& f, std::vector
     Row row{KeyOf(by, k), {}};
     double mean = bps / peers, mean_min = tput_min[k] / peers;
     // Spread: how far the burst's slowest measurement interval fell below its mean.
-    row.figures["throughput_bits_per_second"] = Fig(8 * mean, 8 * std::max(0.0, mean - mean_min));
+    double spread = std::max(0.0, mean - mean_min);
+    row.figures["throughput_bits_per_second"] = Fig(8 * mean, 8 * spread);
     row.figures["retransmits"] = Count(retrans[k]);
-    row.figures["sent_bytes"] = Fig(sent[k], 0);
-    row.figures["tcp_rtt_seconds"] = Fig(rtt[k] / peers, 0);
+    // Bytes follow throughput over a fixed duration: the same relative spread.
+    row.figures["sent_bytes"] = Fig(sent[k], mean > 0 ? sent[k] * spread / mean : 0);
+    // One burst gives no spread for its smoothed RTT (it swings with the queue it built): shown,
+    // never marked.
+    row.figures["tcp_rtt_seconds"] = Fig(rtt[k] / peers, kInf);
     s.rows.push_back(std::move(row));
   }
   auto tput_peer = SumBy(f, "podnet_burst_throughput_bytes_per_second", {"peer", "path"});
@@ -323,30 +339,36 @@ Section CostSection(const std::vector<prometheus::MetricFamily>& f, const RunInf
   auto recv = SumBy(f, "podnet_probe_received_bytes_total", {"path", "probe"});
   std::map<std::pair<std::string, std::string>, int> rounds;  // (path, kind) → rounds
   for (const auto& t : run.targets) rounds[{t.path, t.probe}] += t.rounds;
-  std::map<std::string, std::pair<double, double>> by_path;  // run bytes, bytes/hour at config
-  std::map<std::string, double> rounds_by_path;
-  for (const auto& src : {sent, recv}) {
-    for (const auto& [k, bytes] : src) {
-      if (k[0].empty()) continue;  // not a peer's (dns)
-      auto& acc = by_path[k[0]];
-      acc.first += bytes;
-      int r = rounds[{k[0], k[1]}];
-      auto it = run.interval_seconds.find(k[1]);
-      if (r > 0 && it != run.interval_seconds.end() && it->second > 0) {
-        acc.second += bytes / r * 3600 / it->second;
-      }
+  struct PathBytes {
+    double run = 0;        // bytes moved in the run
+    double daemon = 0;     // bytes an hour at the configured intervals
+    double one_round = 0;  // the heaviest kind's bytes per round: the spread of `run`
+  };
+  std::map<std::string, PathBytes> by_path;
+  std::map<Key, double> both = sent;
+  for (const auto& [k, bytes] : recv) both[k] += bytes;
+  for (const auto& [k, bytes] : both) {
+    if (k[0].empty()) continue;  // not a peer's (dns)
+    auto& acc = by_path[k[0]];
+    acc.run += bytes;
+    int r = rounds[{k[0], k[1]}];
+    if (r <= 0) continue;
+    acc.one_round = std::max(acc.one_round, bytes / r);
+    auto it = run.interval_seconds.find(k[1]);
+    if (it != run.interval_seconds.end() && it->second > 0) {
+      acc.daemon += bytes / r * 3600 / it->second;
     }
   }
-  for (const auto& [k, r] : rounds) rounds_by_path[k.first] += r;
   for (const auto& [path, acc] : by_path) {
     Row row{{{"path", path}}, {}};
     double price = path == "cross_zone" ? run.price_usd_per_gb : 0;
-    double r = std::max(1.0, rounds_by_path[path]);
-    // Spread: one round's share of the total (rounds start at random phases).
-    row.figures["run_bytes"] = Fig(acc.first, acc.first / r);
-    row.figures["daemon_bytes_per_hour"] = Fig(acc.second, acc.second / r);
-    row.figures["daemon_usd_per_30_days"] =
-        Fig(acc.second * 24 * 30 / 1e9 * price, acc.second * 24 * 30 / 1e9 * price / r);
+    // Spread: one round of the kind that moves the most, more or less (rounds start at random
+    // phases); the projection varies as much, relatively.
+    double rel = acc.run > 0 ? acc.one_round / acc.run : 0;
+    double usd = acc.daemon * 24 * 30 / 1e9 * price;
+    row.figures["run_bytes"] = Fig(acc.run, acc.one_round);
+    row.figures["daemon_bytes_per_hour"] = Fig(acc.daemon, acc.daemon * rel);
+    row.figures["daemon_usd_per_30_days"] = Fig(usd, usd * rel);
     s.rows.push_back(std::move(row));
   }
   char price[64];

@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import labkit  # noqa: E402
@@ -41,7 +42,8 @@ TITLES = ["## RTT by path class", "## HTTP /echo: keep-alive vs new connection",
 DURATION = "8s"
 
 
-def client_config(path, resolv_conf, dead=False, kinds=("rtt", "http", "grpc", "burst", "dns")):
+def client_config(path, resolv_conf, dead=False, kinds=("rtt", "http", "grpc", "burst", "dns"),
+                  burst_budget="20GB"):
     peers = [("same", ADDR["same"], "node-a", "zone-a"), ("zone", ADDR["zone"], "node-b", "zone-a"),
              ("cross", ADDR["cross"], "node-c", "zone-b")]
     if dead:
@@ -56,7 +58,7 @@ def client_config(path, resolv_conf, dead=False, kinds=("rtt", "http", "grpc", "
                  "modes: [keepalive, new_connection] }"),
         "grpc": "{ interval: 4s, count: 10, spacing: 20ms, timeout: 500ms, port: 9480 }",
         "burst": ("{ interval: 15m, duration: 1s, streams: [1, 2], timeout: 1s, "
-                  "max_bytes_per_hour: 4GB }"),
+                  "max_bytes_per_hour: %s }" % burst_budget),
         "dns": ("{ interval: 4s, resolv_conf: %s, resolvers: [glibc, musl], "
                 "names: [sts.ap-northeast-2.amazonaws.com, kubernetes.default] }" % resolv_conf),
     }
@@ -67,8 +69,10 @@ def client_config(path, resolv_conf, dead=False, kinds=("rtt", "http", "grpc", "
 
 def report(args, *flags, timeout=120):
     """Runs `podnet-exporter report FLAGS` in the client namespace: (rc, stdout, stderr)."""
+    started = time.time()
     r = run("ip", "netns", "exec", NS["client"], args.exporter, "report", *flags,
             check_rc=False, timeout=timeout)
+    log("report %s: exit %d in %.1f s" % (" ".join(flags), r.returncode, time.time() - started))
     return r.returncode, r.stdout, r.stderr
 
 
@@ -163,7 +167,7 @@ def scenario(args, tmp):
     check(sts is not None and sts["queries_per_lookup"]["value"] == 10
           and sts["nxdomain_per_lookup"]["value"] == 8,
           "DNS: glibc sts... under ndots:5 = 10 questions, 8 NXDOMAIN per lookup (%s)"
-          % (sts and (sts["queries_per_lookup"]["value"], sts["nxdomain_per_lookup"]["value"])))
+          % str(sts and (sts["queries_per_lookup"]["value"], sts["nxdomain_per_lookup"]["value"])))
     check(sts_abs is not None and sts_abs["queries_per_lookup"]["value"] == 2,
           "DNS: its absolute form = 2 questions")
     cross = row(rep, "cost", path="cross_zone")
@@ -207,10 +211,17 @@ def scenario(args, tmp):
           "second live run with --baseline: exit 0, every section (exit %d)" % rc)
     log("second run against the first: %d figure(s) beyond spread" % md.count(" !)"))
     log("---- sample report (second run, against the first)\n" + md + "----")
-    rc, md, err = report(args, "--config.file=" + cfg, "--duration=" + DURATION, "--log.level=warn")
-    log("---- sample report (third run, no baseline)\n" + md + "----")
 
-    # 5. A dead peer: exit 1, named in the report and on stderr; the live peers are not.
+    # 5. The burst budget holds in a report too: 1 GB an hour leaves room for about one burst.
+    small_cfg = os.path.join(tmp, "small-budget.yaml")
+    client_config(small_cfg, resolv_conf, kinds=("burst",), burst_budget="1GB")
+    rc, md, err = report(args, "--config.file=" + small_cfg, "--duration=3s", "--log.level=warn")
+    burst_md = md[md.index("## TCP bursts"):md.index("## DNS")] if "## DNS" in md else ""
+    check("budget_exhausted" in burst_md and burst_md.count("| 2 |") < 3,
+          "max_bytes_per_hour: 1GB: bursts past the budget are skipped and listed as "
+          "budget_exhausted:\n" + burst_md)
+
+    # 6. A dead peer: exit 1, named in the report and on stderr; the live peers are not.
     dead_cfg = os.path.join(tmp, "dead.yaml")
     client_config(dead_cfg, resolv_conf, dead=True, kinds=("rtt", "dns"))
     rc, md, err = report(args, "--config.file=" + dead_cfg, "--duration=4s", "--log.level=warn")

@@ -199,7 +199,7 @@ TEST(ReportTest, SecondRunOfTheSameNetworkStaysWithinSpreadAShiftedOneDoesNot) {
   Recorded a, b, shifted;
   a.Peer("cross", "cross_zone", Rtts(600e-6, 30e-6, 400, 9));
   b.Peer("cross", "cross_zone", Rtts(600e-6, 30e-6, 400, 10));
-  shifted.Peer("cross", "cross_zone", Rtts(900e-6, 30e-6, 400, 11));
+  shifted.Peer("cross", "cross_zone", Rtts(1200e-6, 30e-6, 400, 11));
   Report ra = Build(a.registry.Collect(), Probed());
   Report rb = Build(b.registry.Collect(), Probed());
   Report rs = Build(shifted.registry.Collect(), Probed());
