@@ -739,10 +739,18 @@ def report(exe, tmp):
     r = run(exe, "report", "--input=" + not_a_report)
     check(r.returncode == 2 and "not a podnet-exporter report" in r.stderr,
           "report --input of another JSON document: exit 2, says why")
+    # The live peer answers HTTP and UDP echo on one port number, as a peer's `port` says.
     port = free_port()
-    live, _ = start_exporter(exe, tmp, "live", "responders: { udp_echo: { listen_address: "
-                             "\"127.0.0.1:%d\" } }\n" % port)
+    live_cfg = os.path.join(tmp, "live.yaml")
+    with open(live_cfg, "w") as f:
+        f.write("listen_address: \"127.0.0.1:%d\"\nself: { name: live, node: n }\n"
+                "responders: { udp_echo: { listen_address: \"127.0.0.1:%d\" } }\n" % (port, port))
+    live = subprocess.Popen([exe, "--config.file=" + live_cfg], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
     try:
+        deadline = time.time() + 10
+        while live.poll() is None and time.time() < deadline and not port_open(port):
+            time.sleep(0.05)
         cfg = os.path.join(tmp, "reporter.yaml")
         with open(cfg, "w") as f:
             f.write("self: { name: reporter, node: n, zone: z }\npeers:\n  static:\n"
