@@ -855,15 +855,16 @@ let withOptions = null;  // the rendered objects, for the web-config check below
 // The report overlay: the base plus one Job that runs `podnet-exporter report` with the
 // DaemonSet's ServiceAccount, image, configuration and security settings, not selected by the
 // Service (no probe Pod probes it), and not retried (a failed probe is the result).
-{
+function reportProblems(objects) {
   const p = [];
   const need = (ok, what) => { if (!ok) p.push(what); };
-  need(reportOnly.length === 1 && reportOnly[0].kind === "Job" &&
-    withReport.objects.length === base.objects.length + 1, "the report overlay is the base plus one Job");
-  const job = get(withReport.objects, "Job");
-  const ds = get(withReport.objects, "DaemonSet");
-  const svc = get(withReport.objects, "Service");
-  const cm = get(withReport.objects, "ConfigMap");
+  const own = objects.filter((o) => !base.objects.some((q) => deepEqual(q, o)));
+  need(own.length === 1 && own[0].kind === "Job" && objects.length === base.objects.length + 1,
+    "the report overlay is the base plus one Job");
+  const job = get(objects, "Job");
+  const ds = get(objects, "DaemonSet");
+  const svc = get(objects, "Service");
+  const cm = get(objects, "ConfigMap");
   if (job && ds && svc && cm) {
     const js = job.spec.template.spec, dss = ds.spec.template.spec;
     const jc = js.containers[0], dc = dss.containers[0];
@@ -890,7 +891,31 @@ let withOptions = null;  // the rendered objects, for the web-config check below
     need(job.spec.activeDeadlineSeconds >= 2 * secs + 60,
       `activeDeadlineSeconds (${job.spec.activeDeadlineSeconds}) leaves room for --duration, the rounds in flight and start-up`);
   }
+  return p;
+}
+{
+  const p = reportProblems(withReport.objects);
   check(p.length === 0, "the report overlay keeps its promises" + (p.length ? `: ${p.join("; ")}` : ""));
+  // And each promise can be broken: a mutant of the Job per promise must be caught.
+  const jobOf = (objs) => objs.find((o) => o.kind === "Job");
+  const mutants = {
+    "runs the daemon": (j) => { delete j.spec.template.spec.containers[0].command; },
+    "another configuration": (j) => { j.spec.template.spec.containers[0].args[1] = "--config.file=/etc/x.yaml"; },
+    "another ServiceAccount": (j) => { j.spec.template.spec.serviceAccountName = "default"; },
+    "an untagged image": (j) => { j.spec.template.spec.containers[0].image = "podnet-exporter"; },
+    "privileged": (j) => { j.spec.template.spec.containers[0].securityContext.privileged = true; },
+    "no POD_NAME": (j) => { j.spec.template.spec.containers[0].env.shift(); },
+    "selected by the Service": (j) => { j.spec.template.metadata.labels["app.kubernetes.io/component"] = "probe"; },
+    "retried": (j) => { j.spec.backoffLimit = 3; },
+    "too short a deadline": (j) => { j.spec.activeDeadlineSeconds = 60; },
+  };
+  const missed = Object.entries(mutants).filter(([, mutate]) => {
+    const objs = clone(withReport.objects);
+    mutate(jobOf(objs));
+    return reportProblems(objs).length === 0;
+  }).map(([what]) => what);
+  check(missed.length === 0, `each of ${Object.keys(mutants).length} broken report Job promises is caught` +
+    (missed.length ? `: missed ${missed.join(", ")}` : ""));
 }
 
 finish();
