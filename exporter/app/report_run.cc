@@ -26,8 +26,9 @@ using Clock = std::chrono::steady_clock;
 // round is in flight (or the grace after it is over).
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(config::Duration duration, std::function<void()> finish)
-      : duration_(duration), finish_(std::move(finish)) {}
+  // `burst_round`: how long one held burst round may take at most (all its stream counts).
+  Session(config::Duration duration, config::Duration burst_round, std::function<void()> finish)
+      : duration_(duration), burst_round_(burst_round), finish_(std::move(finish)) {}
 
   // The probe loop turns: from now, a run with no target at all ends after --duration.
   void Begin(boost::asio::io_context& io) {
@@ -108,6 +109,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   config::Duration duration_;
+  config::Duration burst_round_;
   std::function<void()> finish_;
   boost::asio::io_context* io_ = nullptr;
   std::optional<Clock::time_point> deadline_;
@@ -260,7 +262,15 @@ int RunReport(const Options& options, std::shared_ptr<const config::Config> conf
     cap("burst", capped->burst);
     cap("dns", capped->dns);
     App app(options, capped);
-    auto session = std::make_shared<Session>(o.duration, [&app] { app.Stop(); });
+    // A burst round's bound: per stream count, its start jitter (a tenth of the capped
+    // interval), its data phase and one step timeout.
+    config::Duration burst_round{};
+    if (capped->burst) {
+      const auto& b = *capped->burst;
+      burst_round =
+          static_cast<int>(b.streams.size()) * (b.interval / 10 + b.duration + b.step_timeout);
+    }
+    auto session = std::make_shared<Session>(o.duration, burst_round, [&app] { app.Stop(); });
     app.SetBoundedRun({[&](std::shared_ptr<probes::ProbeKind> kind) {
                          // A kind this function does not cap (a newer one): the wrapper does.
                          run.interval_seconds.emplace(

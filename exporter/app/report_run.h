@@ -18,7 +18,8 @@ namespace podnet::app {
 /// once; Kubernetes discovery: its first list). That is the latency phase: burst rounds due in
 /// it are held, and start when it ends (bursts fill the queues of the path and would show in
 /// every latency figure measured beside them). No other round starts after it; rounds in flight
-/// are waited for, at most max(--duration, 30 s) more (a round still running then is not
+/// are waited for, at most max(--duration, 30 s) more plus, per held burst round, its stream
+/// counts × (jitter + probes.burst.duration + step_timeout) (a round still running then is not
 /// counted).
 ///
 /// Returns the exit code: 0 every configured probe got answers from every target, 1 one did not
