@@ -9,6 +9,7 @@
 #include "exporter/app/app.h"
 #include "exporter/app/cli.h"
 #include "exporter/app/early_signals.h"
+#include "exporter/app/report_run.h"
 #include "exporter/config/config.h"
 #include "exporter/log/logging.h"
 #include "exporter/net/address.h"
@@ -44,6 +45,11 @@ int main(int argc, char** argv) {
       return podnet::probes::dns::ExplainLookup(options->dns_name, options->resolv_conf,
                                                 *podnet::probes::dns::ParseLibc(options->resolver),
                                                 std::cout);
+    case Options::Mode::kReport:
+      if (!options->report.input.empty()) {  // a saved report: no configuration, no probing
+        return podnet::app::RunReport(*options, nullptr, std::cout, std::cerr);
+      }
+      break;
     case Options::Mode::kCheckConfig:
     case Options::Mode::kRun:
       break;
@@ -87,6 +93,9 @@ int main(int argc, char** argv) {
     std::cout << options->config_file << ": OK (" << podnet::config::Summary(*loaded.config)
               << ")\n";
     return 0;
+  }
+  if (options->mode == Options::Mode::kReport) {
+    return podnet::app::RunReport(*options, loaded.config, std::cout, std::cerr);
   }
   spdlog::info("starting podnet-exporter version {} (revision {})", podnet::kVersion,
                podnet::kRevision);

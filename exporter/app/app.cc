@@ -137,49 +137,12 @@ int App::Run() {
     }
     listen = *hp;
   }
-  // Each listener binds on its own, and a failure names that listener's key and address: a
-  // taken port must point at the setting to change, not at a neighbour.
-  bool bound =
-      Listen("HTTP", options_.listen_address ? "--web.listen-address" : "listen_address", listen,
-             [&] {
-               http_ = std::make_unique<responders::HttpServer>(
-                   respond_io_, listen,
-                   responders::AsyncHttpHandler(
-                       [this](responders::HttpRequest r, responders::HttpRespond respond) {
-                         Route(std::move(r), std::move(respond));
-                       }),
-                   responders::HttpLimits{}, &metrics_.registry());
-               if (tls_) http_->EnableTls([tls = tls_] { return tls->Current(); });
-               if (web_) http_->SetResponseHeaders(web_->headers);
-               return http_->port();
-             }) &&
-      Listen("UDP echo", "responders.udp_echo.listen_address", config->udp_echo_listen_address,
-             [&] {
-               udp_echo_ = std::make_unique<responders::UdpEchoResponder>(
-                   respond_io_, config->udp_echo_listen_address, metrics_.registry());
-               return udp_echo_->port();
-             }) &&
-      (!config->burst_responder ||
-       Listen("bursts (iperf3-compatible)", "responders.burst.listen_address",
-              config->burst_responder->listen_address, [&] {
-                burst_ = std::make_unique<responders::BurstResponder>(*config->burst_responder,
-                                                                      metrics_.registry());
-                return burst_->port();
-              }));
-#ifdef PODNET_WITH_GRPC
-  bound = bound && (!config->grpc_listen_address ||
-                    Listen("gRPC health", "responders.grpc.listen_address",
-                           *config->grpc_listen_address, [&] {
-                             grpc_health_ = std::make_unique<responders::GrpcHealthServer>(
-                                 *config->grpc_listen_address, metrics_.registry());
-                             return grpc_health_->port();
-                           }));
-#endif
-  if (!bound) return 1;
+  if (!bounded_.wrap && !BindListeners(*config, listen)) return 1;
 
   probe_env_ = std::make_unique<probes::ProbeEnv>(probes::ProbeEnv{probe_io_, metrics_, {}});
   scheduler_ = std::make_unique<scheduler::Scheduler>(probe_io_, &scheduler_metrics_);
   boost::asio::post(probe_io_, [this, config] { Reconcile(config); });
+  if (bounded_.start) boost::asio::post(probe_io_, [this] { bounded_.start(probe_io_); });
   if (std::string err; !ConfigureDiscovery(*config, &err)) {
     spdlog::error("peers.kubernetes: {}", err);
     return 2;
@@ -273,6 +236,48 @@ int App::Run() {
   discovery_.reset();
   dns_discovery_.reset();
   return 0;
+}
+
+bool App::BindListeners(const config::Config& config, const net::HostPort& listen) {
+  // Each listener binds on its own, and a failure names that listener's key and address: a
+  // taken port must point at the setting to change, not at a neighbour.
+  bool bound =
+      Listen("HTTP", options_.listen_address ? "--web.listen-address" : "listen_address", listen,
+             [&] {
+               http_ = std::make_unique<responders::HttpServer>(
+                   respond_io_, listen,
+                   responders::AsyncHttpHandler(
+                       [this](responders::HttpRequest r, responders::HttpRespond respond) {
+                         Route(std::move(r), std::move(respond));
+                       }),
+                   responders::HttpLimits{}, &metrics_.registry());
+               if (tls_) http_->EnableTls([tls = tls_] { return tls->Current(); });
+               if (web_) http_->SetResponseHeaders(web_->headers);
+               return http_->port();
+             }) &&
+      Listen("UDP echo", "responders.udp_echo.listen_address", config.udp_echo_listen_address,
+             [&] {
+               udp_echo_ = std::make_unique<responders::UdpEchoResponder>(
+                   respond_io_, config.udp_echo_listen_address, metrics_.registry());
+               return udp_echo_->port();
+             }) &&
+      (!config.burst_responder ||
+       Listen("bursts (iperf3-compatible)", "responders.burst.listen_address",
+              config.burst_responder->listen_address, [&] {
+                burst_ = std::make_unique<responders::BurstResponder>(*config.burst_responder,
+                                                                      metrics_.registry());
+                return burst_->port();
+              }));
+#ifdef PODNET_WITH_GRPC
+  bound = bound && (!config.grpc_listen_address ||
+                    Listen("gRPC health", "responders.grpc.listen_address",
+                           *config.grpc_listen_address, [&] {
+                             grpc_health_ = std::make_unique<responders::GrpcHealthServer>(
+                                 *config.grpc_listen_address, metrics_.registry());
+                             return grpc_health_->port();
+                           }));
+#endif
+  return bound;
 }
 
 bool App::Listen(std::string_view what, std::string_view key, const net::HostPort& at,
@@ -496,7 +501,7 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
     probe_env_->peer_labels = next->aggregate_peers ? metrics::PeerLabelSet::kAggregated
                                                     : metrics::PeerLabelSet::kPerPeer;
     for (const auto& kind : probes::ProbeKinds()) {
-      scheduler_->SetKind(kind.name, kind.make(*next, *probe_env_), peers);
+      scheduler_->SetKind(kind.name, MakeKind(kind, *next), peers);
     }
   } else {
     auto diff = topology::Diff(peers_, peers);
@@ -504,7 +509,7 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
     if (prev != next.get()) {
       for (const auto& kind : probes::ProbeKinds()) {
         if (kind.changed(*prev, *next)) {
-          scheduler_->SetKind(kind.name, kind.make(*next, *probe_env_), peers);
+          scheduler_->SetKind(kind.name, MakeKind(kind, *next), peers);
         }
       }
     }
@@ -566,6 +571,12 @@ void App::UpdateDnsServers() {
   }
   probe_env_->dns_servers = std::move(servers);
   probe_env_->dns_servers_over_cap = over;
+}
+
+std::shared_ptr<probes::ProbeKind> App::MakeKind(const probes::ProbeKindEntry& entry,
+                                                 const config::Config& c) {
+  auto kind = entry.make(c, *probe_env_);
+  return kind && bounded_.wrap ? bounded_.wrap(std::move(kind)) : kind;
 }
 
 void App::Route(responders::HttpRequest req, responders::HttpRespond respond) {

@@ -21,6 +21,7 @@
 #include "exporter/discovery/kubernetes/discovery.h"
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/probe.h"
+#include "exporter/probes/registry.h"
 #include "exporter/responders/burst_server.h"
 #include "exporter/responders/grpc_health.h"
 #include "exporter/responders/http_server.h"
@@ -66,6 +67,18 @@ class App {
   /// Asks Run() to return (thread-safe).
   void Stop();
 
+  /// How `podnet-exporter report` runs the exporter (report_run.h): no listener is bound (the
+  /// report only probes), every probe kind goes through `wrap` before the scheduler gets it,
+  /// and `start` runs on the probe loop once it turns. Set before Run().
+  struct BoundedRun {
+    std::function<std::shared_ptr<probes::ProbeKind>(std::shared_ptr<probes::ProbeKind>)> wrap;
+    std::function<void(boost::asio::io_context& probe_io)> start;
+  };
+  void SetBoundedRun(BoundedRun run) { bounded_ = std::move(run); }
+
+  /// The registry the probes record into (read it after Run() returned).
+  metrics::Metrics& metrics() { return metrics_; }
+
   /// Re-reads the configuration file. On success the new configuration is applied; on failure
   /// the running one is kept. Both set podnet_config_last_reload_successful. Control loop only.
   bool Reload(std::string* error);
@@ -110,8 +123,14 @@ class App {
   void UpdateDnsServers();
   // Control loop: stops the cluster DNS watch (if any) and empties the DNS server list.
   void StopDnsDiscovery();
+  // Probe loop: `entry`'s kind for `c` (nullptr when off), through bounded_.wrap when set.
+  std::shared_ptr<probes::ProbeKind> MakeKind(const probes::ProbeKindEntry& entry,
+                                              const config::Config& c);
+  // Binds every listener `config` asks for; false when one cannot be bound (logged).
+  bool BindListeners(const config::Config& config, const net::HostPort& listen);
 
   Options options_;
+  BoundedRun bounded_;  // `report`: set, no listeners
   // The web configuration: read at start-up; certificates re-read on change (control loop).
   std::shared_ptr<const web::WebConfig> web_;
   std::shared_ptr<web::TlsContextSource> tls_;

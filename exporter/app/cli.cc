@@ -1,11 +1,20 @@
 #include "exporter/app/cli.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <initializer_list>
+#include <string_view>
+
+#include "exporter/config/units.h"
+
 namespace podnet::app {
 
 std::string Usage() {
   return R"(usage: podnet-exporter --config.file=PATH [flags]
        podnet-exporter --config.file=PATH --config.check
        podnet-exporter dns-explain NAME [--resolv-conf=PATH] [--resolver=glibc|musl]
+       podnet-exporter report [--config.file=PATH] [--duration=60s] [--format=markdown|json]
+                              [--baseline=FILE.json] [--price-per-gb=USD] [--input=FILE.json]
        podnet-exporter --version
 
 Measures Pod-to-Pod network latency by path class (same_node, same_zone, cross_zone) and
@@ -29,12 +38,77 @@ musl) under the resolv.conf (default /etc/resolv.conf) and prints every question
 answer and timing, and the result. Exit codes: 0 the name was found, 1 it was not (NXDOMAIN,
 NODATA, SERVFAIL, timeout, refused, or a name the C library refuses to send), 2 bad flags.
 
+report: one bounded run of every configured probe kind towards the configured (or discovered)
+peers, then the tables: RTT per path class, HTTP keep-alive vs new connection, gRPC, bursts
+with 1 and N streams, DNS questions per lookup, cross-zone bytes and cost. Probe rounds start
+within --duration (default 60s; each kind's interval is capped at it, so every kind runs at
+least once), then running rounds are waited for. --format=json prints the versioned schema of
+docs/design.md; --baseline=FILE.json shows each figure's change against an earlier JSON report,
+marking with ! a change larger than either run's spread; --price-per-gb (default 0.02, as the
+recording rules) prices cross-zone bytes; --input=FILE.json prints a saved report instead of
+probing (with --baseline: compares two saved reports). --config.file defaults to
+/etc/podnet-exporter/podnet.yaml. Exit codes: 0 every probe got answers, 1 a probe failed (each named
+in the output and on stderr), 2 bad flags, configuration or baseline.
+
 exit codes: 0 ok, 1 a listener cannot be bound, 2 bad flags or bad configuration.
 SIGHUP or POST /-/reload reloads the configuration; a bad file keeps the running one.
 )";
 }
 
 namespace {
+
+// The flag at args[*i], `--name=value` or `--name value`, when `name` is one of `valued`: sets
+// *name and *value and moves *i past a separate value. False and *error on an unknown flag
+// (`context` prefixes the message: "report: ") or a missing value.
+bool TakeFlag(const std::vector<std::string>& args, std::size_t* i,
+              std::initializer_list<std::string_view> valued, const std::string& context,
+              std::string* name, std::string* value, std::string* error) {
+  const std::string& arg = args[*i];
+  auto eq = arg.find('=');
+  *name = arg.substr(0, eq);
+  if (std::find(valued.begin(), valued.end(), *name) == valued.end()) {
+    *error = context + "unknown flag " + arg + " (see --help)";
+    return false;
+  }
+  if (eq != std::string::npos) {
+    *value = arg.substr(eq + 1);
+  } else if (*i + 1 < args.size()) {
+    *value = args[++*i];
+  } else {
+    *error = "flag " + *name + " needs a value";
+    return false;
+  }
+  return true;
+}
+
+// The flags the daemon and `report` share: --config.file, --log.level, --log.format and
+// --kubeconfig. kOther for any other name; kBad with *error on a bad value.
+enum class Shared { kSet, kBad, kOther };
+Shared SetSharedFlag(const std::string& name, const std::string& value, Options& o,
+                     std::string* error) {
+  if (name == "--config.file") {
+    o.config_file = value;
+  } else if (name == "--log.level") {
+    auto l = log::ParseLevel(value);
+    if (!l) {
+      *error = "--log.level must be debug, info, warn or error, got \"" + value + "\"";
+      return Shared::kBad;
+    }
+    o.log_level = *l;
+  } else if (name == "--log.format") {
+    auto f = log::ParseFormat(value);
+    if (!f) {
+      *error = "--log.format must be logfmt or json, got \"" + value + "\"";
+      return Shared::kBad;
+    }
+    o.log_format = *f;
+  } else if (name == "--kubeconfig") {
+    o.kubeconfig = value;
+  } else {
+    return Shared::kOther;
+  }
+  return Shared::kSet;
+}
 
 // dns-explain NAME [--resolv-conf=PATH] [--resolver=glibc|musl] (args[0] is "dns-explain").
 std::optional<Options> ParseDnsExplain(const std::vector<std::string>& args, std::string* error) {
@@ -54,29 +128,17 @@ std::optional<Options> ParseDnsExplain(const std::vector<std::string>& args, std
       o.dns_name = arg;
       continue;
     }
-    std::string name = arg;
-    std::optional<std::string> value;
-    if (auto eq = arg.find('='); eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    if (name != "--resolv-conf" && name != "--resolver") {
-      *error = "dns-explain: unknown flag " + arg + " (see --help)";
+    std::string name, value;
+    if (!TakeFlag(args, &i, {"--resolv-conf", "--resolver"}, "dns-explain: ", &name, &value,
+                  error)) {
       return std::nullopt;
     }
-    if (!value) {
-      if (i + 1 >= args.size()) {
-        *error = "flag " + name + " needs a value";
-        return std::nullopt;
-      }
-      value = args[++i];
-    }
     if (name == "--resolv-conf") {
-      o.resolv_conf = *value;
-    } else if (*value == "glibc" || *value == "musl") {
-      o.resolver = *value;
+      o.resolv_conf = value;
+    } else if (value == "glibc" || value == "musl") {
+      o.resolver = value;
     } else {
-      *error = "--resolver must be glibc or musl, got \"" + *value + "\"";
+      *error = "--resolver must be glibc or musl, got \"" + value + "\"";
       return std::nullopt;
     }
   }
@@ -84,6 +146,56 @@ std::optional<Options> ParseDnsExplain(const std::vector<std::string>& args, std
     *error = "dns-explain needs a NAME (see --help)";
     return std::nullopt;
   }
+  return o;
+}
+
+// report [flags] (args[0] is "report").
+std::optional<Options> ParseReport(const std::vector<std::string>& args, std::string* error) {
+  Options o;
+  o.mode = Options::Mode::kReport;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      o.mode = Options::Mode::kHelp;
+      return o;
+    }
+    std::string name, value;
+    if (!TakeFlag(args, &i,
+                  {"--config.file", "--duration", "--format", "--baseline", "--price-per-gb",
+                   "--input", "--log.level", "--log.format", "--kubeconfig"},
+                  "report: ", &name, &value, error)) {
+      return std::nullopt;
+    }
+    if (auto shared = SetSharedFlag(name, value, o, error); shared != Shared::kOther) {
+      if (shared == Shared::kBad) return std::nullopt;
+    } else if (name == "--duration") {
+      auto d = config::ParseDuration(value);
+      if (!d || *d < std::chrono::seconds(1) || *d > std::chrono::hours(1)) {
+        *error = "--duration must be a duration from 1s to 1h (e.g. 60s), got \"" + value + "\"";
+        return std::nullopt;
+      }
+      o.report.duration = *d;
+    } else if (name == "--format") {
+      if (value != "markdown" && value != "json") {
+        *error = "--format must be markdown or json, got \"" + value + "\"";
+        return std::nullopt;
+      }
+      o.report.json = value == "json";
+    } else if (name == "--baseline") {
+      o.report.baseline = value;
+    } else if (name == "--input") {
+      o.report.input = value;
+    } else {  // --price-per-gb
+      char* end = nullptr;
+      double price = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(price >= 0) || price > 1e6) {
+        *error = "--price-per-gb must be a number of dollars >= 0, got \"" + value + "\"";
+        return std::nullopt;
+      }
+      o.report.price_per_gb = price;
+    }
+  }
+  if (o.config_file.empty()) o.config_file = "/etc/podnet-exporter/podnet.yaml";
   return o;
 }
 
@@ -95,6 +207,7 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     if (i == 0 && arg == "dns-explain") return ParseDnsExplain(args, error);
+    if (i == 0 && arg == "report") return ParseReport(args, error);
     if (arg == "-h" || arg == "--help") {
       o.mode = Options::Mode::kHelp;
       return o;
@@ -107,49 +220,19 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
       check = true;
       continue;
     }
-    std::string name = arg;
-    std::optional<std::string> value;
-    if (auto eq = arg.find('='); eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    static const char* kValued[] = {"--config.file", "--web.listen-address", "--web.config.file",
-                                    "--log.level",   "--log.format",         "--kubeconfig"};
-    bool known = false;
-    for (const char* k : kValued) known = known || name == k;
-    if (!known) {
-      *error = "unknown flag " + arg + " (see --help)";
+    std::string name, value;
+    if (!TakeFlag(args, &i,
+                  {"--config.file", "--web.listen-address", "--web.config.file", "--log.level",
+                   "--log.format", "--kubeconfig"},
+                  "", &name, &value, error)) {
       return std::nullopt;
     }
-    if (!value) {
-      if (i + 1 >= args.size()) {
-        *error = "flag " + name + " needs a value";
-        return std::nullopt;
-      }
-      value = args[++i];
-    }
-    if (name == "--config.file") {
-      o.config_file = *value;
+    if (auto shared = SetSharedFlag(name, value, o, error); shared != Shared::kOther) {
+      if (shared == Shared::kBad) return std::nullopt;
     } else if (name == "--web.config.file") {
-      o.web_config_file = *value;
-    } else if (name == "--web.listen-address") {
-      o.listen_address = *value;
-    } else if (name == "--log.level") {
-      auto l = log::ParseLevel(*value);
-      if (!l) {
-        *error = "--log.level must be debug, info, warn or error, got \"" + *value + "\"";
-        return std::nullopt;
-      }
-      o.log_level = *l;
-    } else if (name == "--log.format") {
-      auto f = log::ParseFormat(*value);
-      if (!f) {
-        *error = "--log.format must be logfmt or json, got \"" + *value + "\"";
-        return std::nullopt;
-      }
-      o.log_format = *f;
+      o.web_config_file = value;
     } else {
-      o.kubeconfig = *value;
+      o.listen_address = value;
     }
   }
   if (o.config_file.empty()) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,7 +12,7 @@ namespace podnet::app {
 /// What the command line asked for (Prometheus flag conventions: `--flag=value` or
 /// `--flag value`; docs/design.md, "Command line").
 struct Options {
-  enum class Mode { kRun, kCheckConfig, kVersion, kHelp, kDnsExplain };
+  enum class Mode { kRun, kCheckConfig, kVersion, kHelp, kDnsExplain, kReport };
   Mode mode = Mode::kRun;
   std::string config_file;
   std::optional<std::string> listen_address;  // --web.listen-address overrides the file's
@@ -26,6 +27,15 @@ struct Options {
   std::string dns_name;
   std::string resolv_conf = "/etc/resolv.conf";
   std::string resolver = "glibc";
+  // report [--config.file=PATH] [--duration=60s] [--format=markdown|json] [--baseline=FILE]
+  //        [--price-per-gb=USD] [--input=FILE] (report_run.h)
+  struct Report {
+    std::chrono::nanoseconds duration = std::chrono::seconds(60);  // rounds start within it
+    bool json = false;                                             // --format=json
+    std::string baseline;        // an earlier --format=json report; "" = none
+    std::string input;           // print this saved report instead of probing; "" = probe
+    double price_per_gb = 0.02;  // USD per GB (10^9 bytes) crossing a zone, both ends
+  } report;
 };
 
 /// Parses argv[1..]. Returns std::nullopt and sets *error on an unknown flag, a missing value,

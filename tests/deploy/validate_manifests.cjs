@@ -80,8 +80,13 @@ check(!withTls.error, "kubectl kustomize .../tls renders" + (withTls.error ? `: 
 const withDash = render(path.join(kubeDir, "grafana-dashboards"));
 check(!withDash.error, "kubectl kustomize .../grafana-dashboards renders" +
   (withDash.error ? `: ${withDash.error}` : ""));
-if (base.error || withPm.error || withTls.error || withDash.error) finish();
+const withReport = render(path.join(kubeDir, "report"));
+check(!withReport.error, "kubectl kustomize .../report renders" +
+  (withReport.error ? `: ${withReport.error}` : ""));
+if (base.error || withPm.error || withTls.error || withDash.error || withReport.error) finish();
 const get = (objs, kind) => objs.find((o) => o.kind === kind);
+// The report overlay's own objects (the rest is the base).
+const reportOnly = withReport.objects.filter((o) => !base.objects.some((q) => deepEqual(q, o)));
 
 // ---------------------------------------------------------------------------------------------
 // The configuration as deployed, checked by the exporter itself.
@@ -103,6 +108,18 @@ if (args.exporter) {  // this mode checks only the configuration
     { encoding: "utf8", timeout: 30000, env });
   check(bad.status === 2 && /no_such_key/.test(bad.stdout + bad.stderr),
     `--config.check rejects it with an unknown key (exit ${bad.status})`);
+  // The report Job's command line as the exporter parses it (flags first, then --help: exit 0
+  // only when every flag before it is good), and a bad --duration refused.
+  const job = get(withReport.objects, "Job");
+  const jc = job.spec.template.spec.containers[0];
+  const jobArgs = [...jc.command.slice(1), ...jc.args];
+  const parsed = spawnSync(args.exporter, [...jobArgs, "--help"], { encoding: "utf8", timeout: 30000, env });
+  check(parsed.status === 0, `podnet-exporter parses the report Job's arguments ${jobArgs.join(" ")} (exit ${parsed.status})` +
+    (parsed.status !== 0 ? `:\n${parsed.stdout}${parsed.stderr}` : ""));
+  const badArgs = jobArgs.map((a) => (a.startsWith("--duration=") ? "--duration=60" : a));
+  const refused = spawnSync(args.exporter, [...badArgs, "--help"], { encoding: "utf8", timeout: 30000, env });
+  check(refused.status === 2 && /--duration/.test(refused.stderr),
+    `and refuses --duration=60 (no unit) with exit 2 (exit ${refused.status})`);
   fs.rmSync(dir, { recursive: true, force: true });
   finish();
 }
@@ -113,6 +130,7 @@ if (args.exporter) {  // this mode checks only the configuration
 const kModules = {
   v1: "kubernetes-models/v1",
   "apps/v1": "kubernetes-models/apps/v1",
+  "batch/v1": "kubernetes-models/batch/v1",
   "rbac.authorization.k8s.io/v1": "kubernetes-models/rbac.authorization.k8s.io/v1",
   "monitoring.coreos.com/v1": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1",
   "cert-manager.io/v1": "@kubernetes-models/cert-manager/cert-manager.io/v1",
@@ -144,7 +162,8 @@ const tlsDir = path.join(kubeDir, "tls");
 const certificate = YAML.parse(fs.readFileSync(path.join(tlsDir, "certificate.example.yaml"), "utf8"));
 const tlsChanged = withTls.objects.filter((o) => !withPm.objects.some((q) => deepEqual(q, o)));
 for (const [where, o] of [...withPm.objects.map((o) => ["", o]), ...tlsChanged.map((o) => ["tls: ", o]),
-  ["tls/certificate.example.yaml: ", certificate], ...withDash.objects.map((o) => ["grafana-dashboards: ", o])]) {
+  ["tls/certificate.example.yaml: ", certificate], ...withDash.objects.map((o) => ["grafana-dashboards: ", o]),
+  ...reportOnly.map((o) => ["report: ", o])]) {
   const err = schemaErrors(o);
   check(!err, `${where}${objName(o)} (${o.apiVersion}) validates against its schema` + (err ? `: ${err}` : ""));
 }
@@ -174,13 +193,14 @@ function tsSource(objects) {
     ClusterRole: (o) => { o.rules[0].verb = ["get"]; },
     PodMonitor: (o) => { o.spec.podMetricsEndpoints[0].pathh = "/metrics"; },
     PrometheusRule: (o) => { o.spec.groups[0].rules[0].expresion = "vector(1)"; },
+    Job: (o) => { o.spec.backofLimit = 0; },
   };
   for (const kind of Object.keys(typos)) {  // the first object of each kind
-    const m = clone(withPm.objects.find((o) => o.kind === kind));
+    const m = clone([...withPm.objects, ...reportOnly].find((o) => o.kind === kind));
     if (m.kind) { typos[kind](m); mutants.push(m); }
   }
   fs.writeFileSync(path.join(dir, "rendered.ts"), tsSource([...withPm.objects, ...tlsChanged, certificate,
-    ...withDash.objects]));
+    ...withDash.objects, ...reportOnly]));
   fs.writeFileSync(path.join(dir, "mutants.ts"), tsSource(mutants));
   fs.writeFileSync(path.join(dir, "package.json"), '{"type": "commonjs"}\n');
   const tsc = require.resolve("typescript/bin/tsc", { paths: [modules] });
@@ -849,6 +869,73 @@ let withOptions = null;  // the rendered objects, for the web-config check below
   const typo = promtool(mountedWebConfig(withTls.objects, (t) => t.replace("min_version: TLS12", "min_version: TLS1.2")));
   check(typo.status !== 0, `and rejects it with min_version: TLS1.2 (exit ${typo.status})`);
   fs.rmSync(dir, { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The report overlay: the base plus one Job that runs `podnet-exporter report` with the
+// DaemonSet's ServiceAccount, image, configuration and security settings, not selected by the
+// Service (no probe Pod probes it), and not retried (a failed probe is the result).
+function reportProblems(objects) {
+  const p = [];
+  const need = (ok, what) => { if (!ok) p.push(what); };
+  const own = objects.filter((o) => !base.objects.some((q) => deepEqual(q, o)));
+  need(own.length === 1 && own[0].kind === "Job" && objects.length === base.objects.length + 1,
+    "the report overlay is the base plus one Job");
+  const job = get(objects, "Job");
+  const ds = get(objects, "DaemonSet");
+  const svc = get(objects, "Service");
+  const cm = get(objects, "ConfigMap");
+  if (job && ds && svc && cm) {
+    const js = job.spec.template.spec, dss = ds.spec.template.spec;
+    const jc = js.containers[0], dc = dss.containers[0];
+    const argv = [...(jc.command || []), ...(jc.args || [])];
+    need(argv[0] === entrypoint[0] && argv[1] === "report",
+      `the Job runs ${entrypoint[0]} report (${argv.slice(0, 2).join(" ")})`);
+    const cfg = argv.find((a) => a.startsWith("--config.file="));
+    need(cfg === imageConfigFlag, `the Job reads the image's configuration path (${cfg})`);
+    const vol = js.volumes.find((v) => v.configMap && v.configMap.name === cm.metadata.name);
+    const mount = vol && jc.volumeMounts.find((m) => m.name === vol.name);
+    need(mount && imageConfigPath && imageConfigPath === path.posix.join(mount.mountPath,
+      Object.keys(cm.data)[0]), `the Job mounts the base's ConfigMap ${cm.metadata.name} at that path`);
+    need(js.serviceAccountName === dss.serviceAccountName, "the Job uses the DaemonSet's ServiceAccount");
+    need(jc.image === dc.image, "the Job runs the DaemonSet's image");
+    need(deepEqual(jc.securityContext, dc.securityContext) && deepEqual(js.securityContext, dss.securityContext),
+      "the Job has the DaemonSet's Pod and container security settings");
+    const envNames = (c) => (c.env || []).map((e) => e.name).sort();
+    need(deepEqual(envNames(jc), envNames(dc)), "the Job sets the environment the configuration expands");
+    need(!subset(svc.spec.selector, job.spec.template.metadata.labels),
+      "the Service does not select the report Pod (no probe Pod probes it)");
+    need(js.restartPolicy === "Never" && job.spec.backoffLimit === 0, "the Job is not retried");
+    const dur = argv.find((a) => a.startsWith("--duration="));
+    const secs = dur ? Number(/^--duration=(\d+)s$/.exec(dur)?.[1]) : 60;
+    need(job.spec.activeDeadlineSeconds >= 2 * secs + 60,
+      `activeDeadlineSeconds (${job.spec.activeDeadlineSeconds}) leaves room for --duration, the rounds in flight and start-up`);
+  }
+  return p;
+}
+{
+  const p = reportProblems(withReport.objects);
+  check(p.length === 0, "the report overlay keeps its promises" + (p.length ? `: ${p.join("; ")}` : ""));
+  // And each promise can be broken: a mutant of the Job per promise must be caught.
+  const jobOf = (objs) => objs.find((o) => o.kind === "Job");
+  const mutants = {
+    "runs the daemon": (j) => { delete j.spec.template.spec.containers[0].command; },
+    "another configuration": (j) => { j.spec.template.spec.containers[0].args[1] = "--config.file=/etc/x.yaml"; },
+    "another ServiceAccount": (j) => { j.spec.template.spec.serviceAccountName = "default"; },
+    "an untagged image": (j) => { j.spec.template.spec.containers[0].image = "podnet-exporter"; },
+    "privileged": (j) => { j.spec.template.spec.containers[0].securityContext.privileged = true; },
+    "no POD_NAME": (j) => { j.spec.template.spec.containers[0].env.shift(); },
+    "selected by the Service": (j) => { j.spec.template.metadata.labels["app.kubernetes.io/component"] = "probe"; },
+    "retried": (j) => { j.spec.backoffLimit = 3; },
+    "too short a deadline": (j) => { j.spec.activeDeadlineSeconds = 60; },
+  };
+  const missed = Object.entries(mutants).filter(([, mutate]) => {
+    const objs = clone(withReport.objects);
+    mutate(jobOf(objs));
+    return reportProblems(objs).length === 0;
+  }).map(([what]) => what);
+  check(missed.length === 0, `each of ${Object.keys(mutants).length} broken report Job promises is caught` +
+    (missed.length ? `: missed ${missed.join(", ")}` : ""));
 }
 
 finish();

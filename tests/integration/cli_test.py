@@ -722,6 +722,59 @@ def listeners(exe, tmp):
         stop(first)
 
 
+def report(exe, tmp):
+    """`report`: its flags, and one short real run on loopback against a live exporter and a
+    port nobody answers on (exit 1 naming that peer, per kind, and not the live one)."""
+    r = run(exe, "report", "--duration=60")
+    check(r.returncode == 2 and "--duration" in r.stderr, "report --duration without unit: exit 2")
+    r = run(exe, "report", "--format=yaml")
+    check(r.returncode == 2 and "--format" in r.stderr, "report --format=yaml: exit 2")
+    r = run(exe, "report", "--price-per-gb=cheap")
+    check(r.returncode == 2 and "--price-per-gb" in r.stderr, "report --price-per-gb=cheap: exit 2")
+    r = run(exe, "report", "--web.listen-address=:1")
+    check(r.returncode == 2 and "report: unknown flag" in r.stderr, "report: unknown flag: exit 2")
+    not_a_report = os.path.join(tmp, "not-a-report.json")
+    with open(not_a_report, "w") as f:
+        f.write('{"schema": "something-else"}')
+    r = run(exe, "report", "--input=" + not_a_report)
+    check(r.returncode == 2 and "not a podnet-exporter report" in r.stderr,
+          "report --input of another JSON document: exit 2, says why")
+    # The live peer answers HTTP and UDP echo on one port number, as a peer's `port` says.
+    port = free_port()
+    live_cfg = os.path.join(tmp, "live.yaml")
+    with open(live_cfg, "w") as f:
+        f.write("listen_address: \"127.0.0.1:%d\"\nself: { name: live, node: n }\n"
+                "responders: { udp_echo: { listen_address: \"127.0.0.1:%d\" } }\n" % (port, port))
+    live = subprocess.Popen([exe, "--config.file=" + live_cfg], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 10
+        while live.poll() is None and time.time() < deadline and not port_open(port):
+            time.sleep(0.05)
+        cfg = os.path.join(tmp, "reporter.yaml")
+        with open(cfg, "w") as f:
+            f.write("self: { name: reporter, node: n, zone: z }\npeers:\n  static:\n"
+                    "    - { name: live, address: 127.0.0.1, port: %d, node: n, zone: z }\n"
+                    "    - { name: dead, address: 127.0.0.1, port: %d, node: n2, zone: z }\n"
+                    "probes:\n"
+                    "  rtt: { protocol: udp, interval: 1s, count: 5, spacing: 10ms, timeout: 300ms }\n"
+                    "  http: { interval: 1s, duration: 300ms, qps: 10, connections: 1, "
+                    "timeout: 300ms, modes: [keepalive] }\n" % (port, free_port()))
+        start = time.time()
+        r = subprocess.run([exe, "report", "--config.file=" + cfg, "--duration=2s",
+                            "--log.level=error"], capture_output=True, text=True, timeout=60)
+        took = time.time() - start
+        fails = r.stdout[r.stdout.find("## Failures"):]
+        check(r.returncode == 1 and "rtt → dead" in fails and "http → dead" in fails
+              and "→ live" not in fails and "rtt -> dead" in r.stderr,
+              "report with a dead peer: exit 1, names it per kind (not the live one) in %.1f s:\n%s%s"
+              % (took, fails, r.stderr))
+        check("| same_node | udp |" in r.stdout and "## gRPC health checks\n\nNot configured"
+              in r.stdout, "report: the live peer's RTT row, and an unconfigured kind says so")
+    finally:
+        stop_exporter(live)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
@@ -945,6 +998,7 @@ def main():
           "'probing 1 peer with rtt': %s" % [x.get("msg") for x in parsed
                                               if x and x.get("msg", "").startswith("probing")])
 
+    report(exe, tmp)
     json_fields(exe, tmp)
     listeners(exe, tmp)
     sighup_during_startup(exe, tmp)

@@ -1,0 +1,303 @@
+#include "exporter/app/report_run.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/steady_timer.hpp>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "exporter/app/app.h"
+#include "exporter/report/report.h"
+#include "podnet/version.h"
+
+namespace podnet::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Probe loop only. Decides which rounds may start (those scheduled before the deadline), counts
+// the rounds each (kind, target) finished, and stops the App once the deadline passed and no
+// round is in flight (or the grace after it is over).
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  // `burst_round`: how long one held burst round may take at most (all its stream counts).
+  Session(config::Duration duration, config::Duration burst_round, std::function<void()> finish)
+      : duration_(duration), burst_round_(burst_round), finish_(std::move(finish)) {}
+
+  // The probe loop turns: from now, a run with no target at all ends after --duration.
+  void Begin(boost::asio::io_context& io) {
+    io_ = &io;
+    ArmDeadline();
+  }
+
+  // A (kind, target) pair the scheduler starts; the first one starts the --duration clock.
+  int* Register(const std::string& kind, const std::string& target, const std::string& path) {
+    if (!deadline_) ArmDeadline();
+    auto& t = targets_[{kind, target}];
+    t.path = path;
+    return &t.rounds;
+  }
+
+  bool MayStart(Clock::time_point scheduled) const {
+    return !closed_ && (!deadline_ || scheduled < *deadline_);
+  }
+  // A burst round due in the latency phase waits for its end: bursts fill the path's queues
+  // and would show in every latency figure measured beside them (tests/lab/README.md: measure
+  // latency and throughput separately).
+  void Hold(std::function<void()> start) { held_.push_back(std::move(start)); }
+  void Started() { ++in_flight_; }
+  void Ended(int* rounds) {
+    --in_flight_;
+    ++*rounds;
+    if (closed_ && in_flight_ == 0) Finish();
+  }
+
+  config::Duration duration() const { return duration_; }
+  bool closed() const { return closed_; }
+  // After the App's loops ended, before its io_context goes: the timer must not outlive it.
+  void Release() { timer_.reset(); }
+
+  std::vector<report::RunInfo::Target> Targets() const {
+    std::vector<report::RunInfo::Target> out;
+    for (const auto& [k, t] : targets_) out.push_back({k.first, k.second, t.path, t.rounds});
+    return out;
+  }
+
+ private:
+  struct TargetState {
+    std::string path;
+    int rounds = 0;
+  };
+
+  void ArmDeadline() {
+    if (!io_ || closed_) return;
+    deadline_ = Clock::now() + duration_;
+    timer_ = std::make_unique<boost::asio::steady_timer>(*io_, *deadline_);
+    timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->Close();
+    });
+  }
+
+  void Close() {
+    closed_ = true;
+    if (!held_.empty())
+      spdlog::info("report: latency phase over, {} burst round(s) now", held_.size());
+    for (auto& start : std::exchange(held_, {})) start();
+    if (in_flight_ == 0) return Finish();
+    auto grace = std::max<config::Duration>(duration_, std::chrono::seconds(30));
+    spdlog::info("report: {} round(s) still running, waiting up to {} s", in_flight_,
+                 std::chrono::duration_cast<std::chrono::seconds>(grace).count());
+    timer_ = std::make_unique<boost::asio::steady_timer>(*io_, grace);
+    timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec) return;
+      spdlog::warn("report: {} round(s) did not end in time; not counted", self->in_flight_);
+      self->Finish();
+    });
+  }
+
+  void Finish() {
+    if (finished_) return;
+    finished_ = true;
+    if (timer_) timer_->cancel();
+    finish_();
+  }
+
+  config::Duration duration_;
+  config::Duration burst_round_;
+  std::function<void()> finish_;
+  boost::asio::io_context* io_ = nullptr;
+  std::optional<Clock::time_point> deadline_;
+  std::unique_ptr<boost::asio::steady_timer> timer_;
+  bool closed_ = false, finished_ = false;
+  int in_flight_ = 0;
+  std::vector<std::function<void()>> held_;
+  std::map<std::pair<std::string, std::string>, TargetState> targets_;
+};
+
+// A probe whose rounds start only while the session lets them, and are counted. A `deferred`
+// kind's rounds (bursts) due in the latency phase start when it ends.
+class GatedProbe : public probes::PeerProbe, public std::enable_shared_from_this<GatedProbe> {
+ public:
+  GatedProbe(std::shared_ptr<probes::PeerProbe> inner, std::shared_ptr<Session> session,
+             int* rounds, bool deferred)
+      : inner_(std::move(inner)),
+        session_(std::move(session)),
+        rounds_(rounds),
+        deferred_(deferred) {}
+
+  void Run(Clock::time_point scheduled, std::function<void()> done) override {
+    if (!session_->MayStart(scheduled)) return done();
+    if (deferred_ && !session_->closed()) {
+      held_ = std::move(done);
+      session_->Hold([weak = weak_from_this()] {
+        if (auto self = weak.lock(); self && self->held_) {
+          self->Start(Clock::now(), std::exchange(self->held_, nullptr));
+        }
+      });
+      return;
+    }
+    Start(scheduled, std::move(done));
+  }
+  void Cancel() override {
+    if (held_) std::exchange(held_, nullptr)();
+    inner_->Cancel();
+  }
+  void RemoveSeries() override {
+    if (held_) std::exchange(held_, nullptr)();
+    inner_->RemoveSeries();
+  }
+
+ private:
+  void Start(Clock::time_point scheduled, std::function<void()> done) {
+    session_->Started();
+    inner_->Run(scheduled, [session = session_, rounds = rounds_, done = std::move(done)] {
+      done();
+      session->Ended(rounds);
+    });
+  }
+
+  std::shared_ptr<probes::PeerProbe> inner_;
+  std::shared_ptr<Session> session_;
+  int* rounds_;
+  bool deferred_;
+  std::function<void()> held_;  // the scheduler's `done` of a round waiting for its phase
+};
+
+// A probe kind with its interval capped at --duration and its probes gated by the session.
+class GatedKind : public probes::ProbeKind {
+ public:
+  GatedKind(std::shared_ptr<probes::ProbeKind> inner, std::shared_ptr<Session> session)
+      : inner_(std::move(inner)), session_(std::move(session)) {}
+
+  std::string_view name() const override { return inner_->name(); }
+  config::Duration interval() const override {
+    return std::min(inner_->interval(), session_->duration());
+  }
+  std::shared_ptr<probes::PeerProbe> ForPeer(const topology::Peer& peer) override {
+    return Gate(inner_->ForPeer(peer), peer.name, std::string(topology::PathClassName(peer.path)));
+  }
+  std::vector<std::string> Targets() const override { return inner_->Targets(); }
+  std::shared_ptr<probes::PeerProbe> ForTarget(const std::string& key) override {
+    return Gate(inner_->ForTarget(key), key, "");
+  }
+
+ private:
+  std::shared_ptr<probes::PeerProbe> Gate(std::shared_ptr<probes::PeerProbe> p,
+                                          const std::string& target, const std::string& path) {
+    if (!p) return p;
+    int* rounds = session_->Register(std::string(inner_->name()), target, path);
+    return std::make_shared<GatedProbe>(std::move(p), session_, rounds, inner_->name() == "burst");
+  }
+
+  std::shared_ptr<probes::ProbeKind> inner_;
+  std::shared_ptr<Session> session_;
+};
+
+std::string UtcNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::optional<report::Report> ReadReport(const std::string& path, std::ostream& err) {
+  std::ifstream in(path);
+  if (!in) {
+    err << "podnet-exporter: report: cannot read " << path << "\n";
+    return std::nullopt;
+  }
+  std::string error;
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) {
+    err << "podnet-exporter: report: " << path << ": not JSON\n";
+    return std::nullopt;
+  }
+  auto r = report::FromJson(j, &error);
+  if (!r) err << "podnet-exporter: report: " << path << ": " << error << "\n";
+  return r;
+}
+
+}  // namespace
+
+int RunReport(const Options& options, std::shared_ptr<const config::Config> config,
+              std::ostream& out, std::ostream& err) {
+  const auto& o = options.report;
+  std::optional<report::Report> baseline;
+  if (!o.baseline.empty() && !(baseline = ReadReport(o.baseline, err))) return 2;
+  report::Report rep;
+  if (!o.input.empty()) {
+    auto saved = ReadReport(o.input, err);
+    if (!saved) return 2;
+    rep = std::move(*saved);
+  } else {
+    report::RunInfo run;
+    run.self_name = config->self.name;
+    run.self_node = config->self.node;
+    run.self_zone = config->self.zone;
+    run.version = std::string(kVersion) + " (revision " + kRevision + ")";
+    run.started = UtcNow();
+    run.duration_seconds = std::chrono::duration<double>(o.duration).count();
+    run.price_usd_per_gb = o.price_per_gb;
+    run.configured = config::EnabledProbes(*config);
+    // Every kind's interval capped at --duration in the configuration itself, so that what a
+    // kind derives from it (the burst kind's start jitter, a tenth of it) scales down too; the
+    // daemon's intervals are kept for the cost projection.
+    auto capped = std::make_shared<config::Config>(*config);
+    auto cap = [&](const char* kind, auto& options) {
+      if (!options) return;
+      run.interval_seconds[kind] = std::chrono::duration<double>(options->interval).count();
+      options->interval = std::min(options->interval, o.duration);
+    };
+    cap("rtt", capped->rtt);
+    cap("http", capped->http);
+    cap("grpc", capped->grpc);
+    cap("burst", capped->burst);
+    cap("dns", capped->dns);
+    App app(options, capped);
+    // A burst round's bound: per stream count, its start jitter (a tenth of the capped
+    // interval), its data phase and one step timeout.
+    config::Duration burst_round{};
+    if (capped->burst) {
+      const auto& b = *capped->burst;
+      burst_round =
+          static_cast<int>(b.streams.size()) * (b.interval / 10 + b.duration + b.step_timeout);
+    }
+    auto session = std::make_shared<Session>(o.duration, burst_round, [&app] { app.Stop(); });
+    app.SetBoundedRun({[&](std::shared_ptr<probes::ProbeKind> kind) {
+                         // A kind this function does not cap (a newer one): the wrapper does.
+                         run.interval_seconds.emplace(
+                             std::string(kind->name()),
+                             std::chrono::duration<double>(kind->interval()).count());
+                         return std::make_shared<GatedKind>(std::move(kind), session);
+                       },
+                       [session](boost::asio::io_context& io) { session->Begin(io); }});
+    spdlog::info("report: probing for {} s", run.duration_seconds);
+    int rc = app.Run();
+    session->Release();
+    if (rc != 0) return rc;
+    run.targets = session->Targets();
+    rep = report::Build(app.metrics().registry().Collect(), std::move(run));
+  }
+  if (baseline) report::Compare(rep, *baseline);
+  if (o.json) {
+    out << report::ToJson(rep).dump(2) << "\n";
+  } else {
+    out << report::ToMarkdown(rep);
+  }
+  out.flush();
+  for (const auto& f : rep.failures) {
+    err << "podnet-exporter: report: probe failed: " << f.probe << " -> " << f.target << ": "
+        << f.reason << "\n";
+  }
+  return rep.failures.empty() ? 0 : 1;
+}
+
+}  // namespace podnet::app

@@ -1,0 +1,121 @@
+#pragma once
+
+#include <prometheus/metric_family.h>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace podnet::report {
+
+/// `podnet-exporter report`: the benchmark report's tables, computed from what one bounded run
+/// of the probes recorded in the metrics registry (prometheus-cpp Collect()). Pure functions of
+/// their inputs: no clock, no I/O.
+
+/// One histogram series: cumulative bucket counts by upper bound (ascending, the last +Inf), as
+/// prometheus-cpp's ClientMetric::Histogram has them.
+struct Buckets {
+  std::vector<std::pair<double, double>> cumulative;  // (upper bound in seconds, count ≤ it)
+  double count = 0;
+  double sum = 0;  // seconds
+  /// Adds another series' buckets (same bounds): PromQL's sum by (le).
+  void Add(const Buckets& other);
+};
+
+/// The q-quantile (0 < q < 1) of `b`, interpolated linearly inside the bucket that holds it, as
+/// PromQL's histogram_quantile does (prometheus/promql/quantile.go: bucketQuantile): the lowest
+/// bucket starts at 0, a quantile in the +Inf bucket is the highest finite bound. NaN when `b`
+/// has no observations. Seconds.
+double BucketQuantile(double q, const Buckets& b);
+
+/// The upper bound of the highest bucket with an observation in it: the largest observation is
+/// at most this (a histogram keeps no maximum). +Inf when one fell above every finite bound;
+/// NaN when empty.
+double BucketMaxBound(const Buckets& b);
+
+/// One number of the report and how much it would move between two runs of an unchanged
+/// network (its spread, same unit; see docs/design.md, "One-shot report": the spread of each
+/// kind of figure), plus, after Compare(), the baseline's value.
+struct Figure {
+  double value = 0;
+  double spread = 0;
+  std::optional<double> baseline;
+  /// |value − baseline| > max(spread, the baseline's spread): more than the runs' own noise.
+  bool beyond_spread = false;
+};
+
+/// One row of a table: its key (e.g. path=same_zone, connection=keepalive) and figures by name
+/// (names carry their unit: p50_seconds, throughput_bits_per_second, ...).
+struct Row {
+  std::vector<std::pair<std::string, std::string>> key;
+  std::map<std::string, Figure> figures;
+};
+
+/// One table. `configured` false: the probe kind is off in the configuration (the section is
+/// still printed, saying so).
+struct Section {
+  std::string id;  // rtt, http, grpc, burst, dns, cost
+  std::string title;
+  bool configured = false;
+  std::vector<Row> rows;
+  std::vector<std::string> notes;  // footnotes: where the numbers come from
+};
+
+/// A (probe kind, target) pair that failed: no answer at all, or no round ran.
+struct Failure {
+  std::string probe;   // rtt, http, grpc, burst, dns
+  std::string target;  // peer name, or the DNS target (name/form/resolver)
+  std::string reason;  // e.g. "100% loss (20 of 20 packets)"
+};
+
+/// What the runner knows that the registry does not.
+struct RunInfo {
+  std::string self_name, self_node, self_zone;
+  std::string version;
+  std::string started;                             // RFC 3339, UTC
+  double duration_seconds = 0;                     // the time rounds were started in
+  double price_usd_per_gb = 0.02;                  // --price-per-gb (decimal GB, both ends billed)
+  std::vector<std::string> configured;             // probe kinds on in the configuration
+  std::map<std::string, double> interval_seconds;  // by kind: the configured interval
+  /// Rounds each (kind, target) ran to the end in the run; a target with none failed.
+  struct Target {
+    std::string probe, target, path;
+    int rounds = 0;
+  };
+  std::vector<Target> targets;
+};
+
+struct Report {
+  static constexpr int kVersion = 1;  // the JSON's "version"; bumped on an incompatible change
+  RunInfo run;
+  std::vector<Section> sections;  // always rtt, http, grpc, burst, dns, cost, in that order
+  std::vector<Failure> failures;
+  bool compared = false;  // Compare() ran
+  std::string baseline_started;
+};
+
+/// The tables from a registry's Collect(). Series of kinds not in run.configured are ignored.
+Report Build(const std::vector<prometheus::MetricFamily>& families, RunInfo run);
+
+/// Sets every figure's baseline and beyond_spread from `baseline` (rows matched by section id
+/// and key, figures by name; a figure the baseline lacks has no baseline).
+void Compare(Report& report, const Report& baseline);
+
+/// Number of figures Compare() marked beyond spread.
+int BeyondSpread(const Report& report);
+
+/// The JSON form (docs/design.md, "One-shot report": the schema, version 1).
+nlohmann::json ToJson(const Report& report);
+/// Parses ToJson's output. std::nullopt and *error on a document that is not a version-1
+/// report (missing keys, wrong types, another version).
+std::optional<Report> FromJson(const nlohmann::json& j, std::string* error);
+
+/// The Markdown tables (GitHub-flavoured): times in ms, throughput in Gbit/s, bytes in MB, with
+/// the baseline's change in each cell after Compare().
+std::string ToMarkdown(const Report& report);
+
+}  // namespace podnet::report
