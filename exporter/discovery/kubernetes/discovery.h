@@ -22,10 +22,10 @@ namespace podnet::discovery::kubernetes {
 /// The discovery series, registered while peers.kubernetes is configured (a reload that
 /// restarts the discovery keeps them; one that turns it off removes them, the destructor does):
 ///  - podnet_kubernetes_api_errors_total{resource, reason}: failed API requests and watch
-///    streams; resource ∈ node | endpointslices, reason ∈ ApiErrorName ∪ StatusReason ∪
-///    watch_error (an ERROR event other than 410) ∪ watch_closed (a watch the server ended at
-///    once without events) ∪ no_zone_label (the Node has none); an ERROR event with code 410
-///    counts as gone;
+///    streams; resource ∈ node | endpointslices | services (ServiceInfoPoller), reason ∈
+///    ApiErrorName ∪ StatusReason ∪ watch_error (an ERROR event other than 410) ∪ watch_closed (a
+///    watch the server ended at once without events) ∪ no_zone_label (the Node has none); an ERROR
+///    event with code 410 counts as gone;
 ///  - podnet_kubernetes_watch_events_total{type}: ADDED | MODIFIED | DELETED | BOOKMARK | ERROR;
 ///  - podnet_kubernetes_lists_total: successful EndpointSlice lists (1 + relists);
 ///  - podnet_discovery_candidates: ready probe Pods in the Service (self included) after the
@@ -154,5 +154,7 @@ extern template class BasicKubernetesDiscovery<std::chrono::steady_clock>;
 /// The paths of the list request and of the Node GET (names percent-encoded).
 std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service);
 std::string NodePath(const std::string& node);
+/// The path of a Service GET (core/v1; names percent-encoded).
+std::string ServicePath(const std::string& namespace_name, const std::string& name);
 
 }  // namespace podnet::discovery::kubernetes
