@@ -18,6 +18,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto h = echo::DecodePayload(copy);
     if (!h || h->kind != echo::Kind::kReply) __builtin_trap();  // a reply must read as one
   }
+  // The identity record: a hostile reply is read within its bounds, and a responder's reply is
+  // never larger than the request and reads back what it wrote when it wrote it.
+  echo::Identity read;
+  if (echo::ReadIdentity(in, &read) == echo::IdentityRead::kPresent &&
+      (!echo::ValidIdentityName(read.node) || !echo::ValidIdentityName(read.zone))) {
+    __builtin_trap();
+  }
+  static const echo::Identity self{"ip-10-0-1-1.ec2.internal", "ap-northeast-2a"};
+  std::vector<std::uint8_t> asked(data, data + size);
+  if (echo::MakeReply(asked, &self)) {
+    if (asked.size() != size) __builtin_trap();
+    echo::IdentityRead got = echo::ReadIdentity(asked, &read);
+    bool wrote = size >= 16 + 4 && data[16] == 'P' && data[17] == 'N' && data[18] == 'I' &&
+                 data[19] == '?' && size >= 16 + 4 + 2 + self.node.size() + self.zone.size();
+    if (wrote && (got != echo::IdentityRead::kPresent || !(read == self))) __builtin_trap();
+  }
   for (bool v6 : {false, true}) {
     for (bool with_ip : {false, true}) (void)echo::ParseIcmpEchoReply(v6, with_ip, in);
   }

@@ -27,6 +27,7 @@ test_pkgs=(
   openssl        # lab_isolation and bench/discovery_5000: the fake API server's certificate
   nodejs         # npm-pinned validators: tests/deploy (kubernetes-models), tests/dashboards (@grafana/schema)
   clang-format   # ctest clang_format (scripts/format.sh --check)
+  iptables conntrack  # lab_service: a Service VIP as kube-proxy's iptables mode builds it
 )
 # scripts/sanitize.sh and scripts/fuzz.sh (--sanitize): clang with its runtimes (ASan, UBSan,
 # TSan and libFuzzer live in libclang-rt-14-dev), on top of the test packages.

@@ -22,6 +22,7 @@
 #include "exporter/discovery/static_peers.h"
 #include "exporter/log/last_chance.h"
 #include "exporter/probes/registry.h"
+#include "exporter/proto/echo.h"
 #include "exporter/runtime/loop_role.h"
 #include "exporter/topology/selection.h"
 #include "podnet/version.h"
@@ -454,6 +455,16 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
                    diff.kept.size());
     }
   }
+  if (prev == nullptr || self_ != self) {
+    // The responders answer with the effective identity: a zone read from the Node later (or
+    // a reload that changes self) reaches them here, one post to their loop, before any probe
+    // of this Reconcile runs a round.
+    boost::asio::post(respond_io_, [this, node = self.node, zone = self.zone] {
+      echo_identity_headers_ = {{std::string(proto::echo::kNodeHeader), node},
+                                {std::string(proto::echo::kZoneHeader), zone}};
+      if (udp_echo_) udp_echo_->SetIdentity(node, zone);
+    });
+  }
   metrics_.SetPeers(peers);
   bool log = prev != next.get() || peers != peers_ || labels_changed;
   peers_ = std::move(peers);
@@ -509,7 +520,9 @@ void App::RouteAuthorized(responders::HttpRequest req, std::string path,
   // What peers and the kubelet time is answered here, from constants and atomics only.
   if (path == "/echo" && (get || req.method == "POST")) {
     http_echo_answered_.Increment();
-    respond({200, "text/plain; charset=utf-8", kEchoBody});
+    responders::HttpResponse echo{200, "text/plain; charset=utf-8", kEchoBody};
+    echo.headers = echo_identity_headers_;
+    respond(std::move(echo));
     return;
   }
   if (path == "/-/healthy" && get) {

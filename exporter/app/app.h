@@ -144,6 +144,10 @@ class App {
   std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> discovery_;
   discovery::kubernetes::DiscoveryOptions discovery_options_;  // of the running discovery
 
+  // Responder-loop state: who answers, in every /echo response (proto/echo.h: kNodeHeader,
+  // kZoneHeader) and UDP echo reply; set from the effective self_ by Reconcile.
+  std::vector<std::pair<std::string, std::string>> echo_identity_headers_;
+
   std::unique_ptr<responders::HttpServer> http_;
   std::unique_ptr<responders::UdpEchoResponder> udp_echo_;
   std::unique_ptr<responders::BurstResponder> burst_;  // own thread (see burst_server.h)

@@ -138,24 +138,18 @@ bool DecodePeerPorts(Decoder& d, const YAML::Node& n, const std::string& path, s
   return ok;
 }
 
-void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
-  const std::string base = "peers.kubernetes";
-  if (!d.CheckMap(n, base, {"namespace", "service", "peers_per_zone", "port", "burst_port"})) {
-    return;
-  }
-  KubernetesPeers k;
+// Keys of the mapping `n` (at `base`) that must be present, non-empty strings; each one found is
+// stored in its field. False when any is missing, empty or not a string (each one reported).
+bool RequiredStrings(Decoder& d, const YAML::Node& n, const std::string& base,
+                     std::initializer_list<std::pair<const char*, std::string*>> fields) {
   bool ok = true;
-  for (auto [key, out] : {std::pair<const char*, std::string*>{"namespace", &k.namespace_name},
-                          std::pair<const char*, std::string*>{"service", &k.service}}) {
+  for (auto [key, out] : fields) {
     const std::string path = base + "." + key;
     const YAML::Node v = n[key];
     if (!v.IsDefined() || v.IsNull()) {
       d.Fail(n, path, "required");
       ok = false;
-      continue;
-    }
-    auto s = d.String(v, path);
-    if (!s) {
+    } else if (auto s = d.String(v, path); !s) {
       ok = false;
     } else if (s->empty()) {
       d.Fail(v, path, "must not be empty");
@@ -164,6 +158,17 @@ void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
       *out = *s;
     }
   }
+  return ok;
+}
+
+void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "peers.kubernetes";
+  if (!d.CheckMap(n, base, {"namespace", "service", "peers_per_zone", "port", "burst_port"})) {
+    return;
+  }
+  KubernetesPeers k;
+  bool ok =
+      RequiredStrings(d, n, base, {{"namespace", &k.namespace_name}, {"service", &k.service}});
   if (const YAML::Node v = n["peers_per_zone"]; v.IsDefined()) {
     if (auto i = d.Integer(v, base + ".peers_per_zone", 1, 1000)) {
       k.peers_per_zone = static_cast<int>(*i);
@@ -551,8 +556,88 @@ void DecodeGrpc(Decoder& d, const YAML::Node& n, Config& c) {
   c.grpc = o;
 }
 
+void DecodeServiceTarget(Decoder& d, const YAML::Node& t, const std::string& path,
+                         std::map<std::string, std::string>& names,
+                         probes::service::ServiceOptions& o) {
+  using probes::service::ServiceProtocol;
+  if (!t.IsMap()) {
+    d.Fail(t, path, "must be a mapping with name, address, port and protocol");
+    return;
+  }
+  d.CheckMap(t, path, {"name", "address", "port", "protocol"});
+  probes::service::ServiceTarget target;
+  bool ok = RequiredStrings(d, t, path, {{"name", &target.name}, {"address", &target.address}});
+  if (!target.name.empty()) {
+    auto [it, fresh] = names.emplace(target.name, path);
+    if (!fresh) {
+      d.Fail(t["name"], path + ".name",
+             "duplicate target name " + Quote(target.name) + " (also " + it->second + ")");
+      ok = false;
+    }
+  }
+  if (!target.address.empty() && !net::ParseIp(target.address) && !ValidDnsName(target.address)) {
+    d.Fail(t["address"], path + ".address",
+           "must be an IP address or a DNS name, got " + Quote(target.address));
+    ok = false;
+  }
+  if (const YAML::Node v = t["port"]; v.IsDefined()) {
+    if (auto p = d.Integer(v, path + ".port", 1, 65535)) {
+      target.port = static_cast<std::uint16_t>(*p);
+    } else {
+      ok = false;
+    }
+  }
+  if (const YAML::Node v = t["protocol"]; v.IsDefined()) {
+    if (auto s = d.String(v, path + ".protocol"); !s) {
+      ok = false;
+    } else if (*s == "udp" || *s == "http") {
+      target.protocol = *s == "udp" ? ServiceProtocol::kUdp : ServiceProtocol::kHttp;
+    } else {
+      d.Fail(v, path + ".protocol", "must be \"udp\" or \"http\", got " + Quote(*s));
+      ok = false;
+    }
+  }
+  if (ok) o.targets.push_back(std::move(target));
+}
+
+void DecodeService(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "probes.service";
+  if (!d.CheckMap(n, base, {"interval", "count", "spacing", "timeout", "targets"})) return;
+  probes::service::ServiceOptions o;
+  OptionalDurations(d, n, base,
+                    {{"interval", &o.interval}, {"spacing", &o.spacing}, {"timeout", &o.timeout}});
+  OptionalInteger(d, n, base, "count", 1, 1000, &o.count);
+  const YAML::Node targets = n["targets"];
+  if (!targets.IsDefined() || targets.IsNull() || !targets.IsSequence() || targets.size() == 0) {
+    d.Fail(targets.IsDefined() ? targets : n, base + ".targets",
+           "required: a non-empty list of {name, address, port, protocol}");
+  } else {
+    std::map<std::string, std::string> names;  // name → first path
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      DecodeServiceTarget(d, targets[i], base + ".targets[" + std::to_string(i) + "]", names, o);
+    }
+  }
+  // A round: resolving (up to timeout), the requests (count-1)*spacing apart, the last one's
+  // timeout; it must end before the next round of the same target is due.
+  std::int64_t round_ns = 0;
+  bool overflow = __builtin_mul_overflow(o.spacing.count(), std::int64_t{o.count - 1}, &round_ns) ||
+                  __builtin_add_overflow(round_ns, o.timeout.count(), &round_ns) ||
+                  __builtin_add_overflow(round_ns, o.timeout.count(), &round_ns);
+  if (overflow || Duration(round_ns) > o.interval) {
+    d.Fail(n, base,
+           "a round lasts timeout + (count-1)*spacing + timeout" +
+               (overflow ? std::string() : " = " + FormatDuration(Duration(round_ns))) +
+               ", longer than interval " + FormatDuration(o.interval));
+  }
+  c.service = o;
+}
+
 void DecodeProbes(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || !d.CheckMap(n, "probes", {"rtt", "dns", "burst", "http", "grpc"})) return;
+  if (!n.IsDefined() ||
+      !d.CheckMap(n, "probes", {"rtt", "dns", "burst", "http", "grpc", "service"})) {
+    return;
+  }
+  if (const YAML::Node service = n["service"]; service.IsDefined()) DecodeService(d, service, c);
   if (const YAML::Node rtt = n["rtt"]; rtt.IsDefined()) DecodeRtt(d, rtt, c);
   if (const YAML::Node dns = n["dns"]; dns.IsDefined()) DecodeDns(d, dns, c);
   if (const YAML::Node burst = n["burst"]; burst.IsDefined()) DecodeBurst(d, burst, c);
@@ -608,6 +693,7 @@ std::vector<std::string> EnabledProbes(const Config& c) {
   if (c.grpc) out.push_back("grpc");
   if (c.burst) out.push_back("burst");
   if (c.dns) out.push_back("dns");
+  if (c.service) out.push_back("service");
   return out;
 }
 

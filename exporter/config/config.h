@@ -53,9 +53,10 @@ struct Config {
   std::optional<probes::burst::BurstOptions> burst;  // probes.burst; absent = off
   /// responders.burst (iperf3-compatible server); absent = off.
   std::optional<probes::burst::BurstResponderOptions> burst_responder;
-  std::optional<probes::http::HttpOptions> http;     // probes.http; absent = off
-  std::optional<probes::grpc::GrpcOptions> grpc;     // probes.grpc; absent = off
-  std::optional<net::HostPort> grpc_listen_address;  // responders.grpc; absent = off
+  std::optional<probes::http::HttpOptions> http;           // probes.http; absent = off
+  std::optional<probes::grpc::GrpcOptions> grpc;           // probes.grpc; absent = off
+  std::optional<net::HostPort> grpc_listen_address;        // responders.grpc; absent = off
+  std::optional<probes::service::ServiceOptions> service;  // probes.service; absent = off
 };
 
 /// One problem found in a configuration file, e.g.
@@ -86,7 +87,7 @@ struct LoadResult {
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
 /// The probe kinds `c` turns on, in the order the README lists them: rtt, http, grpc, burst,
-/// dns.
+/// dns, service.
 std::vector<std::string> EnabledProbes(const Config& c);
 
 /// One line for --config.check: who this is, every peer source (static count, the Kubernetes

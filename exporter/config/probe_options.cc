@@ -17,3 +17,11 @@ std::optional<Libc> ParseLibc(std::string_view s) {
 }
 
 }  // namespace podnet::probes::dns
+
+namespace podnet::probes::service {
+
+const char* ServiceProtocolName(ServiceProtocol p) {
+  return p == ServiceProtocol::kUdp ? "udp" : "http";
+}
+
+}  // namespace podnet::probes::service

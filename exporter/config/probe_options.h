@@ -98,6 +98,38 @@ struct GrpcOptions {
 
 }  // namespace podnet::probes::grpc
 
+namespace podnet::probes::service {
+
+enum class ServiceProtocol { kUdp, kHttp };
+const char* ServiceProtocolName(ServiceProtocol p);  // "udp" | "http"
+
+/// One entry of probes.service.targets: a Service address whose backends are podnet responders.
+struct ServiceTarget {
+  std::string name;     // the `service` label value; unique in the list
+  std::string address;  // an IP literal (a ClusterIP) or a DNS name, resolved every round
+  std::uint16_t port = 9479;
+  ServiceProtocol protocol = ServiceProtocol::kUdp;  // udp: UDP echo; http: GET /echo
+
+  bool operator==(const ServiceTarget&) const = default;
+};
+
+/// probes.service: every `interval`, each target gets `count` requests `spacing` apart, each a
+/// flow of its own (UDP: a new socket, so a new source port; HTTP: a new connection), so that a
+/// Service's load balancing (kube-proxy's DNAT, conntrack) picks a backend for every request. A
+/// request unanswered `timeout` after it was sent fails with reason "timeout"; resolving a DNS
+/// name may take up to `timeout` before the first request.
+struct ServiceOptions {
+  config::Duration interval = std::chrono::seconds(10);
+  int count = 30;
+  config::Duration spacing = std::chrono::milliseconds(20);
+  config::Duration timeout = std::chrono::seconds(1);
+  std::vector<ServiceTarget> targets;
+
+  bool operator==(const ServiceOptions&) const = default;
+};
+
+}  // namespace podnet::probes::service
+
 namespace podnet::probes::burst {
 
 /// probes.burst: every `interval`, each peer gets one TCP burst of `duration` per entry of

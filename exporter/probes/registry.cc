@@ -9,6 +9,7 @@
 #include "exporter/probes/grpc/grpc_probe.h"
 #endif
 #include "exporter/probes/rtt/rtt_probe.h"
+#include "exporter/probes/service/service_probe.h"
 
 namespace podnet::probes {
 
@@ -46,6 +47,12 @@ std::span<const ProbeKindEntry> ProbeKinds() {
        },
        [](const config::Config& a, const config::Config& b) { return a.grpc != b.grpc; }},
 #endif
+      {"service",
+       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
+         if (!c.service) return nullptr;
+         return service::MakeServiceKind(*c.service, env);
+       },
+       [](const config::Config& a, const config::Config& b) { return a.service != b.service; }},
   };
   return kKinds;
 }

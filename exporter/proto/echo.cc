@@ -69,10 +69,57 @@ std::optional<Header> DecodePayload(std::span<const std::uint8_t> data) {
   return h;
 }
 
-bool MakeReply(std::span<std::uint8_t> data) {
+bool ValidIdentityName(std::string_view s) {
+  if (s.size() > 255) return false;
+  return std::all_of(s.begin(), s.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '.' || ch == '_' || ch == '-';
+  });
+}
+
+bool AskIdentity(std::span<std::uint8_t> payload) {
+  if (payload.size() < kHeaderSize + 4) return false;
+  Put32(payload.data() + kHeaderSize, kIdentityAsk);
+  return true;
+}
+
+IdentityRead ReadIdentity(std::span<const std::uint8_t> payload, Identity* out) {
+  if (payload.size() < kHeaderSize + 4 || Get32(payload.data() + kHeaderSize) != kIdentity) {
+    return IdentityRead::kAbsent;
+  }
+  std::span<const std::uint8_t> rest = payload.subspan(kHeaderSize + 4);
+  std::string fields[2];
+  for (std::string& f : fields) {
+    if (rest.empty() || rest.size() - 1 < rest[0]) return IdentityRead::kMalformed;
+    f.assign(reinterpret_cast<const char*>(rest.data() + 1), rest[0]);
+    rest = rest.subspan(1 + rest[0]);
+    if (!ValidIdentityName(f)) return IdentityRead::kMalformed;
+  }
+  out->node = std::move(fields[0]);
+  out->zone = std::move(fields[1]);
+  return IdentityRead::kPresent;
+}
+
+bool MakeReply(std::span<std::uint8_t> data, const Identity* self) {
   auto h = DecodePayload(data);
   if (!h || h->kind != Kind::kRequest) return false;
   data[5] = static_cast<std::uint8_t>(Kind::kReply);
+  if (self == nullptr || data.size() < kHeaderSize + 4 ||
+      Get32(data.data() + kHeaderSize) != kIdentityAsk) {
+    return true;
+  }
+  std::size_t record = 4 + 1 + self->node.size() + 1 + self->zone.size();
+  if (record > data.size() - kHeaderSize || !ValidIdentityName(self->node) ||
+      !ValidIdentityName(self->zone)) {
+    return true;  // answered as before: the prober counts "no identity"
+  }
+  std::uint8_t* p = data.data() + kHeaderSize;
+  Put32(p, kIdentity);
+  p += 4;
+  for (const std::string* f : {&self->node, &self->zone}) {
+    *p++ = static_cast<std::uint8_t>(f->size());
+    p = std::copy(f->begin(), f->end(), p);
+  }
   return true;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace podnet::proto::echo {
@@ -35,9 +37,60 @@ std::vector<std::uint8_t> EncodePayload(const Header& h, std::size_t size);
 /// Reads the header of a probe payload; std::nullopt when too short, wrong magic or version.
 std::optional<Header> DecodePayload(std::span<const std::uint8_t> data);
 
+/// Who answered: the responder's node and zone (topology::Self), carried by every answer so that
+/// an answer that came through a Service VIP is attributed to the backend that served it.
+struct Identity {
+  std::string node;
+  std::string zone;
+
+  bool operator==(const Identity&) const = default;
+};
+
+/// The identity record. A prober that wants to know who answers writes kIdentityAsk into the
+/// padding right after the header (AskIdentity); a responder that knows this record replaces it,
+/// in the reply, by
+///
+///   16          20         21        21+n       22+n
+///   | kIdentity | node len | node ... | zone len | zone ... | rest of the padding unchanged
+///
+/// (lengths one byte each) when the record fits in the request's size, and otherwise answers as
+/// before. The reply is never larger than the request (the responder must not become an
+/// amplifying reflector), so a prober leaves room: kIdentityPayloadSize fits every legal name.
+/// Compatibility: the header (magic, version 1, kind) is unchanged, so old responders answer new
+/// probers (echoing kIdentityAsk: "no identity") and new responders answer old probers (whose
+/// padding is the byte pattern i, never kIdentityAsk) exactly as before.
+inline constexpr std::uint32_t kIdentityAsk = 0x504E493F;  // "PNI?"
+inline constexpr std::uint32_t kIdentity = 0x504E493D;     // "PNI="
+/// Header + record with a 253-byte node (the longest DNS subdomain, a Kubernetes node name) and a
+/// 63-byte zone (the longest label value): 16 + 4 + 1 + 253 + 1 + 63 = 338, rounded up.
+inline constexpr std::size_t kIdentityPayloadSize = 384;
+/// The HTTP /echo response header fields with the same identity (RFC 6648: no "X-" prefix).
+inline constexpr std::string_view kNodeHeader = "Podnet-Node";
+inline constexpr std::string_view kZoneHeader = "Podnet-Zone";
+
+/// Whether `s` may be a node or zone in an identity: at most 255 bytes of [A-Za-z0-9._-] (a DNS
+/// subdomain or a Kubernetes label value). An answer's identity becomes a label value; anything
+/// else is refused (a hostile responder must not mint arbitrary label values).
+bool ValidIdentityName(std::string_view s);
+
+/// Writes kIdentityAsk into a request payload. False (payload untouched) when it is shorter than
+/// kHeaderSize + 4.
+bool AskIdentity(std::span<std::uint8_t> payload);
+
+/// What a reply says about who answered.
+enum class IdentityRead {
+  kAbsent,     // no record: an old responder, one that does not know itself, or no room for it
+  kPresent,    // *out holds the responder's node and zone
+  kMalformed,  // a record whose lengths run past the payload, or with names ValidIdentityName
+               // refuses
+};
+IdentityRead ReadIdentity(std::span<const std::uint8_t> payload, Identity* out);
+
 /// Turns a request payload into the reply in place (kind := reply). Returns false, leaving the
-/// data untouched, unless it is a valid request — the UDP echo responder's whole decision.
-bool MakeReply(std::span<std::uint8_t> data);
+/// data untouched, unless it is a valid request — the UDP echo responder's whole decision. With
+/// `self` (valid names) and a request that asks for it, the identity record is written into the
+/// padding when it fits; the size never changes.
+bool MakeReply(std::span<std::uint8_t> data, const Identity* self = nullptr);
 
 /// The Internet checksum (RFC 1071) over `data`, in network byte order as stored in a header.
 std::uint16_t InternetChecksum(std::span<const std::uint8_t> data);

@@ -7,6 +7,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     socket_.close(ec);
   }
   std::uint16_t port() const { return socket_.local_endpoint().port(); }
+  void SetIdentity(proto::echo::Identity identity) { identity_ = std::move(identity); }
 
  private:
   void Wait() {
@@ -63,7 +65,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
       std::size_t n = socket_.receive_from(boost::asio::buffer(buffer_), from, 0, ec);
       if (ec) return;  // would_block: drained
       std::span<std::uint8_t> data(buffer_.data(), n);
-      if (!proto::echo::MakeReply(data)) {
+      if (!proto::echo::MakeReply(data, identity_ ? &*identity_ : nullptr)) {
         malformed_.Count();
         continue;
       }
@@ -88,6 +90,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   boost::asio::ip::udp::socket socket_;
   std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(65536);
   EchoLimiter limiter_;
+  std::optional<proto::echo::Identity> identity_;
   prometheus::Counter* answered_;
   ResponderDrop malformed_;  // not a podnet request: result "ignored", reason "malformed"
   ResponderDrop rate_limited_;
@@ -104,5 +107,9 @@ UdpEchoResponder::UdpEchoResponder(boost::asio::io_context& io, const net::HostP
 UdpEchoResponder::~UdpEchoResponder() { impl_->Stop(); }
 
 std::uint16_t UdpEchoResponder::port() const { return impl_->port(); }
+
+void UdpEchoResponder::SetIdentity(std::string node, std::string zone) {
+  impl_->SetIdentity({std::move(node), std::move(zone)});
+}
 
 }  // namespace podnet::responders

@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <string>
 
 #include "exporter/net/address.h"
 #include "exporter/responders/echo_limiter.h"
@@ -13,7 +14,9 @@ namespace podnet::responders {
 /// The UDP echo responder that peers' `protocol: udp` RTT probes aim at. It answers only
 /// podnet probe requests (proto/echo.h: magic, version, kind = request) by sending the
 /// datagram back with kind = reply, so it reflects nothing else and two responders cannot
-/// ping-pong. Bounded: one fixed receive buffer, at most 256 datagrams per wake-up so the
+/// ping-pong. A request that asks who answers (proto/echo.h: AskIdentity) gets this responder's
+/// node and zone (SetIdentity) in the reply's padding when they fit; the reply is never larger
+/// than the request. Bounded: one fixed receive buffer, at most 256 datagrams per wake-up so the
 /// responder loop stays responsive, and an EchoLimiter (echo_limiter.h): requests over 9000 bytes
 /// are not answered, one source address gets at most 1/16 of the reply and byte budgets, and
 /// all sources together at most 20,000 replies and 20 MB per second (defaults of EchoLimits).
@@ -32,6 +35,11 @@ class UdpEchoResponder {
 
   /// The bound port (useful when listening on port 0).
   std::uint16_t port() const;
+
+  /// Who this responder is, for the identity record of its replies (the effective
+  /// topology::Self: node, and the zone configured or read from the Node). Until it is called,
+  /// replies carry no identity. On the responder's loop, or before it runs.
+  void SetIdentity(std::string node, std::string zone);
 
  private:
   class Impl;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <sstream>
 
+#include "exporter/proto/echo.h"
 #include "podnet/version.h"
 
 namespace podnet::probes::http {
@@ -226,6 +227,13 @@ void HttpConnection::ReadBody(std::shared_ptr<Exchange> ex, std::shared_ptr<Pars
                       ex->done = Clock::now();
                       ex->status = status;
                       ex->keep_alive = res.keep_alive();
+                      for (auto [name, out] : {std::pair{proto::echo::kNodeHeader, &ex->node},
+                                               std::pair{proto::echo::kZoneHeader, &ex->zone}}) {
+                        if (auto it = res.find(beast::string_view(name.data(), name.size()));
+                            it != res.end()) {
+                          *out = std::string(it->value());
+                        }
+                      }
                       if (ex->status < 200 || ex->status > 299) ex->failure = Failure::kBadStatus;
                       if (!ex->keep_alive) self->Close();
                       done(*ex);

@@ -65,6 +65,10 @@ struct Exchange {
   std::size_t bytes_sent = 0;      // TCP payload bytes: request
   std::size_t bytes_received = 0;  // TCP payload bytes: response (as far as read)
   bool keep_alive = false;         // the server keeps the connection open after this response
+  /// The final response's Podnet-Node and Podnet-Zone fields (proto/echo.h: who answered), as
+  /// sent; nullopt when absent (a server that does not identify itself).
+  std::optional<std::string> node;
+  std::optional<std::string> zone;
 };
 
 /// One HTTP/1.1 client connection (Boost.Beast) to one peer, on the probe loop. Every operation

@@ -638,6 +638,80 @@ TEST(ConfigTest, GrpcSectionsParse) {
 #endif
 }
 
+TEST(ConfigTest, ServiceSectionParses) {
+  using probes::service::ServiceProtocol;
+  LoadResult r = Parse(kSelf +
+                           "probes:\n"
+                           "  service:\n"
+                           "    interval: 10s\n"
+                           "    count: 30\n"
+                           "    spacing: 20ms\n"
+                           "    timeout: 1s\n"
+                           "    targets:\n"
+                           "      - { name: podnet-udp, address: 10.96.12.34, port: 9479, "
+                           "protocol: udp }\n"
+                           "      - { name: podnet-http, address: podnet.podnet.svc, port: 9479, "
+                           "protocol: http }\n"
+                           "      - { name: default, address: \"fd00::1\" }\n",
+                       "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  ASSERT_TRUE(r.config->service.has_value());
+  const auto& s = *r.config->service;
+  EXPECT_EQ(s.interval, 10s);
+  EXPECT_EQ(s.count, 30);
+  EXPECT_EQ(s.spacing, 20ms);
+  EXPECT_EQ(s.timeout, 1s);
+  ASSERT_EQ(s.targets.size(), 3u);
+  EXPECT_EQ(s.targets[0], (probes::service::ServiceTarget{"podnet-udp", "10.96.12.34", 9479,
+                                                          ServiceProtocol::kUdp}));
+  EXPECT_EQ(s.targets[1], (probes::service::ServiceTarget{"podnet-http", "podnet.podnet.svc", 9479,
+                                                          ServiceProtocol::kHttp}));
+  // Defaults: port 9479, udp.
+  EXPECT_EQ(s.targets[2],
+            (probes::service::ServiceTarget{"default", "fd00::1", 9479, ServiceProtocol::kUdp}));
+  EXPECT_EQ(EnabledProbes(*r.config), std::vector<std::string>{"service"});
+}
+
+// Every problem with its place (line:column from the file's start; kSelf is lines 1-3) and key.
+TEST(ConfigTest, ServiceSectionErrorsSayWhereAndWhich) {
+  struct Case {
+    std::string yaml;  // from line 4
+    std::string want;
+  };
+  for (const Case& c : {
+           Case{"probes:\n  service: {}\n",
+                "test.yaml:5:12: probes.service.targets: required: a non-empty list"},
+           Case{"probes:\n  service:\n    targets: []\n",
+                "test.yaml:6:14: probes.service.targets: required: a non-empty list"},
+           Case{"probes:\n  service:\n    targets:\n      - {address: 10.0.0.1}\n",
+                "test.yaml:7:9: probes.service.targets[0].name: required"},
+           Case{"probes:\n  service:\n    targets:\n      - {name: a, address: \"not a name\"}\n",
+                "test.yaml:7:28: probes.service.targets[0].address: must be an IP address or a "
+                "DNS name, got \"not a name\""},
+           Case{"probes:\n  service:\n    targets:\n      - {name: a, address: b, port: 0}\n",
+                "test.yaml:7:37: probes.service.targets[0].port: must be from 1 to 65535, got 0"},
+           Case{"probes:\n  service:\n    targets:\n      - {name: a, address: b, protocol: tcp}\n",
+                "test.yaml:7:41: probes.service.targets[0].protocol: must be \"udp\" or \"http\", "
+                "got \"tcp\""},
+           Case{"probes:\n  service:\n    targets:\n      - {name: a, address: b}\n"
+                "      - {name: a, address: c}\n",
+                "test.yaml:8:16: probes.service.targets[1].name: duplicate target name \"a\" (also "
+                "probes.service.targets[0])"},
+           Case{"probes:\n  service:\n    targets:\n      - {name: a, address: b, zone: z}\n",
+                "test.yaml:7:31: probes.service.targets[0].zone: unknown key"},
+           Case{"probes:\n  service:\n    count: 100\n    spacing: 100ms\n"
+                "    targets: [{name: a, address: b}]\n",
+                "test.yaml:6:5: probes.service: a round lasts timeout + (count-1)*spacing + "
+                "timeout = 11s900ms, longer than interval 10s"},
+       }) {
+    LoadResult r = Parse(kSelf + c.yaml, "test.yaml", FakeEnv({}));
+    EXPECT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(Dump(r.errors).find(c.want), std::string::npos)
+        << c.yaml << "want: " << c.want << "\ngot:\n"
+        << Dump(r.errors);
+  }
+}
+
 TEST(ConfigTest, KubernetesPeersAndAggregation) {
   LoadResult r = Parse(kSelf +
                            "peers:\n  kubernetes: {namespace: podnet, service: probes, "

@@ -332,5 +332,132 @@ TEST(EncodeRequestTest, SameBytesAsPayloadThenIcmpEcho) {
   }
 }
 
+// --------------------------------------------------------------------------------------------
+// The identity record (proto/echo.h: AskIdentity, MakeReply with self, ReadIdentity).
+
+Bytes AskingRequest(std::size_t size) {
+  Bytes p = EncodePayload({Kind::kRequest, 7, 0xABCDEF}, size);
+  EXPECT_TRUE(AskIdentity(p));
+  return p;
+}
+
+TEST(IdentityTest, ReplyCarriesNodeAndZoneInTheDocumentedLayoutWithoutGrowing) {
+  Bytes p = AskingRequest(64);
+  Identity self{"node-a", "zone-1"};
+  ASSERT_TRUE(MakeReply(p, &self));
+  ASSERT_EQ(p.size(), 64u);  // never larger than the request
+  EXPECT_EQ(std::string(p.begin() + 16, p.begin() + 20), "PNI=");
+  EXPECT_EQ(p[20], 6);
+  EXPECT_EQ(std::string(p.begin() + 21, p.begin() + 27), "node-a");
+  EXPECT_EQ(p[27], 6);
+  EXPECT_EQ(std::string(p.begin() + 28, p.begin() + 34), "zone-1");
+  EXPECT_EQ(p[34], 34);  // the padding after the record is left as sent
+  auto h = DecodePayload(p);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->kind, Kind::kReply);
+  EXPECT_EQ(h->seq, 7);
+  Identity got;
+  ASSERT_EQ(ReadIdentity(p, &got), IdentityRead::kPresent);
+  EXPECT_EQ(got, self);
+}
+
+TEST(IdentityTest, EmptyZoneRoundTrips) {
+  Bytes p = AskingRequest(kIdentityPayloadSize);
+  Identity self{"n", ""};
+  ASSERT_TRUE(MakeReply(p, &self));
+  Identity got{"x", "y"};
+  ASSERT_EQ(ReadIdentity(p, &got), IdentityRead::kPresent);
+  EXPECT_EQ(got, self);
+}
+
+TEST(IdentityTest, LongestLegalNamesFitTheProbersPayload) {
+  Bytes p = AskingRequest(kIdentityPayloadSize);
+  Identity self{std::string(253, 'n'), std::string(63, 'z')};
+  ASSERT_TRUE(MakeReply(p, &self));
+  EXPECT_EQ(p.size(), kIdentityPayloadSize);
+  Identity got;
+  ASSERT_EQ(ReadIdentity(p, &got), IdentityRead::kPresent);
+  EXPECT_EQ(got, self);
+}
+
+TEST(IdentityTest, RecordThatDoesNotFitIsLeftOutAndTheReplyIsAsBefore) {
+  // 16 + 4 + 1 + 6 + 1 + 6 = 34 bytes needed; one byte short, and exactly enough.
+  for (std::size_t size : {std::size_t{33}, std::size_t{20}, std::size_t{34}}) {
+    SCOPED_TRACE(size);
+    Bytes p = AskingRequest(size);
+    Bytes want = p;
+    want[5] = static_cast<std::uint8_t>(Kind::kReply);
+    Identity self{"node-a", "zone-1"};
+    ASSERT_TRUE(MakeReply(p, &self));
+    Identity got;
+    if (size < 34) {
+      EXPECT_EQ(p, want);
+      EXPECT_EQ(ReadIdentity(p, &got), IdentityRead::kAbsent);
+    } else {
+      EXPECT_EQ(ReadIdentity(p, &got), IdentityRead::kPresent);
+    }
+  }
+  // Too short to ask at all.
+  Bytes tiny = EncodePayload({Kind::kRequest, 1, 1}, 19);
+  EXPECT_FALSE(AskIdentity(tiny));
+}
+
+TEST(IdentityTest, OldProbersAndOldRespondersAreAnsweredAsBefore) {
+  // An old prober's padding is the byte pattern: a new responder changes only the kind.
+  for (std::size_t size : {std::size_t{16}, std::size_t{56}, std::size_t{1472}}) {
+    Bytes p = EncodePayload({Kind::kRequest, 3, 9}, size);
+    Bytes want = p;
+    want[5] = static_cast<std::uint8_t>(Kind::kReply);
+    Identity self{"node-a", "zone-1"};
+    ASSERT_TRUE(MakeReply(p, &self));
+    EXPECT_EQ(p, want);
+  }
+  // An old responder (no self) echoes the ask: the prober reads "no identity".
+  Bytes p = AskingRequest(kIdentityPayloadSize);
+  ASSERT_TRUE(MakeReply(p));
+  Identity got;
+  EXPECT_EQ(ReadIdentity(p, &got), IdentityRead::kAbsent);
+}
+
+TEST(IdentityTest, NamesALabelCannotCarryAreNotSent) {
+  for (const Identity& bad :
+       {Identity{"node a", "z"}, Identity{"n", "zone\n"}, Identity{std::string(256, 'n'), ""}}) {
+    Bytes p = AskingRequest(kIdentityPayloadSize);
+    ASSERT_TRUE(MakeReply(p, &bad));
+    Identity got;
+    EXPECT_EQ(ReadIdentity(p, &got), IdentityRead::kAbsent) << bad.node << "/" << bad.zone;
+  }
+}
+
+// A hostile or broken responder: lengths past the end, names with bytes a label must not get.
+TEST(IdentityTest, HostileRecordsAreMalformedNeverOutOfBounds) {
+  auto record = [](std::initializer_list<std::uint8_t> tail) {
+    Bytes p = EncodePayload({Kind::kReply, 1, 1}, 16);
+    for (std::uint8_t b : {'P', 'N', 'I', '='}) p.push_back(b);
+    p.insert(p.end(), tail);
+    return p;
+  };
+  struct Case {
+    const char* name;
+    Bytes data;
+  };
+  for (const Case& c : {
+           Case{"no node length", record({})},
+           Case{"node length past the end", record({5, 'a', 'b'})},
+           Case{"node length 255, 1 byte", record({255, 'a'})},
+           Case{"no zone length", record({1, 'a'})},
+           Case{"zone length past the end", record({1, 'a', 3, 'z'})},
+           Case{"node with a newline", record({2, 'a', '\n', 0})},
+           Case{"zone with a quote", record({1, 'a', 1, '"'})},
+           Case{"zone with a NUL", record({1, 'a', 1, 0})},
+       }) {
+    Identity got;
+    EXPECT_EQ(ReadIdentity(c.data, &got), IdentityRead::kMalformed) << c.name;
+  }
+  Identity got;
+  EXPECT_EQ(ReadIdentity(record({1, 'a', 0}), &got), IdentityRead::kPresent);
+  EXPECT_EQ(got, (Identity{"a", ""}));
+}
+
 }  // namespace
 }  // namespace podnet::proto::echo

@@ -164,6 +164,43 @@ TEST_F(UdpEchoTest, AnswersRequestsWithReplyKind) {
   EXPECT_EQ(Count("rate_limited"), 0);
 }
 
+TEST_F(UdpEchoTest, RepliesCarryTheIdentityWhenAskedAndSetNeverGrowing) {
+  Start();
+  Client c;
+  ASSERT_TRUE(c.ok());
+  auto ask = [&](std::uint16_t seq, std::size_t size) {
+    Bytes req = Request(seq, 77, size);
+    wire::AskIdentity(req);
+    EXPECT_TRUE(c.SendTo(req, port_));
+    auto got = c.Receive();
+    EXPECT_TRUE(got.has_value());
+    if (got) {
+      EXPECT_EQ(got->first.size(), size);
+    }
+    return got ? got->first : Bytes{};
+  };
+  wire::Identity id;
+  // Before SetIdentity: answered, no identity.
+  EXPECT_EQ(wire::ReadIdentity(ask(1, wire::kIdentityPayloadSize), &id),
+            wire::IdentityRead::kAbsent);
+  loop_.Run([&] {
+    responder_->SetIdentity("node-b", "zone-2");
+    return 0;
+  });
+  EXPECT_EQ(wire::ReadIdentity(ask(2, wire::kIdentityPayloadSize), &id),
+            wire::IdentityRead::kPresent);
+  EXPECT_EQ(id, (wire::Identity{"node-b", "zone-2"}));
+  // No room: answered as before (RTT probes of size 56 still asking get no record, no growth).
+  EXPECT_EQ(wire::ReadIdentity(ask(3, 24), &id), wire::IdentityRead::kAbsent);
+  // The zone changes (read from the Node later): the next reply says so.
+  loop_.Run([&] {
+    responder_->SetIdentity("node-b", "zone-3");
+    return 0;
+  });
+  EXPECT_EQ(wire::ReadIdentity(ask(4, 64), &id), wire::IdentityRead::kPresent);
+  EXPECT_EQ(id.zone, "zone-3");
+}
+
 struct BadDatagram {
   std::string name;
   Bytes data;

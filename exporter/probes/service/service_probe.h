@@ -1,0 +1,55 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "exporter/config/probe_options.h"
+#include "exporter/probes/probe.h"
+#include "exporter/topology/topology.h"
+
+namespace podnet::probes::service {
+
+/// The Service locality probe kind (probes.service): does traffic to a Service stay in the zone?
+/// Its targets are not peers but Service addresses (a ClusterIP, or a DNS name resolved every
+/// round through the system resolver, getaddrinfo) whose backends are podnet responders. Every
+/// round sends `count` requests `spacing` apart to each target, each one a flow of its own —
+/// UDP: a new socket, so a new ephemeral source port; HTTP: a new TCP connection
+/// ("Connection: close") — because conntrack pins a flow to the backend the Service's load
+/// balancer (kube-proxy's DNAT rule, an eBPF dataplane) chose for its first packet: requests on
+/// one flow would all land on one backend and the shares would mean nothing. Each answer names
+/// the responder that served it (UDP: the identity record of proto/echo.h, asked for in a
+/// kIdentityPayloadSize-byte request; HTTP: the Podnet-Node and Podnet-Zone response fields),
+/// and is attributed to the path class from this Pod to that backend (Attribute).
+///
+/// Times: UDP from the kernel's TX timestamp to its RX timestamp (SO_TIMESTAMPING, as the RTT
+/// probe; user-space stamps next to the system calls where the kernel gives none); HTTP from the
+/// request written on the new connection to the response's first byte (one round trip; the
+/// handshake is not in it).
+///
+/// Series (labels service = the target's name, source_node, source_zone):
+///   podnet_service_requests_total{backend_zone, path}  answered requests; path "unknown" and
+///       backend_zone "" when the answer did not say who answered
+///   podnet_service_rtt_seconds{path}  histogram, metrics::LatencyBuckets()
+///   podnet_service_request_errors_total{reason}  requests without a good answer: "timeout",
+///       "refused", "unreachable", "bad_response" (not our reply, or an identity a label must
+///       not carry), "resolve" (once per round: the name did not resolve, nothing was sent),
+///       "socket" / "send_failed" (UDP), and the HTTP client's reasons (http_client.h:
+///       FailureReason) for HTTP
+/// A target that leaves the configuration takes its series with it.
+std::shared_ptr<ProbeKind> MakeServiceKind(const ServiceOptions& options, ProbeEnv& env);
+
+/// Where an answer came from, as its labels.
+struct Attribution {
+  std::string backend_zone;  // "" when the answer carried no identity
+  topology::PathClass path = topology::PathClass::kUnknown;
+
+  bool operator==(const Attribution&) const = default;
+};
+
+/// The path class from `self` to the backend that answered: topology::Classify(self, node, zone)
+/// when the answer identified its responder (`identified`), else unknown with no zone.
+Attribution Attribute(const topology::Self& self, bool identified, std::string_view node,
+                      std::string_view zone);
+
+}  // namespace podnet::probes::service

@@ -1,0 +1,193 @@
+#include "exporter/probes/service/service_probe.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "exporter/metrics/metrics.h"
+#include "exporter/responders/http_server.h"
+#include "exporter/responders/udp_echo.h"
+#include "tests/unit/testing/loop.h"
+
+namespace podnet::probes::service {
+namespace {
+
+using namespace std::chrono_literals;
+using podnet::testing::CounterValue;
+using podnet::testing::FindSeries;
+using podnet::testing::LoopThread;
+using topology::PathClass;
+
+const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
+
+TEST(AttributeTest, PathClassOfThisPodToTheBackendThatAnswered) {
+  struct Case {
+    bool identified;
+    const char* node;
+    const char* zone;
+    Attribution want;
+  };
+  for (const Case& c : {
+           Case{true, "node-1", "zone-a", {"zone-a", PathClass::kSameNode}},
+           Case{true, "node-2", "zone-a", {"zone-a", PathClass::kSameZone}},
+           Case{true, "node-3", "zone-b", {"zone-b", PathClass::kCrossZone}},
+           // topology::Classify: an empty zone on a different node cannot be placed.
+           Case{true, "node-3", "", {"", PathClass::kUnknown}},
+           // No identity in the answer (an old responder): unknown, no zone, whatever was read.
+           Case{false, "node-1", "zone-a", {"", PathClass::kUnknown}},
+       }) {
+    EXPECT_EQ(Attribute(kSelf, c.identified, c.node, c.zone), c.want)
+        << c.identified << " " << c.node << " " << c.zone;
+  }
+  // This Pod without a zone: only the same node is known.
+  topology::Self no_zone{"probe-a", "node-1", ""};
+  EXPECT_EQ(Attribute(no_zone, true, "node-1", "zone-a").path, PathClass::kSameNode);
+  EXPECT_EQ(Attribute(no_zone, true, "node-2", "zone-a").path, PathClass::kUnknown);
+}
+
+class ServiceProbeTest : public ::testing::Test {
+ protected:
+  // One round of one target on the probe loop (this thread); true when `done` came once in time.
+  bool RunRound(ServiceTarget target, int count = 6) {
+    ServiceOptions o;
+    o.count = count;
+    o.spacing = 2ms;
+    o.timeout = 500ms;
+    o.targets = {target};
+    env_ = std::make_unique<ProbeEnv>(ProbeEnv{io_, metrics_, kSelf});
+    kind_ = MakeServiceKind(o, *env_);
+    EXPECT_EQ(kind_->Targets(), std::vector<std::string>{target.name});
+    probe_ = kind_->ForTarget(target.name);
+    int done = 0;
+    probe_->Run(std::chrono::steady_clock::now(), [&] { ++done; });
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    io_.restart();
+    while (done == 0 && std::chrono::steady_clock::now() < deadline) io_.run_one_for(50ms);
+    return done == 1;
+  }
+
+  prometheus::Labels Labels(const std::string& service, prometheus::Labels extra) {
+    extra.insert({{"service", service}, {"source_node", "node-1"}, {"source_zone", "zone-a"}});
+    return extra;
+  }
+  double Requests(const std::string& service, const std::string& zone, const std::string& path) {
+    return CounterValue(metrics_.registry(), "podnet_service_requests_total",
+                        Labels(service, {{"backend_zone", zone}, {"path", path}}));
+  }
+  double Errors(const std::string& service, const std::string& reason) {
+    return CounterValue(metrics_.registry(), "podnet_service_request_errors_total",
+                        Labels(service, {{"reason", reason}}));
+  }
+  std::uint64_t RttCount(const std::string& service, const std::string& path) {
+    auto m = FindSeries(metrics_.registry(), "podnet_service_rtt_seconds",
+                        Labels(service, {{"path", path}}));
+    return m ? m->histogram.sample_count : 0;
+  }
+
+  boost::asio::io_context io_;
+  metrics::Metrics metrics_;
+  std::unique_ptr<ProbeEnv> env_;
+  std::shared_ptr<ProbeKind> kind_;
+  std::shared_ptr<PeerProbe> probe_;
+};
+
+class UdpServiceTest : public ServiceProbeTest {
+ protected:
+  void SetUp() override {
+    responder_ = loop_.Run([&] {
+      return std::make_unique<responders::UdpEchoResponder>(
+          loop_.io(), net::HostPort{boost::asio::ip::make_address("127.0.0.1"), 0}, registry_);
+    });
+  }
+  void TearDown() override {
+    loop_.Run([&] { responder_.reset(); });
+    loop_.Stop();
+  }
+  ServiceTarget Target() { return {"svc-udp", "127.0.0.1", responder_->port(), {}}; }
+
+  prometheus::Registry registry_;
+  LoopThread loop_;
+  std::unique_ptr<responders::UdpEchoResponder> responder_;
+};
+
+TEST_F(UdpServiceTest, AnswersAreAttributedToTheBackendThatIdentifiedItself) {
+  loop_.Run([&] {
+    responder_->SetIdentity("node-2", "zone-a");
+    return 0;
+  });
+  ASSERT_TRUE(RunRound(Target()));
+  EXPECT_EQ(Requests("svc-udp", "zone-a", "same_zone"), 6);
+  EXPECT_EQ(RttCount("svc-udp", "same_zone"), 6u);
+  EXPECT_EQ(Requests("svc-udp", "", "unknown"), -1);
+  // The backend moves to another zone: the next round says cross_zone.
+  loop_.Run([&] {
+    responder_->SetIdentity("node-3", "zone-b");
+    return 0;
+  });
+  ASSERT_TRUE(RunRound(Target()));
+  EXPECT_EQ(Requests("svc-udp", "zone-b", "cross_zone"), 6);
+  // A target that leaves takes its series with it.
+  probe_->RemoveSeries();
+  EXPECT_EQ(Requests("svc-udp", "zone-b", "cross_zone"), -1);
+}
+
+TEST_F(UdpServiceTest, ResponderThatDoesNotIdentifyItselfIsUnknown) {
+  ASSERT_TRUE(RunRound(Target()));
+  EXPECT_EQ(Requests("svc-udp", "", "unknown"), 6);
+  EXPECT_EQ(RttCount("svc-udp", "unknown"), 6u);
+}
+
+TEST_F(ServiceProbeTest, NothingListeningIsRefusedAndAnUnresolvableNameIsOneResolveError) {
+  std::uint16_t closed;
+  {
+    // A port that was just free: bound, then closed.
+    boost::asio::ip::udp::socket s(io_, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    closed = s.local_endpoint().port();
+  }
+  ASSERT_TRUE(RunRound({"svc-closed", "127.0.0.1", closed, ServiceProtocol::kUdp}, 3));
+  EXPECT_EQ(Errors("svc-closed", "refused"), 3);
+  // RFC 6761: .invalid never resolves. One error for the round, nothing sent.
+  ASSERT_TRUE(RunRound({"svc-name", "podnet-test.invalid", 9, ServiceProtocol::kUdp}, 3));
+  EXPECT_EQ(Errors("svc-name", "resolve"), 1);
+  EXPECT_EQ(Errors("svc-name", "timeout"), -1);
+}
+
+TEST_F(ServiceProbeTest, HttpAnswersCarryTheIdentityHeaders) {
+  LoopThread server_loop;
+  std::string node = "node-1";
+  auto server = server_loop.Run([&] {
+    return std::make_unique<responders::HttpServer>(
+        server_loop.io(), net::HostPort{boost::asio::ip::make_address("127.0.0.1"), 0},
+        [&](const responders::HttpRequest&) {
+          responders::HttpResponse r{200, "text/plain", "echo"};
+          if (!node.empty()) r.headers = {{"Podnet-Node", node}, {"Podnet-Zone", "zone-a"}};
+          return r;
+        });
+  });
+  std::uint16_t port = server->port();
+  ASSERT_TRUE(RunRound({"svc-http", "127.0.0.1", port, ServiceProtocol::kHttp}, 4));
+  EXPECT_EQ(Requests("svc-http", "zone-a", "same_node"), 4);
+  EXPECT_EQ(RttCount("svc-http", "same_node"), 4u);
+  // A node name no label should carry: bad_response, not a series.
+  server_loop.Run([&] {
+    node = "node\"1";
+    return 0;
+  });
+  ASSERT_TRUE(RunRound({"svc-http", "127.0.0.1", port, ServiceProtocol::kHttp}, 2));
+  EXPECT_EQ(Errors("svc-http", "bad_response"), 2);
+  // Without the headers: unknown.
+  server_loop.Run([&] {
+    node.clear();
+    return 0;
+  });
+  ASSERT_TRUE(RunRound({"svc-http", "127.0.0.1", port, ServiceProtocol::kHttp}, 2));
+  EXPECT_EQ(Requests("svc-http", "", "unknown"), 2);
+  server_loop.Run([&] { server.reset(); });
+}
+
+}  // namespace
+}  // namespace podnet::probes::service
