@@ -73,6 +73,10 @@ struct Outcome {
   bool identified = false;  // the answer named its responder
   std::string node;
   std::string zone;
+  // For podnet_probe_{sent,received}_bytes_total: UDP datagrams with their IP and UDP headers;
+  // HTTP the TCP payload (as the HTTP probe counts it).
+  std::size_t sent_bytes = 0;
+  std::size_t received_bytes = 0;
 };
 using OutcomeFn = std::function<void(Outcome)>;
 
@@ -126,6 +130,7 @@ class UdpRequest : public std::enable_shared_from_this<UdpRequest> {
     if (::send(socket_.native_handle(), payload.data(), payload.size(), 0) < 0) {
       return FinishLater(SocketErrorReason(errno));
     }
+    sent_bytes_ = payload.size() + HeaderBytes();
     timer_.expires_at(deadline);
     timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (!ec) self->Finish(Failed("timeout"));
@@ -160,6 +165,7 @@ class UdpRequest : public std::enable_shared_from_this<UdpRequest> {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Wait();
       return Finish(Failed(SocketErrorReason(errno)));
     }
+    received_bytes_ = dg.size + HeaderBytes();
     std::span<const std::uint8_t> data(buffer_.data(), dg.size);
     auto h = wire::DecodePayload(data);
     if (!h || h->kind != wire::Kind::kReply || h->seq != seq_ || h->token != token_) {
@@ -187,7 +193,12 @@ class UdpRequest : public std::enable_shared_from_this<UdpRequest> {
     boost::asio::post(io_, [self = shared_from_this(), reason] { self->Finish(Failed(reason)); });
   }
 
+  // IP (20 or 40 bytes) and UDP (8) headers.
+  std::size_t HeaderBytes() const { return (to_.address().is_v6() ? 40 : 20) + 8; }
+
   void Finish(Outcome o) {
+    o.sent_bytes = sent_bytes_;
+    o.received_bytes = received_bytes_;
     Close();
     if (auto done = std::move(done_)) {
       done_ = nullptr;
@@ -210,6 +221,8 @@ class UdpRequest : public std::enable_shared_from_this<UdpRequest> {
   OutcomeFn done_;
   std::int64_t user_tx_ns_ = 0;
   std::int64_t tx_ns_ = 0;  // kernel TX stamp; 0 until read
+  std::size_t sent_bytes_ = 0;
+  std::size_t received_bytes_ = 0;
   // A reply is as large as its request; a larger datagram is read truncated and then refused
   // by its token or identity checks.
   std::array<std::uint8_t, 2048> buffer_{};
@@ -226,14 +239,19 @@ std::shared_ptr<http::HttpConnection> HttpRequest(boost::asio::io_context& io,
                                                                    Clock::time_point) mutable {
     if (f != http::Failure::kNone) return done(Failed(http::FailureReason(f)));
     conn->Request(false, deadline, [done = std::move(done)](const http::Exchange& ex) {
-      if (ex.failure != http::Failure::kNone) return done(Failed(http::FailureReason(ex.failure)));
       Outcome o;
+      o.sent_bytes = ex.bytes_sent;
+      o.received_bytes = ex.bytes_received;
+      if (ex.failure != http::Failure::kNone) {
+        o.failure = http::FailureReason(ex.failure);
+        return done(std::move(o));
+      }
       o.rtt_seconds = std::chrono::duration<double>(ex.first_byte - ex.sent).count();
       o.identified = ex.node.has_value();
       o.node = ex.node.value_or("");
       o.zone = ex.zone.value_or("");
       if (o.identified && (!wire::ValidIdentityName(o.node) || !wire::ValidIdentityName(o.zone))) {
-        return done(Failed("bad_response"));
+        o.failure = "bad_response";
       }
       done(std::move(o));
     });
@@ -399,6 +417,10 @@ void TargetProbe::Send() {
 
 void TargetProbe::Record(const Outcome& o) {
   auto& f = kind_->families();
+  AddSeries(env().metrics.probe_sent_bytes(), {{"probe", "service"}})
+      .Increment(static_cast<double>(o.sent_bytes));
+  AddSeries(env().metrics.probe_received_bytes(), {{"probe", "service"}})
+      .Increment(static_cast<double>(o.received_bytes));
   if (!o.failure.empty()) {
     AddSeries(f.errors, {{"reason", o.failure}}).Increment();
     spdlog::debug("service {}: request failed reason={}", target_.name, o.failure);

@@ -36,6 +36,8 @@ namespace podnet::probes::service {
 ///       not carry), "resolve" (once per round: the name did not resolve, nothing was sent),
 ///       "socket" / "send_failed" (UDP), and the HTTP client's reasons (http_client.h:
 ///       FailureReason) for HTTP
+///   podnet_probe_{sent,received}_bytes_total{probe="service"}  UDP: datagrams with IP and UDP
+///       headers; HTTP: TCP payload bytes (the HTTP probe's measure)
 /// A target that leaves the configuration takes its series with it.
 std::shared_ptr<ProbeKind> MakeServiceKind(const ServiceOptions& options, ProbeEnv& env);
 

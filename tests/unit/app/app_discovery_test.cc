@@ -170,6 +170,11 @@ peers:
            R"(
 probes:
   rtt: {protocol: udp, interval: 300ms, count: 2, spacing: 10ms, timeout: 100ms}
+  service: {interval: 300ms, count: 2, spacing: 10ms, timeout: 100ms, targets: [
+    {name: self-udp, address: 127.0.0.1, port: )" +
+           p + R"(, protocol: udp},
+    {name: self-http, address: 127.0.0.1, port: )" +
+           p + R"(, protocol: http}]}
 )";
   };
   std::string config_path =
@@ -209,6 +214,18 @@ probes:
   HttpGet(port, "/-/ready", &status);
   EXPECT_EQ(status, 200);
   EXPECT_NE(HttpGet(port, "/podnet/info").find(R"("zone":"zone-a")"), std::string::npos);
+  // The responders answer with the zone read from the Node too (self.zone is ""): the Service
+  // probe's requests to this App's own UDP echo and /echo come back as same_node in zone-a.
+  for (const char* service : {"self-udp", "self-http"}) {
+    EXPECT_TRUE(Eventually(
+        [&] {
+          return value(std::string(R"(podnet_service_requests_total{backend_zone="zone-a",)") +
+                       R"(path="same_node",service=")" + service + '"') > 0;
+        },
+        3000ms))
+        << service << "\n"
+        << metrics();
+  }
 
   // podnet-c leaves the Service: its probes stop and its series go; podnet-b keeps running.
   std::shared_ptr<FakeStream> w;
