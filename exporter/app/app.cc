@@ -248,6 +248,7 @@ int App::Run() {
 
   ready_ = false;
   if (discovery_) discovery_->Stop();
+  if (service_info_) service_info_->Stop();
   // The responders go with their loop: stopped first, then destroyed after their thread ended
   // (nothing of theirs runs any more), so no peer is answered by a half-torn-down server.
   respond_io_.stop();
@@ -256,6 +257,7 @@ int App::Run() {
   udp_echo_.reset();
   probe_io_.stop();
   probe_thread.join();
+  service_info_.reset();
   discovery_.reset();
   return 0;
 }
@@ -320,6 +322,7 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
   PODNET_DCHECK_NOT_LOOP(kResponder);
   namespace k8s = discovery::kubernetes;
   if (!c.kubernetes) {
+    service_info_.reset();  // before the metrics it counts its errors in
     if (discovery_) {
       spdlog::info("kubernetes discovery: off");
       discovery_->Stop();
@@ -341,21 +344,8 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
   bool same = discovery_ && discovery_options_.namespace_name == o.namespace_name &&
               discovery_options_.service == o.service && discovery_options_.node == o.node &&
               discovery_options_.want_zone == o.want_zone;
-  if (same) return true;  // peers_per_zone and ports apply in Reconcile
-  // --kubeconfig, else $KUBECONFIG (its first file), else the Pod's service account.
-  std::optional<k8s::ApiConfig> api;
-  std::string kubeconfig = options_.kubeconfig.value_or("");
-  if (kubeconfig.empty()) {
-    if (const char* env = std::getenv("KUBECONFIG")) kubeconfig = env;
-    kubeconfig = kubeconfig.substr(0, kubeconfig.find(':'));
-  }
-  if (!kubeconfig.empty()) {
-    api = k8s::LoadKubeconfig(kubeconfig, "", error);
-  } else {
-    api = k8s::InClusterConfig(options_.service_account_dir, config::ProcessEnv(), error);
-  }
-  if (!api) return false;
-  auto client = k8s::ApiClient::Create(control_io_, std::move(*api), {}, error);
+  if (same) return ConfigureServiceInfo(c, error);  // peers_per_zone, ports: in Reconcile
+  auto client = MakeApiClient(error);
   if (!client) return false;
   // Only now, with credentials in hand, the running discovery goes: a reload whose credentials
   // fail keeps it (and its peers) running.
@@ -380,6 +370,50 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
       });
   discovery_unsynced_ = true;
   discovery_->Start();
+  return ConfigureServiceInfo(c, error);
+}
+
+std::unique_ptr<discovery::kubernetes::ApiClient> App::MakeApiClient(std::string* error) {
+  namespace k8s = discovery::kubernetes;
+  // --kubeconfig, else $KUBECONFIG (its first file), else the Pod's service account.
+  std::optional<k8s::ApiConfig> api;
+  std::string kubeconfig = options_.kubeconfig.value_or("");
+  if (kubeconfig.empty()) {
+    if (const char* env = std::getenv("KUBECONFIG")) kubeconfig = env;
+    kubeconfig = kubeconfig.substr(0, kubeconfig.find(':'));
+  }
+  if (!kubeconfig.empty()) {
+    api = k8s::LoadKubeconfig(kubeconfig, "", error);
+  } else {
+    api = k8s::InClusterConfig(options_.service_account_dir, config::ProcessEnv(), error);
+  }
+  if (!api) return nullptr;
+  return k8s::ApiClient::Create(control_io_, std::move(*api), {}, error);
+}
+
+bool App::ConfigureServiceInfo(const config::Config& c, std::string* error) {
+  PODNET_DCHECK_NOT_LOOP(kResponder);
+  namespace k8s = discovery::kubernetes;
+  std::vector<k8s::ServiceRef> refs;
+  if (c.kubernetes && c.service) {
+    for (const auto& t : c.service->targets) {
+      if (!t.kubernetes_name.empty()) {
+        refs.push_back({t.name, t.kubernetes_namespace, t.kubernetes_name});
+      }
+    }
+  }
+  if (service_info_ && service_info_->refs() == refs) return true;
+  if (refs.empty()) {
+    service_info_.reset();
+    return true;
+  }
+  auto client = MakeApiClient(error);
+  if (!client) return false;
+  service_info_.reset();  // removes the family before the new poller registers it
+  service_info_ = std::make_unique<k8s::ServiceInfoPoller>(
+      control_io_, std::move(client), std::move(refs), kServiceInfoInterval, metrics_.registry(),
+      *discovery_metrics_);
+  service_info_->Start();
   return true;
 }
 
