@@ -225,6 +225,7 @@ int App::Run() {
   ready_ = false;
   if (discovery_) discovery_->Stop();
   if (dns_discovery_) dns_discovery_->Stop();
+  if (service_info_) service_info_->Stop();
   // The responders go with their loop: stopped first, then destroyed after their thread ended
   // (nothing of theirs runs any more), so no peer is answered by a half-torn-down server.
   respond_io_.stop();
@@ -233,6 +234,7 @@ int App::Run() {
   udp_echo_.reset();
   probe_io_.stop();
   probe_thread.join();
+  service_info_.reset();
   discovery_.reset();
   dns_discovery_.reset();
   return 0;
@@ -340,6 +342,7 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
   PODNET_DCHECK_NOT_LOOP(kResponder);
   namespace k8s = discovery::kubernetes;
   if (!c.kubernetes) {
+    service_info_.reset();  // before the metrics it counts its errors in
     StopDnsDiscovery();
     if (discovery_) {
       spdlog::info("kubernetes discovery: off");
@@ -375,27 +378,18 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
                             dns_discovery_options_.namespace_name == dns->namespace_name &&
                             dns_discovery_options_.service == dns->service
                       : !dns_discovery_;
-  if (same && dns_same) return true;  // peers_per_zone, ports and max_servers: Reconcile
-  // --kubeconfig, else $KUBECONFIG (its first file), else the Pod's service account.
-  std::optional<k8s::ApiConfig> api;
-  std::string kubeconfig = options_.kubeconfig.value_or("");
-  if (kubeconfig.empty()) {
-    if (const char* env = std::getenv("KUBECONFIG")) kubeconfig = env;
-    kubeconfig = kubeconfig.substr(0, kubeconfig.find(':'));
-  }
-  if (!kubeconfig.empty()) {
-    api = k8s::LoadKubeconfig(kubeconfig, "", error);
-  } else {
-    api = k8s::InClusterConfig(options_.service_account_dir, config::ProcessEnv(), error);
-  }
-  if (!api) return false;
+  // peers_per_zone, ports and max_servers apply in Reconcile.
+  if (same && dns_same) return ConfigureServiceInfo(c, error);
   std::unique_ptr<k8s::ApiClient> dns_client;
   if (dns && !dns_same) {
-    dns_client = k8s::ApiClient::Create(control_io_, *api, {}, error);
+    dns_client = MakeApiClient(error);
     if (!dns_client) return false;
   }
-  auto client = same ? nullptr : k8s::ApiClient::Create(control_io_, std::move(*api), {}, error);
-  if (!same && !client) return false;
+  std::unique_ptr<k8s::ApiClient> client;
+  if (!same) {
+    client = MakeApiClient(error);
+    if (!client) return false;
+  }
   if (!discovery_metrics_) {
     discovery_metrics_ = std::make_unique<k8s::DiscoveryMetrics>(metrics_.registry());
   }
@@ -416,7 +410,7 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
       dns_discovery_->Start();
     }
   }
-  if (same) return true;
+  if (same) return ConfigureServiceInfo(c, error);
   // Only now, with credentials in hand, the running discovery goes: a reload whose credentials
   // fail keeps it (and its peers) running.
   if (discovery_) {
@@ -437,6 +431,50 @@ bool App::ConfigureDiscovery(const config::Config& c, std::string* error) {
       });
   discovery_unsynced_ = true;
   discovery_->Start();
+  return ConfigureServiceInfo(c, error);
+}
+
+std::unique_ptr<discovery::kubernetes::ApiClient> App::MakeApiClient(std::string* error) {
+  namespace k8s = discovery::kubernetes;
+  // --kubeconfig, else $KUBECONFIG (its first file), else the Pod's service account.
+  std::optional<k8s::ApiConfig> api;
+  std::string kubeconfig = options_.kubeconfig.value_or("");
+  if (kubeconfig.empty()) {
+    if (const char* env = std::getenv("KUBECONFIG")) kubeconfig = env;
+    kubeconfig = kubeconfig.substr(0, kubeconfig.find(':'));
+  }
+  if (!kubeconfig.empty()) {
+    api = k8s::LoadKubeconfig(kubeconfig, "", error);
+  } else {
+    api = k8s::InClusterConfig(options_.service_account_dir, config::ProcessEnv(), error);
+  }
+  if (!api) return nullptr;
+  return k8s::ApiClient::Create(control_io_, std::move(*api), {}, error);
+}
+
+bool App::ConfigureServiceInfo(const config::Config& c, std::string* error) {
+  PODNET_DCHECK_NOT_LOOP(kResponder);
+  namespace k8s = discovery::kubernetes;
+  std::vector<k8s::ServiceRef> refs;
+  if (c.kubernetes && c.service) {
+    for (const auto& t : c.service->targets) {
+      if (!t.kubernetes_name.empty()) {
+        refs.push_back({t.name, t.kubernetes_namespace, t.kubernetes_name});
+      }
+    }
+  }
+  if (service_info_ && service_info_->refs() == refs) return true;
+  if (refs.empty()) {
+    service_info_.reset();
+    return true;
+  }
+  auto client = MakeApiClient(error);
+  if (!client) return false;
+  service_info_.reset();  // removes the family before the new poller registers it
+  service_info_ = std::make_unique<k8s::ServiceInfoPoller>(
+      control_io_, std::move(client), std::move(refs), kServiceInfoInterval, metrics_.registry(),
+      *discovery_metrics_);
+  service_info_->Start();
   return true;
 }
 

@@ -19,6 +19,7 @@
 #include "exporter/app/reload_pacer.h"
 #include "exporter/config/config.h"
 #include "exporter/discovery/kubernetes/discovery.h"
+#include "exporter/discovery/kubernetes/service_info.h"
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/probe.h"
 #include "exporter/probes/registry.h"
@@ -108,6 +109,12 @@ class App {
   // Control loop: starts, restarts or stops Kubernetes discovery as `c` asks. False and *error
   // when it cannot start (no in-cluster credentials, a bad kubeconfig).
   bool ConfigureDiscovery(const config::Config& c, std::string* error);
+  // Control loop, from ConfigureDiscovery: polls what the service probe's Kubernetes Services
+  // ask for (podnet_service_info) while peers.kubernetes is set and a target names a Service.
+  bool ConfigureServiceInfo(const config::Config& c, std::string* error);
+  // An API client from --kubeconfig, else $KUBECONFIG (its first file), else the Pod's service
+  // account; nullptr and *error when the credentials cannot be read.
+  std::unique_ptr<discovery::kubernetes::ApiClient> MakeApiClient(std::string* error);
   // Control loop: "" when ready, else why not (for /-/ready's body): "starting", or the
   // Kubernetes discovery's first list not done yet and its last error.
   std::string NotReadyReason() const;
@@ -173,6 +180,9 @@ class App {
   // are counted and logged only: peers and /-/ready never wait for it.
   std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> dns_discovery_;
   discovery::kubernetes::DiscoveryOptions dns_discovery_options_;  // of the running DNS watch
+  // What the probed Services ask for; destroyed before discovery_metrics_ (it counts there).
+  std::unique_ptr<discovery::kubernetes::ServiceInfoPoller> service_info_;
+  static constexpr std::chrono::seconds kServiceInfoInterval{60};
 
   // Responder-loop state: who answers, in every /echo response (proto/echo.h: kNodeHeader,
   // kZoneHeader) and UDP echo reply; set from the effective self_ by Reconcile.

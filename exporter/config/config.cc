@@ -619,6 +619,35 @@ void DecodeGrpc(Decoder& d, const YAML::Node& n, Config& c) {
   c.grpc = o;
 }
 
+// A DNS-1123 label as Kubernetes names namespaces and Services: 1..63 of [a-z0-9-], starting and
+// ending with an alphanumeric (kubernetes.io/docs/concepts/overview/working-with-objects/names).
+bool ValidKubernetesName(std::string_view s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  for (char ch : s) {
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')) return false;
+  }
+  return true;
+}
+
+// NAME.NAMESPACE.svc or NAME.NAMESPACE.svc.DOMAIN (a trailing dot allowed): the Service DNS
+// names of the Kubernetes DNS specification (github.com/kubernetes/dns, docs/specification.md,
+// "2.3.1 A/AAAA records"), as {namespace, name}; std::nullopt for any other name.
+std::optional<std::pair<std::string, std::string>> ServiceOfDnsName(std::string name) {
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::vector<std::string> labels;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t dot = name.find('.', start);
+    if (dot == std::string::npos) dot = name.size();
+    labels.push_back(name.substr(start, dot - start));
+    start = dot + 1;
+  }
+  if (!labels.empty() && labels.back().empty()) labels.pop_back();  // the trailing dot
+  if (labels.size() < 3 || labels[2] != "svc") return std::nullopt;
+  if (!ValidKubernetesName(labels[0]) || !ValidKubernetesName(labels[1])) return std::nullopt;
+  return std::make_pair(labels[1], labels[0]);
+}
+
 void DecodeServiceTarget(Decoder& d, const YAML::Node& t, const std::string& path,
                          std::map<std::string, std::string>& names,
                          probes::service::ServiceOptions& o) {
@@ -627,7 +656,7 @@ void DecodeServiceTarget(Decoder& d, const YAML::Node& t, const std::string& pat
     d.Fail(t, path, "must be a mapping with name, address, port and protocol");
     return;
   }
-  d.CheckMap(t, path, {"name", "address", "port", "protocol"});
+  d.CheckMap(t, path, {"name", "address", "port", "protocol", "kubernetes_service"});
   probes::service::ServiceTarget target;
   bool ok = RequiredStrings(d, t, path, {{"name", &target.name}, {"address", &target.address}});
   if (!target.name.empty()) {
@@ -659,6 +688,23 @@ void DecodeServiceTarget(Decoder& d, const YAML::Node& t, const std::string& pat
       d.Fail(v, path + ".protocol", "must be \"udp\" or \"http\", got " + Quote(*s));
       ok = false;
     }
+  }
+  if (const YAML::Node v = t["kubernetes_service"]; v.IsDefined()) {
+    auto s = d.String(v, path + ".kubernetes_service");
+    std::size_t slash = s ? s->find('/') : std::string::npos;
+    if (!s) {
+      ok = false;
+    } else if (slash == std::string::npos || !ValidKubernetesName(s->substr(0, slash)) ||
+               !ValidKubernetesName(s->substr(slash + 1))) {
+      d.Fail(v, path + ".kubernetes_service",
+             "must be NAMESPACE/NAME (lower-case DNS labels), got " + Quote(*s));
+      ok = false;
+    } else {
+      target.kubernetes_namespace = s->substr(0, slash);
+      target.kubernetes_name = s->substr(slash + 1);
+    }
+  } else if (auto svc = ServiceOfDnsName(target.address)) {
+    std::tie(target.kubernetes_namespace, target.kubernetes_name) = *svc;
   }
   if (ok) o.targets.push_back(std::move(target));
 }

@@ -127,6 +127,11 @@ struct ServiceTarget {
   std::string address;  // an IP literal (a ClusterIP) or a DNS name, resolved every round
   std::uint16_t port = 9479;
   ServiceProtocol protocol = ServiceProtocol::kUdp;  // udp: UDP echo; http: GET /echo
+  /// The Kubernetes Service behind `address` (key kubernetes_service: "NAMESPACE/NAME"; derived
+  /// from an address NAME.NAMESPACE.svc[.DOMAIN] when absent; both "" when unknown). With
+  /// peers.kubernetes the exporter reads what it asks of the dataplane (podnet_service_info).
+  std::string kubernetes_namespace;
+  std::string kubernetes_name;
 
   bool operator==(const ServiceTarget&) const = default;
 };

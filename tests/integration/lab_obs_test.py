@@ -3,7 +3,7 @@
 
 The lab (tests/lab/lab.sh): a client Pod probing three peers (same node, same zone, cross zone)
 that run podnet-exporter as responders, plus one peer on a closed port (probe errors). The client
-runs the rtt, http, burst and dns probes (DNS against a real unbound in its namespace). A real
+runs the rtt, http, burst, dns and service probes (DNS against a real unbound in its namespace). A real
 `prometheus` in the client namespace scrapes it every second, with the target labelled
 cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
 
@@ -65,8 +65,13 @@ def client_config(tmp):
             "max_bytes_per_hour: 500GB }\n"
             "  dns: { interval: 2s, resolv_conf: %s, resolvers: [glibc, musl], "
             "names: [kubernetes.default, sts.ap-northeast-2.amazonaws.com] }\n"
+            # Service targets straight at two peers (no VIP here; lab_service builds one): the
+            # service series and rules get answers from a same-zone and a cross-zone backend.
+            "  service: { interval: 2s, count: 10, spacing: 20ms, timeout: 500ms, targets: [\n"
+            "    { name: obs-udp, address: %s, protocol: udp },\n"
+            "    { name: obs-http, address: %s, protocol: http } ] }\n"
             % (ADDR["same"], ADDR["zone"], ADDR["cross"], ADDR["same"], CLOSED_PORT,
-               CLOSED_PORT, resolv))
+               CLOSED_PORT, resolv, ADDR["cross"], ADDR["zone"]))
     return path
 
 

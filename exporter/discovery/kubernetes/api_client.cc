@@ -16,6 +16,7 @@
 #include <charconv>
 #include <optional>
 
+#include "exporter/discovery/kubernetes/resources.h"
 #include "podnet/version.h"
 
 namespace podnet::discovery::kubernetes {
@@ -58,6 +59,31 @@ std::string_view StatusReason(int status) {
   if (status == 429) return "throttled";
   if (status >= 500 && status <= 599) return "server_error";
   return "http_status";
+}
+
+std::string FailureReason(const ApiResponse& r) {
+  if (r.error != ApiError::kNone) return std::string(ApiErrorName(r.error));
+  if (r.status < 200 || r.status > 299) return std::string(StatusReason(r.status));
+  return "";
+}
+
+std::string Describe(const ApiResponse& r) {
+  std::string out = r.detail;
+  if (!r.body.empty() && r.body.size() < 64 * 1024) {
+    std::string message = StatusMessage(r.body);
+    if (!message.empty()) out += (out.empty() ? "" : ": ") + message;
+  }
+  return out;
+}
+
+std::string Failure(const std::string& reason, const ApiResponse& r, const std::string& detail) {
+  std::string out = reason;
+  if (r.error == ApiError::kNone && r.status != 0 && (r.status < 200 || r.status > 299)) {
+    out += " (HTTP " + std::to_string(r.status) + ")";
+  }
+  if (detail.empty() || detail == reason) return out;
+  if (detail.rfind(reason + ": ", 0) == 0) return detail;  // the client's words start with it
+  return out + ": " + detail;
 }
 
 namespace {

@@ -43,6 +43,20 @@ struct ApiResponse {
   std::chrono::seconds retry_after{0};
 };
 
+/// "" for a 2xx response, else the `reason` label: ApiErrorName(r.error) when no whole response
+/// was read, StatusReason(r.status) for a non-2xx one.
+std::string FailureReason(const ApiResponse& r);
+
+/// What went wrong, for the log: the client's detail, and the API's own words when the body is a
+/// metav1.Status (e.g. 'endpointslices.discovery.k8s.io is forbidden: User
+/// "system:serviceaccount:podnet:podnet-exporter" cannot list resource ...').
+std::string Describe(const ApiResponse& r);
+
+/// One failure for the log and /-/ready: the reason label, the HTTP status when the server
+/// answered with a failure, and `detail` ("forbidden (HTTP 403): endpointslices ... is
+/// forbidden: ..."; "connect: Connection refused" when no HTTP answer came).
+std::string Failure(const std::string& reason, const ApiResponse& r, const std::string& detail);
+
 struct ClientOptions {
   /// Deadline of a whole GET: resolve, connect, TLS, request, response.
   std::chrono::milliseconds request_timeout{10000};

@@ -99,6 +99,10 @@ std::string EndpointSlicesPath(const std::string& namespace_name, const std::str
 
 std::string NodePath(const std::string& node) { return "/api/v1/nodes/" + Escape(node); }
 
+std::string ServicePath(const std::string& namespace_name, const std::string& name) {
+  return "/api/v1/namespaces/" + Escape(namespace_name) + "/services/" + Escape(name);
+}
+
 template class BasicKubernetesDiscovery<std::chrono::steady_clock>;
 
 }  // namespace podnet::discovery::kubernetes

@@ -23,7 +23,8 @@ namespace podnet::discovery::kubernetes {
 /// restarts the discovery keeps them; one that turns it off removes them, the destructor does):
 ///  - podnet_kubernetes_api_errors_total{resource, reason}: failed API requests and watch
 ///    streams; resource ∈ node | endpointslices (the peers' Service) | dns_endpointslices (the
-///    cluster DNS Service's, DiscoveryOptions::resource), reason ∈ ApiErrorName ∪ StatusReason ∪
+///    cluster DNS Service's, DiscoveryOptions::resource) | services and service_endpointslices
+///    (ServiceInfoPoller), reason ∈ ApiErrorName ∪ StatusReason ∪
 ///    watch_error (an ERROR event other than 410) ∪ watch_closed (a watch the server ended at
 ///    once without events) ∪ no_zone_label (the Node has none); an ERROR event with code 410
 ///    counts as gone;
@@ -160,5 +161,7 @@ extern template class BasicKubernetesDiscovery<std::chrono::steady_clock>;
 /// The paths of the list request and of the Node GET (names percent-encoded).
 std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service);
 std::string NodePath(const std::string& node);
+/// The path of a Service GET (core/v1; names percent-encoded).
+std::string ServicePath(const std::string& namespace_name, const std::string& name);
 
 }  // namespace podnet::discovery::kubernetes

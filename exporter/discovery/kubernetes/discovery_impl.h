@@ -289,39 +289,6 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     return attempt == 1 || attempt % 10 == 0 ? spdlog::level::warn : spdlog::level::debug;
   }
 
-  // What went wrong, for the log: the client's detail, and the API's own words when the body is
-  // a Status object (e.g. 'endpointslices.discovery.k8s.io is forbidden: User
-  // "system:serviceaccount:podnet:podnet-exporter" cannot list resource ...').
-  static std::string Describe(const ApiResponse& r) {
-    std::string out = r.detail;
-    if (!r.body.empty() && r.body.size() < 64 * 1024) {
-      std::string message = StatusMessage(r.body);
-      if (!message.empty()) out += (out.empty() ? "" : ": ") + message;
-    }
-    return out;
-  }
-
-  // One failure for the log and /-/ready: the reason label, the HTTP status when the server
-  // answered with a failure, and what went wrong in words ("forbidden (HTTP 403): endpointslices
-  // ... is forbidden: ..."; "connect: Connection refused" when no HTTP answer came).
-  static std::string Failure(const std::string& reason, const ApiResponse& r,
-                             const std::string& detail) {
-    std::string out = reason;
-    if (r.error == ApiError::kNone && r.status != 0 && (r.status < 200 || r.status > 299)) {
-      out += " (HTTP " + std::to_string(r.status) + ")";
-    }
-    if (detail.empty() || detail == reason) return out;
-    if (detail.rfind(reason + ": ", 0) == 0) return detail;  // the client's words start with it
-    return out + ": " + detail;
-  }
-
-  // "" for a 2xx response, else the reason label.
-  static std::string FailureReason(const ApiResponse& r) {
-    if (r.error != ApiError::kNone) return std::string(ApiErrorName(r.error));
-    if (r.status < 200 || r.status > 299) return std::string(StatusReason(r.status));
-    return "";
-  }
-
   void Publish(bool force) {
     auto now = Clock::now();
     if (!force && now - last_publish_ < options_.min_publish_interval) {

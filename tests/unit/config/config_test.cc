@@ -687,16 +687,36 @@ TEST(ConfigTest, ServiceSectionParses) {
   EXPECT_EQ(s.timeout, 1s);
   ASSERT_EQ(s.targets.size(), 3u);
   EXPECT_EQ(s.targets[0], (probes::service::ServiceTarget{"podnet-udp", "10.96.12.34", 9479,
-                                                          ServiceProtocol::kUdp}));
-  EXPECT_EQ(s.targets[1], (probes::service::ServiceTarget{"podnet-http", "podnet.podnet.svc", 9479,
-                                                          ServiceProtocol::kHttp}));
+                                                          ServiceProtocol::kUdp, "", ""}));
+  // A Service DNS name names its Kubernetes Service (NAME.NAMESPACE.svc).
+  EXPECT_EQ(s.targets[1],
+            (probes::service::ServiceTarget{"podnet-http", "podnet.podnet.svc", 9479,
+                                            ServiceProtocol::kHttp, "podnet", "podnet"}));
   // Defaults: port 9479, udp.
-  EXPECT_EQ(s.targets[2],
-            (probes::service::ServiceTarget{"default", "fd00::1", 9479, ServiceProtocol::kUdp}));
+  EXPECT_EQ(s.targets[2], (probes::service::ServiceTarget{"default", "fd00::1", 9479,
+                                                          ServiceProtocol::kUdp, "", ""}));
   EXPECT_EQ(EnabledProbes(*r.config), std::vector<std::string>{"service"});
 }
 
 // Every problem with its place (line:column from the file's start; kSelf is lines 1-3) and key.
+// The Kubernetes Service of a target: explicit, or read from a Service DNS name.
+TEST(ConfigTest, ServiceTargetsNameTheirKubernetesService) {
+  LoadResult r = Parse(kSelf +
+                           "probes:\n  service:\n    targets:\n"
+                           "      - {name: a, address: 10.96.0.10, kubernetes_service: shop/api}\n"
+                           "      - {name: b, address: Web.Shop.SVC.cluster.local.}\n"
+                           "      - {name: c, address: web.shop.svcx}\n"
+                           "      - {name: d, address: web.svc}\n",
+                       "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  const auto& t = r.config->service->targets;
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0].kubernetes_namespace + "/" + t[0].kubernetes_name, "shop/api");
+  EXPECT_EQ(t[1].kubernetes_namespace + "/" + t[1].kubernetes_name, "shop/web");
+  EXPECT_EQ(t[2].kubernetes_namespace + "/" + t[2].kubernetes_name, "/");
+  EXPECT_EQ(t[3].kubernetes_namespace + "/" + t[3].kubernetes_name, "/");
+}
+
 TEST(ConfigTest, ServiceSectionErrorsSayWhereAndWhich) {
   struct Case {
     std::string yaml;  // from line 4
@@ -723,6 +743,14 @@ TEST(ConfigTest, ServiceSectionErrorsSayWhereAndWhich) {
                 "probes.service.targets[0])"},
            Case{"probes:\n  service:\n    targets:\n      - {name: a, address: b, zone: z}\n",
                 "test.yaml:7:31: probes.service.targets[0].zone: unknown key"},
+           Case{"probes:\n  service:\n    targets:\n"
+                "      - {name: a, address: b, kubernetes_service: Shop/api}\n",
+                "test.yaml:7:51: probes.service.targets[0].kubernetes_service: must be "
+                "NAMESPACE/NAME (lower-case DNS labels), got \"Shop/api\""},
+           Case{"probes:\n  service:\n    targets:\n"
+                "      - {name: a, address: b, kubernetes_service: api}\n",
+                "test.yaml:7:51: probes.service.targets[0].kubernetes_service: must be "
+                "NAMESPACE/NAME"},
            Case{"probes:\n  service:\n    count: 100\n    spacing: 100ms\n"
                 "    targets: [{name: a, address: b}]\n",
                 "test.yaml:6:5: probes.service: a round lasts timeout + (count-1)*spacing + "

@@ -15,6 +15,7 @@
 #include "exporter/discovery/kubernetes/discovery.h"
 #include "exporter/discovery/kubernetes/discovery_impl.h"
 #include "exporter/discovery/kubernetes/resources.h"
+#include "exporter/discovery/kubernetes/service_info.h"
 #include "tests/unit/discovery/fake_api_server.h"
 #include "tests/unit/discovery/fixtures.h"
 #include "tests/unit/testing/loop.h"
@@ -966,6 +967,159 @@ TEST(ApiClientTest, BadCredentialsAndBadPem) {
   });
   EXPECT_EQ(got.get_future().get().error, ApiError::kCredentials);
   loop.Run([&] { client.reset(); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a probed Service asks for (ServiceInfoPoller).
+
+// A Service as `kubectl get --raw /api/v1/namespaces/shop/services/api` shows it (v1.31).
+json ServiceJson(const std::string& traffic_distribution, json internal_policy = "Cluster") {
+  json spec = {{"clusterIP", "10.96.12.34"},
+               {"clusterIPs", {"10.96.12.34"}},
+               {"ipFamilies", {"IPv4"}},
+               {"ports", {{{"name", "echo"}, {"port", 9479}, {"protocol", "UDP"}}}},
+               {"selector", {{"app", "api"}}},
+               {"sessionAffinity", "None"},
+               {"type", "ClusterIP"},
+               {"internalTrafficPolicy", internal_policy}};
+  if (!traffic_distribution.empty()) spec["trafficDistribution"] = traffic_distribution;
+  return {{"kind", "Service"},
+          {"apiVersion", "v1"},
+          {"metadata",
+           {{"name", "api"}, {"namespace", "shop"}, {"uid", "svc-1"}, {"resourceVersion", "77"}}},
+          {"spec", spec},
+          {"status", {{"loadBalancer", json::object()}}}};
+}
+
+// An endpoint with hints.forZones, as the EndpointSlice controller writes them.
+json HintedEndpoint(const std::string& pod, const std::string& ip, const std::string& zone) {
+  json e = EndpointJson(pod, ip, "node-" + zone, zone);
+  e["hints"] = {{"forZones", {{{"name", zone}}}}};
+  return e;
+}
+
+TEST(ServiceInfoTest, ReadsWhatTheServiceAsksFor) {
+  std::string err;
+  auto loc = ReadServiceLocality(ServiceJson("PreferClose"), &err);
+  ASSERT_TRUE(loc) << err;
+  EXPECT_EQ(loc->traffic_distribution, "PreferClose");
+  EXPECT_EQ(loc->internal_traffic_policy, "Cluster");
+  EXPECT_FALSE(loc->zone_hints);
+
+  loc = ReadServiceLocality(ServiceJson("", json()), &err);  // unset fields, null policy
+  ASSERT_TRUE(loc) << err;
+  EXPECT_EQ(loc->traffic_distribution, "");
+  EXPECT_EQ(loc->internal_traffic_policy, "");
+
+  json odd = ServiceJson("PreferClose");
+  odd["spec"]["trafficDistribution"] = 3;  // another JSON type reads as absent
+  loc = ReadServiceLocality(odd, &err);
+  ASSERT_TRUE(loc) << err;
+  EXPECT_EQ(loc->traffic_distribution, "");
+
+  EXPECT_FALSE(ReadServiceLocality(json::array(), &err));
+  EXPECT_FALSE(ReadServiceLocality(json{{"spec", json::object()}}, &err));
+  json bad_spec = ServiceJson("");
+  bad_spec["spec"] = "x";
+  EXPECT_FALSE(ReadServiceLocality(bad_spec, &err));
+  EXPECT_NE(err.find("spec"), std::string::npos) << err;
+}
+
+TEST(ServiceInfoTest, ZoneHintsAreAnyNonEmptyForZones) {
+  json plain = json::parse(
+      ListJson("1", {SliceJson("s1", "1", {EndpointJson("p1", "10.0.0.1", "n1", "a")})}));
+  EXPECT_FALSE(SlicesHaveZoneHints(plain));
+  json hinted =
+      json::parse(ListJson("1", {SliceJson("s1", "1", {EndpointJson("p1", "10.0.0.1", "n1", "a")}),
+                                 SliceJson("s2", "1", {HintedEndpoint("p2", "10.0.0.2", "b")})}));
+  EXPECT_TRUE(SlicesHaveZoneHints(hinted));
+  json empty_hint = plain;
+  empty_hint["items"][0]["endpoints"][0]["hints"] = {{"forZones", json::array()}};
+  EXPECT_FALSE(SlicesHaveZoneHints(empty_hint));
+  for (json broken : {json(), json::array(), json{{"items", 1}}, json{{"items", {1, "x"}}},
+                      json{{"items", {{{"endpoints", {{{"hints", "x"}}}}}}}}}) {
+    EXPECT_FALSE(SlicesHaveZoneHints(broken)) << broken.dump();
+  }
+}
+
+// The poller on a loop thread of its own against the fake API server.
+class ServiceInfoPollerTest : public DiscoveryFixture {
+ protected:
+  ~ServiceInfoPollerTest() override {
+    loop_.Run([&] { poller_.reset(); });
+    loop_.Stop();
+  }
+  void Start(std::uint16_t port, std::vector<ServiceRef> refs) {
+    loop_.Run([&] {
+      poller_ = std::make_unique<ServiceInfoPoller>(loop_.io(), Client(loop_.io(), port),
+                                                    std::move(refs), 20ms, registry_, metrics_);
+      poller_->Start();
+    });
+  }
+  // The labels of the one podnet_service_info series of `service`, "" when there is none.
+  std::string Info(const std::string& service) {
+    auto m = podnet::testing::FindSeries(registry_, "podnet_service_info", {{"service", service}});
+    if (!m) return "";
+    EXPECT_EQ(m->gauge.value, 1);
+    return podnet::testing::LabelsText(m->label);
+  }
+  LoopThread loop_;
+  std::unique_ptr<ServiceInfoPoller> poller_;
+};
+
+TEST_F(ServiceInfoPollerTest, ExportsWhatIsAskedAndFollowsChanges) {
+  std::mutex mu;
+  std::string service_body = ServiceJson("PreferClose").dump();
+  int service_status = 200;
+  std::string slices_body =
+      ListJson("9", {SliceJson("api-x", "9", {HintedEndpoint("p1", "10.0.0.1", "a")})});
+  FakeApiServer server([&](const FakeRequest& r) {
+    std::lock_guard lock(mu);
+    if (r.target == "/api/v1/namespaces/shop/services/api") {
+      return FakeResponse{service_status, {}, service_body};
+    }
+    if (r.target == EndpointSlicesPath("shop", "api")) return FakeResponse{200, {}, slices_body};
+    return FakeResponse{404, {}, R"({"kind":"Status","code":404})"};
+  });
+  Start(server.port(), {{"api-udp", "shop", "api"}, {"other", "shop", "missing"}});
+  const std::string asked =
+      R"({internal_traffic_policy="Cluster", service="api-udp", service_name="api", )"
+      R"(service_namespace="shop", traffic_distribution="PreferClose", zone_hints="true"})";
+  ASSERT_TRUE(Eventually([&] { return Info("api-udp") == asked; })) << Info("api-udp");
+  // A Service that does not exist has no series, and counts not_found.
+  EXPECT_EQ(Info("other"), "");
+  EXPECT_TRUE(Eventually([&] { return Errors("services", "not_found") >= 1; }));
+
+  // The hints go away (the controller withdrew them): the series follows, one at a time.
+  {
+    std::lock_guard lock(mu);
+    slices_body =
+        ListJson("10", {SliceJson("api-x", "10", {EndpointJson("p1", "10.0.0.1", "node-a", "a")})});
+  }
+  ASSERT_TRUE(Eventually([&] {
+    return Info("api-udp").find(R"(zone_hints="false")") != std::string::npos;
+  })) << Info("api-udp");
+
+  // A hostile answer is a bad_response and keeps what was known.
+  {
+    std::lock_guard lock(mu);
+    service_body = R"({"metadata": {"name": "api"}, "spec": [1, 2]})";
+  }
+  double before = Errors("services", "bad_response");
+  ASSERT_TRUE(Eventually([&] { return Errors("services", "bad_response") > before; }));
+  EXPECT_NE(Info("api-udp"), "");
+
+  // The Service is deleted: its series goes.
+  {
+    std::lock_guard lock(mu);
+    service_status = 404;
+    service_body = R"({"kind":"Status","code":404})";
+  }
+  ASSERT_TRUE(Eventually([&] { return Info("api-udp").empty(); }));
+
+  // Destroying the poller removes the family.
+  loop_.Run([&] { poller_.reset(); });
+  for (const auto& f : registry_.Collect()) EXPECT_NE(f.name, "podnet_service_info");
 }
 
 }  // namespace

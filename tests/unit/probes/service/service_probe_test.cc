@@ -112,7 +112,7 @@ class UdpServiceTest : public ServiceProbeTest {
     loop_.Run([&] { responder_.reset(); });
     loop_.Stop();
   }
-  ServiceTarget Target() { return {"svc-udp", "127.0.0.1", responder_->port(), {}}; }
+  ServiceTarget Target() { return {"svc-udp", "127.0.0.1", responder_->port(), {}, "", ""}; }
 
   prometheus::Registry registry_;
   LoopThread loop_;
@@ -197,7 +197,8 @@ class ThreadEchoServer {
 TEST_F(ServiceProbeTest, EveryUdpRequestComesFromANewSourcePort) {
   constexpr int kCount = 20;
   ThreadEchoServer server(kCount, [](int) { return proto::echo::Identity{"node-2", "zone-a"}; });
-  bool done = RunRound({"svc-ports", "127.0.0.1", server.port(), ServiceProtocol::kUdp}, kCount);
+  bool done =
+      RunRound({"svc-ports", "127.0.0.1", server.port(), ServiceProtocol::kUdp, "", ""}, kCount);
   std::vector<std::uint16_t> ports = server.Stop();
   ASSERT_TRUE(done);
   EXPECT_EQ(Requests("svc-ports", "zone-a", "same_zone"), kCount);
@@ -215,7 +216,8 @@ TEST_F(ServiceProbeTest, BackendZonesPerTargetAreBounded) {
   ThreadEchoServer server(kCount, [](int i) {
     return proto::echo::Identity{"node-9", "zone-" + std::to_string(i)};
   });
-  bool done = RunRound({"svc-zones", "127.0.0.1", server.port(), ServiceProtocol::kUdp}, kCount);
+  bool done =
+      RunRound({"svc-zones", "127.0.0.1", server.port(), ServiceProtocol::kUdp, "", ""}, kCount);
   server.Stop();
   ASSERT_TRUE(done);
   int series = 0;
@@ -233,10 +235,10 @@ TEST_F(ServiceProbeTest, NothingListeningIsRefusedAndAnUnresolvableNameIsOneReso
     boost::asio::ip::udp::socket s(io_, {boost::asio::ip::make_address("127.0.0.1"), 0});
     closed = s.local_endpoint().port();
   }
-  ASSERT_TRUE(RunRound({"svc-closed", "127.0.0.1", closed, ServiceProtocol::kUdp}, 3));
+  ASSERT_TRUE(RunRound({"svc-closed", "127.0.0.1", closed, ServiceProtocol::kUdp, "", ""}, 3));
   EXPECT_EQ(Errors("svc-closed", "refused"), 3);
   // RFC 6761: .invalid never resolves. One error for the round, nothing sent.
-  ASSERT_TRUE(RunRound({"svc-name", "podnet-test.invalid", 9, ServiceProtocol::kUdp}, 3));
+  ASSERT_TRUE(RunRound({"svc-name", "podnet-test.invalid", 9, ServiceProtocol::kUdp, "", ""}, 3));
   EXPECT_EQ(Errors("svc-name", "resolve"), 1);
   EXPECT_EQ(Errors("svc-name", "timeout"), -1);
 }
@@ -254,7 +256,7 @@ TEST_F(ServiceProbeTest, HttpAnswersCarryTheIdentityHeaders) {
         });
   });
   std::uint16_t port = server->port();
-  ASSERT_TRUE(RunRound({"svc-http", "127.0.0.1", port, ServiceProtocol::kHttp}, 4));
+  ASSERT_TRUE(RunRound({"svc-http", "127.0.0.1", port, ServiceProtocol::kHttp, "", ""}, 4));
   EXPECT_EQ(Requests("svc-http", "zone-a", "same_node"), 4);
   EXPECT_EQ(RttCount("svc-http", "same_node"), 4u);
   // A node name no label should carry: bad_response, not a series.
@@ -262,14 +264,14 @@ TEST_F(ServiceProbeTest, HttpAnswersCarryTheIdentityHeaders) {
     node = "node\"1";
     return 0;
   });
-  ASSERT_TRUE(RunRound({"svc-http", "127.0.0.1", port, ServiceProtocol::kHttp}, 2));
+  ASSERT_TRUE(RunRound({"svc-http", "127.0.0.1", port, ServiceProtocol::kHttp, "", ""}, 2));
   EXPECT_EQ(Errors("svc-http", "bad_response"), 2);
   // Without the headers: unknown.
   server_loop.Run([&] {
     node.clear();
     return 0;
   });
-  ASSERT_TRUE(RunRound({"svc-http", "127.0.0.1", port, ServiceProtocol::kHttp}, 2));
+  ASSERT_TRUE(RunRound({"svc-http", "127.0.0.1", port, ServiceProtocol::kHttp, "", ""}, 2));
   EXPECT_EQ(Requests("svc-http", "", "unknown"), 2);
   server_loop.Run([&] { server.reset(); });
 }
