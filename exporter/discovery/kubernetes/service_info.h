@@ -62,9 +62,9 @@ bool SlicesHaveZoneHints(const nlohmann::json& list);
 /// (alert PodnetServiceTrafficLeavesZone). Every `interval` it GETs each Service and the
 /// EndpointSlices labelled kubernetes.io/service-name=NAME in its namespace (RBAC: get services,
 /// list endpointslices in that namespace). A failed request counts
-/// podnet_kubernetes_api_errors_total{resource="services"|"service_endpointslices", reason} and keeps the
-/// last series; a Service that is gone (404) loses its series. The family is removed by the
-/// destructor. Not thread-safe: use it on its io_context (the control loop).
+/// podnet_kubernetes_api_errors_total{resource="services"|"service_endpointslices", reason} and
+/// keeps the last series; a Service that is gone (404) loses its series. The family is removed by
+/// the destructor. Not thread-safe: use it on its io_context (the control loop).
 class ServiceInfoPoller {
  public:
   ServiceInfoPoller(boost::asio::io_context& io, std::unique_ptr<ApiClient> client,
