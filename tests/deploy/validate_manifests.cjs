@@ -294,12 +294,14 @@ function problems(objects, extraKinds = []) {
   need((nsObj.metadata.labels || {})["pod-security.kubernetes.io/enforce"] === "restricted",
     "the Namespace enforces the restricted Pod Security Standard");
 
-  // RBAC: exactly get nodes (cluster) and list + watch endpointslices (namespace).
+  // RBAC: exactly get nodes (cluster) and list + watch endpointslices, get services (namespace).
   need(deepEqual(cr.rules, [{ apiGroups: [""], resources: ["nodes"], verbs: ["get"] }]),
     `ClusterRole grants exactly get on nodes: ${JSON.stringify(cr.rules)}`);
   need(!cr.aggregationRule, "ClusterRole has no aggregationRule");
+  // ... and get services (podnet_service_info of probes.service targets in this namespace).
   need(deepEqual(role.rules, [{ apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"],
-    verbs: ["list", "watch"] }]), `Role grants exactly list, watch on endpointslices: ${JSON.stringify(role.rules)}`);
+    verbs: ["list", "watch"] }, { apiGroups: [""], resources: ["services"], verbs: ["get"] }]),
+    `Role grants exactly list, watch on endpointslices and get on services: ${JSON.stringify(role.rules)}`);
   const subj = [{ kind: "ServiceAccount", name: sa.metadata.name, namespace: ns }];
   need(deepEqual(crb.roleRef, { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: cr.metadata.name }) &&
     deepEqual(crb.subjects, subj), "ClusterRoleBinding binds the ClusterRole to the ServiceAccount only");
