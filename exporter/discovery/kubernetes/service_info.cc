@@ -112,12 +112,14 @@ class ServiceInfoPoller::Impl : public std::enable_shared_from_this<Impl> {
     if (stopped_) return;
     const ServiceRef& ref = refs_[i];
     std::string reason = FailureReason(r);
-    std::string detail = Describe(r);
+    std::string detail;
     std::optional<ServiceLocality> locality;
     if (reason.empty()) {
       json service = json::parse(r.body, nullptr, false);
       locality = ReadServiceLocality(service, &detail);
       if (!locality) reason = "bad_response";
+    } else {
+      detail = Describe(r);  // parses a Status body: only for a failure
     }
     if (!reason.empty()) {
       metrics_.Error("services", reason);
