@@ -291,6 +291,21 @@ Section BurstSection(const std::vector<prometheus::MetricFamily>& f, std::vector
   for (const auto& [k, bps] : tput_peer) {
     if (bps <= 0) fail.push_back({"burst", TargetOf(k), "no throughput measured"});
   }
+  // A peer none of whose bursts completed has no throughput series at all, only errors: that
+  // is a failure too. A burst skipped for the byte budget (budget_exhausted) is the
+  // configuration's choice, not the peer's failure; it stays a note.
+  std::map<Key, std::string> no_burst;
+  auto errors =
+      SumBy(f, "podnet_probe_errors_total", {"peer", "path", "reason"}, {{"probe", "burst"}});
+  for (const auto& [k, n] : errors) {
+    Key peer{k[0], k[1]};
+    if (n <= 0 || k[2] == "budget_exhausted" || tput_peer.count(peer)) continue;
+    auto& line = no_burst[peer];
+    line += (line.empty() ? "" : ", ") + k[2] + " ×" + std::to_string(static_cast<long>(n));
+  }
+  for (const auto& [k, line] : no_burst) {
+    fail.push_back({"burst", TargetOf(k), "no burst completed (" + line + ")"});
+  }
   s.notes.push_back(
       "Throughput of the last burst per peer (mean over the path's peers), as "
       "podnet_burst_throughput_bytes_per_second; retransmits and the smoothed TCP RTT from the "

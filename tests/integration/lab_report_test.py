@@ -15,7 +15,8 @@ The client runs `report` with every kind configured. Checks:
   - the JSON round-trips (--input prints it unchanged); compared with itself (--baseline) nothing
     is marked; with a baseline whose cross-zone p50 was doubled, exactly that figure is marked;
   - a second live run against the first as baseline prints every section (its marks are logged);
-  - a configured peer that is dead makes exit 1, named in the report and on stderr.
+  - a configured peer that is dead makes exit 1, its RTT and its bursts named in the report and
+    on stderr.
 
 Usage: lab_report_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
 Needs root (network namespaces) and unbound. Every run is bounded (--duration, timeouts).
@@ -229,12 +230,15 @@ def scenario(args, tmp):
 
     # 6. A dead peer: exit 1, named in the report and on stderr; the live peers are not.
     dead_cfg = os.path.join(tmp, "dead.yaml")
-    client_config(dead_cfg, resolv_conf, dead=True, kinds=("rtt", "dns"))
+    client_config(dead_cfg, resolv_conf, dead=True, kinds=("rtt", "burst", "dns"))
     rc, md, err = report(args, "--config.file=" + dead_cfg, "--duration=4s", "--log.level=warn")
     failures = md[md.index("## Failures"):] if "## Failures" in md else ""
     check(rc == 1, "a dead peer: exit 1 (exit %d)" % rc)
     check("rtt → dead: 100% loss" in failures and "rtt -> dead" in err,
           "the dead peer is named in the report and on stderr: %s" % err.strip())
+    # No burst to it completes, so it has no throughput series at all, only errors.
+    check("burst → dead: no burst completed (" in failures and "burst -> dead" in err,
+          "its bursts are named as failed too: %s" % failures.strip())
     check(all(p not in failures for p in ("→ same", "→ zone", "→ cross")),
           "the live peers are not named as failures")
     check("## HTTP /echo: keep-alive vs new connection\n\nNot configured" in md,

@@ -154,6 +154,41 @@ TEST(ReportTest, LadderLossAndFailures) {
   EXPECT_NE(md.find("histogram_quantile"), std::string::npos);
 }
 
+// A peer none of whose bursts completed has no throughput series, only errors: it failed. One
+// that completed a burst beside an error did not; nor did one skipped for the byte budget.
+TEST(ReportTest, PeerWithNoCompletedBurstFailedBudgetSkipsDidNot) {
+  prometheus::Registry registry;
+  auto& tput = prometheus::BuildGauge()
+                   .Name("podnet_burst_throughput_bytes_per_second")
+                   .Help("throughput")
+                   .Register(registry);
+  auto& errors = prometheus::BuildCounter()
+                     .Name("podnet_probe_errors_total")
+                     .Help("errors")
+                     .Register(registry);
+  tput.Add({{"peer", "live"}, {"path", "same_zone"}, {"streams", "1"}}).Set(1.2e9);
+  errors.Add({{"probe", "burst"}, {"peer", "live"}, {"path", "same_zone"}, {"reason", "timeout"}})
+      .Increment();
+  errors.Add({{"probe", "burst"}, {"peer", "dead"}, {"path", "cross_zone"}, {"reason", "refused"}})
+      .Increment(2);
+  errors
+      .Add({{"probe", "burst"},
+            {"peer", "skipped"},
+            {"path", "same_zone"},
+            {"reason", "budget_exhausted"}})
+      .Increment(2);
+  // Another kind's errors for the same peer name are not the burst's.
+  errors.Add({{"probe", "rtt"}, {"peer", "other"}, {"path", "same_node"}, {"reason", "timeout"}})
+      .Increment();
+  Report r = Build(registry.Collect(), Probed({"burst"}));
+  ASSERT_EQ(r.failures.size(), 1u) << ToMarkdown(r);
+  EXPECT_EQ(r.failures[0].probe, "burst");
+  EXPECT_EQ(r.failures[0].target, "dead");
+  EXPECT_EQ(r.failures[0].reason, "no burst completed (refused ×2)");
+  std::string md = ToMarkdown(r);
+  EXPECT_NE(md.find("errors of skipped: budget_exhausted ×2"), std::string::npos) << md;
+}
+
 TEST(ReportTest, JsonRoundTripsAndComparesWithItselfUnmarked) {
   Recorded rec;
   rec.Peer("same", "same_node", Rtts(60e-6, 10e-6, 300, 5));
