@@ -290,9 +290,11 @@ void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
   if (env().dns_servers_over_cap > 0) {
     CountError("servers_over_cap", std::to_string(env().dns_servers_over_cap) + " not asked");
   }
-  for (const auto& [ns, labels] : RoundServers(conf)) {
+  for (const auto& [ns, server_labels] : RoundServers(conf)) {
     std::string err;
     net::AresChannel* ch = pool_->Get(ns, false, true, &err);
+    // Named for the capture below: clang before 16 cannot capture a structured binding.
+    const prometheus::Labels& labels = server_labels;
     if (!ch) {
       CountError("channel", err);
       continue;
