@@ -145,6 +145,11 @@ bool Configured(const RunInfo& run, const std::string& kind) {
 // The target a per-peer series names: its peer, or its path when peers are aggregated away.
 std::string TargetOf(const Key& k) { return k[0].empty() ? "path=" + k[1] : k[0]; }
 
+// Appends "reason ×n" to a comma-separated list of error counts ("timeout ×3, refused ×1").
+void AppendErrorCount(std::string& line, const std::string& reason, double n) {
+  line += (line.empty() ? "" : ", ") + reason + " ×" + std::to_string(static_cast<long>(n));
+}
+
 // "peer cross: timeout ×3, refused ×1" lines from podnet_probe_errors_total{probe=kind}.
 void AddErrorNotes(Section& s, const std::vector<prometheus::MetricFamily>& fams) {
   auto errors = SumBy(fams, "podnet_probe_errors_total", {"peer", "path", "name", "reason"},
@@ -153,8 +158,7 @@ void AddErrorNotes(Section& s, const std::vector<prometheus::MetricFamily>& fams
   for (const auto& [k, n] : errors) {
     if (n <= 0) continue;
     std::string target = !k[2].empty() ? k[2] : TargetOf(k);
-    auto& line = by_target[target];
-    line += (line.empty() ? "" : ", ") + k[3] + " ×" + std::to_string(static_cast<long>(n));
+    AppendErrorCount(by_target[target], k[3], n);
   }
   for (const auto& [t, line] : by_target) s.notes.push_back("errors of " + t + ": " + line);
 }
@@ -300,8 +304,7 @@ Section BurstSection(const std::vector<prometheus::MetricFamily>& f, std::vector
   for (const auto& [k, n] : errors) {
     Key peer{k[0], k[1]};
     if (n <= 0 || k[2] == "budget_exhausted" || tput_peer.count(peer)) continue;
-    auto& line = no_burst[peer];
-    line += (line.empty() ? "" : ", ") + k[2] + " ×" + std::to_string(static_cast<long>(n));
+    AppendErrorCount(no_burst[peer], k[2], n);
   }
   for (const auto& [k, line] : no_burst) {
     fail.push_back({"burst", TargetOf(k), "no burst completed (" + line + ")"});

@@ -223,12 +223,17 @@ REFERENCES = {"healthy": "/-/healthy back to back (reference)",
               "cpu": "another process burning a core (reference)"}
 
 
+def within(q, v):
+    """A loaded phase's p99 `v` against its quiet p99 `q`: both measured, v <= bound(q)."""
+    return q is not None and v is not None and v <= bound(q)
+
+
 def breaches(quiet, m):
     """The figures of `m` beyond bound(quiet), as text ("" when none)."""
     out = []
     for key in ("udp_p99", "http_p99"):
         q, v = quiet[key], m[key]
-        if q is None or v is None or v > bound(q):
+        if not within(q, v):
             out.append("%s %s > %s" % (key, fmt_us(v), fmt_us(bound(q) if q else None)))
     return ", ".join(out)
 
@@ -319,12 +324,13 @@ def scenario(args, tmp):
         rows.append(("A " + phase, m, note))
         time.sleep(SETTLE_S)
         base = quiet
-        if breaches(base, m):
+        beyond = breaches(base, m)
+        if beyond:
             # A shared host's hiccup lands in one window; A's chore recurs in every one. So a
             # phase beyond the bound is measured once more, beside a quiet window of its own,
             # and the check is on that second pair (both are in the table).
             lab.log("%s: beyond the bound (%s); measuring quiet and %s once more"
-                    % (phase, breaches(base, m), phase))
+                    % (phase, beyond, phase))
             base = measure(args.seconds)
             rows.append(("A quiet (again)", base, ""))
             m, note = run_phase(phase, args, tmp)
@@ -332,7 +338,7 @@ def scenario(args, tmp):
             time.sleep(SETTLE_S)
         for key, what in (("udp_p99", "UDP RTT p99"), ("http_p99", "HTTP keep-alive p99")):
             q, v = base[key], m[key]
-            check(q is not None and v is not None and v <= bound(q),
+            check(within(q, v),
                   "%s: B's %s to A %s <= max(2 x quiet, quiet + 200 us) = %s (quiet %s)"
                   % (phase, what, fmt_us(v), fmt_us(bound(q) if q else None), fmt_us(q)))
     lab.log("")

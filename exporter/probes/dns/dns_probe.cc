@@ -290,18 +290,17 @@ void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
   if (env().dns_servers_over_cap > 0) {
     CountError("servers_over_cap", std::to_string(env().dns_servers_over_cap) + " not asked");
   }
-  for (const auto& [ns, server_labels] : RoundServers(conf)) {
+  for (const Server& server : RoundServers(conf)) {
     std::string err;
-    net::AresChannel* ch = pool_->Get(ns, false, true, &err);
-    // Named for the capture below: clang before 16 cannot capture a structured binding.
-    const prometheus::Labels& labels = server_labels;
+    net::AresChannel* ch = pool_->Get(server.ns, false, true, &err);
     if (!ch) {
       CountError("channel", err);
       continue;
     }
     int len = ch->Send(
         name, static_cast<std::uint16_t>(QType::kA), false,
-        IfCurrent(this, [labels, start, finish](auto& self, int status, const unsigned char*, int) {
+        IfCurrent(this, [labels = server.labels, start, finish](auto& self, int status,
+                                                                const unsigned char*, int) {
           if (status == ARES_SUCCESS) {
             double s =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -177,7 +177,7 @@ TEST(ReportTest, PeerWithNoCompletedBurstFailedBudgetSkipsDidNot) {
             {"path", "same_zone"},
             {"reason", "budget_exhausted"}})
       .Increment(2);
-  // Another kind's errors for the same peer name are not the burst's.
+  // Another kind's errors are not the burst's: a peer with only RTT errors failed no burst.
   errors.Add({{"probe", "rtt"}, {"peer", "other"}, {"path", "same_node"}, {"reason", "timeout"}})
       .Increment();
   Report r = Build(registry.Collect(), Probed({"burst"}));
