@@ -25,6 +25,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -104,15 +105,31 @@ def set_resolv_conf(text):
 class Capture:
     """tcpdump on the namespace's lo writing every packet to port 53 (pcap, flushed per packet);
     questions are read back from UDP datagrams and from reassembled TCP streams (a TCP segment
-    may carry several length-prefixed messages, which tcpdump's text output does not show)."""
+    may carry several length-prefixed messages, which tcpdump's text output does not show).
+
+    A capture can lose packets: with --immediate-mode libpcap's ring holds buffer / snaplen
+    frames (2 MiB / 256 KiB by default, so a handful), and a burst of questions while tcpdump
+    waits for a CPU overflows it ("N packets dropped by kernel"). A question is under 1 KiB, so
+    a 4 KiB snapshot and a 32 MiB buffer give thousands of frames; and `dropped()` reads the
+    kernel's drop counter (tcpdump prints it on SIGUSR1), so a window that lost packets is
+    measured again instead of being taken as the truth."""
 
     def __init__(self, tmp):
         self.path = os.path.join(tmp, "dns.pcap")
-        self.proc = start(["tcpdump", "-i", "lo", "-n", "-U", "--immediate-mode", "-s", "0",
-                           "-w", self.path, "dst port 53"], os.path.join(tmp, "tcpdump.log"))
+        self.log = os.path.join(tmp, "tcpdump.log")
+        self.proc = start(["tcpdump", "-i", "lo", "-n", "-U", "--immediate-mode", "-s", "4096",
+                           "-B", "32768", "-w", self.path, "dst port 53"], self.log)
         self.seq = 0
-        wait_for(lambda: "listening on" in open(os.path.join(tmp, "tcpdump.log")).read(), 10,
-                 "tcpdump")
+        wait_for(lambda: "listening on" in open(self.log).read(), 10, "tcpdump")
+
+    def dropped(self):
+        """The kernel's count of packets this capture lost so far (tcpdump's SIGUSR1 report)."""
+        before = open(self.log).read().count("dropped by kernel")
+        self.proc.send_signal(signal.SIGUSR1)
+        wait_for(lambda: open(self.log).read().count("dropped by kernel") > before, 10,
+                 "tcpdump's statistics", step=0.005)
+        last = re.findall(r"(\d+) packets dropped by kernel", open(self.log).read())[-1]
+        return int(last)
 
     def marker(self):
         self.seq += 1
@@ -182,13 +199,24 @@ class Capture:
         return j - i - 1, qs[i + 1:j]
 
 
-def captured(cap, cmd, timeout=60):
-    a = cap.marker()
-    t0 = time.time()
-    r = in_ns(*cmd, check_rc=False, timeout=timeout)
-    elapsed = time.time() - t0
-    b = cap.marker()
-    n, qs = cap.count(a, b)
+def captured(cap, cmd, timeout=60, attempts=3):
+    """Runs `cmd` between two markers: (questions, [(qtype, name, transport)], result, s).
+    A window in which the capture lost packets is run again, at most `attempts` times; if
+    every attempt lost some, that is a failed check (a lossy count is no ground truth)."""
+    for attempt in range(1, attempts + 1):
+        lost = cap.dropped()
+        a = cap.marker()
+        t0 = time.time()
+        r = in_ns(*cmd, check_rc=False, timeout=timeout)
+        elapsed = time.time() - t0
+        b = cap.marker()
+        n, qs = cap.count(a, b)
+        lost = cap.dropped() - lost
+        if not lost:
+            return n, qs, r, elapsed
+        log("capture of %s lost %d packet(s) (attempt %d of %d)"
+            % (" ".join(os.path.basename(c) for c in cmd), lost, attempt, attempts))
+    check(False, "capture of %s lost packets in each of %d attempts" % (cmd, attempts))
     return n, qs, r, elapsed
 
 
