@@ -52,7 +52,9 @@ B_PORT = 9579
 SLACK_S = 200e-6
 # Both exporters run at nice -10 (the test is root), the load (curl) at 0: CI machines run other
 # work, and what this test measures is A's own chores against A's responders, not the
-# neighbours'. A's threads keep their own order: its control loop sets itself to nice 10 (20 above
+# neighbours'. (With sched_autogroup each lab process is a scheduling group of its own, where a
+# nice value alone orders nothing against the neighbours: labkit.start gives the group the same
+# nice.) A's threads keep their own order: its control loop sets itself to nice 10 (20 above
 # its responder loop here, 10 in a Pod), and the responder and probe loops ask for short slices.
 NICE = ["nice", "-n", "-10"]
 # A UDP train lasts 0.69 s and lands its samples at its end: between phases, wait for the trains

@@ -111,11 +111,24 @@ def in_ns(ns, *cmd, **kw):
 
 
 def start(ns, args, logfile):
-    """Starts `args` in namespace `ns` (`ip netns exec` exec()s: the pid is the program's)."""
+    """Starts `args` in namespace `ns` (`ip netns exec` exec()s: the pid is the program's), in a
+    session of its own (so that stop() can signal its whole process group).
+
+    `args` may begin with `nice -n N`. With sched_autogroup (kernel.sched_autogroup_enabled=1,
+    Debian's default), a new session is a scheduling group of its own, and a nice value only
+    orders threads inside their group: against a neighbour's group, a nice -10 program would
+    weigh the same as a nice 0 one. So N is also written to the session's
+    /proc/PID/autogroup (sched(7), "The autogroup feature"), where the kernel has one."""
     f = open(logfile, "w")
     p = subprocess.Popen(["ip", "netns", "exec", ns] + args, stdout=f, stderr=subprocess.STDOUT,
                          start_new_session=True)
     procs.append(p)
+    if args[:2] == ["nice", "-n"]:
+        try:
+            with open("/proc/%d/autogroup" % p.pid, "w") as g:
+                g.write(args[2])
+        except OSError:
+            pass  # no autogroup (a kernel without it, or the program has already exited)
     return p
 
 
