@@ -10,9 +10,17 @@ real clients (curl, Go's net/http) take without an error: +6 early_hints ("103 E
 a Link header before each 200), +7 idle_close (closes the idle connection after 3 responses,
 without "Connection: close"), +8 close_on_reuse (answers the first request of a connection,
 closes at the second without a byte). "refused" needs no server: a port nothing listens on. Bounded: the process exits after --seconds; every connection is closed
-within a few seconds; at most 512 connections are handled at once (more are closed at once).
+within a few seconds; at most 512 connections per fault are handled at once (more are closed at
+once).
+
+Each fault is served by a process of its own (forked after every port is bound), so that one
+fault's load cannot change what another does: the probe opens ~100 connections a second to each
+port, and blackhole holds ~300 threads asleep for 3 s. In one process, under one GIL and one
+connection limit, a slowloris or garbage answer could then miss the probe's timeout before its
+first byte, and the probe would rightly count `timeout`, not the fault the test expects.
 """
 import argparse
+import os
 import socket
 import sys
 import threading
@@ -134,19 +142,28 @@ def main():
     ap.add_argument("--seconds", type=float, default=120)
     a = ap.parse_args()
     until = time.time() + a.seconds
-    threads = []
+    socks = []
     for i, kind in enumerate(FAULTS):
         fam = socket.AF_INET6 if ":" in a.host else socket.AF_INET
         s = socket.socket(fam, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((a.host, a.base_port + i))
         s.listen(256)
-        t = threading.Thread(target=serve, args=(kind, s, until), daemon=True)
-        t.start()
-        threads.append(t)
+        socks.append((kind, s))
+    children = []
+    for kind, s in socks:
+        pid = os.fork()
+        if pid == 0:  # the child serves its fault until `until`; its handler threads die with it
+            for _, other in socks:
+                if other is not s:
+                    other.close()
+            serve(kind, s, until)
+            os._exit(0)
+        children.append(pid)
+        s.close()
     print("ready", flush=True)
-    for t in threads:
-        t.join(timeout=a.seconds + 5)
+    for pid in children:  # every child's accept loop ends at `until`
+        os.waitpid(pid, 0)
     return 0
 
 

@@ -82,6 +82,18 @@ def counter(samples, name, **want):
     return sum(v for _, v in select(samples, name, **want))
 
 
+def fault_errors(samples, peer, reason):
+    """A fault peer's HTTP probe errors: (count with `reason`, {other reason: count})."""
+    errors = {l["reason"]: v for l, v in select(samples, "podnet_probe_errors_total", peer=peer,
+                                                probe="http")}
+    return errors.pop(reason, 0.0), errors
+
+
+def classified(n, others):
+    """The fault was seen (n > 0) and counted as itself: other reasons at most 5 % of n."""
+    return n > 0 and sum(others.values()) <= 0.05 * n
+
+
 def write_client_config(path, faults):
     text = ("listen_address: \"0.0.0.0:9479\"\n"
             "self: { name: client, node: node-a, zone: zone-a }\n"
@@ -202,13 +214,28 @@ def scenario(args, tmp):
           and "podnet_http_reconnects_total{" in body,
           "promtool check metrics with every fault and reconnect series: no problem %s"
           % (r.stdout + r.stderr).strip())
+    # Each fault's errors carry its reason (at most 5 % others). A fault peer whose first
+    # rounds break that is counted once more over the following round, and that window is
+    # checked: a stall of a shared host (the fault server is Python) lands in one window and
+    # turns answers into `timeout`, while a wrong classification recurs in every round.
+    stray = [name for name, (_, reason) in FAULTS.items()
+             if not classified(*fault_errors(first, name, reason))]
+    if stray:
+        lab.log("%s: other reasons in the first rounds; counting the next round on its own"
+                % ", ".join(stray))
+        time.sleep(INTERVAL_S + 2)
+        _, body = lab.http(NS["client"], "http://127.0.0.1:9479/metrics")
+        later = lab.parse_metrics(body)
     for name, (_, reason) in FAULTS.items():
-        n = counter(first, "podnet_probe_errors_total", peer=name, probe="http", reason=reason)
-        others = {l["reason"]: v for l, v in select(first, "podnet_probe_errors_total",
-                                                    peer=name, probe="http")
-                  if l["reason"] != reason}
-        check(n > 0 and sum(others.values()) <= 0.05 * n,
-              "%s: errors counted as %s (%d; others %s)" % (name, reason, n, others))
+        n, others = fault_errors(first, name, reason)
+        note = ""
+        if name in stray:
+            n2, others2 = fault_errors(later, name, reason)
+            note = "; the first rounds: %d, others %s" % (n, others)
+            n, others = n2 - n, {k: v - others.get(k, 0) for k, v in others2.items()}
+            others = {k: v for k, v in others.items() if v}
+        check(classified(n, others),
+              "%s: errors counted as %s (%d; others %s%s)" % (name, reason, n, others, note))
         check(counter(first, "podnet_http_request_duration_seconds_count", peer=name) == 0,
               "%s: no latency observed for failed requests" % name)
 
