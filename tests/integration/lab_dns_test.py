@@ -204,14 +204,14 @@ def captured(cap, cmd, timeout=60, attempts=3):
     A window in which the capture lost packets is run again, at most `attempts` times; if
     every attempt lost some, that is a failed check (a lossy count is no ground truth)."""
     for attempt in range(1, attempts + 1):
-        lost = cap.dropped()
+        dropped_before = cap.dropped()
         a = cap.marker()
         t0 = time.time()
         r = in_ns(*cmd, check_rc=False, timeout=timeout)
         elapsed = time.time() - t0
         b = cap.marker()
         n, qs = cap.count(a, b)
-        lost = cap.dropped() - lost
+        lost = cap.dropped() - dropped_before
         if not lost:
             return n, qs, r, elapsed
         log("capture of %s lost %d packet(s) (attempt %d of %d)"
