@@ -132,12 +132,32 @@ def start(ns, args, logfile):
     return p
 
 
+def pause(p):
+    """SIGSTOP to the process group of a start()ed program (it keeps its state, uses no CPU)."""
+    _signal_group(p, signal.SIGSTOP)
+
+
+def resume(p):
+    """SIGCONT to the process group of a start()ed program."""
+    _signal_group(p, signal.SIGCONT)
+
+
+def _signal_group(p, sig):
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 def stop(p):
-    """SIGTERM to the process group, up to 10 s, then SIGKILL."""
+    """SIGTERM to the process group (and SIGCONT, should it be pause()d), up to 10 s, then
+    SIGKILL."""
     if p.poll() is not None:
         return
     try:
         os.killpg(p.pid, signal.SIGTERM)
+        os.killpg(p.pid, signal.SIGCONT)
     except ProcessLookupError:
         return
     try:
