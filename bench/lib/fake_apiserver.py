@@ -13,7 +13,10 @@ ones (discovery.k8s.io/v1 EndpointSlice, v1 Node, watch events as newline-delimi
                                                   event brings it back), a
                                                   BOOKMARK every 5 s; ends after timeoutSeconds
                                                   (or, while --gone-file exists, once open 1 s,
-                                                  with an ERROR event 410 Expired: a relist);
+                                                  with an ERROR event 410 Expired: a relist;
+                                                  with --gone-bookmark, a BOOKMARK first, so a
+                                                  client whose backoff an event resets relists
+                                                  at once each time instead of backing off);
                                                   while --pause-file exists, no churn (a Pod
                                                   that is out is put back first)
 
@@ -24,7 +27,8 @@ peer address is loopback, so an exporter fed this cluster only ever probes its o
 EndpointSlice whose `endpoints` are FILE's JSON list (as the API writes them), re-read when FILE
 changes (replace it atomically); its watch sends that slice as MODIFIED within 0.2 s of a
 change, and a BOOKMARK every 5 s.
-Run by bench/lib/discovery_5000.py; prints "listening PORT" when ready.
+Run by bench/lib/discovery_5000.py; prints "listening PORT" when ready, and with --log-lists
+"list T" (T: Unix time, s) when a LIST of the Service's slices begins.
 """
 import argparse
 import http.server
@@ -172,10 +176,15 @@ class FileSlice:
     def event(self, type_):
         with self.lock:
             if type_ == "BOOKMARK":
-                return json.dumps({"type": "BOOKMARK", "object": {
-                    "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
-                    "metadata": {"resourceVersion": str(self.rv)}}})
+                return bookmark(self.rv)
             return json.dumps({"type": type_, "object": self.slice})
+
+
+def bookmark(rv):
+    """A watch's BOOKMARK event line at resourceVersion `rv`."""
+    return json.dumps({"type": "BOOKMARK", "object": {
+        "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+        "metadata": {"resourceVersion": str(rv)}}})
 
 
 def listening_port(log_path):
@@ -212,7 +221,8 @@ def write_kubeconfig(path, port, ca_file, token, name="fake"):
     return path
 
 
-def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None, extra=()):
+def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None, extra=(),
+                 gone_bookmark=False, log_lists=False):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -257,6 +267,8 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
                     self.watch(float(q.get("timeoutSeconds", ["300"])[0]))
                 else:
                     stats["lists"] += 1
+                    if log_lists:
+                        print("list %.3f" % time.time(), flush=True)
                     self.send_json(200, cluster.list_body())
                 return
             self.send_json(404, json.dumps({"kind": "Status", "code": 404}))
@@ -302,6 +314,8 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
                             and os.path.exists(gone_file)):
                         # As the API server answers a watch from a compacted resourceVersion.
                         stats["gone"] = stats.get("gone", 0) + 1
+                        if gone_bookmark:
+                            self.chunk(bookmark(cluster.rv))
                         data = (json.dumps({"type": "ERROR", "object": {
                             "kind": "Status", "apiVersion": "v1", "status": "Failure",
                             "message": "too old resource version", "reason": "Expired",
@@ -317,9 +331,7 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
                         stats["events"] += 1
                     if time.monotonic() >= next_bookmark:
                         next_bookmark += 5
-                        lines.append(json.dumps({"type": "BOOKMARK", "object": {
-                            "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
-                            "metadata": {"resourceVersion": str(cluster.rv)}}}))
+                        lines.append(bookmark(cluster.rv))
                     for line in lines:
                         data = (line + "\n").encode()
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -347,6 +359,9 @@ def main():
     ap.add_argument("--churn", type=float, default=10, help="MODIFIED events per second")
     ap.add_argument("--max-seconds", type=float, default=900, help="exit after this long")
     ap.add_argument("--gone-file", help="while this file exists, watches end after 1 s with 410")
+    ap.add_argument("--gone-bookmark", action="store_true",
+                    help="a gone watch sends a BOOKMARK before its 410 (a client relists at once)")
+    ap.add_argument("--log-lists", action="store_true", help='print "list T" when a LIST begins')
     ap.add_argument("--pause-file", help="while this file exists, no churn: every Pod in service")
     ap.add_argument("--extra-service", action="append", default=[], metavar="NS/SVC=FILE",
                     help="one more Service whose one slice's endpoints are FILE's JSON list")
@@ -363,7 +378,8 @@ def main():
             sys.exit("--extra-service wants NS/SVC=FILE, got %r" % spec)
         extra.append(FileSlice(ns, svc, path))
     srv = Server(("127.0.0.1", 0), make_handler(cluster, args.token, args.churn, stats,
-                                                       args.gone_file, args.pause_file, extra))
+                                                       args.gone_file, args.pause_file, extra,
+                                                       args.gone_bookmark, args.log_lists))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)

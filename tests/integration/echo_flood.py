@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """A bounded flood of well-formed podnet UDP echo requests (proto/echo.h: magic "PNET",
 version 1, kind request, seq, token; 56 bytes) at --rate per second, paced in 1 ms batches, for
-at most --seconds, at a loopback or lab address. Replies are not read (the socket's receive
-buffer overflows and drops them). Prints: sent=N
+at most --seconds, at a loopback or lab address, from --sources sockets in turn (bound to
+127.0.3.1, 127.0.3.2, ... when more than one: as many senders, each with its own share of the
+responder's per-source limit). Replies are not read (the sockets' receive buffers overflow and
+drop them). Prints: sent=N
 """
 import argparse
+import math
 import socket
 import struct
 import time
@@ -16,11 +19,20 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--rate", type=float, default=20000)
     ap.add_argument("--seconds", type=float, required=True)
+    ap.add_argument("--sources", type=int, default=1)
     a = ap.parse_args()
     if not a.host.startswith(("127.", "10.213.")):
         raise SystemExit("echo_flood.py: refusing to aim at %s" % a.host)
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    u.setblocking(False)
+    if not 1 <= a.sources <= 250:
+        raise SystemExit("echo_flood.py: --sources is 1 to 250")
+    socks = []
+    for i in range(a.sources):
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if a.sources > 1:
+            u.bind(("127.0.3.%d" % (i + 1), 0))
+        u.setblocking(False)
+        socks.append(u)
+    owed = max(1, math.ceil(a.rate / 100))
     start = time.monotonic()
     sent = skipped = 0  # sent + skipped: the requests due so far
     while True:
@@ -30,11 +42,11 @@ def main():
         due = int((now - start) * a.rate)
         # After a stall (or a SIGSTOP between a test's slots), go on at --rate, not in a burst
         # that catches up: at most 10 ms of requests are owed.
-        skipped = max(skipped, due - int(a.rate / 100) - sent)
+        skipped = max(skipped, due - owed - sent)
         while sent + skipped < due:
             payload = struct.pack("!IBBHQ", 0x504E4554, 1, 1, sent & 0xFFFF, 0xF100D) + b"\0" * 40
             try:
-                u.sendto(payload, (a.host, a.port))
+                socks[sent % a.sources].sendto(payload, (a.host, a.port))
             except BlockingIOError:
                 pass
             sent += 1
