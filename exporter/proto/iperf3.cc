@@ -226,9 +226,18 @@ std::optional<Results> DecodeResults(const nlohmann::json& doc, std::string* err
     }
     StreamResult sr;
     sr.id = s["id"].get<int>();
-    sr.bytes = s["bytes"].is_number_unsigned()
-                   ? s["bytes"].get<std::uint64_t>()
-                   : static_cast<std::uint64_t>(std::max<double>(0, s["bytes"].get<double>()));
+    if (s["bytes"].is_number_unsigned()) {
+      sr.bytes = s["bytes"].get<std::uint64_t>();
+    } else {
+      // A float (or negative) count from a broken or hostile peer: below 0 is 0; at or beyond
+      // 2^64 it is no count at all (converting it would be undefined behaviour).
+      double b = s["bytes"].get<double>();
+      if (!(b < 18446744073709551616.0)) {
+        *error = "a stream result's \"bytes\" is beyond 2^64";
+        return std::nullopt;
+      }
+      sr.bytes = static_cast<std::uint64_t>(std::max(0.0, b));
+    }
     if (auto it = s.find("retransmits"); it != s.end() && it->is_number_integer()) {
       sr.retransmits = it->get<std::int64_t>();
     }

@@ -127,5 +127,25 @@ TEST(Iperf3Test, ResultsRoundTrip) {
   EXPECT_FALSE(iperf3::DecodeResults(nlohmann::json::parse(R"({"cpu_util_total":1})"), &err));
 }
 
+TEST(Iperf3Test, ResultsBytesAsFloat) {
+  // iperf3 writes integers, but a peer may send any JSON number: a float count is truncated, a
+  // negative one is 0, and one beyond 2^64 (found by the iperf3_json fuzzer) is an error.
+  std::string err;
+  auto decode = [&](const char* bytes) {
+    return iperf3::DecodeResults(
+        nlohmann::json::parse(std::string(R"({"streams":[{"id":1,"bytes":)") + bytes + "}]}"),
+        &err);
+  };
+  auto f = decode("1500.75");
+  ASSERT_TRUE(f) << err;
+  EXPECT_EQ(f->streams[0].bytes, 1500u);
+  auto neg = decode("-5");
+  ASSERT_TRUE(neg) << err;
+  EXPECT_EQ(neg->streams[0].bytes, 0u);
+  EXPECT_FALSE(decode("1234e56"));
+  EXPECT_NE(err.find("beyond 2^64"), std::string::npos) << err;
+  EXPECT_FALSE(decode("18446744073709551616.0"));
+}
+
 }  // namespace
 }  // namespace podnet::proto
