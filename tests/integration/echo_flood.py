@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A bounded flood of well-formed podnet UDP echo requests (proto/echo.h: magic "PNET",
 version 1, kind request, seq, token; 56 bytes) at --rate per second, paced in 1 ms batches, for
-at most --seconds, at a loopback or lab address, from --sources sockets in turn (bound to
-127.0.3.1, 127.0.3.2, ... when more than one: as many senders, each with its own share of the
-responder's per-source limit). Replies are not read (the sockets' receive buffers overflow and
+at most --seconds, at a loopback or lab address, from one unbound socket, or with --sources N
+from N sockets in turn bound to 127.0.3.1, 127.0.3.2, ... (senders apart from any other
+loopback client, each with its own share of the responder's per-source limit). Replies are not read (the sockets' receive buffers overflow and
 drop them). Prints: sent=N
 """
 import argparse
@@ -19,16 +19,16 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--rate", type=float, default=20000)
     ap.add_argument("--seconds", type=float, required=True)
-    ap.add_argument("--sources", type=int, default=1)
+    ap.add_argument("--sources", type=int)
     a = ap.parse_args()
     if not a.host.startswith(("127.", "10.213.")):
         raise SystemExit("echo_flood.py: refusing to aim at %s" % a.host)
-    if not 1 <= a.sources <= 250:
+    if a.sources is not None and not 1 <= a.sources <= 250:
         raise SystemExit("echo_flood.py: --sources is 1 to 250")
     socks = []
-    for i in range(a.sources):
+    for i in range(a.sources or 1):
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        if a.sources > 1:
+        if a.sources:
             u.bind(("127.0.3.%d" % (i + 1), 0))
         u.setblocking(False)
         socks.append(u)
@@ -46,7 +46,7 @@ def main():
         while sent + skipped < due:
             payload = struct.pack("!IBBHQ", 0x504E4554, 1, 1, sent & 0xFFFF, 0xF100D) + b"\0" * 40
             try:
-                socks[sent % a.sources].sendto(payload, (a.host, a.port))
+                socks[sent % len(socks)].sendto(payload, (a.host, a.port))
             except BlockingIOError:
                 pass
             sent += 1
