@@ -2,11 +2,14 @@
 # Configures and builds podnet-exporter in ./build, installing what the build needs first.
 # Usage: scripts/build.sh          the exporter only (build dependencies)
 #        scripts/build.sh --test   also the unit tests and lab tools (and the test-time peers)
+#        scripts/build.sh --test --configure-only   installs and configures, builds nothing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=OFF
 if [[ "${1:-}" == "--test" ]]; then tests=ON; fi
-scripts/install-deps.sh "$@"
+configure_only=false
+if [[ "${2:-}" == "--configure-only" ]]; then configure_only=true; fi
+scripts/install-deps.sh "${1:-}"
 generator=()
 if [[ ! -f build/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 # PODNET_WERROR=ON (environment) makes every compiler warning an error (CI sets it).
@@ -16,6 +19,7 @@ revision=()
 if [[ -n "${PODNET_REVISION:-}" ]]; then revision=(-DPODNET_REVISION="$PODNET_REVISION"); fi
 cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPODNET_BUILD_TESTS="$tests" "${werror[@]}" "${revision[@]}" >/dev/null
+if $configure_only; then exit 0; fi
 if [[ $tests == OFF ]]; then
   cmake --build build --parallel "$(nproc)" --target podnet-exporter
 else

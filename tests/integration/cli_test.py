@@ -126,22 +126,28 @@ def port_open(port):
 
 
 def sighup_during_startup(exe, tmp, runs=20):
-    """SIGHUP 1-50 ms after exec (while the file is read and listeners are bound) must not kill
+    """SIGHUP during start-up (while the file is read and listeners are bound) must not kill
     the exporter: each run then answers /-/healthy and stops cleanly on SIGTERM. The one window
     no process can cover is the dynamic loader's (mapping and relocating ~60 libraries, before
-    any code of ours runs): a signal due inside it waits until the handler is in place. Some
-    signals must land before the HTTP port is bound, i.e. during start-up proper (the old
-    handler came only after it, so this check fails against it)."""
+    any code of ours runs): a signal due inside it waits until the handler is in place.
+
+    Every 4th run sends its SIGHUP at delay 0: the moment the handler is seen in place (from
+    .preinit_array, ~20 ms of library initializers before main(), let alone the bind). At least
+    one of those must land before the HTTP port listens; the old handler came only after the
+    bind, so none can then and this check fails against it. That holds on a fast machine as on
+    a slow one. The other runs send it 1-50 ms after exec: where those land depends on the
+    machine's speed, so how many came before the listener is reported, not checked."""
     import random
     rng = random.Random(13)
     died, loader_ms, before_listening = [], [], 0
+    at_zero, at_zero_early = 0, 0
     for i in range(runs):
         port = free_port()
         cfg = os.path.join(tmp, "hup-%d.yaml" % i)
         with open(cfg, "w") as f:
             f.write("listen_address: \"127.0.0.1:%d\"\nself: { name: hup, node: n }\n"
                     "responders: { udp_echo: { listen_address: \"127.0.0.1:0\" } }\n" % port)
-        delay = rng.uniform(0.001, 0.050)
+        delay = 0.0 if i % 4 == 0 else rng.uniform(0.001, 0.050)
         t0 = time.time()
         p = subprocess.Popen([exe, "--config.file=" + cfg], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)
@@ -150,7 +156,12 @@ def sighup_during_startup(exe, tmp, runs=20):
         caught_at = time.time() - t0
         loader_ms.append(caught_at * 1000)
         time.sleep(max(0.0, t0 + delay - time.time()))
-        before_listening += not port_open(port)
+        early = not port_open(port)
+        if delay == 0:
+            at_zero += 1
+            at_zero_early += early
+        else:
+            before_listening += early
         p.send_signal(signal.SIGHUP)
         healthy = False
         deadline = time.time() + 10
@@ -170,10 +181,13 @@ def sighup_during_startup(exe, tmp, runs=20):
             died.append("run %d: SIGHUP at %.1f ms (handler at %.1f ms): alive %s healthy %s "
                         "rc %s" % (i, max(delay, caught_at) * 1000, caught_at * 1000, alive,
                                    healthy, p.returncode))
-    check(not died and before_listening >= 3,
-          "SIGHUP 1-50 ms after exec, %d runs: none dies, each serves and exits 0; %d signals "
-          "came before the listener was bound (handler in place %.1f-%.1f ms after exec) %s"
-          % (runs, before_listening, min(loader_ms), max(loader_ms), died))
+    check(not died and at_zero_early >= 1,
+          "SIGHUP during start-up, %d runs: none dies, each serves and exits 0; %d of %d sent "
+          "as the handler appeared came before the listener was bound (at least 1 needed); "
+          "of those 1-50 ms after exec, %d of %d did (information only; handler in place "
+          "%.1f-%.1f ms after exec) %s"
+          % (runs, at_zero_early, at_zero, before_listening, runs - at_zero, min(loader_ms),
+             max(loader_ms), died))
 
 
 def start_exporter(exe, tmp, name, extra=""):

@@ -1,13 +1,25 @@
 #!/usr/bin/env python3
 """Measurement isolation: an exporter's own chores must not move what its peers measure.
 
+Two modes, one scenario:
+  default (ctest lab_isolation, ~1.5 min): a gate with margin. Each loaded phase's p99 must stay
+    under an absolute GATE_P99_S (10 ms): the regression this exists for, a chore on the
+    responder loop (/metrics served there: 50-80 ms p99), misses it by 5x or more, while the
+    worst p99 seen beside a busy neighbour (one nice 0 busy loop per core, 5 runs) stays 5x
+    under it. The functional checks (the load happened, B kept measuring, no relist in a quiet
+    slot) hold with 5x margin too. Shorter: 3 pairs of 2 s slots per phase, no re-measure.
+  --bench (bench/isolation.sh, ~4-8 min): the fine comparison, loaded p99 within
+    max(2 x quiet, quiet + 200 us), each phase over 5 pairs of 4 s slots and measured once more
+    when beyond; prints the table and PASS/MISS per phase, exit 1 on any MISS. Run it when you
+    touch a responder, the loops or the HTTP server, and give its table in your note.
+
 Two exporters in a private network namespace (lo only, made and removed by this test):
   A probes --peers (default 500) loopback addresses 127.0.x.y by ICMP at 1 packet/s each, with
     full peer labels (so /metrics is several MiB), and runs its UDP echo and HTTP responders;
   B probes A: UDP echo trains (50 requests 10 ms apart, every second) and HTTP keep-alive on A's
     /echo (100 requests/s for 1 s every 2 s).
-Phases: for each, B's figures with A quiet and with A under a load, --seconds (default 20) of
-each, taken in alternating slots (CYCLES pairs: quiet, loaded, quiet, loaded, ...; a load process
+Phases: for each, B's figures with A quiet and with A under a load, --seconds (default 6; 20
+with --bench) of each, taken in alternating slots (CYCLES pairs: quiet, loaded, quiet, loaded, ...; a load process
 is stopped with SIGSTOP between its slots), so that the shared host's noise, which comes and goes
 over seconds to minutes, weighs on both sides alike. The loads:
   scrape: A's /metrics fetched back to back on one keep-alive connection (gzip, as Prometheus
@@ -23,16 +35,16 @@ over seconds to minutes, weighs on both sides alike. The loads:
   cpu (another process burning a core).
 B's UDP RTT p50/p99 and HTTP keep-alive p99 to A come from B's own histograms
 (podnet_rtt_seconds{protocol="udp"}, podnet_http_request_duration_seconds{connection=
-"keepalive"}): bucket deltas between scrapes of B at each slot's ends, summed per side. Check for
-each loaded phase: p99 <= max(2 x quiet p99, quiet p99 + 200 us) for both (the issue's bound).
-Also checked: the loaded side has at least half the quiet side's samples (a p99 over the few
-answers a load let through would mean nothing), and no relist began in a quiet slot.
-A phase beyond the bound is measured once more, and that second pair is checked: a single stall
+"keepalive"}): bucket deltas between scrapes of B at each slot's ends, summed per side. With --bench, for
+each loaded phase: p99 <= max(2 x quiet p99, quiet p99 + 200 us) for both, and the loaded side
+has at least 0.8 of the quiet side's samples (a p99 over the few answers a load let through would
+mean nothing; the gate asks for half). Both modes: no relist began in a quiet slot.
+With --bench, a phase beyond the bound is measured once more, and that second pair is checked: a single stall
 of the host can still land in loaded slots only (a p99 of ~1,000 samples is the 10th slowest),
 while a chore of A's that stalls its responders recurs in every loaded slot. Both pairs are in
 the table.
 
-Usage: lab_isolation_test.py --exporter BIN [--peers N] [--seconds S] [--phases scrape,...]
+Usage: lab_isolation_test.py --exporter BIN [--bench] [--peers N] [--seconds S] [--phases ...]
 Needs root (a network namespace, raw ICMP). Every wait and load is bounded in time.
 """
 import argparse
@@ -71,7 +83,11 @@ SETTLE_S = 2.5
 # this shared host's noise comes and goes over seconds to minutes (two quiet 10 s windows 12 s
 # apart differed by up to 2.3x here), so back-to-back 20 s windows compared the host's moods as
 # much as A's chores. CYCLES pairs of slots share the host's mood between the two sides.
-CYCLES = 5
+CYCLES = 5  # --bench; the gate: GATE_CYCLES
+GATE_CYCLES = 3
+# The gate's bound on a loaded phase's p99 (UDP RTT and HTTP keep-alive). Worst seen beside a
+# busy neighbour and the regression's figures: docs/development.md, "lab_isolation".
+GATE_P99_S = 10e-3
 # After a loaded slot, a UDP train (0.69 s) or HTTP run (1 s, 200 ms timeout) begun under load
 # ends before the next quiet slot starts counting.
 SLOT_SETTLE_S = 1.5
@@ -369,7 +385,10 @@ def run_phase(phase, args, tmp):
         quiet, m, _ = measure(args.seconds, flood_load(tmp, args.seconds))
         r1 = a_counter("podnet_responder_requests_total", responder="udp_echo")
         note = "%.0f echo requests/s to A" % ((r1 - r0) / args.seconds)
-        check(r1 - r0 >= 5000 * args.seconds, "flood: A received a flood (%s)" % note)
+        # The flooder sends 20,000/s in its slots; A's share for one source is 1,250/s. The
+        # gate asks for 2,000/s (10x margin, still over the share), --bench for 5,000/s.
+        check(r1 - r0 >= (5000 if args.bench else 2000) * args.seconds,
+              "flood: A received a flood (%s)" % note)
     elif phase == "relist":
         log = os.path.join(tmp, "apiserver.log")
         before = len(lists_begun(log))
@@ -387,13 +406,16 @@ def run_phase(phase, args, tmp):
         quiet, m, _ = measure(args.seconds, cpu_load(args.seconds))
     else:
         raise RuntimeError("unknown phase %s" % phase)
-    check(quiet["udp_n"] >= 20 * args.seconds and quiet["http_n"] >= 20 * args.seconds,
+    # B sends 50 UDP echoes/s and 50 keep-alive requests/s (100/s, every other second).
+    least = 20 if args.bench else 10
+    check(quiet["udp_n"] >= least * args.seconds and quiet["http_n"] >= least * args.seconds,
           "%s: B measured quiet A (%d UDP echoes, %d keep-alive requests)"
           % (phase, quiet["udp_n"], quiet["http_n"]))
     # A p99 is only as good as its samples: a load that made A drop or time out B's requests
     # would leave the loaded side's p99 to the ones that got through. (A flood from B's own
     # address left 622 of 1,000; slot edges move a train or two, 50 samples each.)
-    check(m["udp_n"] >= 0.8 * quiet["udp_n"] and m["http_n"] >= 0.8 * quiet["http_n"],
+    share = 0.8 if args.bench else 0.5
+    check(m["udp_n"] >= share * quiet["udp_n"] and m["http_n"] >= share * quiet["http_n"],
           "%s: B measured loaded A as often (%d UDP echoes, %d keep-alive requests)"
           % (phase, m["udp_n"], m["http_n"]))
     return quiet, m, note
@@ -428,12 +450,21 @@ def scenario(args, tmp):
     time.sleep(SETTLE_S)  # B's trains that overlapped that scrape have ended
 
     rows = []
+    verdicts = []
     for phase in args.phases:
         quiet, m, note = run_phase(phase, args, tmp)
         if phase in REFERENCES:
             rows += [("A quiet (beside %s)" % phase, quiet, ""), (REFERENCES[phase], m, "")]
             continue
         rows += [("A quiet (beside %s)" % phase, quiet, ""), ("A " + phase, m, note)]
+        if not args.bench:
+            for key, what in (("udp_p99", "UDP RTT p99"), ("http_p99", "HTTP keep-alive p99")):
+                v = m[key]
+                check(v is not None and v <= GATE_P99_S,
+                      "%s: B's %s to A %s <= %s (quiet %s; the fine comparison: "
+                      "bench/isolation.sh)" % (phase, what, fmt_us(v), fmt_us(GATE_P99_S),
+                                               fmt_us(quiet[key])))
+            continue
         beyond = breaches(quiet, m)
         if beyond:
             # Interleaving shares the host's slow moods between both sides, not its single
@@ -446,9 +477,12 @@ def scenario(args, tmp):
                      ("A %s (again)" % phase, m, note)]
         for key, what in (("udp_p99", "UDP RTT p99"), ("http_p99", "HTTP keep-alive p99")):
             q, v = quiet[key], m[key]
-            check(within(q, v),
-                  "%s: B's %s to A %s <= max(2 x quiet, quiet + 200 us) = %s (quiet %s)"
+            ok = within(q, v)
+            check(ok, "%s: B's %s to A %s <= max(2 x quiet, quiet + 200 us) = %s (quiet %s)"
                   % (phase, what, fmt_us(v), fmt_us(bound(q) if q else None), fmt_us(q)))
+            verdicts.append("%s %s: %s (loaded/quiet %s)" % (
+                "PASS" if ok else "MISS", phase, what,
+                "%.2f" % (v / q) if q and v is not None else "n/a"))
     lab.log("")
     lab.log("| %d x (%g s quiet, %g s loaded) per phase | B's UDP RTT to A, p50 | p99 | "
             "B's HTTP keep-alive p99 | A |" % (CYCLES, args.seconds / CYCLES,
@@ -457,15 +491,25 @@ def scenario(args, tmp):
     for name, m, note in rows:
         lab.log("| %s | %s | %s | %s | %s |" % (name, fmt_us(m["udp_p50"]), fmt_us(m["udp_p99"]),
                                               fmt_us(m["http_p99"]), note))
+    for v in verdicts:
+        lab.log(v)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
     ap.add_argument("--peers", type=int, default=500)
-    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--seconds", type=float, default=None,
+                    help="loaded seconds per phase (default 6; 20 with --bench)")
     ap.add_argument("--phases", default="scrape,reload,flood,relist")
+    ap.add_argument("--bench", action="store_true",
+                    help="the fine comparison against quiet (bench/isolation.sh), not the gate")
     args = ap.parse_args()
+    global CYCLES
+    if not args.bench:
+        CYCLES = GATE_CYCLES
+    if args.seconds is None:
+        args.seconds = 20.0 if args.bench else 6.0
     args.phases = [p for p in args.phases.split(",") if p]
     if not lab.have_root():
         return 77

@@ -4,10 +4,12 @@
 The lab (tests/lab/lab.sh) gives a client Pod and three peers: same node (bridge, no delay), same
 zone and cross zone (behind user-space delay lines). The peers run podnet-exporter as responders;
 the client runs it with the three as static peers. A real `prometheus` in the client namespace
-scrapes it; PromQL over the scraped data must show the ladder same_node < same_zone < cross_zone,
-each within tolerance of iputils `ping` on the same path in the same run, and no loss on healthy
-paths. Then: a peer's link goes down (100 % loss for it, the exporter keeps serving); a bad reload
-keeps the old peers probed; a good reload that drops a peer removes its series.
+scrapes it; PromQL over the scraped data must show the ladder same_node < same_zone < cross_zone
+and no loss on healthy paths. (How close the exporter's RTTs come to iputils `ping` on the same
+paths is an accuracy comparison that cannot have the 5x margin a CI check needs beside a busy
+neighbour: bench/rtt_vs_ping.sh measures it, side by side.) Then: a peer's link goes down (100 %
+loss for it, the exporter keeps serving); a bad reload keeps the old peers probed; a good reload
+that drops a peer removes its series.
 
 Usage: lab_rtt_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
 Needs root (network namespaces). Every wait is bounded; the lab is torn down on every exit.
@@ -22,7 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import labkit  # noqa: E402
 from labkit import (ADDR, ADDR6, PATH_OF, by_label, check, http, in_ns, log,  # noqa: E402
-                    ping_median_ms, run, start, wait_for)
+                    run, start, wait_for)
 
 PREFIX = "pnit%d" % (os.getpid() % 10000)
 NS = labkit.pod_namespaces(PREFIX)
@@ -101,13 +103,6 @@ def scenario(args, tmp):
     wait_for(lambda: http(NS["client"], "http://127.0.0.1:9090/-/ready")[0] == 200, 60,
              "prometheus ready")
 
-    # iputils ping on the same paths, in the same run, while the exporter probes.
-    ping = {}
-    for name in ("same", "zone", "cross"):
-        ping[name], loss = ping_median_ms(NS["client"], ADDR[name])
-        check(loss == 0, "ping to %s: no loss (%.0f%%)" % (name, loss))
-    log("ping median ms: " + ", ".join("%s=%.3f" % (k, v) for k, v in ping.items()))
-
     # Let the exporter run ~8 trains per peer and Prometheus scrape them.
     time.sleep(8 * INTERVAL_S)
     code, body = http(NS["client"], "http://127.0.0.1:9479/metrics")
@@ -140,15 +135,9 @@ def scenario(args, tmp):
     if ok:
         check(p50["same_node"] < p50["same_zone"] < p50["cross_zone"],
               "ladder from Prometheus (histogram p50): same_node < same_zone < cross_zone")
-        for name, path in PATH_OF.items():
-            ours = p50[path] * 1e3
-            # The exporter's histogram p50 against ping's median. Tolerance: 25 % of ping's or
-            # 60 µs, whichever is larger: ping times from user space before sendmsg (~20 µs more,
-            # bench/README.md), we from the kernel's TX stamp; bucket interpolation adds ±20 µs.
-            tol = max(0.25 * ping[name], 0.060)
-            check(abs(ours - ping[name]) <= tol,
-                  "%s: exporter p50 %.3f ms vs ping median %.3f ms (tolerance %.3f ms)"
-                  % (path, ours, ping[name], tol))
+        # The exporter's p50 against ping's median is not checked here: an accuracy comparison
+        # (tolerance 25 % or 60 µs) cannot have a 5x margin beside a busy neighbour. It lives in
+        # bench/rtt_vs_ping.sh, which runs the exporter and ping side by side on these paths.
 
     at = time.time() - 1  # one instant (one scrape) for the three, or a train settling between
     sent = by_label(promql("podnet_rtt_packets_sent_total", at), "peer")

@@ -300,7 +300,10 @@ std::string WithoutProcess(const std::string& text) {
     std::size_t nl = text.find('\n', pos);
     std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
     std::string_view line(text.data() + pos, end - pos);
-    if (line.find("process_") == std::string_view::npos) out.append(line);
+    if (line.find("process_") == std::string_view::npos &&
+        line.find("podnet_heap_allocated_bytes") == std::string_view::npos) {
+      out.append(line);
+    }
     pos = end;
   }
   return out;
