@@ -14,7 +14,14 @@
 #      The test targets themselves are built and run by `scripts/test.sh` on the CI machine
 #      (.ci/run's next stage), with the same compiler and packages: building them here again
 #      proved nothing more and cost ~10 minutes.
-# A package missing from scripts/install-deps.sh fails step 3 or 5. Root only (mount, chroot,
+# A package missing from scripts/install-deps.sh fails step 3 or 5.
+# With PODNET_CCACHE_DIR set (.ci/run sets it), the root's compiler runs under ccache with that
+# directory bind-mounted: the build in the root is done in full (an empty cache), and the CI
+# machine's own build of the same files afterwards is served from it. ccache is installed in
+# the root for this alone, after nothing else: its dependencies are runtime libraries that no
+# build step reads, so a package missing from install-deps.sh still fails as before (a missing
+# header misses the cache and fails the compile; linking and CMake's checks are not cached).
+# Root only (mount, chroot,
 # ip netns). Usage: scripts/fresh-root-check.sh [--keep]   (--keep leaves the root for a look)
 # Exit 0 when every step passed; otherwise the step's output and exit 1.
 set -euo pipefail
@@ -70,7 +77,7 @@ cleanup() {
     kill -KILL "$exporter_pid" 2>/dev/null || true
   fi
   ip netns del "$ns" 2>/dev/null || true
-  for m in "$root/dev/pts" "$root/proc" "$root/sys"; do
+  for m in "$root/ccache" "$root/dev/pts" "$root/proc" "$root/sys"; do
     mountpoint -q "$m" 2>/dev/null && umount -l "$m"
   done
   if $keep; then
@@ -96,10 +103,27 @@ mount -t sysfs sysfs "$root/sys"
 mkdir -p "$root/dev/pts"
 mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
 
+rootenv=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+         PODNET_WERROR="${PODNET_WERROR:-OFF}")
+if [[ -n "${PODNET_CCACHE_DIR:-}" ]]; then
+  mkdir -p "$PODNET_CCACHE_DIR" "$root/ccache"
+  mount --bind "$PODNET_CCACHE_DIR" "$root/ccache"
+  # The same settings as .ci/run's on this machine, so that both builds' keys match: paths
+  # relative to the checkout, the working directory left out, the compiler known by content.
+  rootenv+=(CCACHE_DIR=/ccache CCACHE_BASEDIR=/src/podnet-exporter CCACHE_NOHASHDIR=1
+            CCACHE_COMPILERCHECK=content CMAKE_CXX_COMPILER_LAUNCHER=ccache
+            CMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+
 in_root() {  # in_root COMMAND...: runs a shell command line in the checkout inside the root
-  chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 /bin/bash -c "cd /src/podnet-exporter && $*"
+  chroot "$root" /usr/bin/env -i "${rootenv[@]}" /bin/bash -c "cd /src/podnet-exporter && $*"
 }
+
+if [[ -n "${PODNET_CCACHE_DIR:-}" ]]; then
+  step "ccache in the root (PODNET_CCACHE_DIR)"
+  in_root "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends ccache >/dev/null"
+fi
 
 step "README run command: scripts/run.sh config/podnet.yaml --config.check (install, build, check)"
 in_root scripts/run.sh config/podnet.yaml --config.check
@@ -109,8 +133,7 @@ ip netns add "$ns"
 ip netns exec "$ns" ip link set lo up
 log=$work/run.log
 # ip netns exec and chroot exec in place, and run.sh execs the exporter: $! is the exporter.
-ip netns exec "$ns" chroot "$root" /usr/bin/env -i \
-  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+ip netns exec "$ns" chroot "$root" /usr/bin/env -i "${rootenv[@]}" \
   /bin/bash -c 'cd /src/podnet-exporter && exec scripts/run.sh' >"$log" 2>&1 &
 exporter_pid=$!
 

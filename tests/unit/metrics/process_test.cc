@@ -8,6 +8,14 @@
 #include <map>
 #include <vector>
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PODNET_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PODNET_SANITIZED 1
+#endif
+#endif
+
 namespace podnet::metrics {
 namespace {
 
@@ -37,7 +45,9 @@ TEST(ProcessMetricsTest, TheStandardSixAndTheHeapOfThisProcess) {
   // The standard six, and with glibc our heap figure.
 #ifdef __GLIBC__
   ASSERT_EQ(got.size(), 7u);
+#ifndef PODNET_SANITIZED  // the sanitizer's malloc, not glibc's: glibc's arenas stay empty
   EXPECT_GT(got["podnet_heap_allocated_bytes"], 0);
+#endif
 #else
   ASSERT_EQ(got.size(), 6u);
 #endif
@@ -61,13 +71,6 @@ TEST(ProcessMetricsTest, TheStandardSixAndTheHeapOfThisProcess) {
   EXPECT_GT(got["process_start_time_seconds"], now - 86400);
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PODNET_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define PODNET_SANITIZED 1
-#endif
-#endif
 #if defined(__GLIBC__) && !defined(PODNET_SANITIZED)
 // The heap figure follows what malloc hands out and gets back (under a sanitizer, malloc is the
 // sanitizer's and glibc's figures stay still: not checked there).
