@@ -411,12 +411,13 @@ def settle(ex, api):
 
 # The reload leak check: RELOAD_BLOCKS reloads (SIGHUP, each waited for, alternating set B and set
 # A), the heap read after the first block and after the second, both with set A settled. A
-# leak of 1 KiB per reload grows the heap by RELOAD_BLOCKS[1] KiB; the check allows 0.6 of
+# leak of 1 KiB per reload grows the heap by RELOAD_BLOCKS[1] KiB; the check allows 0.7 of
 # that. (RSS cannot see it: malloc keeps MiBs of freed pages, and RSS moves by whole pages.)
-# Without a leak put in, the heap still grows by ~0.15-0.3 KiB a reload here (blocks of 150:
-# +48, +33, +21, +40 KiB, not yet levelling off): docs/development.md, "Soak".
+# Over 300 reloads here: +75 and +93 KiB as the code is (blocks of 150 in a row: +48, +33, +21,
+# +40 KiB, not yet levelling off), +376 KiB with 1 KiB a reload put in on purpose: see
+# docs/development.md, "Soak".
 RELOAD_BLOCKS = (50, 300)
-RELOAD_LEAK_KIB = 0.6
+RELOAD_LEAK_KIB = 0.7
 
 
 def reload_block(ex, n):
