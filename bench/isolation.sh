@@ -4,14 +4,15 @@
 # 5,000 endpoints) against the same figures with it quiet, in alternating slots; each loaded
 # p99 must be within max(2 x quiet, quiet + 200 us). Prints the table and a PASS/MISS line per
 # phase and figure. As root (a private network namespace, loopback only), after
-# scripts/build.sh. ~4-8 min. Exit 0 when every phase passed, 1 on a MISS, 2 if it broke.
+# scripts/build.sh. ~4-8 min. Exit 0 when every phase passed, 1 on a MISS, 2 if it broke,
+# 77 without root.
 # ctest's lab_isolation runs the same scenario as a gate with a 10 ms bound (5x margin).
 # Options: --peers N --seconds S --phases scrape,reload,flood,relist,healthy,cpu
 set -euo pipefail
 export PYTHONDONTWRITEBYTECODE=1
 here="$(dirname "$(readlink -f "$0")")"
 exporter=${PODNET_EXPORTER:-$here/../build/podnet-exporter}
-if [[ ! -x $exporter ]]; then
+if [[ ! -f $exporter || ! -x $exporter ]]; then
   echo "isolation.sh: no exporter at $exporter (scripts/build.sh, or set PODNET_EXPORTER)" >&2
   exit 2
 fi

@@ -13,7 +13,8 @@ scripts/install-deps.sh "${1:-}"
 generator=()
 if [[ ! -f build/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 # PODNET_WERROR=ON (environment) makes every compiler warning an error (CI sets it).
-werror=(-DPODNET_WERROR="${PODNET_WERROR:-OFF}")
+# Unset: whatever build/ was configured with (a CI build stays -Werror, a user's stays without).
+werror=(${PODNET_WERROR:+-DPODNET_WERROR="$PODNET_WERROR"})
 # PODNET_REVISION (environment) names the revision where there is no git checkout (image builds).
 revision=()
 if [[ -n "${PODNET_REVISION:-}" ]]; then revision=(-DPODNET_REVISION="$PODNET_REVISION"); fi

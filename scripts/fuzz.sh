@@ -22,6 +22,12 @@ if ((${#all[@]} == 0)); then
 fi
 targets=("$@")
 if ((${#targets[@]} == 0)); then targets=("${all[@]}"); fi
+for t in "${targets[@]}"; do
+  if [[ " ${all[*]} " != *" $t "* ]]; then
+    echo "fuzz.sh: no target $t; the targets: ${all[*]}" >&2
+    exit 2
+  fi
+done
 seconds=${FUZZ_SECONDS:-10}
 dir=build-asan
 generator=()

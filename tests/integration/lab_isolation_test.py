@@ -512,14 +512,16 @@ def main():
         args.seconds = 20.0 if args.bench else 6.0
     args.phases = [p for p in args.phases.split(",") if p]
     if not lab.have_root():
-        return 77
+        return lab.skip(lab.ROOT_NEEDED)
     tmp = tempfile.mkdtemp(prefix="podnet-lab-isolation-")
+    broke = False
     try:
         try:
             scenario(args, tmp)
         except Exception as e:  # report, then clean up
             traceback.print_exc()
             lab.check(False, "exception: %s" % e)
+            broke = True
         lab.stop_all()
         subprocess.run(["ip", "netns", "del", NS], timeout=30)
         if lab.failures:
@@ -527,6 +529,8 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     lab.log(lab.summary())
+    if broke and args.bench:
+        return 2  # bench/isolation.sh: it could not run (1 is a MISS)
     return 1 if lab.failures else 0
 
 
