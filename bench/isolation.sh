@@ -6,7 +6,7 @@
 # phase and figure. As root (a private network namespace, loopback only), after
 # scripts/build.sh. ~4-8 min. Exit 0 when every phase passed, 1 on a MISS, 2 if it broke,
 # 77 without root.
-# ctest's lab_isolation runs the same scenario as a gate with a 10 ms bound (5x margin).
+# ctest's lab_isolation runs the same scenario as a gate: 10 ms UDP, 30 ms HTTP (5x margin).
 # Options: --peers N --seconds S --phases scrape,reload,flood,relist,healthy,cpu
 set -euo pipefail
 export PYTHONDONTWRITEBYTECODE=1

@@ -3,10 +3,10 @@
 
 Two modes, one scenario:
   default (ctest lab_isolation, ~1.5 min): a gate with margin. Each loaded phase's p99 must stay
-    under an absolute GATE_P99_S (10 ms): the regression this exists for, a chore on the
-    responder loop (/metrics served there: 50-80 ms p99), misses it by 5x or more, while the
-    worst p99 seen beside a busy neighbour (one nice 0 busy loop per core, 5 runs) stays 5x
-    under it. The functional checks (the load happened, B kept measuring, no relist in a quiet
+    under an absolute GATE_P99_S: 10 ms for UDP RTT, 30 ms for HTTP keep-alive. The worst p99s
+    seen beside a neighbour (a busy loop per core, or a build) are 0.25 ms and 5.4 ms, 40x and
+    5.5x under; the regression this exists for, /metrics served on the responder loop, gave
+    38.6 ms and 64.2 ms beside a busy loop per core, over both. The functional checks (the load happened, B kept measuring, no relist in a quiet
     slot) hold with 5x margin too. Shorter: 3 pairs of 2 s slots per phase, no re-measure.
   --bench (bench/isolation.sh, ~4-8 min): the fine comparison, loaded p99 within
     max(2 x quiet, quiet + 200 us), each phase over 5 pairs of 4 s slots and measured once more
@@ -87,7 +87,7 @@ CYCLES = 5  # --bench; the gate: GATE_CYCLES
 GATE_CYCLES = 3
 # The gate's bound on a loaded phase's p99 (UDP RTT and HTTP keep-alive). Worst seen beside a
 # busy neighbour and the regression's figures: docs/development.md, "lab_isolation".
-GATE_P99_S = 10e-3
+GATE_P99_S = {"udp_p99": 10e-3, "http_p99": 30e-3}
 # After a loaded slot, a UDP train (0.69 s) or HTTP run (1 s, 200 ms timeout) begun under load
 # ends before the next quiet slot starts counting.
 SLOT_SETTLE_S = 1.5
@@ -460,9 +460,9 @@ def scenario(args, tmp):
         if not args.bench:
             for key, what in (("udp_p99", "UDP RTT p99"), ("http_p99", "HTTP keep-alive p99")):
                 v = m[key]
-                check(v is not None and v <= GATE_P99_S,
+                check(v is not None and v <= GATE_P99_S[key],
                       "%s: B's %s to A %s <= %s (quiet %s; the fine comparison: "
-                      "bench/isolation.sh)" % (phase, what, fmt_us(v), fmt_us(GATE_P99_S),
+                      "bench/isolation.sh)" % (phase, what, fmt_us(v), fmt_us(GATE_P99_S[key]),
                                                fmt_us(quiet[key])))
             continue
         beyond = breaches(quiet, m)
