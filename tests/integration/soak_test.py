@@ -180,13 +180,16 @@ class Exporter:
     def gauge(self, name):
         return sum(v for n, _, v in self.metrics() if n == name)
 
-    def wait_gauge(self, name, want, timeout=3.0):
+    def wait_gauge(self, name, want, timeout=3.0, poll=0.1):
+        """The gauge once it equals `want` (or, if `want` is callable, once want(value) is
+        true), or its last value after `timeout` s."""
+        ok = want if callable(want) else (lambda got: got == want)
         deadline = time.time() + timeout
         while True:
             got = self.gauge(name)
-            if got == want or time.time() > deadline:
+            if ok(got) or time.time() > deadline:
                 return got
-            time.sleep(0.1)
+            time.sleep(poll)
 
     def resources(self):
         status = {}
@@ -430,9 +433,7 @@ def reload_block(ex, n):
         ex.write(config_text(ex.ports, SET_B if i % 2 == 0 else SET_A).encode())
         before = ex.gauge(stamp)
         ex.reload()
-        deadline = time.time() + 5
-        while ex.gauge(stamp) == before and time.time() < deadline:
-            time.sleep(0.005)
+        ex.wait_gauge(stamp, lambda got: got != before, timeout=5, poll=0.005)
     ex.wait_gauge("podnet_peers", len(SET_A) + DISCOVERED)
     time.sleep(4)  # probe rounds of set A; closed connections reaped
     return ex.gauge("podnet_heap_allocated_bytes") / 1024.0
