@@ -27,6 +27,9 @@ peer address is loopback, so an exporter fed this cluster only ever probes its o
 EndpointSlice whose `endpoints` are FILE's JSON list (as the API writes them), re-read when FILE
 changes (replace it atomically); its watch sends that slice as MODIFIED within 0.2 s of a
 change, and a BOOKMARK every 5 s.
+--object PATH=FILE (repeatable) answers GET PATH (the URL's path, any query) with FILE's bytes
+as they are when asked (a Service, say /api/v1/namespaces/shop/services/api; tests put hostile
+ones there).
 Run by bench/lib/discovery_5000.py; prints "listening PORT" when ready, and with --log-lists
 "list T" (T: Unix time, s) when a LIST of the Service's slices begins.
 """
@@ -222,7 +225,7 @@ def write_kubeconfig(path, port, ca_file, token, name="fake"):
 
 
 def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None, extra=(),
-                 gone_bookmark=False, log_lists=False):
+                 gone_bookmark=False, log_lists=False, objects=None):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -247,6 +250,10 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
             url = urllib.parse.urlsplit(self.path)
             q = urllib.parse.parse_qs(url.query)
             parts = url.path.strip("/").split("/")
+            if objects and url.path in objects:
+                with open(objects[url.path]) as f:
+                    self.send_json(200, f.read())
+                return
             if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
                 self.send_json(200, cluster.node(parts[3]))
                 return
@@ -365,6 +372,8 @@ def main():
     ap.add_argument("--pause-file", help="while this file exists, no churn: every Pod in service")
     ap.add_argument("--extra-service", action="append", default=[], metavar="NS/SVC=FILE",
                     help="one more Service whose one slice's endpoints are FILE's JSON list")
+    ap.add_argument("--object", action="append", default=[], metavar="PATH=FILE",
+                    help="GET PATH answers FILE's contents (read at each request)")
     args = ap.parse_args()
     if args.nodes > 250 * 250:
         sys.exit("at most 62,500 nodes (127.1.0.0/16)")
@@ -377,9 +386,11 @@ def main():
         if not (ns and svc and path):
             sys.exit("--extra-service wants NS/SVC=FILE, got %r" % spec)
         extra.append(FileSlice(ns, svc, path))
+    objects = dict(spec.partition("=")[::2] for spec in args.object)
     srv = Server(("127.0.0.1", 0), make_handler(cluster, args.token, args.churn, stats,
                                                        args.gone_file, args.pause_file, extra,
-                                                       args.gone_bookmark, args.log_lists))
+                                                       args.gone_bookmark, args.log_lists,
+                                                       objects))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)

@@ -28,6 +28,12 @@ DiscoveryMetrics::DiscoveryMetrics(prometheus::Registry& registry) : registry_(r
                            "Successful EndpointSlice lists (the first one and every relist), by "
                            "watch (resource).")
                        .Register(registry);
+  sanitized_ = &prometheus::BuildCounter()
+                    .Name("podnet_kubernetes_strings_sanitized_total")
+                    .Help(
+                        "Strings of Kubernetes API answers cut to their bound (reason truncated) "
+                        "or with control characters, NUL or invalid UTF-8 escaped (escaped).")
+                    .Register(registry);
   candidates_family_ = &prometheus::BuildGauge()
                             .Name("podnet_discovery_candidates")
                             .Help(
@@ -41,6 +47,7 @@ DiscoveryMetrics::~DiscoveryMetrics() {
   registry_.Remove(*errors_);
   registry_.Remove(*events_);
   registry_.Remove(*lists_family_);
+  registry_.Remove(*sanitized_);
   registry_.Remove(*candidates_family_);
 }
 
@@ -50,6 +57,24 @@ void DiscoveryMetrics::Error(std::string_view resource, std::string_view reason)
 
 void DiscoveryMetrics::Event(std::string_view resource, std::string_view type) {
   events_->Add({{"resource", std::string(resource)}, {"type", std::string(type)}}).Increment();
+}
+
+void DiscoveryMetrics::Sanitized(std::string_view resource, const topology::TextRepairs& repairs) {
+  if (!repairs.any()) return;
+  for (auto [reason, n] :
+       {std::pair{"truncated", repairs.truncated}, {"escaped", repairs.escaped}}) {
+    if (n == 0) continue;
+    sanitized_->Add({{"resource", std::string(resource)}, {"reason", reason}})
+        .Increment(static_cast<double>(n));
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (last_sanitized_log_ && now - *last_sanitized_log_ < std::chrono::minutes(1)) return;
+  last_sanitized_log_ = now;
+  spdlog::warn(
+      "kubernetes: {} answer had {} string(s) cut to their bound and {} with control characters "
+      "or invalid UTF-8 escaped (logged at most once a minute; "
+      "podnet_kubernetes_strings_sanitized_total counts all)",
+      resource, repairs.truncated, repairs.escaped);
 }
 
 prometheus::Counter& DiscoveryMetrics::lists(std::string_view resource) {

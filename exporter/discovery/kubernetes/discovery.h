@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,7 +33,10 @@ namespace podnet::discovery::kubernetes {
 ///    BOOKMARK | ERROR, resource as above (the EndpointSlice watches only);
 ///  - podnet_kubernetes_lists_total{resource}: successful EndpointSlice lists (1 + relists);
 ///  - podnet_discovery_candidates: ready probe Pods in the Service (self included) after the
-///    last list or watch event (the peers' watch only: DiscoveryOptions::count_candidates).
+///    last list or watch event (the peers' watch only: DiscoveryOptions::count_candidates);
+///  - podnet_kubernetes_strings_sanitized_total{resource, reason}: strings of API answers that
+///    were cut to their bound (reason truncated) or had control characters, NUL or invalid UTF-8
+///    escaped (reason escaped) before they became labels or log text (resources.h: TextAt).
 class DiscoveryMetrics {
  public:
   explicit DiscoveryMetrics(prometheus::Registry& registry);
@@ -42,6 +46,9 @@ class DiscoveryMetrics {
 
   void Error(std::string_view resource, std::string_view reason);
   void Event(std::string_view resource, std::string_view type);
+  /// Counts what TextAt repaired in one answer of `resource`; logs it at warn, at most once a
+  /// minute (an API server that sends such strings sends them in every answer).
+  void Sanitized(std::string_view resource, const topology::TextRepairs& repairs);
   prometheus::Counter& lists(std::string_view resource);
   prometheus::Gauge& candidates() { return *candidates_; }
 
@@ -50,6 +57,8 @@ class DiscoveryMetrics {
   prometheus::Family<prometheus::Counter>* errors_;
   prometheus::Family<prometheus::Counter>* events_;
   prometheus::Family<prometheus::Counter>* lists_family_;
+  prometheus::Family<prometheus::Counter>* sanitized_;
+  std::optional<std::chrono::steady_clock::time_point> last_sanitized_log_;
   prometheus::Family<prometheus::Gauge>* candidates_family_;
   prometheus::Gauge* candidates_;
 };

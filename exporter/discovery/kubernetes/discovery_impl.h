@@ -75,7 +75,9 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     if (reason.empty()) {
       json node = json::parse(r.body, nullptr, false);
       std::string err;
-      auto zone = node.is_discarded() ? std::nullopt : NodeZone(node, &err);
+      topology::TextRepairs repairs;
+      auto zone = node.is_discarded() ? std::nullopt : NodeZone(node, &err, &repairs);
+      metrics_.Sanitized("node", repairs);
       if (!zone) {
         reason = "bad_response";
         detail = node.is_discarded() ? "not JSON" : err;
@@ -120,13 +122,14 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     std::string detail = r.detail;
     std::map<std::string, std::vector<Endpoint>> slices;
     std::string rv;
+    topology::TextRepairs repairs;
     if (reason.empty()) {
       json list = json::parse(r.body, nullptr, false);
       if (list.is_discarded() || !list.is_object()) {
         reason = "bad_response";
         detail = "the list is not a JSON object";
       } else {
-        if (const json* m = ObjectAt(list, "metadata")) rv = StringAt(*m, "resourceVersion");
+        rv = ResourceVersion(list, &repairs);
         const json* items = FieldAt(list, "items");
         if (rv.empty() || (items && !items->is_array() && !items->is_null())) {
           reason = "bad_response";
@@ -134,17 +137,18 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
         } else if (items && items->is_array()) {
           for (const auto& item : *items) {
             std::string err;
-            auto eps = ReadyEndpoints(item, &err);
+            auto eps = ReadyEndpoints(item, &err, &repairs);
             if (!eps) {
               reason = "bad_response";
               detail = err;
               break;
             }
-            slices[ObjectName(item)] = std::move(*eps);
+            slices[ObjectName(item, &repairs)] = std::move(*eps);
           }
         }
       }
     }
+    metrics_.Sanitized(options_.resource, repairs);
     if (!reason.empty()) {
       metrics_.Error(options_.resource, reason);
       RetrySlices(
@@ -185,8 +189,16 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   // One watch event; false ends the stream (then OnWatchEnd decides what comes next).
   bool OnEvent(std::string_view line) {
     if (stopped_) return false;
+    topology::TextRepairs repairs;
+    bool go_on = ApplyEvent(line, repairs);
+    metrics_.Sanitized(options_.resource, repairs);
+    return go_on;
+  }
+
+  bool ApplyEvent(std::string_view line, topology::TextRepairs& repairs) {
     json event = json::parse(line, nullptr, false);
-    std::string type = StringAt(event, "type");  // "" for a discarded (unparsable) event too
+    // "" for a discarded (unparsable) event too
+    std::string type = TextAt(event, "type", topology::kMaxLabelValueBytes, &repairs);
     const json* object = ObjectAt(event, "object");
     if (type.empty() || !object) {
       watch_failure_ = "bad_response";
@@ -201,7 +213,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
       relist_ = code == 410;
       watch_failure_ = code == 410 ? "gone" : "watch_error";
       spdlog::debug("kubernetes: watch ERROR event: code {} {}", code,
-                    StringAt(*object, "message"));
+                    TextAt(*object, "message", topology::kMaxMessageBytes, &repairs));
       return false;
     }
     if (type != "ADDED" && type != "MODIFIED" && type != "DELETED" && type != "BOOKMARK") {
@@ -210,11 +222,10 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
       spdlog::debug("kubernetes: unknown watch event type {}", type);
       return false;
     }
-    std::string rv;
-    if (const json* m = ObjectAt(*object, "metadata")) rv = StringAt(*m, "resourceVersion");
+    std::string rv = ResourceVersion(*object, &repairs);
     if (type != "BOOKMARK") {
       std::string err;
-      auto eps = ReadyEndpoints(*object, &err);
+      auto eps = ReadyEndpoints(*object, &err, &repairs);
       if (!eps) {
         watch_failure_ = "bad_response";
         relist_ = true;
@@ -222,9 +233,9 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
         return false;
       }
       if (type == "DELETED") {
-        slices_.erase(ObjectName(*object));
+        slices_.erase(ObjectName(*object, &repairs));
       } else {
-        slices_[ObjectName(*object)] = std::move(*eps);
+        slices_[ObjectName(*object, &repairs)] = std::move(*eps);
       }
     }
     metrics_.Event(options_.resource, type);
@@ -280,6 +291,13 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     slices_timer_.async_wait([self = this->shared_from_this(), next](boost::system::error_code ec) {
       if (!ec && !self->stopped_) next(self.get());
     });
+  }
+
+  // metadata.resourceVersion: opaque to clients, but sent back in the watch's URL and logged,
+  // so bounded like a name (an etcd revision has at most 20 digits).
+  static std::string ResourceVersion(const json& object, topology::TextRepairs* repairs) {
+    const json* m = ObjectAt(object, "metadata");
+    return m ? TextAt(*m, "resourceVersion", topology::kMaxLabelValueBytes, repairs) : "";
   }
 
   // A failure streak is logged at warn on its first failure and then every 10th (every

@@ -27,6 +27,13 @@ std::string StringAt(const json& object, std::string_view key) {
   return v && v->is_string() ? v->get<std::string>() : "";
 }
 
+std::string TextAt(const json& object, std::string_view key, std::size_t max_bytes,
+                   topology::TextRepairs* repairs) {
+  const json* v = FieldAt(object, key);
+  if (!v || !v->is_string()) return "";
+  return topology::SafeText(v->get_ref<const std::string&>(), max_bytes, repairs);
+}
+
 std::optional<long long> IntegerAt(const json& object, std::string_view key) {
   const json* v = FieldAt(object, key);
   if (!v) return std::nullopt;
@@ -59,15 +66,16 @@ const json* ArrayAt(const json& object, std::string_view key) {
 std::string StatusMessage(std::string_view body) {
   auto j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (StringAt(j, "kind") != "Status") return "";
-  return StringAt(j, "message");
+  return TextAt(j, "message", topology::kMaxMessageBytes);
 }
 
-std::string ObjectName(const json& object) {
+std::string ObjectName(const json& object, topology::TextRepairs* repairs) {
   const json* m = ObjectAt(object, "metadata");
-  return m ? StringAt(*m, "name") : "";
+  return m ? TextAt(*m, "name", topology::kMaxSubdomainBytes, repairs) : "";
 }
 
-std::optional<std::string> NodeZone(const json& node, std::string* error) {
+std::optional<std::string> NodeZone(const json& node, std::string* error,
+                                    topology::TextRepairs* repairs) {
   const json* meta = ObjectAt(node, "metadata");
   if (!meta) {
     *error = "not a Node object (no metadata)";
@@ -75,12 +83,14 @@ std::optional<std::string> NodeZone(const json& node, std::string* error) {
   }
   const json* labels = ObjectAt(*meta, "labels");
   if (!labels) return std::string();
-  std::string zone = StringAt(*labels, "topology.kubernetes.io/zone");
-  if (zone.empty()) zone = StringAt(*labels, "failure-domain.beta.kubernetes.io/zone");
+  constexpr std::size_t kMax = topology::kMaxLabelValueBytes;
+  std::string zone = TextAt(*labels, "topology.kubernetes.io/zone", kMax, repairs);
+  if (zone.empty()) zone = TextAt(*labels, "failure-domain.beta.kubernetes.io/zone", kMax, repairs);
   return zone;
 }
 
-std::optional<std::vector<Endpoint>> ReadyEndpoints(const json& slice, std::string* error) {
+std::optional<std::vector<Endpoint>> ReadyEndpoints(const json& slice, std::string* error,
+                                                    topology::TextRepairs* repairs) {
   if (ObjectName(slice).empty()) {
     *error = "not an EndpointSlice (no metadata.name)";
     return std::nullopt;
@@ -106,10 +116,12 @@ std::optional<std::vector<Endpoint>> ReadyEndpoints(const json& slice, std::stri
     if (ec || (type == "IPv4") != address.is_v4()) continue;
     Endpoint ep;
     ep.address = address;
-    if (const json* ref = FieldAt(e, "targetRef")) ep.name = StringAt(*ref, "name");
+    if (const json* ref = FieldAt(e, "targetRef")) {
+      ep.name = TextAt(*ref, "name", topology::kMaxSubdomainBytes, repairs);
+    }
     if (ep.name.empty()) ep.name = address.to_string();
-    ep.node = StringAt(e, "nodeName");
-    ep.zone = StringAt(e, "zone");
+    ep.node = TextAt(e, "nodeName", topology::kMaxSubdomainBytes, repairs);
+    ep.zone = TextAt(e, "zone", topology::kMaxLabelValueBytes, repairs);
     out.push_back(std::move(ep));
   }
   return out;

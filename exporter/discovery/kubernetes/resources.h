@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "exporter/topology/safe_text.h"
+
 namespace podnet::discovery::kubernetes {
 
 /// One probe Pod found in the Service's EndpointSlices: a peer candidate before classification.
@@ -28,8 +30,15 @@ struct Endpoint {
 
 /// object[key] when `object` is a JSON object that has `key`, else nullptr.
 const nlohmann::json* FieldAt(const nlohmann::json& object, std::string_view key);
-/// object[key] when it is a string, else "".
+/// object[key] when it is a string, else "". Only for values compared with constants (kind,
+/// addressType): what is kept, labelled or logged is read with TextAt.
 std::string StringAt(const nlohmann::json& object, std::string_view key);
+/// object[key] when it is a string, as topology::SafeText(·, max_bytes) makes it: bounded, with
+/// control characters, NUL and invalid UTF-8 escaped (counted in *repairs); "" otherwise. The
+/// boundary for every string the API server sends that the exporter keeps, puts in a label or
+/// logs: a 1 MB field must not become a 1 MB label value or log line, a NUL not stay in a label.
+std::string TextAt(const nlohmann::json& object, std::string_view key, std::size_t max_bytes,
+                   topology::TextRepairs* repairs = nullptr);
 /// object[key] when it is an integer (signed or unsigned JSON number without fraction that fits
 /// in long long), else std::nullopt.
 std::optional<long long> IntegerAt(const nlohmann::json& object, std::string_view key);
@@ -41,13 +50,15 @@ const nlohmann::json* ObjectAt(const nlohmann::json& object, std::string_view ke
 const nlohmann::json* ArrayAt(const nlohmann::json& object, std::string_view key);
 
 /// The message of a metav1.Status body (`{"kind":"Status", "message": "..."}`), "" when the
-/// body is not JSON, not a Status, or has no string message.
+/// body is not JSON, not a Status, or has no string message; TextAt's topology::kMaxMessageBytes.
 std::string StatusMessage(std::string_view body);
 
 /// The zone of a Node object (core/v1): label topology.kubernetes.io/zone, else the deprecated
-/// failure-domain.beta.kubernetes.io/zone; "" when it has neither. std::nullopt and *error when
-/// `node` is not a Node-shaped object (no metadata).
-std::optional<std::string> NodeZone(const nlohmann::json& node, std::string* error);
+/// failure-domain.beta.kubernetes.io/zone; "" when it has neither. A label value: read with
+/// TextAt's topology::kMaxLabelValueBytes. std::nullopt and *error when `node` is not a
+/// Node-shaped object (no metadata).
+std::optional<std::string> NodeZone(const nlohmann::json& node, std::string* error,
+                                    topology::TextRepairs* repairs = nullptr);
 
 /// The ready endpoints of one discovery.k8s.io/v1 EndpointSlice
 /// (https://kubernetes.io/docs/reference/kubernetes-api/service-resources/endpoint-slice-v1/):
@@ -55,14 +66,18 @@ std::optional<std::string> NodeZone(const nlohmann::json& node, std::string* err
 ///  - conditions.ready true or absent ("unknown state" — the API says consumers should read it
 ///    as ready), and conditions.terminating not true;
 ///  - the first address of each endpoint (the API: addresses are fungible, consumers may use
-///    the first only); addresses that are not IP literals are skipped.
+///    the first only); addresses that are not IP literals are skipped;
+///  - names as TextAt reads them: targetRef.name and nodeName at most
+///    topology::kMaxSubdomainBytes (Pod and Node names are DNS subdomains), zone at most
+///    topology::kMaxLabelValueBytes (it is the Node's zone label's value).
 /// std::nullopt and *error when the object is not EndpointSlice-shaped (no metadata.name, a
 /// non-array endpoints).
-std::optional<std::vector<Endpoint>> ReadyEndpoints(const nlohmann::json& slice,
-                                                    std::string* error);
+std::optional<std::vector<Endpoint>> ReadyEndpoints(const nlohmann::json& slice, std::string* error,
+                                                    topology::TextRepairs* repairs = nullptr);
 
-/// The name of a Kubernetes object (metadata.name), "" when absent.
-std::string ObjectName(const nlohmann::json& object);
+/// The name of a Kubernetes object (metadata.name), "" when absent; TextAt's
+/// topology::kMaxSubdomainBytes.
+std::string ObjectName(const nlohmann::json& object, topology::TextRepairs* repairs = nullptr);
 
 /// The candidates of the Service: the endpoints of every current slice (by slice name), one
 /// per Pod even when a Pod shows in several slices (slice churn, or an IPv4 and an IPv6 slice of

@@ -10,7 +10,8 @@ namespace podnet::discovery::kubernetes {
 
 using nlohmann::json;
 
-std::optional<ServiceLocality> ReadServiceLocality(const json& service, std::string* error) {
+std::optional<ServiceLocality> ReadServiceLocality(const json& service, std::string* error,
+                                                   topology::TextRepairs* repairs) {
   if (!ObjectAt(service, "metadata")) {
     *error = "not a Service: no metadata";
     return std::nullopt;
@@ -22,8 +23,11 @@ std::optional<ServiceLocality> ReadServiceLocality(const json& service, std::str
   }
   ServiceLocality out;
   if (spec && spec->is_object()) {
-    out.traffic_distribution = StringAt(*spec, "trafficDistribution");
-    out.internal_traffic_policy = StringAt(*spec, "internalTrafficPolicy");
+    // Both are enums of the API (the longest value, PreferSameZone, has 14 bytes), and become
+    // label values: bounded as one.
+    constexpr std::size_t kMax = topology::kMaxLabelValueBytes;
+    out.traffic_distribution = TextAt(*spec, "trafficDistribution", kMax, repairs);
+    out.internal_traffic_policy = TextAt(*spec, "internalTrafficPolicy", kMax, repairs);
   }
   return out;
 }
@@ -116,7 +120,9 @@ class ServiceInfoPoller::Impl : public std::enable_shared_from_this<Impl> {
     std::optional<ServiceLocality> locality;
     if (reason.empty()) {
       json service = json::parse(r.body, nullptr, false);
-      locality = ReadServiceLocality(service, &detail);
+      topology::TextRepairs repairs;
+      locality = ReadServiceLocality(service, &detail, &repairs);
+      metrics_.Sanitized("services", repairs);
       if (!locality) reason = "bad_response";
     } else {
       detail = Describe(r);  // parses a Status body: only for a failure

@@ -46,10 +46,12 @@ struct ServiceLocality {
 
 /// Reads spec.trafficDistribution and spec.internalTrafficPolicy of a core/v1 Service
 /// (https://kubernetes.io/docs/reference/kubernetes-api/service-resources/service-v1/); zone_hints
-/// stays false. std::nullopt and *error when `service` is not Service-shaped (no metadata, or a
-/// spec that is not an object). Fields of another JSON type read as absent.
+/// stays false. Both read with TextAt's topology::kMaxLabelValueBytes (they become label values).
+/// std::nullopt and *error when `service` is not Service-shaped (no metadata, or a spec that is
+/// not an object). Fields of another JSON type read as absent.
 std::optional<ServiceLocality> ReadServiceLocality(const nlohmann::json& service,
-                                                   std::string* error);
+                                                   std::string* error,
+                                                   topology::TextRepairs* repairs = nullptr);
 
 /// Whether any endpoint of an EndpointSliceList's items has a non-empty hints.forZones
 /// (discovery.k8s.io/v1). A malformed list reads as no hints.

@@ -14,6 +14,7 @@
 #include "exporter/metrics/buckets.h"
 #include "exporter/net/address.h"
 #include "exporter/probes/peer_probe.h"
+#include "exporter/topology/safe_text.h"
 
 namespace podnet::probes::grpc {
 
@@ -194,7 +195,8 @@ class GrpcPeerProbe : public PeerProbeBase {
           code == ::grpc::StatusCode::DEADLINE_EXCEEDED ? "timeout" : StatusCodeName(code);
       std::transform(reason.begin(), reason.end(), reason.begin(),
                      [](unsigned char c) { return std::tolower(c); });
-      CountError(reason, status.error_message());
+      // The peer's own words (grpc-message), for the debug log: bounded and escaped.
+      CountError(reason, topology::SafeText(status.error_message(), topology::kMaxMessageBytes));
       return;
     }
     std::vector<::grpc::Slice> slices;

@@ -259,6 +259,55 @@ TEST(ResourcesTest, ReadyEndpointsFollowTheApiSemantics) {
   EXPECT_FALSE(ReadyEndpoints(bad, &err));
 }
 
+// Whether `s` has no C0 control character (NUL, ESC, CR, LF ...) or DEL.
+bool NoControl(const std::string& s) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return false;
+  }
+  return true;
+}
+
+// Strings of an API answer are bounded and escaped where they are read (TextAt): Pod and node
+// names at 253 bytes (DNS subdomains), zones at 63 (label values); NUL, ESC and invalid UTF-8
+// shown as \xNN. A hostile or broken API server must not mint a 1 MB label value, a NUL in a
+// label or a terminal escape sequence in a log line.
+TEST(ResourcesTest, HostileStringsAreBoundedAndEscapedWhereTheyAreRead) {
+  const std::string mb(1 << 20, 'p');
+  json slice =
+      SliceJson("s", "1",
+                {EndpointJson(mb, "10.0.0.1", std::string("node\0evil", 9), "\x1b[31mzone\x1b[0m"),
+                 EndpointJson("p2", "10.0.0.2", "n\xff\xfe", mb)});
+  std::string err;
+  auto eps = ReadyEndpoints(slice, &err);
+  ASSERT_TRUE(eps) << err;
+  ASSERT_EQ(eps->size(), 2u);
+  for (const Endpoint& e : *eps) {
+    EXPECT_LE(e.name.size(), 253u);
+    EXPECT_LE(e.node.size(), 253u);
+    EXPECT_LE(e.zone.size(), 63u);
+    EXPECT_TRUE(NoControl(e.name) && NoControl(e.node) && NoControl(e.zone)) << e.node;
+  }
+  EXPECT_EQ((*eps)[0].name.substr(0, 10), "pppppppppp");
+  EXPECT_EQ((*eps)[0].node, "node\\x00evil");
+  EXPECT_EQ((*eps)[0].zone, "\\x1b[31mzone\\x1b[0m");
+  EXPECT_EQ((*eps)[1].node, "n\\xff\\xfe");
+
+  json node = json::parse(kNodeJson);
+  node["metadata"]["labels"]["topology.kubernetes.io/zone"] = mb;
+  auto zone = NodeZone(node, &err);
+  ASSERT_TRUE(zone) << err;
+  EXPECT_LE(zone->size(), 63u);
+  node["metadata"]["labels"]["topology.kubernetes.io/zone"] = std::string("a\0b", 3);
+  EXPECT_EQ(NodeZone(node, &err), "a\\x00b");
+
+  // A Status message (logged, and shown on /-/ready) is bounded too.
+  json status = GoneStatus();
+  status["message"] = mb + "\x1b[2J";
+  std::string message = StatusMessage(status.dump());
+  EXPECT_LE(message.size(), 512u);
+  EXPECT_TRUE(NoControl(message));
+}
+
 TEST(ResourcesTest, MergeDeduplicatesPodsAcrossSlices) {
   std::string err;
   std::map<std::string, std::vector<Endpoint>> slices;
@@ -769,6 +818,35 @@ TEST_F(DiscoveryTest, HostileResponsesAreCountedNotFatal) {
   EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
 }
 
+// A list whose endpoints carry 1 MB names, NUL and ESC: the peers discovery publishes have
+// bounded, escaped names (they become the peer, peer_node and peer_zone labels), counted.
+TEST_F(DiscoveryTest, HostileNamesAreBoundedEscapedAndCounted) {
+  auto script = std::make_shared<Script>();
+  const std::string mb(1 << 20, 'n');
+  script->lists = {ListJson(
+      "5000", {SliceJson("podnet-abc12", "5000",
+                         {EndpointJson(mb, "10.0.2.10", std::string("node\0b", 6), mb),
+                          EndpointJson("podnet-c", "10.0.3.10", "node-c", "zone\x1b[2J")})})};
+  FakeApiServer server([script](const FakeRequest& r) { return (*script)(r); });
+  StartDiscovery(server.port(), false);
+  ASSERT_TRUE(Eventually([&] { return Last().synced; }));
+  auto eps = Last().endpoints;
+  ASSERT_EQ(eps.size(), 2u);
+  for (const Endpoint& e : eps) {
+    EXPECT_LE(e.name.size(), 253u);
+    EXPECT_LE(e.node.size(), 253u);
+    EXPECT_LE(e.zone.size(), 63u);
+    EXPECT_TRUE(NoControl(e.name) && NoControl(e.node) && NoControl(e.zone)) << e.zone;
+  }
+  EXPECT_EQ(eps[1].zone, "zone\\x1b[2J");
+  EXPECT_EQ(CounterValue(registry_, "podnet_kubernetes_strings_sanitized_total",
+                         {{"resource", "endpointslices"}, {"reason", "truncated"}}),
+            2);  // the name and the zone of the first endpoint
+  EXPECT_EQ(CounterValue(registry_, "podnet_kubernetes_strings_sanitized_total",
+                         {{"resource", "endpointslices"}, {"reason", "escaped"}}),
+            2);  // its node, the second endpoint's zone
+}
+
 // Bodies whose fields hold another JSON type than the API's (issue: `{"kind": 123}` in a 401
 // body ended the process through nlohmann's type_error). Every one must read as absent.
 const std::vector<std::string> kWrongTypeBodies = {
@@ -1025,6 +1103,18 @@ TEST(ServiceInfoTest, ReadsWhatTheServiceAsksFor) {
   EXPECT_NE(err.find("spec"), std::string::npos) << err;
 }
 
+// The attack of issue 21: a 1 MB spec.trafficDistribution became a 1 MB label value (and log
+// line), a NUL stayed in a label.
+TEST(ServiceInfoTest, HostileFieldsAreBoundedAndEscaped) {
+  json service = ServiceJson(std::string(1 << 20, 'P'), std::string("Clu\0ster", 8));
+  std::string err;
+  auto loc = ReadServiceLocality(service, &err);
+  ASSERT_TRUE(loc) << err;
+  EXPECT_LE(loc->traffic_distribution.size(), 63u);
+  EXPECT_EQ(loc->traffic_distribution.substr(0, 4), "PPPP");
+  EXPECT_EQ(loc->internal_traffic_policy, "Clu\\x00ster");
+}
+
 TEST(ServiceInfoTest, ZoneHintsAreAnyNonEmptyForZones) {
   json plain = json::parse(
       ListJson("1", {SliceJson("s1", "1", {EndpointJson("p1", "10.0.0.1", "n1", "a")})}));
@@ -1116,6 +1206,29 @@ TEST_F(ServiceInfoPollerTest, ExportsWhatIsAskedAndFollowsChanges) {
     service_body = R"({"kind":"Status","code":404})";
   }
   ASSERT_TRUE(Eventually([&] { return Info("api-udp").empty(); }));
+
+  // A hostile Service: a 1 MB trafficDistribution and a NUL. Labels at most 63 bytes, the NUL
+  // shown as \x00, both counted.
+  {
+    std::lock_guard lock(mu);
+    service_status = 200;
+    service_body = ServiceJson(std::string(1 << 20, 'P'), std::string("Clu\0ster", 8)).dump();
+  }
+  ASSERT_TRUE(Eventually([&] {
+    return Info("api-udp").find(R"(internal_traffic_policy="Clu\x00ster")") != std::string::npos;
+  })) << Info("api-udp").substr(0, 300);
+  auto m = podnet::testing::FindSeries(registry_, "podnet_service_info", {{"service", "api-udp"}});
+  ASSERT_TRUE(m);
+  for (const auto& l : m->label) {
+    EXPECT_LE(l.value.size(), 63u) << l.name;
+    EXPECT_EQ(l.value.find('\0'), std::string::npos) << l.name;
+  }
+  EXPECT_GE(CounterValue(registry_, "podnet_kubernetes_strings_sanitized_total",
+                         {{"resource", "services"}, {"reason", "truncated"}}),
+            1);
+  EXPECT_GE(CounterValue(registry_, "podnet_kubernetes_strings_sanitized_total",
+                         {{"resource", "services"}, {"reason", "escaped"}}),
+            1);
 
   // Destroying the poller removes the family.
   loop_.Run([&] { poller_.reset(); });

@@ -450,6 +450,9 @@ TEST(IdentityTest, HostileRecordsAreMalformedNeverOutOfBounds) {
            Case{"node with a newline", record({2, 'a', '\n', 0})},
            Case{"zone with a quote", record({1, 'a', 1, '"'})},
            Case{"zone with a NUL", record({1, 'a', 1, 0})},
+           Case{"zone with a terminal escape", record({1, 'a', 4, 0x1b, '[', '2', 'J'})},
+           Case{"node not UTF-8", record({2, 0xff, 0xfe, 0})},
+           Case{"node with a C1 CSI", record({3, 0xc2, 0x9b, 'm', 0})},
        }) {
     Identity got;
     EXPECT_EQ(ReadIdentity(c.data, &got), IdentityRead::kMalformed) << c.name;
