@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -13,7 +12,9 @@
 #include <vector>
 
 #include "exporter/app/app.h"
+#include "exporter/config/read_file.h"
 #include "exporter/report/report.h"
+#include "exporter/topology/safe_text.h"
 #include "podnet/version.h"
 
 namespace podnet::app {
@@ -208,20 +209,25 @@ std::string UtcNow() {
   return buf;
 }
 
+// A report file (--input, --baseline) as hostile input: only a regular file, at most
+// report::kMaxReportBytes (the configuration's reader: a directory, a FIFO or a device is
+// refused, never waited on), then FromJson, which refuses every value outside its meaning.
 std::optional<report::Report> ReadReport(const std::string& path, std::ostream& err) {
-  std::ifstream in(path);
-  if (!in) {
-    err << "podnet-exporter: report: cannot read " << path << "\n";
+  // The path as the user gave it, but with no control character reaching the terminal.
+  std::string shown = topology::SafeText(path, 4096);
+  std::string error;
+  auto text = config::ReadRegularFile(path, report::kMaxReportBytes, &error);
+  if (!text) {
+    err << "podnet-exporter: report: cannot read " << shown << ": " << error << "\n";
     return std::nullopt;
   }
-  std::string error;
-  auto j = nlohmann::json::parse(in, nullptr, false);
+  auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded()) {
-    err << "podnet-exporter: report: " << path << ": not JSON\n";
+    err << "podnet-exporter: report: " << shown << ": not JSON\n";
     return std::nullopt;
   }
   auto r = report::FromJson(j, &error);
-  if (!r) err << "podnet-exporter: report: " << path << ": " << error << "\n";
+  if (!r) err << "podnet-exporter: report: " << shown << ": " << error << "\n";
   return r;
 }
 

@@ -23,7 +23,10 @@ namespace podnet::app {
 /// counted).
 ///
 /// Returns the exit code: 0 every configured probe got answers from every target, 1 one did not
-/// (named in the report and on `err`), 2 a baseline or --input file that cannot be read.
+/// (named in the report and on `err`), 2 a baseline or --input file that cannot be read or is
+/// not a report: not a regular file (a directory, a FIFO — never waited on —, a device), larger
+/// than report::kMaxReportBytes, not JSON, or a value outside its meaning (report::FromJson);
+/// `err` names the file and the reason, with the value's JSON path.
 /// `config` is null with --input (no probing).
 int RunReport(const Options& options, std::shared_ptr<const config::Config> config,
               std::ostream& out, std::ostream& err);

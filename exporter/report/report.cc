@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
+
+#include "exporter/topology/safe_text.h"
 
 namespace podnet::report {
 namespace {
@@ -476,10 +480,229 @@ nlohmann::json Number(double v) {
   return v;
 }
 
-double NumberOf(const nlohmann::json& j) {
-  if (j.is_number()) return j.get<double>();
-  if (j.is_string()) return j.get<std::string>() == "-Inf" ? -kInf : kInf;
-  return kNaN;
+// ---- Reading a report back (FromJson): every value checked against its meaning -----------
+//
+// A report read with --input or --baseline is a file anyone could have written: a value that
+// cannot be what its field means (a negative count, a string where a number belongs, a loss
+// over 100 %) is refused with its JSON path, never printed as a figure.
+
+using json = nlohmann::json;
+
+// A refused value: where, and why. Thrown inside FromJson only, caught at its top.
+struct Invalid {
+  std::string path;
+  std::string why;
+};
+
+std::string Member(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+std::string Element(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+// The offending value as JSON, short and in ASCII (control characters as \u escapes).
+std::string Shown(const json& j) {
+  std::string s = j.dump(-1, ' ', /*ensure_ascii=*/true);
+  return s.size() <= 40 ? s : s.substr(0, 37) + "...";
+}
+
+const json& At(const json& object, const std::string& path, std::string_view key) {
+  if (!object.is_object()) throw Invalid{path, Shown(object) + " is not an object"};
+  auto it = object.find(key);
+  if (it == object.end()) throw Invalid{Member(path, key), "is missing"};
+  return *it;
+}
+
+const json& ReadArray(const json& j, const std::string& path) {
+  if (!j.is_array()) throw Invalid{path, Shown(j) + " is not an array"};
+  return j;
+}
+
+// Every string of a report (names, notes, reasons) as it may be printed: control characters
+// and invalid UTF-8 escaped, so that a name cannot drive the terminal the Markdown is shown on.
+std::string ReadText(const json& j, const std::string& path) {
+  if (!j.is_string()) throw Invalid{path, Shown(j) + " is not a string"};
+  return topology::SafeText(j.get_ref<const std::string&>(), kMaxReportTextBytes);
+}
+
+bool ReadBool(const json& j, const std::string& path) {
+  if (!j.is_boolean()) throw Invalid{path, Shown(j) + " is not true or false"};
+  return j.get<bool>();
+}
+
+// A non-negative integer that fits in an int (a count of rounds).
+int ReadCount(const json& j, const std::string& path) {
+  // nlohmann keeps a JSON integer as unsigned or, when written from a signed type, as signed.
+  if (j.is_number_integer()) {
+    std::int64_t v = j.is_number_unsigned()
+                         ? static_cast<std::int64_t>(std::min<std::uint64_t>(
+                               j.get<std::uint64_t>(), std::numeric_limits<std::int64_t>::max()))
+                         : j.get<std::int64_t>();
+    if (v < 0) throw Invalid{path, Shown(j) + " is negative (a count)"};
+    if (v <= std::numeric_limits<int>::max()) return static_cast<int>(v);
+  }
+  throw Invalid{path, Shown(j) + " is not a count (an integer from 0)"};
+}
+
+// What a number may be: [lo, hi], and whether null (no value: NaN) or "+Inf" may stand for it.
+struct Meaning {
+  double lo = 0, hi = kInf;
+  bool none = false;  // null: nothing measured (e.g. a percentile of no samples)
+  bool inf = false;   // "+Inf": e.g. a sample above every bucket
+  const char* what = "a non-negative number";
+};
+
+double ReadNumber(const json& j, const std::string& path, const Meaning& m) {
+  auto refuse = [&](const std::string& why) { return Invalid{path, why + " (" + m.what + ")"}; };
+  double v;
+  if (j.is_number()) {
+    v = j.get<double>();
+  } else if (j.is_null()) {
+    v = kNaN;
+  } else if (j == "+Inf" || j == "-Inf") {
+    v = j == "+Inf" ? kInf : -kInf;
+  } else {
+    throw refuse(Shown(j) + " is not a number");
+  }
+  if (std::isnan(v)) {
+    if (!m.none) throw refuse("null where a value is needed");
+    return v;
+  }
+  if (std::isinf(v) && !(m.inf && v > 0)) throw refuse(Shown(j) + " is not finite");
+  if (v < m.lo) throw refuse(Shown(j) + (m.lo == 0 ? " is negative" : " is too small"));
+  if (v > m.hi) throw refuse(Shown(j) + " is too large");
+  return v;
+}
+
+// What each figure of ToJson means (Build() computes them): counts, a ratio, seconds, bytes.
+// A figure this build does not know (a newer one's) is any number.
+Meaning FigureMeaning(const std::string& name) {
+  static const std::map<std::string, Meaning> kMeanings = {
+      {"peers", {0, kInf, false, false, "a count"}},
+      {"packets_sent", {0, kInf, false, false, "a count"}},
+      {"requests", {0, kInf, false, false, "a count"}},
+      {"failed_requests", {0, kInf, false, false, "a count"}},
+      {"samples", {0, kInf, false, false, "a count"}},
+      {"retransmits", {0, kInf, false, false, "a count"}},
+      {"lookups", {0, kInf, false, false, "a count"}},
+      {"failed_lookups", {0, kInf, false, false, "a count"}},
+      {"loss_ratio", {0, 1, true, false, "a ratio from 0 to 1, or null"}},
+      {"p50_seconds", {0, kInf, true, false, "seconds, or null"}},
+      {"p90_seconds", {0, kInf, true, false, "seconds, or null"}},
+      {"p99_seconds", {0, kInf, true, false, "seconds, or null"}},
+      {"max_seconds", {0, kInf, true, true, "seconds, \"+Inf\" or null"}},
+      {"tcp_rtt_seconds", {0, kInf, false, false, "seconds"}},
+      {"throughput_bits_per_second", {0, kInf, false, false, "bits per second"}},
+      {"sent_bytes", {0, kInf, false, false, "bytes"}},
+      {"queries_per_lookup", {0, kInf, true, false, "a non-negative ratio, or null"}},
+      {"nxdomain_per_lookup", {0, kInf, true, false, "a non-negative ratio, or null"}},
+      {"run_bytes", {0, kInf, false, false, "bytes"}},
+      {"daemon_bytes_per_hour", {0, kInf, false, false, "bytes per hour"}},
+      {"daemon_usd_per_30_days", {0, kInf, false, false, "US dollars"}},
+  };
+  auto it = kMeanings.find(name);
+  if (it != kMeanings.end()) return it->second;
+  return {-kInf, kInf, true, true, "a number, \"+Inf\" or null"};
+}
+
+// A spread is a distance: non-negative; +Inf for a figure never marked; null when its figure is.
+constexpr Meaning kSpread{0, kInf, true, true, "a non-negative number, \"+Inf\" or null"};
+
+Figure ReadFigure(const json& jf, const std::string& path, const std::string& name) {
+  Meaning m = FigureMeaning(name);
+  Figure f = Fig(ReadNumber(At(jf, path, "value"), Member(path, "value"), m),
+                 ReadNumber(At(jf, path, "spread"), Member(path, "spread"), kSpread));
+  if (jf.contains("baseline")) {
+    f.baseline = ReadNumber(jf.at("baseline"), Member(path, "baseline"), m);
+    f.beyond_spread = ReadBool(At(jf, path, "beyond_spread"), Member(path, "beyond_spread"));
+  }
+  return f;
+}
+
+Report ReadBody(const json& j) {
+  Report r;
+  const json& run = At(j, "", "run");
+  const json& self = At(run, "run", "self");
+  r.run.self_name = ReadText(At(self, "run.self", "name"), "run.self.name");
+  r.run.self_node = ReadText(At(self, "run.self", "node"), "run.self.node");
+  r.run.self_zone = ReadText(At(self, "run.self", "zone"), "run.self.zone");
+  r.run.version = ReadText(At(run, "run", "exporter_version"), "run.exporter_version");
+  r.run.started = ReadText(At(run, "run", "started"), "run.started");
+  r.run.duration_seconds =
+      ReadNumber(At(run, "run", "duration_seconds"), "run.duration_seconds", {.what = "seconds"});
+  r.run.price_usd_per_gb = ReadNumber(At(run, "run", "price_usd_per_gb"), "run.price_usd_per_gb",
+                                      {.what = "US dollars per GB"});
+  const json& configured = ReadArray(At(run, "run", "configured"), "run.configured");
+  for (std::size_t i = 0; i < configured.size(); ++i) {
+    r.run.configured.push_back(ReadText(configured[i], Element("run.configured", i)));
+  }
+  const json& intervals = At(run, "run", "interval_seconds");
+  if (!intervals.is_object()) {
+    throw Invalid{"run.interval_seconds", Shown(intervals) + " is not an object"};
+  }
+  for (const auto& [kind, v] : intervals.items()) {
+    std::string path = Member("run.interval_seconds", kind);
+    r.run.interval_seconds[ReadText(kind, path)] = ReadNumber(v, path, {.what = "seconds"});
+  }
+  const json& targets = ReadArray(At(run, "run", "targets"), "run.targets");
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    std::string path = Element("run.targets", i);
+    const json& t = targets[i];
+    r.run.targets.push_back({ReadText(At(t, path, "probe"), Member(path, "probe")),
+                             ReadText(At(t, path, "target"), Member(path, "target")),
+                             ReadText(At(t, path, "path"), Member(path, "path")),
+                             ReadCount(At(t, path, "rounds"), Member(path, "rounds"))});
+  }
+  const json& sections = ReadArray(At(j, "", "sections"), "sections");
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    std::string path = Element("sections", i);
+    const json& js = sections[i];
+    Section s;
+    s.id = ReadText(At(js, path, "id"), Member(path, "id"));
+    s.title = ReadText(At(js, path, "title"), Member(path, "title"));
+    s.configured = ReadBool(At(js, path, "configured"), Member(path, "configured"));
+    const json& notes = ReadArray(At(js, path, "notes"), Member(path, "notes"));
+    for (std::size_t n = 0; n < notes.size(); ++n) {
+      s.notes.push_back(ReadText(notes[n], Element(Member(path, "notes"), n)));
+    }
+    const Layout& layout = LayoutOf(s.id);
+    const json& rows = ReadArray(At(js, path, "rows"), Member(path, "rows"));
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      std::string row_path = Element(Member(path, "rows"), k);
+      Row row;
+      const json& key = At(rows[k], row_path, "key");
+      for (const auto& name : layout.key) {
+        if (key.is_object() && key.contains(name)) {
+          row.key.emplace_back(name, ReadText(key.at(name), Member(Member(row_path, "key"), name)));
+        }
+      }
+      const json& figures = At(rows[k], row_path, "figures");
+      if (!figures.is_object()) {
+        throw Invalid{Member(row_path, "figures"), Shown(figures) + " is not an object"};
+      }
+      for (const auto& [name, jf] : figures.items()) {
+        std::string fig_path = Member(Member(row_path, "figures"), name);
+        row.figures[ReadText(name, fig_path)] = ReadFigure(jf, fig_path, name);
+      }
+      s.rows.push_back(std::move(row));
+    }
+    r.sections.push_back(std::move(s));
+  }
+  const json& failures = ReadArray(At(j, "", "failures"), "failures");
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    std::string path = Element("failures", i);
+    const json& f = failures[i];
+    r.failures.push_back({ReadText(At(f, path, "probe"), Member(path, "probe")),
+                          ReadText(At(f, path, "target"), Member(path, "target")),
+                          ReadText(At(f, path, "reason"), Member(path, "reason"))});
+  }
+  if (j.contains("baseline")) {
+    r.compared = true;
+    r.baseline_started =
+        ReadText(At(At(j, "", "baseline"), "baseline", "started"), "baseline.started");
+  }
+  return r;
 }
 
 }  // namespace
@@ -633,67 +856,23 @@ nlohmann::json ToJson(const Report& r) {
 }
 
 std::optional<Report> FromJson(const nlohmann::json& j, std::string* error) {
+  if (!j.is_object() || !j.contains("schema") || j.at("schema") != "podnet-exporter-report") {
+    *error = "not a podnet-exporter report (\"schema\" is not \"podnet-exporter-report\")";
+    return std::nullopt;
+  }
+  // Only an integer names a version: 1.5 is not version 1.
+  const json* version = j.contains("version") ? &j.at("version") : nullptr;
+  if (!version || !(version->is_number_integer() || version->is_number_unsigned()) ||
+      *version != Report::kVersion) {
+    *error = "report version " + (version ? Shown(*version) : std::string("(missing)")) +
+             ", this build reads version " + std::to_string(Report::kVersion);
+    return std::nullopt;
+  }
   try {
-    if (!j.is_object() || j.value("schema", "") != "podnet-exporter-report") {
-      *error = "not a podnet-exporter report (\"schema\" is not \"podnet-exporter-report\")";
-      return std::nullopt;
-    }
-    if (j.at("version").get<int>() != Report::kVersion) {
-      *error = "report version " + j.at("version").dump() + ", this build reads version " +
-               std::to_string(Report::kVersion);
-      return std::nullopt;
-    }
-    Report r;
-    const auto& run = j.at("run");
-    r.run.self_name = run.at("self").at("name").get<std::string>();
-    r.run.self_node = run.at("self").at("node").get<std::string>();
-    r.run.self_zone = run.at("self").at("zone").get<std::string>();
-    r.run.version = run.at("exporter_version").get<std::string>();
-    r.run.started = run.at("started").get<std::string>();
-    r.run.duration_seconds = run.at("duration_seconds").get<double>();
-    r.run.price_usd_per_gb = run.at("price_usd_per_gb").get<double>();
-    r.run.configured = run.at("configured").get<std::vector<std::string>>();
-    r.run.interval_seconds = run.at("interval_seconds").get<std::map<std::string, double>>();
-    for (const auto& t : run.at("targets")) {
-      r.run.targets.push_back({t.at("probe").get<std::string>(), t.at("target").get<std::string>(),
-                               t.at("path").get<std::string>(), t.at("rounds").get<int>()});
-    }
-    for (const auto& js : j.at("sections")) {
-      Section s;
-      s.id = js.at("id").get<std::string>();
-      s.title = js.at("title").get<std::string>();
-      s.configured = js.at("configured").get<bool>();
-      s.notes = js.at("notes").get<std::vector<std::string>>();
-      const Layout& layout = LayoutOf(s.id);
-      for (const auto& jr : js.at("rows")) {
-        Row row;
-        const auto& key = jr.at("key");
-        for (const auto& k : layout.key) {
-          if (key.contains(k)) row.key.emplace_back(k, key.at(k).get<std::string>());
-        }
-        for (const auto& [name, jf] : jr.at("figures").items()) {
-          Figure f = Fig(NumberOf(jf.at("value")), NumberOf(jf.at("spread")));
-          if (jf.contains("baseline")) {
-            f.baseline = NumberOf(jf.at("baseline"));
-            f.beyond_spread = jf.at("beyond_spread").get<bool>();
-          }
-          row.figures[name] = f;
-        }
-        s.rows.push_back(std::move(row));
-      }
-      r.sections.push_back(std::move(s));
-    }
-    for (const auto& jf : j.at("failures")) {
-      r.failures.push_back({jf.at("probe").get<std::string>(), jf.at("target").get<std::string>(),
-                            jf.at("reason").get<std::string>()});
-    }
-    if (j.contains("baseline")) {
-      r.compared = true;
-      r.baseline_started = j.at("baseline").at("started").get<std::string>();
-    }
-    return r;
-  } catch (const nlohmann::json::exception& e) {
-    *error = std::string("not a valid report: ") + e.what();
+    return ReadBody(j);
+  } catch (const Invalid& e) {
+    // A path holds the document's own keys (figure names): shown like its strings.
+    *error = topology::SafeText(e.path, kMaxReportTextBytes) + ": " + e.why;
     return std::nullopt;
   }
 }

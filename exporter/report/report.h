@@ -2,6 +2,7 @@
 
 #include <prometheus/metric_family.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -108,10 +109,30 @@ void Compare(Report& report, const Report& baseline);
 /// Number of figures Compare() marked beyond spread.
 int BeyondSpread(const Report& report);
 
+/// The largest report file --input and --baseline read, bytes: ten times what a report of 1,000
+/// peers weighs with every kind configured and every peer failing, the heaviest real one
+/// (`--format=json`: 1,480,073 bytes; 552,904 when every peer answers; report_test.cc,
+/// TheFileCapIsTenThousandPeerReports, measures it again and holds the cap to 10–20 times it).
+inline constexpr std::size_t kMaxReportBytes = 16 * 1024 * 1024;
+/// Every string FromJson reads is cut to this many bytes (a name is at most 253, a note about
+/// 600).
+inline constexpr std::size_t kMaxReportTextBytes = 4096;
+
 /// The JSON form (docs/design.md, "One-shot report": the schema, version 1).
 nlohmann::json ToJson(const Report& report);
-/// Parses ToJson's output. std::nullopt and *error on a document that is not a version-1
-/// report (missing keys, wrong types, another version).
+/// Parses ToJson's output, as hostile input (a file anyone may have written). std::nullopt and
+/// *error on a document that is not a version-1 report, and on any value outside its meaning,
+/// the error starting with the value's JSON path
+/// ("sections[0].rows[1].figures.peers.value: -5 is negative (a count)"):
+///  - "version" another number than the integer 1 (1.5 is not version 1), or absent;
+///  - a missing key, or a value of another JSON type than ToJson writes;
+///  - counts (peers, packets_sent, requests, samples, lookups, targets' rounds, ...) negative,
+///    fractional rounds, or not finite; loss_ratio outside 0 … 1; seconds, bytes, throughput
+///    and prices negative; null (nothing measured) or "+Inf" where the figure cannot be that
+///    (only percentiles and ratios may be null, max_seconds and spreads "+Inf").
+/// Strings (names, notes, reasons) come back through topology::SafeText, at most
+/// kMaxReportTextBytes: control characters (a terminal's escape sequences), NUL and invalid
+/// UTF-8 shown as \xNN, never passed on to the Markdown.
 std::optional<Report> FromJson(const nlohmann::json& j, std::string* error);
 
 /// The Markdown tables (GitHub-flavoured): times in ms, throughput in Gbit/s, bytes in MB, with

@@ -789,6 +789,116 @@ def report(exe, tmp):
         stop_exporter(live)
 
 
+# A small report as `report --format=json` writes it (the schema of docs/design.md, version 1).
+def report_document():
+    def fig(value, spread):
+        return {"value": value, "spread": spread}
+    return {
+        "schema": "podnet-exporter-report", "version": 1,
+        "run": {"self": {"name": "client", "node": "node-a", "zone": "zone-a"},
+                "exporter_version": "0.1.0 (revision test)", "started": "2026-12-01T05:00:00Z",
+                "duration_seconds": 60, "price_usd_per_gb": 0.02, "configured": ["rtt"],
+                "interval_seconds": {"rtt": 10},
+                "targets": [{"probe": "rtt", "target": "peer-1", "path": "same_zone",
+                             "rounds": 6}]},
+        "sections": [{"id": "rtt", "title": "RTT by path class", "configured": True,
+                      "notes": ["from the test"],
+                      "rows": [{"key": {"path": "same_zone", "protocol": "icmp"},
+                                "figures": {"peers": fig(1, 0), "packets_sent": fig(120, 11),
+                                            "loss_ratio": fig(0, 0.008),
+                                            "p50_seconds": fig(0.0004, 0.00002),
+                                            "p90_seconds": fig(0.00045, 0.00002),
+                                            "p99_seconds": fig(0.0005, 0.0001),
+                                            "max_seconds": fig(0.0006, 0.0001),
+                                            "samples": fig(120, 11)}}]}],
+        "failures": []}
+
+
+def report_inputs(exe, tmp):
+    """`report --input/--baseline` read files anyone may have written (issue 21): a directory,
+    a FIFO, a device, a file over the cap, values outside their meaning are exit 2 naming the
+    file and the reason, in bounded time and without a figure; names are printed with their
+    control characters shown, never sent to the terminal."""
+    def report_run(*args, timeout=10):
+        start = time.time()
+        try:
+            r = subprocess.run([exe, "report", "--log.level=error", *args], capture_output=True,
+                               text=True, errors="replace", timeout=timeout)
+            return r.returncode, r.stdout, r.stderr, time.time() - start
+        except subprocess.TimeoutExpired:  # the FIFO of old: blocked forever
+            return None, "", "still running after %d s (killed)" % timeout, time.time() - start
+
+    def write(name, doc):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        return path
+
+    good = write("good-report.json", report_document())
+    rc, out, err, took = report_run("--input=" + good)
+    check(rc == 0 and "| same_zone | icmp | 1 | 120 |" in out,
+          "report --input of a good report: exit 0 and its table (%s)" % err.strip()[:200])
+
+    fifo = os.path.join(tmp, "report.fifo")
+    os.mkfifo(fifo)
+    sparse = os.path.join(tmp, "sparse-report.json")
+    with open(sparse, "w") as f:
+        f.truncate(1 << 30)  # 1 GiB, no disk blocks
+    for what, path, why in [("a directory", tmp, "it is a directory"),
+                            ("a FIFO", fifo, "it is a FIFO"),
+                            ("a device", "/dev/zero", "it is a character device"),
+                            ("a 1 GiB sparse file", sparse,
+                             "1073741824 bytes is more than the limit of")]:
+        for flag in ("--input=", "--baseline="):
+            args = [flag + path] + ([] if flag == "--input=" else ["--input=" + good])
+            rc, out, err, took = report_run(*args)
+            check(rc == 2 and path in err and why in err and not out and took < 5,
+                  "report %s%s: exit 2 in %.2f s naming the file and why: rc=%s %s"
+                  % (flag, what, took, rc, err.strip()[-200:]))
+
+    # Schema-shaped nonsense: refused with its JSON path, never printed as a figure.
+    rows = "sections[0].rows[0].figures."
+    for what, edit, path in [
+            ("a string p50", lambda d: d["sections"][0]["rows"][0]["figures"]["p50_seconds"]
+             .update(value="fast"), rows + "p50_seconds.value"),
+            ("-5 peers", lambda d: d["sections"][0]["rows"][0]["figures"]["peers"]
+             .update(value=-5), rows + "peers.value"),
+            ("-500 % loss", lambda d: d["sections"][0]["rows"][0]["figures"]["loss_ratio"]
+             .update(value=-5), rows + "loss_ratio.value"),
+            ("150 % loss", lambda d: d["sections"][0]["rows"][0]["figures"]["loss_ratio"]
+             .update(value=1.5), rows + "loss_ratio.value"),
+            ("version 1.5", lambda d: d.update(version=1.5), "version 1.5"),
+            ("version 2", lambda d: d.update(version=2), "version 2"),
+            ("-1 rounds", lambda d: d["run"]["targets"][0].update(rounds=-1),
+             "run.targets[0].rounds"),
+            ("a null count", lambda d: d["sections"][0]["rows"][0]["figures"]["samples"]
+             .update(value=None), rows + "samples.value")]:
+        doc = report_document()
+        edit(doc)
+        bad = write("nonsense-report.json", doc)
+        for flag in ("--input=", "--baseline="):
+            args = [flag + bad] + ([] if flag == "--input=" else ["--input=" + good])
+            rc, out, err, took = report_run(*args)
+            check(rc == 2 and path in err and bad in err and "ms" not in out,
+                  "report %s with %s: exit 2 naming %s, no figure: rc=%s %s"
+                  % (flag.rstrip("="), what, path, rc, (err.strip() or out)[-200:]))
+
+    # Terminal escape sequences (OSC: set the window title; CSI: clear the screen) and a NUL in
+    # names: printed as \xNN.
+    doc = report_document()
+    doc["run"]["self"]["name"] = "\x1b]0;owned\x07\x1b[2J"
+    doc["run"]["self"]["zone"] = "z\x00ne"
+    doc["sections"][0]["rows"][0]["key"]["path"] = "same\x1b[31m_zone"
+    doc["failures"] = [{"probe": "rtt", "target": "peer\x1b[8m", "reason": "gone\r"}]
+    escaped = write("escapes-report.json", doc)
+    rc, out, err, took = report_run("--input=" + escaped)
+    controls = sorted({"%02x" % ord(c) for c in out + err if ord(c) < 0x20 and c != "\n"})
+    check(rc == 1 and not controls and "Prober `\\x1b]0;owned\\x07\\x1b[2J`" in out
+          and "\\x1b[8m" in err,
+          "report --input with escape sequences in names: shown as \\xNN, none reaches the "
+          "terminal (control characters in the output: %s)" % (controls or "none"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
@@ -1013,6 +1123,7 @@ def main():
                                               if x and x.get("msg", "").startswith("probing")])
 
     report(exe, tmp)
+    report_inputs(exe, tmp)
     json_fields(exe, tmp)
     listeners(exe, tmp)
     sighup_during_startup(exe, tmp)

@@ -27,6 +27,8 @@ def parse_map(readme):
             continue
         public, private = set(), set()
         if not cell.startswith("nothing of ours"):
+            if cell.startswith("private:"):  # private edges only
+                cell = "; " + cell
             pub, _, priv = cell.partition("; private:")
             public = {m.strip() for m in pub.split(",") if m.strip()}
             private = {re.sub(r" \(.*\)$", "", m.strip()) for m in priv.split(",") if m.strip()}

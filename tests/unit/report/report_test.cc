@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -274,6 +275,177 @@ TEST(ReportTest, RejectsWhatIsNotAVersionOneReport) {
   j["version"] = 1;
   j["sections"] = 3;
   EXPECT_FALSE(FromJson(j, &error));
+}
+
+// A report file is read as hostile input: every value is checked against what its field means,
+// and refused with its JSON path instead of being printed as a figure (issue 21: a string p50
+// printed as +Inf ms, -5 peers, -500 % loss, version 1.5 read as 1).
+TEST(ReportTest, ValuesOutsideTheirMeaningAreRefusedWithTheirJsonPath) {
+  Recorded rec;
+  rec.Peer("same", "same_node", Rtts(60e-6, 10e-6, 300, 12));
+  RunInfo run = Probed();
+  run.targets = {{"rtt", "same", "same_node", 6}};
+  const nlohmann::json good = ToJson(Build(rec.registry.Collect(), run));
+  std::string error;
+  ASSERT_TRUE(FromJson(good, &error)) << error;
+  ASSERT_EQ(good["sections"][0]["id"], "rtt");
+  using Ptr = nlohmann::json::json_pointer;
+  const std::string fig = "/sections/0/rows/0/figures/";
+  struct Case {
+    std::string pointer;   // where the doctored value goes
+    nlohmann::json value;  // what it is
+    std::string path;      // what the error must start with
+  };
+  for (const Case& c : std::vector<Case>{
+           {fig + "p50_seconds/value", "fast", "sections[0].rows[0].figures.p50_seconds.value: "},
+           {fig + "p50_seconds/value", -0.001, "sections[0].rows[0].figures.p50_seconds.value: "},
+           {fig + "peers/value", -5, "sections[0].rows[0].figures.peers.value: "},
+           {fig + "peers/value", nullptr, "sections[0].rows[0].figures.peers.value: "},
+           {fig + "peers/value", "+Inf", "sections[0].rows[0].figures.peers.value: "},
+           {fig + "loss_ratio/value", -5, "sections[0].rows[0].figures.loss_ratio.value: "},
+           {fig + "loss_ratio/value", 1.5, "sections[0].rows[0].figures.loss_ratio.value: "},
+           {fig + "samples/value", "-Inf", "sections[0].rows[0].figures.samples.value: "},
+           {fig + "p90_seconds/spread", -1, "sections[0].rows[0].figures.p90_seconds.spread: "},
+           {fig + "packets_sent/value", true, "sections[0].rows[0].figures.packets_sent.value: "},
+           {"/run/targets/0/rounds", -1, "run.targets[0].rounds: "},
+           {"/run/targets/0/rounds", 2.5, "run.targets[0].rounds: "},
+           {"/run/duration_seconds", -60, "run.duration_seconds: "},
+           {"/run/price_usd_per_gb", "cheap", "run.price_usd_per_gb: "},
+           {"/run/interval_seconds/rtt", -10, "run.interval_seconds.rtt: "},
+           {"/run/self/name", 7, "run.self.name: "},
+           {"/sections/0/configured", "yes", "sections[0].configured: "},
+           {"/failures", nlohmann::json::array({{{"probe", "rtt"}}}), "failures[0].target: "},
+       }) {
+    nlohmann::json doctored = good;
+    doctored[Ptr(c.pointer)] = c.value;
+    auto r = FromJson(doctored, &error);
+    EXPECT_FALSE(r) << c.pointer << " = " << c.value.dump() << " was read as a figure:\n"
+                    << (r ? ToMarkdown(*r) : "");
+    if (!r) {
+      EXPECT_EQ(error.rfind(c.path, 0), 0u) << error;
+    }
+  }
+  // A key of the document in an error is shown like its strings: no escape sequence.
+  nlohmann::json hostile_key = good;
+  hostile_key[Ptr("/sections/0/rows/0/figures")]["\x1b[2J"] = {{"value", "x"}, {"spread", 0}};
+  EXPECT_FALSE(FromJson(hostile_key, &error));
+  EXPECT_EQ(error,
+            "sections[0].rows[0].figures.\\x1b[2J.value: \"x\" is not a number (a number, "
+            "\"+Inf\" or null)");
+  // Versions: only the integer 1.
+  for (nlohmann::json v : {nlohmann::json(1.5), nlohmann::json("1"), nlohmann::json(2),
+                           nlohmann::json(-1), nlohmann::json(nullptr)}) {
+    nlohmann::json doctored = good;
+    doctored["version"] = v;
+    EXPECT_FALSE(FromJson(doctored, &error)) << v.dump();
+    EXPECT_NE(error.find("version " + v.dump()), std::string::npos) << error;
+  }
+  // What real reports hold stays readable: no measurement (null), a sample above every bucket.
+  nlohmann::json empty = good;
+  empty[Ptr(fig + "p50_seconds/value")] = nullptr;
+  empty[Ptr(fig + "max_seconds/value")] = "+Inf";
+  empty[Ptr(fig + "loss_ratio/value")] = 1;
+  EXPECT_TRUE(FromJson(empty, &error)) << error;
+}
+
+// Names in a report file are printed with their control characters shown, not acted on: a
+// terminal that shows the Markdown must not be driven by them.
+TEST(ReportTest, ControlCharactersInNamesAreShownNotPrinted) {
+  Recorded rec;
+  rec.Peer("same", "same_node", Rtts(60e-6, 10e-6, 100, 13));
+  RunInfo run = Probed();
+  run.self_name = "client";
+  nlohmann::json doctored = ToJson(Build(rec.registry.Collect(), run));
+  doctored["run"]["self"]["name"] = "\x1b]0;owned\x07\x1b[2J";
+  doctored["run"]["self"]["zone"] = std::string("z\0ne", 4);
+  doctored["sections"][0]["rows"][0]["key"]["path"] = "same\x1b[31m_node";
+  doctored["failures"] = {{{"probe", "rtt"},
+                           {"target",
+                            "\x9b"
+                            "evil"},
+                           {"reason", "r\rx"}}};
+  doctored["sections"][0]["notes"][0] =
+      "\xc2\x9b"
+      "31m";
+  std::string error;
+  auto r = FromJson(doctored, &error);
+  ASSERT_TRUE(r) << error;
+  std::string md = ToMarkdown(*r);
+  for (char c : md) {
+    EXPECT_FALSE((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7F)
+        << "control character " << static_cast<int>(c) << " in:\n"
+        << md;
+  }
+  EXPECT_EQ(md.find("\xc2\x9b"), std::string::npos);
+  EXPECT_NE(md.find("Prober `\\x1b]0;owned\\x07\\x1b[2J`"), std::string::npos) << md;
+  EXPECT_NE(md.find("zone `z\\x00ne`"), std::string::npos) << md;
+  EXPECT_NE(md.find("| same\\x1b[31m_node |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- rtt → \\x9bevil: r\\x0dx"), std::string::npos) << md;
+  EXPECT_NE(md.find("- \\u009b31m"), std::string::npos) << md;
+}
+
+// The JSON (as `report --format=json` writes it) of a report of 1,000 peers with every kind
+// configured towards every peer; `failing`: every peer failed every kind, with error notes (the
+// heaviest real report: a failure line and a note per peer and kind).
+std::size_t ThousandPeerReportBytes(bool failing) {
+  prometheus::Registry registry;
+  auto counter = [&](const char* name) -> prometheus::Family<prometheus::Counter>& {
+    return prometheus::BuildCounter().Name(name).Help(name).Register(registry);
+  };
+  auto& sent = counter("podnet_rtt_packets_sent_total");
+  auto& received = counter("podnet_rtt_packets_received_total");
+  auto& http = counter("podnet_http_requests_total");
+  auto& grpc = counter("podnet_grpc_requests_total");
+  auto& errors = counter("podnet_probe_errors_total");
+  auto& bytes = counter("podnet_probe_sent_bytes_total");
+  auto& rtt = prometheus::BuildHistogram().Name("podnet_rtt_seconds").Help("h").Register(registry);
+  const char* paths[] = {"same_node", "same_zone", "cross_zone"};
+  RunInfo run = Probed({"rtt", "http", "grpc", "burst", "dns"});
+  run.interval_seconds = {{"rtt", 10}, {"http", 30}, {"grpc", 30}, {"burst", 900}, {"dns", 30}};
+  std::mt19937 rng(14);
+  for (int i = 0; i < 1000; ++i) {
+    // A DaemonSet Pod's name: the DaemonSet's name and 5 random characters.
+    std::string peer = "podnet-exporter-";
+    for (int k = 0; k < 5; ++k) peer += "bcdfghjklmnpqrstvwxz2456789"[rng() % 27];
+    std::string path = paths[i % 3];
+    prometheus::Labels l{{"peer", peer}, {"path", path}, {"protocol", "icmp"}};
+    sent.Add(l).Increment(20);
+    received.Add(l).Increment(failing ? 0 : 20);
+    rtt.Add(l, metrics::LatencyBuckets()).Observe(400e-6);
+    for (const char* mode : {"keepalive", "new"}) {
+      http.Add({{"peer", peer},
+                {"path", path},
+                {"connection", mode},
+                {"code", failing ? "0" : "200"}})
+          .Increment(40);
+    }
+    grpc.Add({{"peer", peer}, {"path", path}, {"code", failing ? "UNAVAILABLE" : "OK"}})
+        .Increment(10);
+    for (const char* kind : {"rtt", "http", "grpc", "burst"}) {
+      bytes.Add({{"peer", peer}, {"path", path}, {"probe", kind}}).Increment(1e5);
+      run.targets.push_back({kind, peer, path, 6});
+      if (!failing) continue;
+      errors.Add({{"probe", kind}, {"peer", peer}, {"path", path}, {"reason", "timeout"}})
+          .Increment(20);
+      errors.Add({{"probe", kind}, {"peer", peer}, {"path", path}, {"reason", "refused"}})
+          .Increment(3);
+    }
+  }
+  return ToJson(Build(registry.Collect(), run)).dump(2).size();
+}
+
+// The file size cap (kMaxReportBytes) against what a real report of 1,000 peers weighs: ten
+// times the heaviest.
+TEST(ReportTest, TheFileCapIsTenThousandPeerReports) {
+  std::size_t healthy = ThousandPeerReportBytes(false);
+  std::size_t failing = ThousandPeerReportBytes(true);
+  std::printf(
+      "a report of 1,000 peers: %zu bytes healthy, %zu bytes every peer failing; "
+      "kMaxReportBytes %zu\n",
+      healthy, failing, kMaxReportBytes);
+  EXPECT_GT(failing, healthy);
+  EXPECT_GE(kMaxReportBytes, 10 * failing);
+  EXPECT_LT(kMaxReportBytes, 20 * failing);  // tied to the measurement, not a guess
 }
 
 }  // namespace
