@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "exporter/metrics/buckets.h"
@@ -39,9 +40,17 @@ using prometheus::Counter;
 using prometheus::Family;
 using prometheus::Histogram;
 
-// Distinct backend_zone values one target may create: zones are few; a responder that names a
-// new zone in every answer must not grow the series without bound.
+// Distinct backend_zone values one target may hold at a time: zones are few; a responder that
+// names a new zone in every answer must not grow the series without bound.
 constexpr std::size_t kMaxBackendZones = 32;
+// A zone slot is freed, with its series, after this many answered rounds (rounds with at least
+// one good answer, so that an outage of the Service frees nothing) without an answer from it:
+// otherwise a burst of made-up zones would hold the 32 slots for good, and a real new zone would
+// count only as too_many_zones. 30 rounds: 5 minutes at the default 10 s interval, the window of
+// the recording rules' rate(...[5m]), so a freed zone had left every rate already; and a zone
+// that gets 2 % of a target's requests (count 30) goes 30 rounds without an answer with
+// probability (0.98^30)^30 ≈ 1e-8: a real zone is not freed by chance.
+constexpr std::uint64_t kZoneQuietRounds = 30;
 
 struct ServiceFamilies {
   explicit ServiceFamilies(prometheus::Registry& r)
@@ -60,10 +69,17 @@ struct ServiceFamilies {
         errors(prometheus::BuildCounter()
                    .Name("podnet_service_request_errors_total")
                    .Help("Requests to a Service without a good answer, by reason.")
-                   .Register(r)) {}
+                   .Register(r)),
+        zones_expired(prometheus::BuildCounter()
+                          .Name("podnet_service_backend_zones_expired_total")
+                          .Help("backend_zone values of a target whose series were removed (their "
+                                "slot of 32 freed) after 30 answered rounds without an answer "
+                                "from that zone.")
+                          .Register(r)) {}
   Family<Counter>& requests;
   Family<Histogram>& rtt;
   Family<Counter>& errors;
+  Family<Counter>& zones_expired;
 };
 
 // One request's outcome.
@@ -274,6 +290,7 @@ class TargetProbe : public PeerProbeBase {
   void SendAt(Clock::time_point start);
   void Send();
   void Record(const Outcome& o);
+  void ExpireQuietZones();
   void MaybeEnd() {
     if (sent_ == options().count && inflight_.empty()) EndRound();
   }
@@ -288,7 +305,14 @@ class TargetProbe : public PeerProbeBase {
   int sent_ = 0;
   int next_id_ = 0;
   std::map<int, std::function<void()>> inflight_;  // request id → its cancel
-  std::set<std::string> zones_;                    // backend_zone values seen
+  // One slot per backend_zone value that has series (at most kMaxBackendZones).
+  struct ZoneSlot {
+    std::uint64_t last_round = 0;    // answered_rounds_ when it last answered
+    std::set<const void*> requests;  // its podnet_service_requests_total series (one per path)
+  };
+  std::map<std::string, ZoneSlot> zones_;
+  std::uint64_t answered_rounds_ = 0;  // finished rounds that got at least one good answer
+  bool answered_ = false;              // this round got one
 };
 
 class ServiceKind : public ProbeKind, public std::enable_shared_from_this<ServiceKind> {
@@ -339,6 +363,10 @@ const ServiceOptions& TargetProbe::options() const { return kind_->options(); }
 
 void TargetProbe::StartRound(Clock::time_point scheduled) {
   sent_ = 0;
+  if (std::exchange(answered_, false)) {
+    ++answered_rounds_;
+    ExpireQuietZones();
+  }
   if (auto ip = net::ParseIp(target_.address)) {
     address_ = *ip;
     SendAt(scheduled);
@@ -426,17 +454,42 @@ void TargetProbe::Record(const Outcome& o) {
     spdlog::debug("service {}: request failed reason={}", target_.name, o.failure);
     return;
   }
+  answered_ = true;
   Attribution a = Attribute(env().self, o.identified, o.node, o.zone);
-  if (!zones_.count(a.backend_zone)) {
+  auto slot = zones_.find(a.backend_zone);
+  if (slot == zones_.end()) {
     if (zones_.size() >= kMaxBackendZones) {
       AddSeries(f.errors, {{"reason", "too_many_zones"}}).Increment();
       return;
     }
-    zones_.insert(a.backend_zone);
+    slot = zones_.emplace(a.backend_zone, ZoneSlot{}).first;
   }
+  slot->second.last_round = answered_rounds_;
   std::string path(topology::PathClassName(a.path));
-  AddSeries(f.requests, {{"backend_zone", a.backend_zone}, {"path", path}}).Increment();
+  auto& requests = AddSeries(f.requests, {{"backend_zone", a.backend_zone}, {"path", path}});
+  requests.Increment();
+  slot->second.requests.insert(&requests);
   AddSeries(f.rtt, {{"path", path}}, metrics::LatencyBuckets()).Observe(o.rtt_seconds);
+}
+
+// At the start of a round that follows an answered one: frees the slots of zones that did not
+// answer in the last kZoneQuietRounds answered rounds, and their request series (the RTT
+// histograms are by path only: they stay).
+void TargetProbe::ExpireQuietZones() {
+  if (!series()) return;
+  for (auto it = zones_.begin(); it != zones_.end();) {
+    // Answered rounds since the one this zone last answered in.
+    if (answered_rounds_ - 1 - it->second.last_round < kZoneQuietRounds) {
+      ++it;
+      continue;
+    }
+    for (const void* s : it->second.requests) series()->Remove(s);
+    AddSeries(kind_->families().zones_expired, {}).Increment();
+    spdlog::debug(
+        "service {}: backend_zone \"{}\" freed after {} answered rounds without an answer",
+        target_.name, it->first, kZoneQuietRounds);
+    it = zones_.erase(it);
+  }
 }
 
 void TargetProbe::StopRound() {

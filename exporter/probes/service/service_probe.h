@@ -29,13 +29,16 @@ namespace podnet::probes::service {
 ///
 /// Series (labels service = the target's name, source_node, source_zone):
 ///   podnet_service_requests_total{backend_zone, path}  answered requests; path "unknown" and
-///       backend_zone "" when the answer did not say who answered
+///       backend_zone "" when the answer did not say who answered. At most 32 backend_zone
+///       values a target at a time (more: reason too_many_zones); a zone without an answer in
+///       30 answered rounds loses its series and its slot
+///   podnet_service_backend_zones_expired_total  backend_zone values freed so
 ///   podnet_service_rtt_seconds{path}  histogram, metrics::LatencyBuckets()
 ///   podnet_service_request_errors_total{reason}  requests without a good answer: "timeout",
 ///       "refused", "unreachable", "bad_response" (not our reply, or an identity a label must
-///       not carry), "resolve" (once per round: the name did not resolve, nothing was sent),
-///       "socket" / "send_failed" (UDP), and the HTTP client's reasons (http_client.h:
-///       FailureReason) for HTTP
+///       not carry), "too_many_zones" (an answer from a 33rd zone), "resolve" (once per round: the
+///       name did not resolve, nothing was sent), "socket" / "send_failed" (UDP), and the HTTP
+///       client's reasons (http_client.h: FailureReason) for HTTP
 ///   podnet_probe_{sent,received}_bytes_total{probe="service"}  UDP: datagrams with IP and UDP
 ///       headers; HTTP: TCP payload bytes (the HTTP probe's measure)
 /// A target that leaves the configuration takes its series with it.

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
+#include <boost/asio/write.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -63,13 +65,21 @@ class ServiceProbeTest : public ::testing::Test {
     o.spacing = 2ms;
     o.timeout = 500ms;
     o.targets = {target};
+    MakeProbe(o);
+    return RunProbeRound();
+  }
+  // A new kind with options `o` and the probe of its one target.
+  void MakeProbe(const ServiceOptions& o) {
     env_ = std::make_unique<ProbeEnv>(ProbeEnv{io_, metrics_, kSelf});
     kind_ = MakeServiceKind(o, *env_);
-    EXPECT_EQ(kind_->Targets(), std::vector<std::string>{target.name});
-    probe_ = kind_->ForTarget(target.name);
+    EXPECT_EQ(kind_->Targets(), std::vector<std::string>{o.targets.at(0).name});
+    probe_ = kind_->ForTarget(o.targets.at(0).name);
+  }
+  // One more round of the probe MakeProbe made (its state lives as long as it does).
+  bool RunProbeRound(std::chrono::milliseconds timeout = 5s) {
     int done = 0;
     probe_->Run(std::chrono::steady_clock::now(), [&] { ++done; });
-    auto deadline = std::chrono::steady_clock::now() + 5s;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
     io_.restart();
     while (done == 0 && std::chrono::steady_clock::now() < deadline) io_.run_one_for(50ms);
     return done == 1;
@@ -226,6 +236,128 @@ TEST_F(ServiceProbeTest, BackendZonesPerTargetAreBounded) {
   }
   EXPECT_EQ(series, 32);
   EXPECT_EQ(Errors("svc-zones", "too_many_zones"), kCount - 32);
+}
+
+// Issue 21: the cap was sticky. A hostile burst fills the 32 slots with made-up zones; they go
+// quiet; after 30 answered rounds without an answer from them, their slots and series are
+// freed (counted), and a real new zone gets a slot.
+TEST_F(ServiceProbeTest, QuietZoneSlotsAreFreedSoARealNewZoneGetsOne) {
+  constexpr int kCount = 33;  // requests a round: 32 slots and one more
+  constexpr int kRounds = 32;
+  // The first round's answers name 33 made-up zones, every later one "zone-real".
+  ThreadEchoServer server(kCount * kRounds, [](int i) {
+    return proto::echo::Identity{"node-9",
+                                 i < kCount ? "made-up-" + std::to_string(i) : "zone-real"};
+  });
+  ServiceTarget target{"svc-sticky", "127.0.0.1", server.port(), ServiceProtocol::kUdp, "", ""};
+  ServiceOptions o;
+  o.count = kCount;
+  o.spacing = 0ms;
+  o.timeout = 1s;
+  o.targets = {target};
+  MakeProbe(o);  // one probe for every round: its slots live as long as it does
+  auto round = [&] { return RunProbeRound(10s); };
+  auto made_up = [&] {
+    int n = 0;
+    for (int i = 0; i < kCount; ++i) {
+      n += Requests("svc-sticky", "made-up-" + std::to_string(i), "cross_zone") == 1;
+    }
+    return n;
+  };
+  ASSERT_TRUE(round());
+  EXPECT_EQ(made_up(), 32);
+  EXPECT_EQ(Errors("svc-sticky", "too_many_zones"), 1);
+  // 30 rounds in which only the real zone answers: the slots are still held (29 quiet rounds
+  // when the 31st starts), every answer too_many_zones.
+  for (int r = 2; r <= kRounds - 1; ++r) ASSERT_TRUE(round()) << "round " << r;
+  EXPECT_EQ(made_up(), 32);
+  EXPECT_EQ(Requests("svc-sticky", "zone-real", "cross_zone"), -1);
+  EXPECT_EQ(Errors("svc-sticky", "too_many_zones"), 1 + 30 * kCount);
+  // The 32nd round starts 30 answered rounds after the made-up zones last answered: freed.
+  ASSERT_TRUE(round());
+  server.Stop();
+  EXPECT_EQ(made_up(), 0);
+  EXPECT_EQ(Requests("svc-sticky", "zone-real", "cross_zone"), kCount);
+  EXPECT_EQ(Errors("svc-sticky", "too_many_zones"), 1 + 30 * kCount);
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_service_backend_zones_expired_total",
+                         Labels("svc-sticky", {})),
+            32);
+}
+
+// What a responder answers over HTTP is bounded and checked before it becomes a label: a 1 MB
+// identity field, a NUL, a terminal escape or bytes that are not UTF-8 are errors, never series.
+class RawHttpServer {
+ public:
+  // Answers `responses.size()` connections in order, each with its canned response, and closes.
+  explicit RawHttpServer(std::vector<std::string> responses)
+      : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    thread_ = std::thread([this, responses = std::move(responses)] {
+      for (const std::string& response : responses) {
+        boost::asio::ip::tcp::socket s(io_);
+        boost::system::error_code ec;
+        acceptor_.accept(s, ec);
+        if (ec) return;
+        std::string request;
+        char buf[4096];
+        while (request.find("\r\n\r\n") == std::string::npos) {
+          std::size_t n = s.read_some(boost::asio::buffer(buf), ec);
+          if (ec) break;
+          request.append(buf, n);
+        }
+        boost::asio::write(s, boost::asio::buffer(response), ec);
+        s.shutdown(boost::asio::socket_base::shutdown_both, ec);
+      }
+    });
+  }
+  ~RawHttpServer() {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    if (thread_.joinable()) thread_.join();
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+};
+
+TEST_F(ServiceProbeTest, HostileHttpIdentitiesAreErrorsNotSeries) {
+  auto answer = [](const std::string& node, const std::string& zone) {
+    return "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\nPodnet-Node: " + node +
+           "\r\nPodnet-Zone: " + zone + "\r\n\r\necho";
+  };
+  std::vector<std::string> hostile = {
+      answer("node-1", std::string(1 << 20, 'z')),  // 1 MB: past the 8 KiB header limit
+      answer("node-1", std::string(300, 'z')),      // longer than any name
+      answer(std::string("node\0x", 6), "zone-a"),  // NUL
+      answer("node-1", "zone\x1b[31m"),             // ESC [
+      answer("node-1", "zone\xff\xfe"),             // not UTF-8
+      answer("node\xc2\x9b"
+             "1",
+             "zone-a"),  // C1 CSI
+  };
+  RawHttpServer server(hostile);
+  int n = static_cast<int>(hostile.size());
+  ASSERT_TRUE(
+      RunRound({"svc-evil", "127.0.0.1", server.port(), ServiceProtocol::kHttp, "", ""}, n));
+  // No answer became a series; each one counted as an error.
+  for (const auto& f : metrics_.registry().Collect()) {
+    if (f.name != "podnet_service_requests_total") continue;
+    for (const auto& m : f.metric) {
+      EXPECT_FALSE(podnet::testing::HasLabels(m, {{"service", "svc-evil"}}))
+          << podnet::testing::LabelsText(m.label).substr(0, 200);
+    }
+  }
+  double errors = 0;
+  for (const auto& f : metrics_.registry().Collect()) {
+    if (f.name != "podnet_service_request_errors_total") continue;
+    for (const auto& m : f.metric) {
+      if (podnet::testing::HasLabels(m, {{"service", "svc-evil"}})) errors += m.counter.value;
+    }
+  }
+  EXPECT_EQ(errors, n);
+  EXPECT_GE(Errors("svc-evil", "bad_response"), 2);  // the long name, the bytes not UTF-8
 }
 
 TEST_F(ServiceProbeTest, NothingListeningIsRefusedAndAnUnresolvableNameIsOneResolveError) {
