@@ -20,6 +20,10 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from labkit import free_port  # noqa: E402
+import labkit  # noqa: E402
+
 results = []
 
 
@@ -30,20 +34,6 @@ def check(cond, what):
 
 def run(exe, *args, env=None):
     return subprocess.run([exe, *args], capture_output=True, text=True, timeout=30, env=env)
-
-
-def free_port():
-    """A loopback port free for TCP and for UDP (the exporter's HTTP and UDP echo share it)."""
-    for _ in range(100):
-        with socket.socket() as s, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-            try:
-                u.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no loopback port free for both TCP and UDP")
 
 
 def get(url, method="GET"):
@@ -198,17 +188,7 @@ def start_exporter(exe, tmp, name, extra=""):
     with open(cfg, "w") as f:
         f.write("listen_address: \"127.0.0.1:%d\"\nself: { name: %s, node: n }\n" % (port, name)
                 + extra)
-    p = subprocess.Popen([exe, "--config.file=" + cfg], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
-    base = "http://127.0.0.1:%d" % port
-    deadline = time.time() + 10
-    while p.poll() is None and time.time() < deadline:
-        try:
-            if get(base + "/-/healthy")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.05)
-    return p, base
+    return labkit.start_exporter(exe, cfg, port)
 
 
 def stop_exporter(p):

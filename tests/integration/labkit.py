@@ -11,11 +11,13 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 import traceback
 import urllib.parse
+import urllib.request
 
 # The lab's Pods (tests/lab/lab.sh): addresses and the path class of each from the client.
 ADDR = {"client": "10.213.0.1", "same": "10.213.0.2", "zone": "10.213.0.3", "cross": "10.213.0.4"}
@@ -78,6 +80,38 @@ def have_root():
 
 
 ROOT_NEEDED = "the lab needs root (network namespaces)"
+
+
+def free_port():
+    """A loopback port free for TCP and for UDP (the exporter's HTTP and UDP echo share it)."""
+    for _ in range(100):
+        with socket.socket() as s, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            try:
+                u.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no loopback port free for both TCP and UDP")
+
+
+def start_exporter(exe, config, port, stderr=subprocess.PIPE, timeout=10):
+    """An exporter on loopback (no namespace) with `config`, whose listen_address is port `port`
+    of 127.0.0.1: (process, base URL) once /-/healthy answers, or once it exited or `timeout`
+    s passed (the caller looks at the process)."""
+    p = subprocess.Popen([exe, "--config.file=" + config], stdout=subprocess.DEVNULL,
+                         stderr=stderr, text=True)
+    base = "http://127.0.0.1:%d" % port
+    deadline = time.time() + timeout
+    while p.poll() is None and time.time() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/-/healthy", timeout=5) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.05)
+    return p, base
 
 
 def pod_namespaces(prefix):
