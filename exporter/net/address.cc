@@ -12,6 +12,13 @@ std::optional<boost::asio::ip::address> ParseIp(std::string_view text) {
   return a;
 }
 
+boost::asio::ip::address Unmapped(const boost::asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
+  }
+  return a;
+}
+
 std::optional<HostPort> ParseHostPort(std::string_view text, std::string* error) {
   std::string_view host;
   std::string_view port;

@@ -22,6 +22,10 @@ std::optional<boost::asio::ip::address> ParseIp(std::string_view text);
 /// a listen address must not depend on DNS. Returns std::nullopt and sets *error on bad input.
 std::optional<HostPort> ParseHostPort(std::string_view text, std::string* error);
 
+/// The address as one source: an IPv4 sender seen through an IPv6 socket (::ffff:a.b.c.d) is
+/// a.b.c.d, as over IPv4; every other address unchanged.
+boost::asio::ip::address Unmapped(const boost::asio::ip::address& a);
+
 /// "1.2.3.4:80" or "[::1]:80".
 std::string FormatHostPort(const boost::asio::ip::address& a, std::uint16_t port);
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 
+#include "exporter/net/address.h"
 #include "exporter/probes/burst/budget.h"
 #include "exporter/probes/burst/burst_client.h"
 #include "exporter/probes/peer_probe.h"
@@ -162,12 +163,7 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
 // Loopback traffic never leaves the host: no link carries it and no provider bills it, so a
 // burst to a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104) is not charged to
 // max_bytes_per_hour. Its bytes still count in podnet_probe_sent_bytes_total.
-bool IsLoopback(const boost::asio::ip::address& a) {
-  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
-    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6()).is_loopback();
-  }
-  return a.is_loopback();
-}
+bool IsLoopback(const boost::asio::ip::address& a) { return net::Unmapped(a).is_loopback(); }
 
 class BurstPeerProbe : public PeerProbeBase {
  public:

@@ -12,6 +12,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "exporter/proto/iperf3.h"
@@ -151,6 +152,82 @@ TEST(BurstClientTest, BusyResponderDeniesASecondClient) {
                                   {{"responder", "burst"}, {"result", "access_denied"}}),
             1);
   holder.close();
+}
+
+// A raw client from `source` that sends its cookie and reads PARAM_EXCHANGE (the responder then
+// holds a slot for it), or nothing when the responder refused it.
+std::optional<tcp::socket> TakeSlot(boost::asio::io_context& io, const char* source,
+                                    std::uint16_t port, char fill) {
+  tcp::socket s(io);
+  s.open(tcp::v4());
+  s.bind({boost::asio::ip::make_address(source), 0});
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  std::string cookie(36, fill);
+  cookie.push_back('\0');
+  boost::asio::write(s, boost::asio::buffer(cookie));
+  std::int8_t state = 0;
+  boost::system::error_code ec;
+  boost::asio::read(s, boost::asio::buffer(&state, 1), ec);
+  if (ec || state != iperf3::kParamExchange) return std::nullopt;
+  return s;
+}
+
+// A holder that stalls after its cookie loses its slot at the parameters' deadline (2 s), to a
+// client waiting in line; its source, penalized, is refused while the slot is taken.
+TEST(BurstClientTest, AStalledHolderGivesWayToAWaitingClient) {
+  prometheus::Registry registry;
+  responders::BurstResponder server(Loopback(), registry);  // max_clients 1
+  boost::asio::io_context io;
+  auto holder = TakeSlot(io, "127.0.0.2", server.port(), 'a');
+  ASSERT_TRUE(holder);
+  auto req = To(server.port(), 1);
+  req.step_timeout = 5s;  // longer than the wait in line (3 s)
+  req.duration = 1s;
+  std::future<BurstResult> burst = std::async(std::launch::async, [&] { return RunBurst(req); });
+  // While the client tests, the penalized source finds no slot: ACCESS_DENIED at once.
+  ASSERT_TRUE(testing::Eventually([&] { return Dropped(registry, "timeout") == 1; }, 5000ms));
+  EXPECT_TRUE(testing::Eventually([&] { return server.active_tests() == 1; }));
+  EXPECT_FALSE(TakeSlot(io, "127.0.0.2", server.port(), 'b'));
+  BurstResult r = burst.get();
+  EXPECT_EQ(r.error, "") << r.detail;
+  EXPECT_EQ(Dropped(registry, "penalty"), 1);
+  EXPECT_EQ(Dropped(registry, "busy"), 0);
+}
+
+// A client that connects its stream and then trickles 1 byte every 100 ms is cut as stalled at
+// its first data window (2 s), not after its test's 3 s + the 2 s grace. The bound, 4.5 s, is
+// what the old deadline (time + 5 s = 8 s) would exceed.
+TEST(BurstClientTest, ATricklingClientIsCutAsStalled) {
+  prometheus::Registry registry;
+  responders::BurstResponder server(Loopback(), registry);  // max_duration 3s
+  boost::asio::io_context io;
+  auto control = TakeSlot(io, "127.0.0.2", server.port(), 'c');
+  ASSERT_TRUE(control);
+  std::string params = R"({"tcp": true, "time": 3, "parallel": 1})";
+  std::string framed(4, '\0');
+  framed[3] = static_cast<char>(params.size());
+  boost::asio::write(*control, boost::asio::buffer(framed + params));
+  std::int8_t state = 0;
+  boost::asio::read(*control, boost::asio::buffer(&state, 1));
+  ASSERT_EQ(state, iperf3::kCreateStreams);
+  tcp::socket stream(io);
+  stream.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  std::string cookie(36, 'c');
+  cookie.push_back('\0');
+  boost::asio::write(stream, boost::asio::buffer(cookie));
+  std::array<std::int8_t, 2> two{};
+  boost::asio::read(*control, boost::asio::buffer(two));
+  ASSERT_EQ(two[1], iperf3::kTestRunning);
+  auto start = std::chrono::steady_clock::now();
+  boost::system::error_code ec;
+  while (!ec && std::chrono::steady_clock::now() - start < 10s) {
+    boost::asio::write(stream, boost::asio::buffer("x", 1), ec);
+    std::this_thread::sleep_for(100ms);
+    if (Dropped(registry, "stalled") == 1) break;
+  }
+  EXPECT_EQ(Dropped(registry, "stalled"), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4500ms * testing::TimeScale());
+  EXPECT_EQ(Dropped(registry, "timeout"), 0);
 }
 
 // What the responder refuses before or instead of a test, sent as a client would send it: each
