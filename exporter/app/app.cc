@@ -1,6 +1,7 @@
 #include "exporter/app/app.h"
 
 #include <prometheus/counter.h>
+#include <sched.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -32,6 +33,9 @@ namespace {
 
 // nice(2) of the control loop's thread, against 0 for the responder and probe loops.
 constexpr int kControlNice = 10;
+// nice(2) of the thread that runs bcrypt checks where SCHED_IDLE cannot be had: the lowest, so
+// that a flood's checks (at most 2 a second) take CPU from no loop, not even a scrape's.
+constexpr int kAuthWorkerNice = 19;
 
 // /-/reload: at most one reload per interval; at most this many requests wait for the next.
 constexpr auto kReloadInterval = std::chrono::seconds(1);
@@ -92,7 +96,33 @@ topology::Peer PeerOf(const topology::Self& self, const discovery::kubernetes::E
 App::App(Options options, std::shared_ptr<const config::Config> config,
          std::shared_ptr<const web::WebConfig> web)
     : options_(std::move(options)), web_(std::move(web)), config_(std::move(config)) {
-  if (web_ && !web_->users.empty()) auth_ = std::make_unique<web::BasicAuth>(web_->users);
+  if (web_ && !web_->users.empty()) {
+    web::AuthLimits limits;
+    auth_ = std::make_unique<web::AuthGate>(web::BasicAuth(web_->users), limits,
+                                            std::chrono::steady_clock::now());
+    auth_worker_ = std::make_unique<runtime::BoundedWorker>(limits.max_pending, [] {
+      // bcrypt is slow on purpose: it runs only when no loop wants the CPU (SCHED_IDLE, for
+      // this thread alone; no privilege needed to lower it), else at the lowest nice.
+      sched_param none{};
+      if (sched_setscheduler(0, SCHED_IDLE, &none) != 0 &&
+          setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kAuthWorkerNice) != 0) {
+        spdlog::debug("auth worker: no lower priority: {}", std::strerror(errno));
+      }
+    });
+    auto& family = prometheus::BuildCounter()
+                       .Name("podnet_web_auth_failures_total")
+                       .Help("Requests refused by basic auth (--web.config.file), by reason")
+                       .Register(metrics_.registry());
+    using V = web::AuthGate::Verdict;
+    auth_failures_.assign(static_cast<std::size_t>(V::kCheck) + 1, nullptr);
+    const std::pair<V, const char*> kReasons[] = {
+        {V::kMissing, "missing"},          {V::kMalformed, "malformed"},
+        {V::kKnownWrong, "known_wrong"},   {V::kSourceLimited, "source_limited"},
+        {V::kRateLimited, "rate_limited"}, {V::kCheck, "wrong_credentials"}};
+    for (auto [verdict, reason] : kReasons) {
+      auth_failures_[static_cast<std::size_t>(verdict)] = &family.Add({{"reason", reason}});
+    }
+  }
   metrics_.SetReloadOutcome(true, UnixNow());
   // The HTTP server's own reasons are in the same family (responders/http_server.h).
   reload_refused_ = &responders::ResponderDropped(metrics_.registry())
@@ -230,6 +260,7 @@ int App::Run() {
   // (nothing of theirs runs any more), so no peer is answered by a half-torn-down server.
   respond_io_.stop();
   respond_thread.join();
+  auth_worker_.reset();  // a check still running posts to a loop that no longer runs
   http_.reset();
   udp_echo_.reset();
   probe_io_.stop();
@@ -626,24 +657,68 @@ void App::Route(responders::HttpRequest req, responders::HttpRespond respond) {
           {400, "text/plain; charset=utf-8", "Client sent an HTTP request to an HTTPS server.\n"});
       return;
     }
-    if (auth_) {  // bcrypt costs tens of ms: checked on the control loop (below)
-      boost::asio::post(control_io_, [this, req = std::move(req), path = std::move(path),
-                                      respond = std::move(respond)]() mutable {
-        if (!auth_->Check(req.authorization)) {
-          responders::HttpResponse denied{401, "text/plain; charset=utf-8", "Unauthorized\n"};
-          denied.headers.emplace_back("WWW-Authenticate", "Basic realm=\"podnet-exporter\"");
-          respond(std::move(denied));
-          return;
-        }
-        boost::asio::post(respond_io_, [this, req = std::move(req), path = std::move(path),
-                                        respond = std::move(respond)]() mutable {
-          RouteAuthorized(std::move(req), std::move(path), std::move(respond));
-        });
-      });
-      return;
+    if (auth_) {
+      auto d = auth_->Admit(req.authorization, req.remote, std::chrono::steady_clock::now());
+      if (d.verdict == web::AuthGate::Verdict::kCheck) {
+        CheckCredentials(std::move(d), std::move(req), std::move(path), std::move(respond));
+        return;
+      }
+      if (d.verdict != web::AuthGate::Verdict::kAllowed) {
+        respond(AuthRefusal(d));
+        return;
+      }
     }
   }
   RouteAuthorized(std::move(req), std::move(path), std::move(respond));
+}
+
+void App::CheckCredentials(web::AuthGate::Decision d, responders::HttpRequest req, std::string path,
+                           responders::HttpRespond respond) {
+  PODNET_DCHECK_LOOP(kResponder);
+  bool first = d.first;
+  auto job = [this, d = std::move(d), req = std::move(req), path = std::move(path),
+              respond]() mutable {
+    PODNET_DCHECK_NOT_LOOP(kResponder);
+    PODNET_DCHECK_NOT_LOOP(kControl);
+    bool good = web::BasicAuth::Matches(d.password, d.hash);
+    boost::asio::post(respond_io_, [this, good, key = std::move(d.key), req = std::move(req),
+                                    path = std::move(path), respond]() mutable {
+      auth_->Checked(key, good);
+      if (!good) {
+        web::AuthGate::Decision wrong;
+        wrong.verdict = web::AuthGate::Verdict::kCheck;  // a check that failed
+        respond(AuthRefusal(wrong));
+        return;
+      }
+      RouteAuthorized(std::move(req), std::move(path), std::move(respond));
+    });
+  };
+  // A quiet source's check goes first, in one of the places kept for those (auth_gate.h).
+  bool posted = first ? auth_worker_->TryPostFirst(std::move(job), auth_->limits().quiet_pending)
+                      : auth_worker_->TryPost(std::move(job));
+  if (!posted) {  // not expected: the gate keeps at most the worker's capacity pending
+    auth_->Cancelled();
+    web::AuthGate::Decision busy;
+    busy.verdict = web::AuthGate::Verdict::kRateLimited;
+    busy.retry_after_seconds = 1;
+    respond(AuthRefusal(busy));
+  }
+}
+
+responders::HttpResponse App::AuthRefusal(const web::AuthGate::Decision& d) {
+  PODNET_DCHECK_LOOP(kResponder);
+  if (auto* c = auth_failures_[static_cast<std::size_t>(d.verdict)]) c->Increment();
+  if (d.verdict == web::AuthGate::Verdict::kSourceLimited ||
+      d.verdict == web::AuthGate::Verdict::kRateLimited) {
+    // Not checked, so neither wrong nor right: come back later (web/auth_gate.h).
+    responders::HttpResponse busy{429, "text/plain; charset=utf-8",
+                                  "too many password checks; retry later\n"};
+    busy.headers.emplace_back("Retry-After", std::to_string(d.retry_after_seconds));
+    return busy;
+  }
+  responders::HttpResponse denied{401, "text/plain; charset=utf-8", "Unauthorized\n"};
+  denied.headers.emplace_back("WWW-Authenticate", "Basic realm=\"podnet-exporter\"");
+  return denied;
 }
 
 void App::RouteAuthorized(responders::HttpRequest req, std::string path,

@@ -28,9 +28,10 @@
 #include "exporter/responders/http_server.h"
 #include "exporter/responders/responder_metrics.h"
 #include "exporter/responders/udp_echo.h"
+#include "exporter/runtime/bounded_worker.h"
 #include "exporter/scheduler/scheduler.h"
 #include "exporter/topology/topology.h"
-#include "exporter/web/basic_auth.h"
+#include "exporter/web/auth_gate.h"
 #include "exporter/web/tls_context.h"
 #include "exporter/web/web_config.h"
 
@@ -46,7 +47,9 @@ namespace podnet::app {
 ///    configuration reloads and Kubernetes discovery. The HTTP server hands those requests to it
 ///    (Route posts them) and the finished response is written back on the responder loop;
 ///  - the probe loop: the scheduler and every probe.
-/// The burst responder and the gRPC health responder have threads of their own.
+/// The burst responder and the gRPC health responder have threads of their own, and so do
+/// bcrypt checks with basic auth (auth_worker_, SCHED_IDLE; the responder loop decides which
+/// run: web/auth_gate.h).
 /// A configuration is parsed and validated on the control loop, then handed to the probe loop
 /// as a whole (std::shared_ptr<const Config>); a bad one never reaches it.
 /// With peers.kubernetes, Kubernetes discovery runs on the control loop and posts every
@@ -87,6 +90,12 @@ class App {
  private:
   // Responder loop: answers /echo, health and / at once; posts the rest to the control loop.
   void Route(responders::HttpRequest req, responders::HttpRespond respond);
+  // Responder loop: a bcrypt check for `d` (AuthGate::Verdict::kCheck) on auth_worker_, then
+  // RouteAuthorized or 401 back on the responder loop.
+  void CheckCredentials(web::AuthGate::Decision d, responders::HttpRequest req, std::string path,
+                        responders::HttpRespond respond);
+  // Responder loop: the 401 or 429 for a request basic auth refused (`d`), counted.
+  responders::HttpResponse AuthRefusal(const web::AuthGate::Decision& d);
   // Responder loop: Route's part after the TLS and basic auth checks.
   void RouteAuthorized(responders::HttpRequest req, std::string path,
                        responders::HttpRespond respond);
@@ -141,7 +150,12 @@ class App {
   // The web configuration: read at start-up; certificates re-read on change (control loop).
   std::shared_ptr<const web::WebConfig> web_;
   std::shared_ptr<web::TlsContextSource> tls_;
-  std::unique_ptr<web::BasicAuth> auth_;  // with basic_auth_users; used on the control loop
+  // With basic_auth_users: the decision per request (responder loop) and the one thread that
+  // runs bcrypt checks (web/auth_gate.h: at most 2 a second, 4 queued; never on a loop).
+  std::unique_ptr<web::AuthGate> auth_;
+  // podnet_web_auth_failures_total{reason}, indexed by AuthGate::Verdict (kAllowed and
+  // kCheck unused; kCheck's slot counts "wrong_credentials": a check that failed).
+  std::vector<prometheus::Counter*> auth_failures_;
   struct PendingScrape {
     bool gzip;
     responders::HttpRespond respond;
@@ -156,6 +170,7 @@ class App {
   boost::asio::io_context control_io_;
   boost::asio::io_context respond_io_;
   boost::asio::io_context probe_io_;
+  std::unique_ptr<runtime::BoundedWorker> auth_worker_;  // with auth_; jobs post to respond_io_
 
   std::mutex config_mu_;
   std::shared_ptr<const config::Config> config_;  // the running configuration

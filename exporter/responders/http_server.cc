@@ -13,10 +13,13 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cctype>
+#include <deque>
 #include <functional>
 #include <list>
+#include <map>
 #include <optional>
 
+#include "exporter/net/source_limiter.h"
 #include "exporter/responders/responder_metrics.h"
 
 namespace podnet::responders {
@@ -64,6 +67,9 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
       slow_request_ = &dropped.Add({{"responder", "http"}, {"reason", "slow_request"}});
       response_budget_ = &dropped.Add({{"responder", "http"}, {"reason", "response_budget"}});
       tls_handshake_ = &dropped.Add({{"responder", "http"}, {"reason", "tls_handshake"}});
+      connection_limit_ = &dropped.Add({{"responder", "http"}, {"reason", "connection_limit"}});
+      source_connection_limit_ =
+          &dropped.Add({{"responder", "http"}, {"reason", "source_connection_limit"}});
     }
   }
 
@@ -73,41 +79,50 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
     acceptor_.close(ec);
     retry_.cancel();
     recheck_.cancel();
-    waiting_.reset();
+    waiting_.clear();
   }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
   int open_connections() const { return open_; }
   std::size_t buffered_response_bytes() const { return buffered_; }
 
-  void SessionEnded() {
+  void SessionEnded(const boost::asio::ip::address& source) {
     --open_;
-    if (paused_ && open_ < limits_.max_connections) {
-      paused_ = false;
-      if (waiting_) {
-        StartSession(std::move(*waiting_));
-        waiting_.reset();
-      }
-      Accept();
+    Release(source);
+    if (!waiting_.empty() && open_ < limits_.max_connections) {
+      Waiting w = std::move(waiting_.front());
+      waiting_.pop_front();
+      StartSession(std::move(w.socket), w.source);
+      if (!waiting_.empty()) MakeRoomForWaiting();
     }
   }
 
-  // Connections the server may close to make room at the connection limit, each with the
-  // action that closes it, oldest first:
-  //  - idle: waiting for a request's first byte (new, or keep-alive between requests); the
-  //    oldest is closed at once (as nginx reuses idle keep-alive connections), so that idle or
-  //    silent clients can never lock out a scrape or the kubelet's liveness probe;
-  //  - reading: in the middle of a request; cut only once it has been arriving for longer than
-  //    slow_request_grace_ms (a slowloris client), never a request that just began.
+  // Connections the server may close to make room at the connection limit, each with its
+  // client's address and the action that closes it, oldest first:
+  //  - idle: a keep-alive connection waiting for its next request's first byte; the oldest is
+  //    closed at once (as nginx reuses idle keep-alive connections), so that idle clients can
+  //    never lock out a scrape or the kubelet's liveness probe;
+  //  - reading: a new connection waiting for its first request (since it was accepted), or one
+  //    in the middle of a request; cut only once it has been so for longer than
+  //    slow_request_grace_ms (a silent or slowloris client), never one that just began: a real
+  //    client sends its request within a round trip, and a connection just accepted (its
+  //    request maybe not read yet) is never taken for an idle one.
   // Connections whose request is with the handler, or whose response is being written, are on
   // neither list: they end by themselves, bounded by the request timeout.
+  // Room is made fairly (EvictOne): a new connection takes the place of one from its own
+  // source, or from a source that holds more connections than its own does.
   struct Evictable {
     Clock::time_point since;
+    boost::asio::ip::address source;
     std::function<void()> close;
   };
   using EvictList = std::list<Evictable>;
-  EvictList::iterator AddIdle(std::function<void()> close) { return Add(idle_, std::move(close)); }
-  EvictList::iterator AddReading(std::function<void()> close) {
-    return Add(reading_, std::move(close));
+  EvictList::iterator AddIdle(const boost::asio::ip::address& source, std::function<void()> close) {
+    return Add(idle_, source, std::move(close), Clock::now());
+  }
+  // `since`: when the request began arriving (for a new connection: when it was accepted).
+  EvictList::iterator AddReading(const boost::asio::ip::address& source,
+                                 std::function<void()> close, Clock::time_point since) {
+    return Add(reading_, source, std::move(close), since);
   }
   void RemoveIdle(EvictList::iterator it) { idle_.erase(it); }
   void RemoveReading(EvictList::iterator it) { reading_.erase(it); }
@@ -147,56 +162,102 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void Accept();
-  void StartSession(tcp::socket s);
+  // A connection just accepted: started, queued until room is made, or refused (closed).
+  void Admit(tcp::socket s);
+  void StartSession(tcp::socket s, const boost::asio::ip::address& source);
+
+  // Connections open or waiting from `source` (an address made canonical).
+  int Held(const boost::asio::ip::address& source) const {
+    auto it = holders_.find(source);
+    return it == holders_.end() ? 0 : it->second;
+  }
+  void Release(const boost::asio::ip::address& source) {
+    auto it = holders_.find(source);
+    if (it != holders_.end() && --it->second <= 0) holders_.erase(it);
+  }
+  static void Refuse(tcp::socket& s, prometheus::Counter* reason) {
+    Inc(reason);
+    beast::error_code ec;
+    s.close(ec);
+  }
 
   std::chrono::milliseconds grace() const {
     return std::chrono::milliseconds(limits_.slow_request_grace_ms);
   }
 
-  EvictList::iterator Add(EvictList& list, std::function<void()> close) {
-    auto it = list.insert(list.end(), Evictable{Clock::now(), std::move(close)});
+  EvictList::iterator Add(EvictList& list, const boost::asio::ip::address& source,
+                          std::function<void()> close, Clock::time_point since) {
+    auto it = list.insert(list.end(), Evictable{since, source, std::move(close)});
     RoomMayHaveBeenMade();
     return it;
   }
 
-  // Closes one connection to make room: the oldest idle one, else the oldest request arriving
-  // for longer than the grace. False when there is none (yet).
-  bool EvictOne() {
-    EvictList* from = nullptr;
-    if (!idle_.empty()) {
-      from = &idle_;
-    } else if (!reading_.empty() && Clock::now() - reading_.front().since >= grace()) {
-      from = &reading_;
+  // Whether a new connection from `source`, which holds `held` already, may take the place of
+  // `e`: one of its own, or unless `own_only` one of a source that holds more. So a source that
+  // holds many connections can never close those of a source that holds fewer, and one that
+  // holds none can always take the place of one that holds several.
+  bool MayEvict(const Evictable& e, const boost::asio::ip::address& source, int held,
+                bool own_only) const {
+    return e.source == source || (!own_only && Held(e.source) > held);
+  }
+
+  // The oldest connection a new one from `source` may take the place of: idle first, then a
+  // request arriving for longer than the grace; reading_.end() when there is none.
+  EvictList::iterator Victim(const boost::asio::ip::address& source, int held, bool own_only,
+                             EvictList** from) {
+    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+      if (MayEvict(*it, source, held, own_only)) {
+        *from = &idle_;
+        return it;
+      }
     }
+    auto now = Clock::now();
+    for (auto it = reading_.begin(); it != reading_.end() && now - it->since >= grace(); ++it) {
+      if (MayEvict(*it, source, held, own_only)) {
+        *from = &reading_;
+        return it;
+      }
+    }
+    return reading_.end();
+  }
+
+  // Closes one connection to make room for a new one from `source` (Victim). False when there
+  // is none (yet).
+  bool EvictOne(const boost::asio::ip::address& source, int held, bool own_only) {
+    EvictList* from = nullptr;
+    auto it = Victim(source, held, own_only, &from);
     if (!from) return false;
-    auto close = std::move(from->front().close);
-    from->pop_front();
+    auto close = std::move(it->close);
+    from->erase(it);
     close();
     return true;
   }
 
   // A connection turned idle or began a request: if a connection waits for room, try to make
-  // it (after this call returns, as the caller still has to keep its iterator); at the limit
-  // with none waiting, accepting resumes, as the next connection may take that one's place.
+  // it (after this call returns, as the caller still has to keep its iterator).
   void RoomMayHaveBeenMade() {
-    if (!paused_) return;
-    if (waiting_) {
-      boost::asio::post(io_, [self = shared_from_this()] { self->MakeRoomForWaiting(); });
-    } else {
-      paused_ = false;
-      Accept();
-    }
+    if (waiting_.empty()) return;
+    boost::asio::post(io_, [self = shared_from_this()] { self->MakeRoomForWaiting(); });
   }
 
+  // For the first waiting connection (its source held none when it came).
   void MakeRoomForWaiting() {
-    if (!paused_ || !waiting_) return;
-    if (!EvictOne()) ArmRecheck();  // the evicted session's end starts the waiting one
+    if (waiting_.empty()) return;
+    const auto& source = waiting_.front().source;
+    if (!EvictOne(source, Held(source) - 1, false)) ArmRecheck();
+    // else the evicted session's end starts the waiting one
   }
 
-  // When the oldest request in progress passes the grace, look again.
+  // When the oldest request in progress the first waiting connection may take the place of
+  // passes the grace, look again.
   void ArmRecheck() {
-    if (reading_.empty()) return;
-    auto at = reading_.front().since + grace();
+    if (waiting_.empty()) return;
+    const auto& source = waiting_.front().source;
+    auto first = std::find_if(reading_.begin(), reading_.end(), [&](const Evictable& e) {
+      return MayEvict(e, source, Held(source) - 1, false);
+    });
+    if (first == reading_.end()) return;  // a session's end or a new idle one will do
+    auto at = first->since + grace();
     if (recheck_armed_ && recheck_at_ <= at) return;
     recheck_armed_ = true;
     recheck_at_ = at;
@@ -217,8 +278,17 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   HttpLimits limits_;
 
   int open_ = 0;
-  bool paused_ = false;
-  std::optional<tcp::socket> waiting_;  // accepted at the limit with nothing to close yet
+  // Connections open or waiting per client address (canonical: IPv4-mapped as IPv4).
+  std::map<boost::asio::ip::address, int> holders_;
+  // Accepted at the limit with nothing to close yet, each from a source that held none then
+  // (so one per source); started in order as room is made. At most kMaxWaiting: beyond,
+  // refused. 64: 32 hostile sources cannot fill it, and 64 sockets are little to hold.
+  struct Waiting {
+    tcp::socket socket;
+    boost::asio::ip::address source;
+  };
+  static constexpr std::size_t kMaxWaiting = 64;
+  std::deque<Waiting> waiting_;
   EvictList idle_;
   EvictList reading_;
   std::size_t buffered_ = 0;
@@ -226,6 +296,8 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   prometheus::Counter* slow_request_ = nullptr;
   prometheus::Counter* response_budget_ = nullptr;
   prometheus::Counter* tls_handshake_ = nullptr;
+  prometheus::Counter* connection_limit_ = nullptr;
+  prometheus::Counter* source_connection_limit_ = nullptr;
   std::function<std::shared_ptr<ssl::context>()> tls_;  // set: TLS on (HttpServer::EnableTls)
   std::vector<std::pair<std::string, std::string>> response_headers_;
 };
@@ -276,6 +348,14 @@ std::string OriginForm(std::string_view target) {
   return std::string(rest.substr(path));
 }
 
+// The client's address of an accepted socket, IPv4-mapped as IPv4 (unspecified when it is
+// already gone).
+boost::asio::ip::address RemoteAddress(const tcp::socket& s) {
+  beast::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  return ec ? boost::asio::ip::address() : net::CanonicalSource(ep.address());
+}
+
 // One connection: plain HTTP (Stream = beast::tcp_stream), or HTTPS (beast::ssl_stream of
 // one) that a plain session hands its connection to when the first byte is a TLS handshake
 // record and the server has TLS on.
@@ -284,18 +364,22 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
  public:
-  Session(tcp::socket socket, std::shared_ptr<HttpServer::Impl> server)
-      : stream_(std::move(socket)), server_(std::move(server)) {}
-  // The TLS session of a connection whose first bytes (`buffer`) a plain session read.
-  Session(beast::tcp_stream&& plain, std::shared_ptr<ssl::context> ctx, beast::flat_buffer buffer,
+  // `remote`: the client's address as the server counts it (HttpServer::Impl::Admit).
+  Session(tcp::socket socket, boost::asio::ip::address remote,
           std::shared_ptr<HttpServer::Impl> server)
-      : tls_ctx_(std::move(ctx)),
+      : remote_(remote), stream_(std::move(socket)), server_(std::move(server)) {}
+  // The TLS session of a connection whose first bytes (`buffer`) a plain session read.
+  Session(beast::tcp_stream&& plain, boost::asio::ip::address remote,
+          std::shared_ptr<ssl::context> ctx, beast::flat_buffer buffer,
+          std::shared_ptr<HttpServer::Impl> server)
+      : remote_(remote),
+        tls_ctx_(std::move(ctx)),
         stream_(std::move(plain), *tls_ctx_),
         buffer_(std::move(buffer)),
         server_(std::move(server)) {}
   ~Session() {
     MarkBusy();
-    if (!handed_over_) server_->SessionEnded();
+    if (!handed_over_) server_->SessionEnded(remote_);
   }
 
   void Start() {
@@ -318,14 +402,19 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     header_done_ = false;
     // Between keep-alive requests the connection may idle for idle_timeout until the next
     // request's first byte (a new connection for request_timeout); from then on the whole
-    // request must arrive within request_timeout, however slowly it trickles in. While it waits
-    // for that first byte the server may close it to make room, and while the request arrives,
-    // once it is older than the grace (HttpServer::Impl::EvictOne).
+    // request must arrive within request_timeout, however slowly it trickles in. While a
+    // keep-alive connection waits for that first byte the server may close it to make room;
+    // a new connection, and one whose request is arriving, once it has been so for longer than
+    // the grace (HttpServer::Impl::EvictOne).
     if (buffer_.size() == 0) {
       beast::get_lowest_layer(stream_).expires_after(
           std::chrono::seconds(first_ ? server_->limits().request_timeout_seconds
                                       : server_->limits().idle_timeout_seconds));
-      idle_it_ = server_->AddIdle(CloseAction(&idle_it_, false));
+      if (first_) {
+        reading_it_ = server_->AddReading(remote_, CloseAction(&reading_it_, true), started_);
+      } else {
+        idle_it_ = server_->AddIdle(remote_, CloseAction(&idle_it_, false));
+      }
       stream_.async_read_some(buffer_.prepare(512), [self = this->shared_from_this()](
                                                         beast::error_code ec, std::size_t n) {
         self->MarkBusy();
@@ -366,7 +455,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (!ctx) return Close();
     handed_over_ = true;  // the TLS session counts as this connection from now on
     std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-        std::move(stream_), std::move(ctx), std::move(buffer_), server_)
+        std::move(stream_), remote_, std::move(ctx), std::move(buffer_), server_)
         ->Start();
   }
 
@@ -396,10 +485,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void ReadRequest() {
+    auto since = first_ ? started_ : HttpServer::Impl::Clock::now();
     first_ = false;
     beast::get_lowest_layer(stream_).expires_after(
         std::chrono::seconds(server_->limits().request_timeout_seconds));
-    reading_it_ = server_->AddReading(CloseAction(&reading_it_, true));
+    reading_it_ = server_->AddReading(remote_, CloseAction(&reading_it_, true), since);
     ReadSome();
   }
 
@@ -499,7 +589,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                   req.body(),
                   AcceptsGzip(View(accept_encoding)),
                   kTls,
-                  std::string(View(req[http::field::authorization]))};
+                  std::string(View(req[http::field::authorization])),
+                  remote_};
     // While the handler works (maybe on another thread), the session keeps itself alive and
     // `respond` holds only a weak reference: the last reference is always dropped on this loop.
     pending_self_ = this->shared_from_this();
@@ -609,6 +700,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     beast::get_lowest_layer(stream_).close();
   }
 
+  boost::asio::ip::address remote_;        // the client's
   std::shared_ptr<ssl::context> tls_ctx_;  // TLS: outlives stream_, which refers to it
   Stream stream_;
   beast::flat_buffer buffer_{8192};
@@ -618,6 +710,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::optional<EvictIt> idle_it_;         // while waiting for a request, on the server's idle list
   std::optional<EvictIt> reading_it_;      // while a request arrives, on its reading list
   bool first_ = true;
+  HttpServer::Impl::Clock::time_point started_ = HttpServer::Impl::Clock::now();
   bool cut_ = false;              // closed by the server to make room
   bool handed_over_ = false;      // plain: the connection went to a TLS session
   std::size_t header_bytes_ = 0;  // of the request being read, while its header is
@@ -627,14 +720,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 }  // namespace
 
 void HttpServer::Impl::Accept() {
-  // At the limit, a connection accepted takes the place of one the server may close (EvictOne);
-  // with none (all with the handler or being answered), accepting pauses until one ends
-  // (SessionEnded) or turns idle or starts a request (RoomMayHaveBeenMade), and the kernel's
-  // backlog holds the rest.
-  if (open_ >= limits_.max_connections && idle_.empty() && reading_.empty()) {
-    paused_ = true;
-    return;
-  }
   acceptor_.async_accept(io_, [self = shared_from_this()](beast::error_code ec, tcp::socket s) {
     if (ec == boost::asio::error::operation_aborted || !self->acceptor_.is_open()) return;
     if (ec) {
@@ -646,22 +731,37 @@ void HttpServer::Impl::Accept() {
       return;
     }
     s.set_option(tcp::no_delay(true), ec);
-    if (self->open_ >= self->limits_.max_connections && !self->EvictOne()) {
-      // Nothing to close yet: this one waits, unread, until a session ends or one may be
-      // closed; further ones wait in the backlog.
-      self->waiting_.emplace(std::move(s));
-      self->paused_ = true;
-      self->ArmRecheck();
-      return;
-    }
-    self->StartSession(std::move(s));
+    self->Admit(std::move(s));
     self->Accept();
   });
 }
 
-void HttpServer::Impl::StartSession(tcp::socket s) {
+void HttpServer::Impl::Admit(tcp::socket s) {
+  // Accepting never pauses: what cannot be served is refused at once, so that a backlog full
+  // of one source's connections cannot hold a new client behind it.
+  auto source = RemoteAddress(s);
+  int held = Held(source);
+  if (held >= limits_.max_connections_per_source) {
+    // One source never holds more: its own oldest idle (or stalled) connection makes room.
+    if (!EvictOne(source, held, /*own_only=*/true)) return Refuse(s, source_connection_limit_);
+  } else if (open_ + static_cast<int>(waiting_.size()) >= limits_.max_connections &&
+             !EvictOne(source, held, /*own_only=*/false)) {
+    // Nothing to close for it yet. A source that holds none waits, unread, for the next room
+    // (a session's end, or one it may close: at most the grace); one that holds some already
+    // is refused, as it is served on those.
+    if (held > 0 || waiting_.size() >= kMaxWaiting) return Refuse(s, connection_limit_);
+    ++holders_[source];
+    waiting_.push_back({std::move(s), source});
+    ArmRecheck();
+    return;
+  }
+  ++holders_[source];
+  StartSession(std::move(s), source);
+}
+
+void HttpServer::Impl::StartSession(tcp::socket s, const boost::asio::ip::address& source) {
   ++open_;
-  std::make_shared<Session<beast::tcp_stream>>(std::move(s), shared_from_this())->Start();
+  std::make_shared<Session<beast::tcp_stream>>(std::move(s), source, shared_from_this())->Start();
 }
 
 HttpServer::HttpServer(boost::asio::io_context& io, const net::HostPort& listen,

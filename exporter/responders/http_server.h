@@ -1,6 +1,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,9 +28,10 @@ struct HttpRequest {
   std::string target;  // origin form: path and query; an absolute-form target
                        // ("http://host:port/metrics", RFC 9112 §3.2.2) arrives as its path
   std::string body;
-  bool accepts_gzip = false;  // Accept-Encoding names gzip (or x-gzip) with a q-value above 0
-  bool tls = false;           // it came over TLS (HttpServer::EnableTls)
-  std::string authorization;  // the Authorization header field's value, "" when absent
+  bool accepts_gzip = false;        // Accept-Encoding names gzip (or x-gzip) with a q-value above 0
+  bool tls = false;                 // it came over TLS (HttpServer::EnableTls)
+  std::string authorization;        // the Authorization header field's value, "" when absent
+  boost::asio::ip::address remote;  // the client's address, as the socket gives it
 };
 
 struct HttpResponse {
@@ -72,7 +74,15 @@ using AsyncHttpHandler = std::function<void(HttpRequest, HttpRespond)>;
 
 /// Limits that keep one port safe to expose to every Pod of a cluster.
 struct HttpLimits {
-  int max_connections = 128;  // at the limit a new one replaces the oldest idle; else waits
+  /// At the limit a new connection takes the place of the oldest idle one (else the oldest
+  /// slow request, below) of its own source or of a source that holds more connections than
+  /// its own; with none, one from a source that holds none waits for the next room (at most 64
+  /// wait, one per source), and any other is closed at once ("connection_limit").
+  int max_connections = 128;
+  /// One client address holds at most this many: at it, a new connection takes the place of
+  /// that source's own oldest idle (or slow) one, else it is closed ("source_connection_limit").
+  /// A peer's HTTP probe holds `connections` (4) of them, Prometheus and the kubelet one or two.
+  int max_connections_per_source = 16;
   std::size_t max_header_bytes = 8192;
   std::size_t max_body_bytes = 65536;
   int idle_timeout_seconds = 30;     // a keep-alive connection may wait this for its next request
@@ -103,7 +113,9 @@ struct HttpLimits {
 /// Series (with a registry): podnet_responder_dropped_total{responder="http", reason=
 /// "malformed" (400/413/417/431) | "slow_request" (cut at the limit, or past its deadline) |
 /// "response_budget" (503: max_buffered_response_bytes held) | "tls_handshake" (a TLS connection
-/// whose handshake failed)}.
+/// whose handshake failed) | "connection_limit" (closed at once: max_connections held, nothing
+/// it may take the place of) | "source_connection_limit" (closed at once:
+/// max_connections_per_source held by its address)}.
 class HttpServer {
  public:
   /// Binds and listens on `listen`. Throws boost::system::system_error when it cannot bind.

@@ -5,20 +5,27 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include <cctype>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <utility>
 
 namespace podnet::web {
 namespace {
 
-constexpr std::size_t kMaxVerified = 256;
-
 // A hash no password matches, for unknown users (cost 10 like a typical real one).
-constexpr char kDummyHash[] = "$2b$10$eEhYUQY11JetoQH.1ioqXu9GC.KghYFitqUirJtr/IZdGyEtGaiGm";
+const std::string kDummyHash = "$2b$10$eEhYUQY11JetoQH.1ioqXu9GC.KghYFitqUirJtr/IZdGyEtGaiGm";
 
-// user and password of "Basic <base64(user:password)>"; std::nullopt when malformed.
-std::optional<std::pair<std::string, std::string>> Decode(std::string_view value) {
+std::string Sha256(const std::string& s) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), digest);
+  return std::string(reinterpret_cast<char*>(digest), sizeof digest);
+}
+
+}  // namespace
+
+std::optional<Credentials> DecodeBasic(std::string_view value) {
   constexpr std::string_view kScheme = "basic ";
   if (value.size() <= kScheme.size() || value.size() > 4096) return std::nullopt;
   for (std::size_t i = 0; i < kScheme.size(); ++i) {  // the scheme is case-insensitive
@@ -38,50 +45,31 @@ std::optional<std::pair<std::string, std::string>> Decode(std::string_view value
   out.resize(len);
   std::size_t colon = out.find(':');
   if (colon == std::string::npos) return std::nullopt;
-  return std::make_pair(out.substr(0, colon), out.substr(colon + 1));
+  return Credentials{out.substr(0, colon), out.substr(colon + 1)};
 }
-
-bool BcryptMatches(const std::string& password, const char* hash) {
-  auto data = std::make_unique<crypt_data>();  // ~32 KiB: not on the stack
-  const char* out = crypt_r(password.c_str(), hash, data.get());
-  std::size_t len = std::strlen(hash);
-  // crypt_r returns a string starting with '*' on failure, never the hash.
-  return out && std::strlen(out) == len && CRYPTO_memcmp(out, hash, len) == 0;
-}
-
-std::string Sha256(const std::string& s) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), digest);
-  return std::string(reinterpret_cast<char*>(digest), sizeof digest);
-}
-
-}  // namespace
 
 BasicAuth::BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {}
 
 std::string BasicAuth::User(std::string_view authorization) {
-  auto up = Decode(authorization);
-  return up ? up->first : "";
+  auto c = DecodeBasic(authorization);
+  return c ? c->user : "";
 }
 
-bool BasicAuth::Check(std::string_view authorization) {
-  auto up = Decode(authorization);
-  if (!up) return false;
-  auto it = users_.find(up->first);
-  if (it == users_.end()) {
-    BcryptMatches(up->second, kDummyHash);
-    return false;
-  }
-  std::string key = Sha256(up->first + ":" + up->second + ":" + it->second);
-  {
-    std::lock_guard lock(mu_);
-    if (verified_.count(key)) return true;
-  }
-  if (!BcryptMatches(up->second, it->second.c_str())) return false;
-  std::lock_guard lock(mu_);
-  if (verified_.size() >= kMaxVerified) verified_.clear();
-  verified_.insert(std::move(key));
-  return true;
+const std::string& BasicAuth::HashFor(const Credentials& c) const {
+  auto it = users_.find(c.user);
+  return it == users_.end() ? kDummyHash : it->second;
+}
+
+std::string BasicAuth::Key(const Credentials& c) const {
+  return Sha256(c.user + ":" + c.password + ":" + HashFor(c));
+}
+
+bool BasicAuth::Matches(const std::string& password, const std::string& hash) {
+  auto data = std::make_unique<crypt_data>();  // ~32 KiB: not on the stack
+  const char* out = crypt_r(password.c_str(), hash.c_str(), data.get());
+  // crypt_r returns a string starting with '*' on failure, never the hash.
+  return out && std::strlen(out) == hash.size() &&
+         CRYPTO_memcmp(out, hash.data(), hash.size()) == 0;
 }
 
 }  // namespace podnet::web

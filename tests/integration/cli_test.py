@@ -6,6 +6,7 @@ picked first). Usage: cli_test.py --exporter BIN --config-dir config/
 import argparse
 import base64
 import gzip
+import http.client
 import json
 import os
 import re
@@ -293,27 +294,33 @@ def hostile_config(exe, tmp):
         stop_exporter(p)
 
 def reload_requests_coalesced(exe, tmp, clients=40):
-    """`clients` POST /-/reload at once: reloads start at most once a second, requests that come
-    meanwhile share the next one (at most 16 wait; the rest get 429 with Retry-After)."""
+    """`clients` POST /-/reload at once (from 4 loopback addresses: one holds at most 16
+    connections): reloads start at most once a second, requests that come meanwhile share the
+    next one (at most 16 wait; the rest get 429 with Retry-After)."""
     p, base = start_exporter(exe, tmp, "reloads", "responders: { udp_echo: { listen_address: "
                              "\"127.0.0.1:0\" } }\n")
     codes, retry_after = [], []
     lock = threading.Lock()
 
-    def post():
-        req = urllib.request.Request(base + "/-/reload", method="POST")
+    def post(i):
+        conn = http.client.HTTPConnection(base.split("//")[1], timeout=10,
+                                          source_address=("127.0.0.%d" % (i % 4 + 1), 0))
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                code, retry = r.status, None
-        except urllib.error.HTTPError as e:
-            code, retry = e.code, e.headers.get("Retry-After")
+            conn.request("POST", "/-/reload")
+            r = conn.getresponse()
+            r.read()
+            code, retry = r.status, r.getheader("Retry-After")
+        except (OSError, http.client.HTTPException):
+            code, retry = 0, None
+        finally:
+            conn.close()
         with lock:
             codes.append(code)
             retry_after.append(retry)
 
     try:
         t0 = time.time()
-        threads = [threading.Thread(target=post) for _ in range(clients)]
+        threads = [threading.Thread(target=post, args=(i,)) for i in range(clients)]
         for t in threads:
             t.start()
         for t in threads:
@@ -574,9 +581,11 @@ def hostile_http_clients(exe, tmp, peers=1000, slow=140, hoarders=127):
         time.sleep(1)
         body = get(base + "/metrics")[1]
         rss0 = rss_bytes(p.pid)
-        # Slow clients: more than the 128 connection slots, each mid-request.
-        for _ in range(slow):
-            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        # Slow clients: more than the 128 connection slots, each mid-request, from 10 addresses
+        # (one holds at most 16); the probe comes from another.
+        for i in range(slow):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5,
+                                         source_address=("127.0.2.%d" % (i % 10 + 1), 0))
             s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
             socks.append(s)
         probes = []
@@ -596,9 +605,10 @@ def hostile_http_clients(exe, tmp, peers=1000, slow=140, hoarders=127):
             s.close()
         socks = []
         # Hoarders: GET /metrics with a small receive window, never read.
-        for _ in range(hoarders):
+        for i in range(hoarders):
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.bind(("127.0.2.%d" % (i % 10 + 1), 0))
             s.settimeout(5)
             s.connect(("127.0.0.1", port))
             s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")

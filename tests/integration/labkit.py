@@ -133,6 +133,12 @@ def summary():
     return "%d passed, %d failed" % (len(passed), len(failures))
 
 
+def exit_code():
+    """Logs summary() and returns a test's exit code: 1 when a check failed, else 0."""
+    log(summary())
+    return 1 if failures else 0
+
+
 def run(*cmd, check_rc=True, timeout=60):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if check_rc and r.returncode != 0:
@@ -260,6 +266,34 @@ def ping_median_ms(ns, addr, count=50):
     ping's avg: the lab's delay line has rare multi-ms stalls that move a mean of 50 by 0.1 ms."""
     times, loss = ping_rtts_ms(ns, addr, count)
     return (times[len(times) // 2] if times else float("nan")), loss
+
+
+def start_loopback_exporter(exe, tmp, config, args=()):
+    """An exporter on loopback (no namespace, no root): `config` with "{port}" replaced by a
+    free port (labkit.free_port) is written to TMP/podnet.yaml and run with `args` besides
+    --config.file, in a session of its own (stop_all() ends it), stderr to TMP/exporter.log.
+    Returns (process, port) once /-/healthy answers 200 (at most 15 s)."""
+    port = free_port()
+    cfg = os.path.join(tmp, "podnet.yaml")
+    with open(cfg, "w") as f:
+        f.write(config.replace("{port}", str(port)))
+    log_file = open(os.path.join(tmp, "exporter.log"), "w")
+    p = subprocess.Popen([exe, "--config.file=" + cfg, *args], stdout=subprocess.DEVNULL,
+                         stderr=log_file, start_new_session=True)
+    procs.append(p)
+
+    def healthy():
+        with urllib.request.urlopen("http://127.0.0.1:%d/-/healthy" % port, timeout=1) as r:
+            return r.status == 200
+
+    wait_for(healthy, 15, "the exporter at 127.0.0.1:%d to answer /-/healthy" % port, step=0.1)
+    return p, port
+
+
+def percentile(values, p):
+    """The nearest-rank p-th percentile (0 < p <= 100) of `values` (not empty)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100.0 * len(ordered)) - 1)]
 
 
 def parse_metrics(text):

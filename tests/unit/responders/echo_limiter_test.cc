@@ -61,6 +61,31 @@ TEST(EchoLimiterTest, ManySourcesShareTheOverallBudget) {
   EXPECT_EQ(l.Admit(make_address("10.0.2.1"), 56, kT0), Verdict::kRateLimited);
 }
 
+TEST(EchoLimiterTest, AQuietProberIsAnsweredWhileManySourcesFlood) {
+  // 32 sources (twice what it takes to use up the overall rate) each send 10× their share for
+  // 10 s; a prober sends a train of 20 requests a second. Every one of its requests is
+  // answered: the flooders stop at the reserve (a quarter second's worth), which refills for
+  // quiet sources first.
+  EchoLimiter l(Limits(), kT0);
+  int flood_answered = 0, prober_answered = 0, prober_sent = 0;
+  for (int ms = 0; ms < 10000; ms += 10) {
+    auto at = kT0 + std::chrono::milliseconds(ms);
+    for (int s = 0; s < 32; ++s) {
+      flood_answered += Answered(l, ("10.0.5." + std::to_string(s)).c_str(), 10, 56, at);
+    }
+    if (ms % 50 == 0) {
+      ++prober_sent;
+      prober_answered += Answered(l, "10.0.6.1", 1, 1000, at);
+    }
+  }
+  EXPECT_EQ(prober_answered, prober_sent);
+  EXPECT_LE(flood_answered, 1600 * 11);  // the overall budget holds: a second's burst + 10 s
+  EXPECT_GE(flood_answered, 1600 * 9);   // and is used
+  // A flooder's requests over its share are refused as that, not as the overall budget's.
+  Answered(l, "10.0.5.1", 200, 56, kT0 + 10s);
+  EXPECT_EQ(l.Admit(make_address("10.0.5.1"), 56, kT0 + 10s), Verdict::kSourceLimited);
+}
+
 TEST(EchoLimiterTest, Ipv4MappedIsTheSameSource) {
   EchoLimiter l(Limits(), kT0);
   EXPECT_EQ(Answered(l, "10.0.0.1", 100, 56, kT0), 100);

@@ -46,11 +46,16 @@ struct Response {
 class Conn {
  public:
   // `receive_buffer`: SO_RCVBUF in bytes before connecting (0: the kernel's default).
-  explicit Conn(std::uint16_t port, int receive_buffer = 0) {
+  // `source`: the loopback address to connect from (the server counts connections per source).
+  explicit Conn(std::uint16_t port, int receive_buffer = 0, const char* source = "127.0.0.1") {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (receive_buffer > 0) {
       setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     }
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    inet_pton(AF_INET, source, &from.sin_addr);
+    bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -479,19 +484,23 @@ TEST_F(HttpServerTest, AtTheLimitANewConnectionTakesTheOldestIdleOnesPlace) {
 }
 
 TEST_F(HttpServerTest, AtTheLimitConnectionsInARequestHoldFurtherOnes) {
-  // Connections in the middle of a request are never cut to make room: a further one waits in
-  // the backlog until one of them is answered (and so turns idle) or ends.
+  // Connections in the middle of a request are never cut to make room: a further one from an
+  // address that holds none waits until one of them is answered (and so turns idle) or ends;
+  // one from an address that holds some already is closed at once.
   HttpLimits limits;
   limits.max_connections = 2;
   Start(limits);
-  Conn a(port_), b(port_);
+  Conn a(port_, 0, "127.0.0.2"), b(port_, 0, "127.0.0.3");
   for (Conn* c : {&a, &b}) ASSERT_TRUE(c->Send("GET /slow HTTP/1.1\r\nHost: x\r\n"));
   ASSERT_TRUE(Eventually([&] { return OpenConnections() == 2; }, 2000ms));
-  Conn third(port_);
+  Conn third(port_, 0, "127.0.0.4");
   ASSERT_TRUE(third.connected());  // the kernel's backlog completes the handshake
   ASSERT_TRUE(third.Send(Get("/third")));
   EXPECT_FALSE(third.Read(300ms).has_value()) << "a third connection was served";
   EXPECT_EQ(requests_, 0);
+  Conn more(port_, 0, "127.0.0.3");
+  EXPECT_TRUE(more.ClosedWithin(1000ms)) << "b's address got a second connection at the limit";
+  EXPECT_EQ(Dropped("connection_limit"), 1);
   ASSERT_TRUE(a.Send("\r\n"));  // a's request completes; a is answered and turns idle
   ASSERT_TRUE(a.Read().has_value());
   auto r = third.Read(2000ms);
@@ -499,6 +508,64 @@ TEST_F(HttpServerTest, AtTheLimitConnectionsInARequestHoldFurtherOnes) {
   EXPECT_EQ(r->body, "hello GET /third");
   ASSERT_TRUE(b.Send("\r\n"));  // b was mid-request throughout: it was not cut
   ASSERT_TRUE(b.Read().has_value());
+}
+
+TEST_F(HttpServerTest, OneAddressHoldsAtMostItsShareOfConnections) {
+  // max_connections_per_source: a further connection takes the place of the address's own
+  // oldest idle keep-alive one; while none of its connections is idle (new and silent, or in
+  // a request), it is closed at once. Another address is served throughout.
+  HttpLimits limits;
+  limits.max_connections = 8;
+  limits.max_connections_per_source = 3;
+  limits.slow_request_grace_ms = 60'000;
+  Start(limits);
+  std::vector<std::unique_ptr<Conn>> kept;
+  for (int i = 0; i < 3; ++i) {
+    kept.push_back(std::make_unique<Conn>(port_, 0, "127.0.0.2"));
+    ASSERT_TRUE(kept.back()->Send(Get("/kept")));
+    ASSERT_TRUE(kept.back()->Read().has_value());  // idle now
+  }
+  Conn fourth(port_, 0, "127.0.0.2");
+  ASSERT_TRUE(fourth.Send(Get("/fourth")));
+  ASSERT_TRUE(fourth.Read(2000ms).has_value()) << "its own idle one did not make room";
+  EXPECT_TRUE(kept[0]->ClosedWithin(1000ms)) << "the oldest idle one was not closed";
+  EXPECT_EQ(Dropped("source_connection_limit"), 0);  // closed to make room, not refused
+  kept.clear();
+  ASSERT_TRUE(Eventually([&] { return OpenConnections() == 1; }, 2000ms));
+  std::vector<std::unique_ptr<Conn>> busy;
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(std::make_unique<Conn>(port_, 0, "127.0.0.2"));
+    if (i % 2) busy.back()->Send("GET /slow HTTP/1.1\r\nHost: x\r\n");  // else silent
+  }
+  // Two fill the share with `fourth`, the third takes idle `fourth`'s place, the last is refused.
+  EXPECT_TRUE(busy[3]->ClosedWithin(1000ms));
+  EXPECT_EQ(Dropped("source_connection_limit"), 1);
+  Conn other(port_, 0, "127.0.0.3");
+  ASSERT_TRUE(other.Send(Get("/other")));
+  auto r = other.Read(2000ms);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpServerTest, AnAddressThatHoldsManyCannotPushOutOneThatHoldsFew) {
+  // At the limit, a client's idle keep-alive connection is not the place of a connection from
+  // an address that holds more: that address takes the place of its own idle ones. (Before,
+  // any new connection closed the oldest idle one, the legitimate client's first.)
+  HttpLimits limits;
+  limits.max_connections = 4;
+  Start(limits);
+  Conn peer(port_, 0, "127.0.0.2");
+  ASSERT_TRUE(peer.Send(Get("/first")));
+  ASSERT_TRUE(peer.Read().has_value());  // idle now, the oldest connection
+  std::vector<std::unique_ptr<Conn>> flood;
+  for (int i = 0; i < 12; ++i) {
+    flood.push_back(std::make_unique<Conn>(port_, 0, "127.0.0.3"));
+    ASSERT_TRUE(Eventually([&] { return OpenConnections() <= 4; }));
+  }
+  ASSERT_TRUE(peer.Send(Get("/again")));
+  auto r = peer.Read(2000ms);
+  ASSERT_TRUE(r.has_value()) << "the peer's keep-alive connection was closed for the flood";
+  EXPECT_EQ(r->body, "hello GET /again");
 }
 
 TEST_F(HttpServerTest, IdleKeepAliveConnectionClosed) {
@@ -595,12 +662,18 @@ TEST_F(HttpServerTest, AtTheLimitSlowRequestsMakeRoomForALivenessProbe) {
   Start(limits);
   std::vector<std::unique_ptr<Conn>> slow;
   for (int i = 0; i < 10; ++i) {
-    slow.push_back(std::make_unique<Conn>(port_));
+    slow.push_back(std::make_unique<Conn>(port_, 0, i % 2 ? "127.0.0.2" : "127.0.0.3"));
     ASSERT_TRUE(slow.back()->Send("GET /slow HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n"));
   }
   ASSERT_TRUE(Eventually([&] { return OpenConnections() == 4; }));
+  // Those beyond the limit, from addresses that hold some already, were closed at once (or,
+  // on a slow machine, took the place of their own address's requests past the grace).
+  EXPECT_TRUE(Eventually([&] {
+    return Dropped("connection_limit") + Dropped("slow_request") == 6;
+  })) << Dropped("connection_limit")
+      << " + " << Dropped("slow_request");
   for (int round = 0; round < 3; ++round) {  // a probe every period, as the kubelet does
-    Conn probe(port_);
+    Conn probe(port_, 0, "127.0.0.4");
     ASSERT_TRUE(probe.Send(Get("/-/healthy")));
     auto r = probe.Read(5000ms);
     ASSERT_TRUE(r.has_value()) << "round " << round << ": the probe got no connection";
@@ -608,7 +681,9 @@ TEST_F(HttpServerTest, AtTheLimitSlowRequestsMakeRoomForALivenessProbe) {
     for (auto& c : slow) c->Send("X-B: 2\r\n");  // they keep trickling (some are cut by now)
   }
   EXPECT_EQ(requests_, 3) << "only the probes' requests were complete";
-  EXPECT_GE(Dropped("slow_request"), 3);
+  // The first probe took a slow request's place; the slow clients beyond the limit had been
+  // refused, so the later probes found the room that one left.
+  EXPECT_GE(Dropped("slow_request"), 1);
   EXPECT_LE(OpenConnections(), 5);
   slow.clear();
 }
@@ -619,10 +694,10 @@ TEST_F(HttpServerTest, AtTheLimitAYoungRequestIsNotCut) {
   limits.max_connections = 1;
   limits.slow_request_grace_ms = 60'000;
   Start(limits);
-  Conn a(port_);
+  Conn a(port_, 0, "127.0.0.2");
   ASSERT_TRUE(a.Send("GET /a HTTP/1.1\r\nHost: x\r\n"));
   ASSERT_TRUE(Eventually([&] { return OpenConnections() == 1; }));
-  Conn b(port_);
+  Conn b(port_, 0, "127.0.0.3");
   ASSERT_TRUE(b.Send(Get("/b")));
   EXPECT_FALSE(b.Read(500ms).has_value()) << "b was served while a's request was young";
   ASSERT_TRUE(a.Send("\r\n"));

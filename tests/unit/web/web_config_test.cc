@@ -5,15 +5,11 @@
 
 #include <string>
 
-#include "exporter/web/basic_auth.h"
-
 namespace podnet::web {
 namespace {
 
-// "correct horse" hashed by Apache's htpasswd (its own bcrypt, not libxcrypt):
-// `htpasswd -nbBC 10 alice 'correct horse'`; and "b0b:pw" at cost 5.
+// "correct horse" hashed by Apache's htpasswd: `htpasswd -nbBC 10 alice 'correct horse'`.
 constexpr char kAlice[] = "$2y$10$yvLRgfwHg35RmbzkbRjNJ.AHEv4ag.i6QwjkFMuX4mAlKidQ/ko4S";
-constexpr char kBob[] = "$2y$05$GtTXuTJPT8t4APeW9E.kD.D4QMfuKdaOOjU0oUYLRTr7ntD9culky";
 
 std::string Errors(const WebConfigResult& r) {
   std::string all;
@@ -109,44 +105,6 @@ INSTANTIATE_TEST_SUITE_P(
                 "without ':'"},
         BadCase{"not_yaml", "tls_server_config: [\n", "web.yml:1:20: malformed YAML"}),
     [](const auto& info) { return std::string(info.param.name); });
-
-std::string Basic(const std::string& user_password) {
-  static const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < user_password.size(); i += 3) {
-    unsigned v = (unsigned char)user_password[i] << 16 | (unsigned char)user_password[i + 1] << 8 |
-                 (unsigned char)user_password[i + 2];
-    for (int s = 18; s >= 0; s -= 6) out += kB64[(v >> s) & 63];
-  }
-  std::size_t rest = user_password.size() - i;
-  if (rest) {
-    unsigned v = (unsigned char)user_password[i] << 16;
-    if (rest == 2) v |= (unsigned char)user_password[i + 1] << 8;
-    out += kB64[(v >> 18) & 63];
-    out += kB64[(v >> 12) & 63];
-    out += rest == 2 ? kB64[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return "Basic " + out;
-}
-
-TEST(BasicAuthTest, VerifiesHashesMadeByAnotherBcrypt) {
-  BasicAuth auth({{"alice", kAlice}, {"bob", kBob}});
-  EXPECT_TRUE(auth.Check(Basic("alice:correct horse")));
-  EXPECT_TRUE(auth.Check(Basic("alice:correct horse")));              // the remembered pair
-  EXPECT_TRUE(auth.Check(Basic("bob:b0b:pw")));                       // a password may hold ':'
-  EXPECT_TRUE(auth.Check("basic " + Basic("bob:b0b:pw").substr(6)));  // scheme in any case
-  EXPECT_FALSE(auth.Check(Basic("alice:correct horsE")));
-  EXPECT_FALSE(auth.Check(Basic("alice:")));
-  EXPECT_FALSE(auth.Check(Basic("bob:correct horse")));  // alice's password, bob's name
-  EXPECT_FALSE(auth.Check(Basic("mallory:correct horse")));
-  EXPECT_FALSE(auth.Check(""));
-  EXPECT_FALSE(auth.Check("Bearer abc"));
-  EXPECT_FALSE(auth.Check("Basic not-base64!"));
-  EXPECT_FALSE(auth.Check("Basic " + std::string("YWxpY2U=")));  // "alice": no colon
-  EXPECT_EQ(BasicAuth::User(Basic("alice:x")), "alice");
-}
 
 }  // namespace
 }  // namespace podnet::web
