@@ -201,6 +201,20 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
     return e.source == source || (!own_only && Held(e.source) > held);
   }
 
+  // Whether some source holds (open or waiting) more than `held` connections: then a new one
+  // from a source that holds `held` may take the place of one of them, once it is idle or past
+  // the grace. At most one entry per connection held, and only looked at the limit.
+  bool SomeoneHoldsMore(int held) const {
+    return std::any_of(holders_.begin(), holders_.end(),
+                       [held](const auto& h) { return h.second > held; });
+  }
+
+  // Whether a connection from `source` waits for room already (at most kMaxWaiting to look at).
+  bool Waits(const boost::asio::ip::address& source) const {
+    return std::any_of(waiting_.begin(), waiting_.end(),
+                       [&](const Waiting& w) { return w.source == source; });
+  }
+
   // The oldest connection a new one from `source` may take the place of: idle first, then a
   // request arriving for longer than the grace; reading_.end() when there is none.
   EvictList::iterator Victim(const boost::asio::ip::address& source, int held, bool own_only,
@@ -280,8 +294,8 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   int open_ = 0;
   // Connections open or waiting per client address (canonical: IPv4-mapped as IPv4).
   std::map<boost::asio::ip::address, int> holders_;
-  // Accepted at the limit with nothing to close yet, each from a source that held none then
-  // (so one per source); started in order as room is made. At most kMaxWaiting: beyond,
+  // Accepted at the limit with nothing to close yet, each from a source that another source
+  // out-held then (one per source); started in order as room is made. At most kMaxWaiting: beyond,
   // refused. 64: 32 hostile sources cannot fill it, and 64 sockets are little to hold.
   struct Waiting {
     tcp::socket socket;
@@ -746,10 +760,15 @@ void HttpServer::Impl::Admit(tcp::socket s) {
     if (!EvictOne(source, held, /*own_only=*/true)) return Refuse(s, source_connection_limit_);
   } else if (open_ + static_cast<int>(waiting_.size()) >= limits_.max_connections &&
              !EvictOne(source, held, /*own_only=*/false)) {
-    // Nothing to close for it yet. A source that holds none waits, unread, for the next room
-    // (a session's end, or one it may close: at most the grace); one that holds some already
-    // is refused, as it is served on those.
-    if (held > 0 || waiting_.size() >= kMaxWaiting) return Refuse(s, connection_limit_);
+    // Nothing to close for it yet. A source that another one out-holds waits, unread, for the
+    // next room (a session's end, or one it may close: at most the grace); one that holds as
+    // many as any other is refused at once, as no one's place may become its own. (A source
+    // holding one keep-alive connection, e.g. a peer's HTTP probe measuring keep-alive beside
+    // new connections, still gets its new one while a flood out-holds it.) One waits per
+    // source, so that 64 sources are needed to fill the line.
+    if (waiting_.size() >= kMaxWaiting || !SomeoneHoldsMore(held) || Waits(source)) {
+      return Refuse(s, connection_limit_);
+    }
     ++holders_[source];
     waiting_.push_back({std::move(s), source});
     ArmRecheck();

@@ -688,6 +688,39 @@ TEST_F(HttpServerTest, AtTheLimitSlowRequestsMakeRoomForALivenessProbe) {
   slow.clear();
 }
 
+TEST_F(HttpServerTest, AtTheLimitAnAddressHoldingOneWaitsForTheFloodsPlace) {
+  // An address with a request of its own in progress (e.g. a peer's HTTP probe mid-request on
+  // its keep-alive connection) opens another connection at the limit, while a second address
+  // out-holds it with slow requests. The new one waits for the grace and takes the place of
+  // one of those; before, an address that held any connection was refused at once.
+  HttpLimits limits;
+  limits.max_connections = 4;
+  limits.slow_request_grace_ms = 300;
+  limits.request_timeout_seconds = 30;
+  Start(limits);
+  std::vector<std::unique_ptr<Conn>> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.push_back(std::make_unique<Conn>(port_, 0, "127.0.0.3"));
+    ASSERT_TRUE(slow.back()->Send("GET /slow HTTP/1.1\r\nHost: x\r\n"));
+  }
+  ASSERT_TRUE(Eventually([&] { return OpenConnections() == 3; }));
+  Conn busy(port_, 0, "127.0.0.2");
+  ASSERT_TRUE(busy.Send("GET /busy HTTP/1.1\r\nHost: x\r\n"));  // in progress: holds one
+  ASSERT_TRUE(Eventually([&] { return OpenConnections() == 4; }));
+  Conn fresh(port_, 0, "127.0.0.2");
+  ASSERT_TRUE(fresh.Send(Get("/fresh")));
+  auto r = fresh.Read(5000ms);
+  ASSERT_TRUE(r.has_value()) << "the address that holds one was refused (connection_limit "
+                             << Dropped("connection_limit") << ")";
+  EXPECT_EQ(r->body, "hello GET /fresh");
+  EXPECT_EQ(Dropped("connection_limit"), 0);
+  EXPECT_GE(Dropped("slow_request"), 1);  // the flood's oldest slow request made the room
+  ASSERT_TRUE(busy.Send("\r\n"));
+  auto rb = busy.Read(2000ms);
+  ASSERT_TRUE(rb.has_value()) << "its own request in progress was cut";
+  EXPECT_EQ(rb->body, "hello GET /busy");
+}
+
 TEST_F(HttpServerTest, AtTheLimitAYoungRequestIsNotCut) {
   // The other side of the grace: a request that began just now is never cut for room.
   HttpLimits limits;
