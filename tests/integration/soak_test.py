@@ -10,10 +10,17 @@ how much it holds open:
   - scrapes of /metrics, /podnet/info and /-/healthy, 4 a second, each of which must answer 200;
   - UDP echo: per second one 65,507-byte request, 20 malformed datagrams, 5 cut requests and
     3,000 valid requests from one source (over its share, 1/16 of 20,000/s);
-  - HTTP: every 5 s 10 slow clients (a request line, then one header a second, then gone) and
-    10 half-open ones (half a request, then SHUT_WR);
+  - HTTP: every 5 s (from 127.0.0.6) 10 slow clients (a request line, then one header a second,
+    then gone) and 10 half-open ones (half a request, then SHUT_WR);
   - gRPC: every 5 s 30 idle connections from one source (over its limit of 8), held 1 s;
-  - bursts (iperf3-compatible): every 5 s 5 connections that stall before their cookie;
+  - bursts (iperf3-compatible): every 5 s 5 connections that stall before their cookie, and one
+    hostile client (127.0.0.3) stalling at each step of the protocol in turn (after the cookie,
+    the parameters, CREATE_STREAMS, trickling data: attack_burst_test.attack_once);
+  - HTTP from many sources: every 5 s 8 addresses (127.0.2.1-8) each opening 24 connections that
+    send half a request line (over the 16 an address may hold) and hold them 1 s;
+  - basic auth (the exporter runs with a web config of one user, whom every scrape above names):
+    10 wrong-password requests a second from 2 addresses, a new password each (over their
+    bcrypt budget: answered 401 or 429, never a bcrypt each);
   - Kubernetes discovery (peers.kubernetes besides the static peers, fed by
     bench/lib/fake_apiserver.py: 12 Pods on 12 nodes in 2 zones, each on 127.1.0.0/16 where
     nothing listens): 0.7 watch events a second (a Pod goes out of service, then comes back, so
@@ -40,6 +47,8 @@ selects the same discovered peers at both ends). End: the same after the soak. A
 Only ever aimed at 127.0.0.0/8. Usage: soak_test.py --exporter BIN [--seconds N]
 """
 import argparse
+import base64
+import http.client
 import os
 import random
 import shutil
@@ -57,6 +66,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "lib"))
 import labkit  # noqa: E402  (check, summary, parse_metrics)
+import attack_burst_test  # noqa: E402  (attack_once: a burst client that stalls at one step)
 import fake_apiserver  # noqa: E402  (the stand-in API server: its certificate, port, kubeconfig)
 
 OUTCOMES = {"podnet_probe_errors_total", "podnet_responder_dropped_total",
@@ -75,6 +85,11 @@ API_NODES, API_ZONES, PEERS_PER_ZONE = 12, 2, 2
 CHURN_PER_S = 0.7
 DISCOVERED = PEERS_PER_ZONE * API_ZONES
 TOKEN = "soak-token"
+# The web config's one user: bcrypt cost 5, so that the soak's own first scrape costs little (the
+# same pair as tests/unit/web/auth_gate_test.cc); every scrape of the soak names it.
+USER, PASSWORD = "bob", "b0b:pw"
+USER_HASH = "$2y$05$GtTXuTJPT8t4APeW9E.kD.D4QMfuKdaOOjU0oUYLRTr7ntD9culky"
+BURST_STALLS = ("after_cookie", "after_params", "after_streams", "trickle")
 
 
 def free_port(kind=socket.SOCK_STREAM):
@@ -142,7 +157,11 @@ class Exporter:
         self.write(config_text(ports, SET_A).encode())
         self.base = "http://127.0.0.1:%d" % ports[0]
         self.log = open(os.path.join(tmp, "exporter.log"), "w")
-        self.p = subprocess.Popen([exe, "--config.file=" + self.cfg,
+        web = os.path.join(tmp, "web.yaml")
+        with open(web, "w") as f:
+            f.write("basic_auth_users:\n  %s: %s\n" % (USER, USER_HASH))
+        self.auth = "Basic " + base64.b64encode(("%s:%s" % (USER, PASSWORD)).encode()).decode()
+        self.p = subprocess.Popen([exe, "--config.file=" + self.cfg, "--web.config.file=" + web,
                                    "--kubeconfig=" + kubeconfig], stdout=subprocess.DEVNULL,
                                   stderr=self.log)
         deadline = time.time() + 15
@@ -171,7 +190,8 @@ class Exporter:
         self.p.send_signal(signal.SIGHUP)
 
     def get(self, path, timeout=5):
-        with urllib.request.urlopen(self.base + path, timeout=timeout) as r:
+        request = urllib.request.Request(self.base + path, headers={"Authorization": self.auth})
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             return r.status, r.read().decode("utf-8")
 
     def metrics(self):
@@ -223,8 +243,8 @@ class Loads:
     def start(self):
         self.reloads, self.hostile, self.scrapes, self.seen = 0, 0, 0, set()
         self.api.set(self.api.pause, False)
-        for f in (self.reloader, self.scraper, self.udp, self.slow_http, self.grpc, self.burst,
-                  self.discovery):
+        for f in (self.reloader, self.scraper, self.udp, self.slow_http, self.many_sources_http,
+                  self.wrong_passwords, self.grpc, self.burst, self.burst_stalls, self.discovery):
             t = threading.Thread(target=self.guard, args=(f,), daemon=True)
             t.start()
             self.threads.append(t)
@@ -320,12 +340,20 @@ class Loads:
         for _ in self.every(5.0):
             slow, half = [], []
             for _ in range(10):
-                c = socket.create_connection(("127.0.0.1", port), timeout=2)
-                c.sendall(b"GET /metrics HTTP/1.1\r\n")
+                c = socket.create_connection(("127.0.0.1", port), timeout=2,
+                                             source_address=("127.0.0.6", 0))
+                try:
+                    c.sendall(b"GET /metrics HTTP/1.1\r\n")
+                except OSError:
+                    pass  # the same
                 slow.append(c)
-                h = socket.create_connection(("127.0.0.1", port), timeout=2)
-                h.sendall(b"GET /metrics HTTP/1.1\r\nHost: soak\r\nX-Half")
-                h.shutdown(socket.SHUT_WR)
+                h = socket.create_connection(("127.0.0.1", port), timeout=2,
+                                             source_address=("127.0.0.6", 0))
+                try:
+                    h.sendall(b"GET /metrics HTTP/1.1\r\nHost: soak\r\nX-Half")
+                    h.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass  # closed over the 16 connections an address may hold: counted
                 half.append(h)
             for i in range(3):
                 if self.stopping.wait(1.0):
@@ -337,6 +365,42 @@ class Loads:
                         pass  # the server gave up on it: what it should do eventually
             for c in slow + half:
                 c.close()
+
+    def many_sources_http(self):
+        for _ in self.every(5.0):
+            sources = ["127.0.2.%d" % i for i in range(1, 9)]
+            threads = [threading.Thread(target=self.connections, args=(
+                self.ex.ports[0], 24, 1.0, b"GET /metrics HTTP/1.1\r\n", s)) for s in sources]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+    def wrong_passwords(self):
+        rnd = random.Random(21)
+        n = 0
+        for _ in self.every(0.1):
+            n += 1
+            guess = base64.b64encode(("%s:guess-%d" % (USER, rnd.getrandbits(48))).encode())
+            c = http.client.HTTPConnection("127.0.0.1", self.ex.ports[0], timeout=5,
+                                           source_address=("127.0.0.%d" % (4 + n % 2), 0))
+            try:
+                c.request("GET", "/metrics", headers={"Authorization": b"Basic " + guess})
+                status = c.getresponse().status
+                if status not in (401, 429):
+                    self.errors.append("a wrong password was answered %d" % status)
+            except (OSError, http.client.HTTPException):
+                pass  # closed over a connection limit: counted by the exporter
+            finally:
+                c.close()
+
+    def burst_stalls(self):
+        n = 0
+        while not self.stopping.is_set():  # each attempt ends when the responder cuts it
+            attack_burst_test.attack_once(BURST_STALLS[n % len(BURST_STALLS)], "127.0.0.3",
+                                          self.ex.ports[1], self.stopping)
+            n += 1
+            self.stopping.wait(0.2)
 
     def connections(self, port, count, hold, send=b"", source="127.0.0.2"):
         held = []
@@ -517,6 +581,14 @@ def main():
         v = samples.get(("podnet_responder_dropped_total",
                          (("reason", "source_connection_limit"), ("responder", "grpc"))), 0)
         labkit.check(v > 0, "gRPC reset connections over the source limit (%d)" % v)
+        for responder, reason in (("http", "source_connection_limit"), ("burst", "timeout"),
+                                  ("burst", "stalled")):
+            v = samples.get(("podnet_responder_dropped_total",
+                             (("reason", reason), ("responder", responder))), 0)
+            labkit.check(v > 0, "%s refused with reason %s (%d)" % (responder, reason, v))
+        v = sum(samples.get(("podnet_web_auth_failures_total", (("reason", r),)), 0)
+                for r in ("source_limited", "rate_limited"))
+        labkit.check(v > 0, "wrong passwords over the bcrypt budget answered 429 (%d)" % v)
     finally:
         loads.stop()
         ex.p.send_signal(signal.SIGTERM)
