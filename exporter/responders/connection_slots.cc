@@ -130,7 +130,8 @@ ConnectionSlots::Source& ConnectionSlots::SourceOf(const Address& source, Time n
 void ConnectionSlots::Refill(Source& s, Time now) const {
   if (now <= s.refilled) return;
   const double elapsed = std::chrono::duration<double>(now - s.refilled).count();
-  s.tokens = std::min(limits_.input_burst_bytes, s.tokens + elapsed * limits_.input_bytes_per_second);
+  s.tokens =
+      std::min(limits_.input_burst_bytes, s.tokens + elapsed * limits_.input_bytes_per_second);
   s.refilled = now;
 }
 
@@ -171,7 +172,8 @@ void ConnectionSlots::ForgetIdleSources(Time now) {
         s.connections == 0 && s.tokens >= limits_.input_burst_bytes && now >= s.cooldown_until;
     it = empty ? sources_.erase(it) : std::next(it);
   }
-  for (auto it = sources_.begin(); it != sources_.end() && sources_.size() >= limits_.max_sources;) {
+  for (auto it = sources_.begin();
+       it != sources_.end() && sources_.size() >= limits_.max_sources;) {
     it = it->second.connections == 0 ? sources_.erase(it) : std::next(it);
   }
 }

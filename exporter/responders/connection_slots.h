@@ -105,9 +105,9 @@ class ConnectionSlots {
   };
   struct Source {
     int connections = 0;
-    double tokens;        // input budget left (bytes); negative after an overdraft
-    Time refilled;        // when `tokens` was last brought up to date
-    Time cooldown_until;  // evicted or timed out before this: no eviction over fair share
+    double tokens;         // input budget left (bytes); negative after an overdraft
+    Time refilled;         // when `tokens` was last brought up to date
+    Time cooldown_until;   // evicted or timed out before this: no eviction over fair share
     bool blocked = false;  // over budget: refused until the bucket is full again
   };
 

@@ -78,8 +78,12 @@ const std::string kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 // (literals with incremental indexing), a later one names them by index (62.., newest first).
 std::string RequestBlock(const std::string& path, bool first) {
   const std::vector<std::pair<std::string, std::string>> fields = {
-      {":method", "POST"}, {":scheme", "http"}, {":path", path}, {":authority", "podnet"},
-      {"content-type", "application/grpc"}, {"te", "trailers"}};
+      {":method", "POST"},
+      {":scheme", "http"},
+      {":path", path},
+      {":authority", "podnet"},
+      {"content-type", "application/grpc"},
+      {"te", "trailers"}};
   std::string block;
   for (std::size_t i = 0; i < fields.size(); ++i) {
     if (first) {
