@@ -5,13 +5,6 @@
 
 namespace podnet::net {
 
-boost::asio::ip::address CanonicalSource(const boost::asio::ip::address& a) {
-  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
-    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
-  }
-  return a;
-}
-
 template <std::size_t N>
 SourceLimiter<N>::SourceLimiter(const Limits& limits, Clock::time_point now)
     : limits_(limits), overall_{limits.burst, now}, last_sweep_(now) {
@@ -66,7 +59,7 @@ void SourceLimiter<N>::ForgetIdle(Clock::time_point now) {
 template <std::size_t N>
 typename SourceLimiter<N>::Source* SourceLimiter<N>::Find(const boost::asio::ip::address& source,
                                                           Clock::time_point now) {
-  auto key = CanonicalSource(source);
+  auto key = Unmapped(source);
   auto it = sources_.find(key);
   if (it == sources_.end()) {
     if (sources_.size() >= limits_.max_sources) ForgetIdle(now);

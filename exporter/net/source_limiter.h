@@ -10,11 +10,9 @@
 #include <cstddef>
 #include <map>
 
-namespace podnet::net {
+#include "exporter/net/address.h"
 
-/// An IPv4 address seen through an IPv6 socket (::ffff:a.b.c.d) as the IPv4 address it is;
-/// any other address as it is. One sender is one source whichever socket it came through.
-boost::asio::ip::address CanonicalSource(const boost::asio::ip::address& a);
+namespace podnet::net {
 
 /// Token buckets in N dimensions (e.g. replies and bytes) per source address and overall.
 ///

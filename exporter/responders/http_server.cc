@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 
+#include "exporter/net/address.h"
 #include "exporter/net/source_limiter.h"
 #include "exporter/responders/responder_metrics.h"
 
@@ -367,7 +368,7 @@ std::string OriginForm(std::string_view target) {
 boost::asio::ip::address RemoteAddress(const tcp::socket& s) {
   beast::error_code ec;
   auto ep = s.remote_endpoint(ec);
-  return ec ? boost::asio::ip::address() : net::CanonicalSource(ep.address());
+  return ec ? boost::asio::ip::address() : net::Unmapped(ep.address());
 }
 
 // One connection: plain HTTP (Stream = beast::tcp_stream), or HTTPS (beast::ssl_stream of
