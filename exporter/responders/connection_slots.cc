@@ -95,7 +95,8 @@ void ConnectionSlots::Answered(Id id, Time now) {
   if (it == connections_.end()) return;
   Source& s = sources_.at(it->second.source);
   Refill(s, now);
-  s.tokens = std::min(limits_.input_burst_bytes, s.tokens + limits_.input_credit_per_answer);
+  s.tokens = std::min(limits_.input_burst_bytes + limits_.input_credit_headroom_bytes,
+                      s.tokens + limits_.input_credit_per_answer);
 }
 
 std::vector<ConnectionSlots::Id> ConnectionSlots::Idle(Time now) {
@@ -130,9 +131,10 @@ ConnectionSlots::Source& ConnectionSlots::SourceOf(const Address& source, Time n
 void ConnectionSlots::Refill(Source& s, Time now) const {
   if (now <= s.refilled) return;
   const double elapsed = std::chrono::duration<double>(now - s.refilled).count();
+  s.refilled = now;
+  if (s.tokens >= limits_.input_burst_bytes) return;  // full, or over by credits: kept
   s.tokens =
       std::min(limits_.input_burst_bytes, s.tokens + elapsed * limits_.input_bytes_per_second);
-  s.refilled = now;
 }
 
 void ConnectionSlots::Forget(std::map<Id, Connection>::iterator it, Time now, bool cool_down) {

@@ -28,6 +28,13 @@ struct SlotLimits {
   double input_burst_bytes = 1024;
   double input_bytes_per_second = 512;
   double input_credit_per_answer = 256;
+  /// Credits may raise the budget this far above input_burst_bytes (time never does). The guard
+  /// charges a request's bytes when it reads the kernel's count, which may be after gRPC has
+  /// answered it: a credit capped at a full budget then was lost, and a client calling back to
+  /// back from a fresh exporter was cut after 11-16 calls of 150 bytes (8 runs in 60). 2 KiB:
+  /// 8 answers ahead, so a client waiting for its answers is never cut; an attacker who earns
+  /// it with real calls gets 73 more reset streams of 28 bytes at once.
+  double input_credit_headroom_bytes = 2048;
   /// Source records kept at once. Those holding slots always are; beyond, the others are
   /// forgotten, first those with nothing to remember (a full budget, no cooldown).
   std::size_t max_sources = 4096;
@@ -85,7 +92,7 @@ class ConnectionSlots {
   /// `id` among them, already forgotten. Unknown ids are ignored.
   std::vector<Id> Received(Id id, std::uint64_t bytes_received, Time now);
   /// A request on `id` was answered: its source's budget gets input_credit_per_answer back (up
-  /// to full). Unknown ids are ignored.
+  /// to input_credit_headroom_bytes over full). Unknown ids are ignored.
   void Answered(Id id, Time now);
   /// The connections that received nothing for idle_timeout, already forgotten.
   std::vector<Id> Idle(Time now);

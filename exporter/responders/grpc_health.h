@@ -65,10 +65,10 @@ struct GrpcConnectionLimits : SlotLimits {
 /// epoll, edge-triggered; and every second) and shuts down (shutdown(2) on the duplicate, then
 /// taking what is queued, which gRPC would still read) what must go. What bounds what:
 ///  - memory under rapid reset or any flood: each source's input budget (SlotLimits: 1 KiB at
-///    once, 512 B/s, 256 bytes back per call answered; ~36 reset streams of 28 bytes) plus what
-///    gRPC reads before the shutdown (about one receive window); a source over budget is refused
-///    whole until its budget has refilled. This bound is reactive: it holds while the guard
-///    looks as fast as gRPC reads (measured: 10 s from 8 connections, RSS +5 MB; from 32
+///    once, 512 B/s, 256 bytes back per call answered, up to 2 KiB ahead; ~36 reset streams of 28
+///    bytes) plus what gRPC reads before the shutdown (about one receive window); a source over
+///    budget is refused whole until its budget has refilled. This bound is reactive: it holds while
+///    the guard looks as fast as gRPC reads (measured: 10 s from 8 connections, RSS +5 MB; from 32
 ///    sources x 8, +15 MB), not by construction;
 ///  - calls kept open: max_concurrent_streams (gRPC), max_calls_per_connection (ours: an
 ///    interceptor counts the calls alive, matched to their connection by gRPC's peer name

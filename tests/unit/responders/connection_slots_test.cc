@@ -142,6 +142,25 @@ TEST(ConnectionSlotsTest, ResetStreamsSpendTheBudgetAnsweredCallsDoNot) {
   EXPECT_EQ(streams, 35);
 }
 
+TEST(ConnectionSlotsTest, AnAnswerCreditedBeforeItsRequestIsChargedIsNotLost) {
+  // The guard reads the kernel's byte count on its own thread, gRPC answers on its own: the
+  // answers of 8 calls of 150 bytes may be credited before their bytes are charged, at once.
+  ConnectionSlots slots(SlotLimits{});
+  ASSERT_TRUE(Connect(slots, 1, "10.0.0.1", kT0));
+  std::uint64_t bytes = 33;  // preface and SETTINGS
+  ASSERT_TRUE(slots.Received(1, bytes, kT0).empty());
+  for (int round = 0; round < 10; ++round) {
+    for (int i = 0; i < 8; ++i) slots.Answered(1, kT0);
+    bytes += 8 * 150;
+    ASSERT_TRUE(slots.Received(1, bytes, kT0).empty()) << "cut in round " << round;
+  }
+  // The headroom is bounded: answers alone never buy more than it.
+  for (int i = 0; i < 1000; ++i) slots.Answered(1, kT0);
+  int streams = 0;
+  while (slots.Received(1, bytes += 28, kT0).empty()) ++streams;
+  EXPECT_LE(streams, (1024 + 2048) / 28);
+}
+
 TEST(ConnectionSlotsTest, AConnectionThatReceivesNothingTimesOut) {
   SlotLimits l = Small(16, 4);
   ConnectionSlots slots(l);
