@@ -210,10 +210,14 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
                        [held](const auto& h) { return h.second > held; });
   }
 
-  // Whether a connection from `source` waits for room already (at most kMaxWaiting to look at).
-  bool Waits(const boost::asio::ip::address& source) const {
-    return std::any_of(waiting_.begin(), waiting_.end(),
-                       [&](const Waiting& w) { return w.source == source; });
+  // Whether a connection from `source` may wait for room (at most kMaxWaiting to look at).
+  // Whether a new connection from `source`, which holds `held` already, may wait for room.
+  bool MayWait(const boost::asio::ip::address& source, int held) const {
+    if (held == 0) return waiting_.size() < kMaxWaiting;
+    if (waiting_.size() >= kMaxWaiting / 2 || !SomeoneHoldsMore(held)) return false;
+    auto from_source = std::count_if(waiting_.begin(), waiting_.end(),
+                                     [&](const Waiting& w) { return w.source == source; });
+    return from_source < kMaxWaitingPerSource;
   }
 
   // The oldest connection a new one from `source` may take the place of: idle first, then a
@@ -295,14 +299,18 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   int open_ = 0;
   // Connections open or waiting per client address (canonical: IPv4-mapped as IPv4).
   std::map<boost::asio::ip::address, int> holders_;
-  // Accepted at the limit with nothing to close yet, each from a source that another source
-  // out-held then (one per source); started in order as room is made. At most kMaxWaiting: beyond,
-  // refused. 64: 32 hostile sources cannot fill it, and 64 sockets are little to hold.
+  // Accepted at the limit with nothing to close yet, each from a source that held none then
+  // (one per source) or that another source out-held (MayWait); started in order as room is
+  // made. At most kMaxWaiting: beyond, refused. 64: 32 hostile sources cannot fill it, and 64
+  // sockets are little to hold.
   struct Waiting {
     tcp::socket socket;
     boost::asio::ip::address source;
   };
   static constexpr std::size_t kMaxWaiting = 64;
+  // Of a source that holds some already (e.g. a node address behind which Prometheus, the
+  // kubelet and a peer's probe all connect): 4 at once wait; more are refused.
+  static constexpr std::ptrdiff_t kMaxWaitingPerSource = 4;
   std::deque<Waiting> waiting_;
   EvictList idle_;
   EvictList reading_;
@@ -765,11 +773,10 @@ void HttpServer::Impl::Admit(tcp::socket s) {
     // next room (a session's end, or one it may close: at most the grace); one that holds as
     // many as any other is refused at once, as no one's place may become its own. (A source
     // holding one keep-alive connection, e.g. a peer's HTTP probe measuring keep-alive beside
-    // new connections, still gets its new one while a flood out-holds it.) One waits per
-    // source, so that 64 sources are needed to fill the line.
-    if (waiting_.size() >= kMaxWaiting || !SomeoneHoldsMore(held) || Waits(source)) {
-      return Refuse(s, connection_limit_);
-    }
+    // new connections, still gets its new one while a flood out-holds it.) Sources that hold
+    // some use at most half the line, kMaxWaitingPerSource each, so that a source holding none
+    // (a kubelet) finds a place unless 32 other such sources wait.
+    if (!MayWait(source, held)) return Refuse(s, connection_limit_);
     ++holders_[source];
     waiting_.push_back({std::move(s), source});
     ArmRecheck();

@@ -76,9 +76,9 @@ using AsyncHttpHandler = std::function<void(HttpRequest, HttpRespond)>;
 struct HttpLimits {
   /// At the limit a new connection takes the place of the oldest idle one (else the oldest
   /// slow request, below) of its own source or of a source that holds more connections than
-  /// its own; with none, one from a source that another source out-holds waits for the next
-  /// room (at most 64 wait, one per source), and any other is closed at once
-  /// ("connection_limit").
+  /// its own; with none, one from a source that holds none, or that another source out-holds,
+  /// waits for the next room (at most 64 wait; sources that hold some take at most 32 of those
+  /// places, 4 each), and any other is closed at once ("connection_limit").
   int max_connections = 128;
   /// One client address holds at most this many: at it, a new connection takes the place of
   /// that source's own oldest idle (or slow) one, else it is closed ("source_connection_limit").

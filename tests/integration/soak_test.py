@@ -12,7 +12,9 @@ how much it holds open:
     3,000 valid requests from one source (over its share, 1/16 of 20,000/s);
   - HTTP: every 5 s (from 127.0.0.6) 10 slow clients (a request line, then one header a second,
     then gone) and 10 half-open ones (half a request, then SHUT_WR);
-  - gRPC: every 5 s 30 idle connections from one source (over its limit of 8), held 1 s;
+  - gRPC: every 5 s 30 idle connections from one source (over its limit of 8), held 1 s, and
+    1 s of HTTP/2 rapid reset (HEADERS then RST_STREAM) from 2 connections of 127.0.0.7
+    (attack_grpc_test.flood_connection: cut for its input, it connects again 10 ms later);
   - bursts (iperf3-compatible): every 5 s 5 connections that stall before their cookie, and one
     hostile client (127.0.0.3) stalling at each step of the protocol in turn (after the cookie,
     the parameters, CREATE_STREAMS, trickling data: attack_burst_test.attack_once);
@@ -67,6 +69,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "lib"))
 import labkit  # noqa: E402  (check, summary, parse_metrics)
 import attack_burst_test  # noqa: E402  (attack_once: a burst client that stalls at one step)
+import attack_grpc_test  # noqa: E402  (flood_connection: HTTP/2 rapid reset on one connection)
 import fake_apiserver  # noqa: E402  (the stand-in API server: its certificate, port, kubeconfig)
 
 OUTCOMES = {"podnet_probe_errors_total", "podnet_responder_dropped_total",
@@ -422,6 +425,13 @@ class Loads:
     def grpc(self):
         for _ in self.every(4.0):
             self.connections(self.ex.ports[2], 30, 1.0)
+            stats = {"connects": 0, "streams_written": 0, "cut": 0}
+            flood = [threading.Thread(target=attack_grpc_test.flood_connection, args=(
+                self.ex.ports[2], "127.0.0.7", time.time() + 1.0, stats)) for _ in range(2)]
+            for t in flood:
+                t.start()
+            for t in flood:
+                t.join()
 
     def burst(self):
         for _ in self.every(4.0):
@@ -582,7 +592,7 @@ def main():
                          (("reason", "source_connection_limit"), ("responder", "grpc"))), 0)
         labkit.check(v > 0, "gRPC reset connections over the source limit (%d)" % v)
         for responder, reason in (("http", "source_connection_limit"), ("burst", "timeout"),
-                                  ("burst", "stalled")):
+                                  ("burst", "stalled"), ("grpc", "input_budget")):
             v = samples.get(("podnet_responder_dropped_total",
                              (("reason", reason), ("responder", responder))), 0)
             labkit.check(v > 0, "%s refused with reason %s (%d)" % (responder, reason, v))
