@@ -5,7 +5,8 @@ The lab (tests/lab/lab.sh) gives a client Pod and three peers: same node (bridge
 zone and cross zone (behind user-space delay lines). The peers run podnet-exporter as responders
 (/echo); the client probes them with probes.http (both modes). Checks, from the client's
 /metrics:
-  - keep-alive p50 is ordered same_node < same_zone < cross_zone;
+  - keep-alive p50 same_node below cross_zone (the whole ladder is printed: the step between
+    same_zone and cross_zone, 0.2 ms, falls inside one histogram bucket);
   - on every path, new_connection p50 exceeds keep-alive p50 by at least one RTT of that path
     (the TCP handshake costs one round trip). Stated as far as the histograms can tell: the
     upper bound of new_connection's p50 bucket minus the lower bound of keep-alive's p50 bucket
@@ -173,8 +174,11 @@ def scenario(args, tmp):
         check(ok >= 400 and bad <= ok * 0.01,
               "%s: healthy path answered (%d ok, %d errors)" % (path, ok, bad))
     if all(ka.values()) and all(new.values()):
-        check(ka["same"] < ka["zone"] < ka["cross"],
-              "keep-alive p50 ladder same_node < same_zone < cross_zone: %.3f < %.3f < %.3f ms"
+        # Only the ends of the ladder, as for gRPC: the 0.2 ms between same_zone and cross_zone
+        # falls inside one bucket (0.6-0.8 ms), and in CI (stop 30) the interpolated p50s came
+        # out 0.765 / 0.742 ms once, then in order on the re-run. The step is printed.
+        check(ka["same"] < ka["cross"],
+              "keep-alive p50 same_node < cross_zone (ladder %.3f / %.3f / %.3f ms)"
               % (ka["same"] * 1e3, ka["zone"] * 1e3, ka["cross"] * 1e3))
         for name, path in PATH_OF.items():
             new_lo, new_hi = quantile_bounds(first, "podnet_http_request_duration_seconds", 0.5,
