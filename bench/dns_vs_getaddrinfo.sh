@@ -19,30 +19,19 @@ done
 ns=pnbench-dns-$$
 tmp=$(mktemp -d)
 cleanup() {
-  [[ -n ${unbound_pid:-} ]] && kill "$unbound_pid" 2>/dev/null && wait "$unbound_pid" 2>/dev/null
+  if [[ -n ${unbound_pid:-} ]] && kill "$unbound_pid" 2>/dev/null; then
+    for _ in $(seq 50); do kill -0 "$unbound_pid" 2>/dev/null || break; sleep 0.1; done
+  fi
   ip netns del "$ns" 2>/dev/null || true
   rm -rf "/etc/netns/$ns" "$tmp"
 }
 trap cleanup EXIT
 ip netns add "$ns"
 ip -n "$ns" link set lo up
-cat > "$tmp/unbound.conf" <<CONF
-server:
-  interface: 127.0.0.1
-  do-daemonize: no
-  username: ""
-  chroot: ""
-  directory: "$tmp"
-  pidfile: ""
-  use-syslog: no
-  do-ip6: no
-  access-control: 127.0.0.0/8 allow
-  module-config: "iterator"
-  num-threads: 1
-  include: "$PWD/tests/lab/unbound-zones.conf"
-CONF
-ip netns exec "$ns" unbound -d -c "$tmp/unbound.conf" >"$tmp/unbound.log" 2>&1 &
-unbound_pid=$!
+# The lab tests' unbound (tests/lib/labkit.py start_unbound: the lab's zones, nothing forwarded),
+# on 127.0.0.1:53 of the namespace; its config and log in $tmp.
+unbound_pid=$(python3 -c 'import sys; sys.path.insert(0, "tests/lib"); import labkit
+print(labkit.start_unbound(sys.argv[1], sys.argv[2]).pid)' "$ns" "$tmp")
 mkdir -p "/etc/netns/$ns"
 conf=/etc/netns/$ns/resolv.conf
 cat > "$conf" <<CONF

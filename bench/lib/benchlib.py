@@ -1,14 +1,15 @@
-"""Shared helpers of the podnet-exporter benches (python3 standard library only).
+"""What only the podnet-exporter benches need (python3 standard library only): the machine's
+load, the exporter's private copy, /proc sampling, tables and PASS/MISS lines. Waiting, processes,
+ports, scraping and histogram_quantile are the tests' library, tests/lib/labkit.py (imported here
+as K, and by every bench).
 
-Process lifecycle: every process a bench starts goes through Procs.start(), runs in its own
+Process lifecycle: every process a bench starts goes through labkit.start(), runs in its own
 session (so the whole tree can be signalled) and, where it could outlive the bench, under
-`timeout`, so it stops by itself even if the bench is killed with SIGKILL. Procs.stop_all() runs
-from a `finally:`; SIGTERM, SIGINT and SIGHUP are turned into SystemExit so that it also runs when
-the bench is interrupted.
+`timeout` (max_seconds), so it stops by itself even if the bench is killed with SIGKILL.
+labkit.stop_all() runs from a `finally:`; SIGTERM, SIGINT and SIGHUP are turned into SystemExit
+so that it also runs when the bench is interrupted.
 """
-import math
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -18,15 +19,14 @@ import tempfile
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
+import labkit as K  # noqa: E402
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-class BenchBroken(Exception):
+class BenchBroken(K.Broken):
     """The bench itself could not run (not a missed target)."""
-
-
-def log(msg=""):
-    print(msg, flush=True)
 
 
 def note(msg):
@@ -155,57 +155,7 @@ def machine_line():
 
 
 # ---------------------------------------------------------------------------------------------
-# Processes
-
-class Procs:
-    def __init__(self):
-        self.procs = []  # (name, Popen, logfile handle)
-
-    def start(self, name, cmd, logpath, ns=None, max_seconds=None, env=None):
-        argv = list(cmd)
-        if max_seconds is not None:
-            argv = ["timeout", "-k", "5", str(int(max_seconds))] + argv
-        if ns is not None:
-            argv = ["ip", "netns", "exec", ns] + argv
-        f = open(logpath, "w")
-        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             start_new_session=True, env=env)
-        self.procs.append((name, p, f))
-        return p
-
-    def stop(self, p, grace=5.0):
-        """SIGTERM to the process group, then SIGKILL after `grace` seconds."""
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                p.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    note("pid %d did not die" % p.pid)
-        else:
-            # The leader is gone; make sure nothing of its group is left.
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        for name, q, f in self.procs:
-            if q is p and not f.closed:
-                f.close()
-
-    def stop_all(self):
-        for _name, p, _f in reversed(self.procs):
-            self.stop(p)
-        self.procs = []
-
+# Processes (started and stopped with labkit.start and labkit.stop)
 
 def leaf_pid(pid, depth=4):
     """The process actually doing the work under `timeout` wrappers: follows single children."""
@@ -221,91 +171,33 @@ def leaf_pid(pid, depth=4):
     return pid
 
 
-def wait_for(pred, timeout, what, step=0.2):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            if pred():
-                return
-        except Exception as e:  # not up yet
-            last = e
-        time.sleep(step)
-    raise BenchBroken("timed out after %.0f s waiting for %s%s"
-                      % (timeout, what, (" (%s)" % last) if last else ""))
-
-
-def tail(path, n=20):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError:
-        return ""
-
-
 # ---------------------------------------------------------------------------------------------
 # Network namespaces (for the loopback benches: a private loopback, isolated from other ICMP
 # traffic of the host, which a raw ICMP socket would otherwise see)
 
-def run(cmd, timeout=30, check=True, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-    if check and r.returncode != 0:
-        raise BenchBroken("%s: rc=%d %s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
-    return r
-
-
 def netns_add(ns):
     if ns in netns_list():
         netns_del(ns)
-    run(["ip", "netns", "add", ns])
-    run(["ip", "-n", ns, "link", "set", "lo", "up"])
+    K.run("ip", "netns", "add", ns)
+    K.run("ip", "-n", ns, "link", "set", "lo", "up")
 
 
 def netns_list():
-    r = run(["ip", "netns", "list"], check=False)
+    r = K.run("ip", "netns", "list", check_rc=False)
     return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
 
 
 def netns_del(ns):
     if ns not in netns_list():
         return
-    r = run(["ip", "netns", "pids", ns], check=False)
+    r = K.run("ip", "netns", "pids", ns, check_rc=False)
     for pid in r.stdout.split():
         note("killing leftover pid %s in %s" % (pid, ns))
         try:
             os.kill(int(pid), signal.SIGKILL)
         except (ProcessLookupError, ValueError):
             pass
-    run(["ip", "netns", "del", ns], check=False)
-
-
-def free_port(ns=None):
-    """A free TCP+UDP port on 127.0.0.1 (in `ns` if given)."""
-    code = ("import socket\n"
-            "for _ in range(50):\n"
-            "  t=socket.socket(); t.bind(('127.0.0.1',0)); p=t.getsockname()[1]\n"
-            "  u=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
-            "  try:\n"
-            "    u.bind(('127.0.0.1',p)); print(p); break\n"
-            "  except OSError: pass\n"
-            "  finally: t.close(); u.close()\n")
-    cmd = [sys.executable, "-c", code]
-    if ns:
-        cmd = ["ip", "netns", "exec", ns] + cmd
-    out = run(cmd).stdout.strip()
-    if not out.isdigit():
-        raise BenchBroken("no free port")
-    return int(out)
-
-
-def http_get(url, ns=None, timeout=10):
-    """(status, body) via curl, in `ns` if given."""
-    cmd = ["curl", "-s", "-m", str(timeout), "-o", "-", "-w", "\n%{http_code}", url]
-    if ns:
-        cmd = ["ip", "netns", "exec", ns] + cmd
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 5)
-    body, _, code = r.stdout.rpartition("\n")
-    return int(code or 0), body
+    K.run("ip", "netns", "del", ns, check_rc=False)
 
 
 def curl_timing(url, ns=None, timeout=30, gzip=False):
@@ -381,29 +273,7 @@ def cpu_window(s0, s1):
 
 
 # ---------------------------------------------------------------------------------------------
-# Prometheus text format
-
-_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\S+)?$')
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_metrics(text):
-    """[(name, {label: value}, float)] of every sample line."""
-    out = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _LINE.match(line)
-        if not m:
-            continue
-        labels = dict(_LABEL.findall(m.group(3) or ""))
-        try:
-            v = float(m.group(4))
-        except ValueError:
-            continue
-        out.append((m.group(1), labels, v))
-    return out
-
+# Samples of parse_metrics (labkit) and raw values
 
 def sum_by(samples, name, label, where=None):
     """{label value: sum of `name`} (optionally only samples whose labels contain `where`)."""
@@ -418,42 +288,6 @@ def sum_by(samples, name, label, where=None):
     return acc
 
 
-def buckets_by(samples, name, label):
-    """{label value: {le float: cumulative count}} of histogram `name`_bucket."""
-    acc = {}
-    for n, labels, v in samples:
-        if n != name + "_bucket":
-            continue
-        le = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
-        d = acc.setdefault(labels.get(label, ""), {})
-        d[le] = d.get(le, 0.0) + v
-    return acc
-
-
-def bucket_delta(b1, b0):
-    return {le: c - b0.get(le, 0.0) for le, c in b1.items()}
-
-
-def histogram_quantile(q, cum):
-    """Prometheus's histogram_quantile over {le: cumulative count} (linear in the bucket)."""
-    bounds = sorted(cum)
-    if not bounds or cum[bounds[-1]] <= 0:
-        return float("nan")
-    total = cum[bounds[-1]]
-    rank = q * total
-    prev_le, prev_c = 0.0, 0.0
-    for le in bounds:
-        c = cum[le]
-        if c >= rank:
-            if math.isinf(le):
-                return prev_le
-            if c == prev_c:
-                return le
-            return prev_le + (le - prev_le) * (rank - prev_c) / (c - prev_c)
-        prev_le, prev_c = le, c
-    return float("nan")
-
-
 def to_cumulative(values, bounds):
     """Bins raw `values` into the cumulative buckets `bounds` (the exporter's layout)."""
     bounds = sorted(bounds)
@@ -465,6 +299,13 @@ def to_cumulative(values, bounds):
             i += 1
         cum[le] = float(i)
     return cum
+
+
+def quantile(q, cumulative):
+    """labkit.histogram_quantile, but NaN where it says None (no observations): a bench prints
+    its row and MISSes rather than breaking."""
+    v = K.histogram_quantile(q, cumulative)
+    return float("nan") if v is None else v
 
 
 def median(xs):
@@ -482,7 +323,7 @@ def table(headers, rows):
                          for i, (c, w) in enumerate(zip(cells, widths)))
     lines = [fmt(headers), fmt(["-" * w for w in widths])]
     lines += [fmt(r) for r in rows]
-    log("\n".join(lines))
+    K.log("\n".join(lines))
 
 
 def verdict(ok):
@@ -493,7 +334,7 @@ def main_wrapper(main):
     """Runs main(): exit 2 with a message if the bench itself broke, its own code otherwise."""
     try:
         sys.exit(main())
-    except BenchBroken as e:
+    except K.Broken as e:
         print("BENCH BROKEN: %s" % e, file=sys.stderr, flush=True)
         sys.exit(2)
     except SystemExit:

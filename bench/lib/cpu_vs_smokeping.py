@@ -21,26 +21,28 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "tests", "lib")]
 import benchlib as B  # noqa: E402
+import labkit as K  # noqa: E402  (processes, waiting, scraping, histogram_quantile)
 import loopbench as L  # noqa: E402
 
 SMOKEPING = "/usr/bin/prometheus-smokeping-prober"
 
 
-def run_smokeping(procs, ns, tmp, addrs, mode, warmup, seconds, binary):
-    port = B.free_port(ns)
+def run_smokeping(ns, tmp, addrs, mode, warmup, seconds, binary):
+    port = K.free_port(ns)
     cfg = os.path.join(tmp, "smokeping-%s.yml" % mode)
     with open(cfg, "w") as f:
         f.write(L.smokeping_config(addrs, mode))
     logpath = os.path.join(tmp, "smokeping-%s.log" % mode)
     cmd = [binary, "--config.file=" + cfg, "--web.listen-address=127.0.0.1:%d" % port,
            "--ping.interval=1s", "--log.level=warn"]
-    p = procs.start("smokeping", cmd, logpath, ns=ns, max_seconds=warmup + seconds + 300)
+    p = K.start(ns, cmd, logpath, max_seconds=warmup + seconds + 300)
     L.wait_ready(ns, port, p, logpath)
     m = L.measure(p, ns, port, warmup, seconds, L.smokeping_counters)
-    procs.stop(p)
-    m["log"] = B.tail(logpath, 5)
+    K.stop(p)
+    m["log"] = K.tail(logpath, 5)
     return m
 
 
@@ -74,40 +76,39 @@ def main():
     ns = os.environ.get("PODNET_BENCH_NS", "pnbenchlo")
     tmp = tempfile.mkdtemp(prefix="podnet-bench-cpu-")
     addrs = L.peer_addresses(args.peers)
-    procs = B.Procs()
 
-    B.log("== cpu_vs_smokeping: podnet-exporter vs smokeping_prober, %d loopback peers, 1 packet/s"
+    K.log("== cpu_vs_smokeping: podnet-exporter vs smokeping_prober, %d loopback peers, 1 packet/s"
           " each" % args.peers)
-    B.log("exporter:  %s, git %s" % (version, B.git_describe()))
+    K.log("exporter:  %s, git %s" % (version, B.git_describe()))
     if old:
-        B.log("compared:  %s (%s)" % (args.compare, old[1]))
-    B.log("smokeping: %s" % sp_version)
-    B.log("machine:   %s" % B.machine_line())
+        K.log("compared:  %s (%s)" % (args.compare, old[1]))
+    K.log("smokeping: %s" % sp_version)
+    K.log("machine:   %s" % B.machine_line())
     warning = B.busy_warning()
     if warning:
-        B.log(warning)
-    B.log("window %.0f s after %.0f s warm-up, one tool at a time, in namespace %s (%s .. %s)"
+        K.log(warning)
+    K.log("window %.0f s after %.0f s warm-up, one tool at a time, in namespace %s (%s .. %s)"
           % (args.seconds, args.warmup, ns, addrs[0], addrs[-1]))
     results = []
     try:
         L.setup_netns(ns)
         for mode in modes:
             L.set_socket_mode(ns, mode)
-            e = L.run_exporter(procs, exe, ns, tmp, addrs, args.warmup, args.seconds, mode)
-            o = (L.run_exporter(procs, old[0], ns, tmp, addrs, args.warmup, args.seconds,
+            e = L.run_exporter(exe, ns, tmp, addrs, args.warmup, args.seconds, mode)
+            o = (L.run_exporter(old[0], ns, tmp, addrs, args.warmup, args.seconds,
                                 mode + "-old") if old else None)
-            s = run_smokeping(procs, ns, tmp, addrs, mode, args.warmup, args.seconds,
+            s = run_smokeping(ns, tmp, addrs, mode, args.warmup, args.seconds,
                               args.smokeping)
             results.append((mode, e, s, o))
     finally:
-        procs.stop_all()
+        K.stop_all()
         B.netns_del(ns)
         shutil.rmtree(bindir, ignore_errors=True)
         if old:
             shutil.rmtree(old[2], ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    B.log("")
+    K.log("")
     rows = []
     for mode, e, s, o in results:
         tools = [("podnet-exporter", e)] + ([("podnet-exporter (compared)", o)] if o else [])
@@ -118,16 +119,16 @@ def main():
                          "%.1f" % m["rss_mib"], "%.1f" % m["hwm_mib"], m["threads"]])
     B.table(["mode", "tool", "ICMP sockets", "sent/s", "replies/s", "cpu s", "CPU %", "CPU % (sched)",
              "ctxsw/s", "RSS MiB", "peak MiB", "threads"], rows)
-    B.log("  CPU %%: of one core, from utime+stime (1/%d s ticks); (sched): sum of per-thread"
+    K.log("  CPU %%: of one core, from utime+stime (1/%d s ticks); (sched): sum of per-thread"
           " schedstat run time;"
           % B.CLK_TCK)
-    B.log("  ctxsw/s: context switches (wake-ups) per second, all threads; peak: VmHWM within the"
+    K.log("  ctxsw/s: context switches (wake-ups) per second, all threads; peak: VmHWM within the"
           " window")
-    B.log("")
-    B.log("target: exporter CPU <= 1/10 of smokeping_prober's")
+    K.log("")
+    K.log("target: exporter CPU <= 1/10 of smokeping_prober's")
     for mode, e, s, o in results:
         if o:
-            B.log("       %-5s compared binary: %.2f %% of a core, ratio %.3f (1/%.1f); this one"
+            K.log("       %-5s compared binary: %.2f %% of a core, ratio %.3f (1/%.1f); this one"
                   " / compared: %.2f"
                   % (mode, o["cpu_pct"], o["cpu_pct"] / s["cpu_pct"] if s["cpu_pct"] > 0 else 0,
                      s["cpu_pct"] / o["cpu_pct"] if o["cpu_pct"] > 0 else float("inf"),
@@ -139,7 +140,7 @@ def main():
                  if (m["raw_sockets"] > 0) != (mode == "raw")]
         rate_ok = not wrong and (abs(e["sent_pps"] - s["sent_pps"]) <= 0.05 * max(e["sent_pps"], s["sent_pps"])
                    and e["recv_pps"] >= 0.95 * e["sent_pps"] and s["recv_pps"] >= 0.95 * s["sent_pps"])
-        B.log("%s %-5s exporter %.2f %% vs smokeping_prober %.2f %% of a core: ratio %.3f"
+        K.log("%s %-5s exporter %.2f %% vs smokeping_prober %.2f %% of a core: ratio %.3f"
               " (1/%.1f; schedstat %.3f); RSS %.1f vs %.1f MiB%s"
               % (B.verdict(ratio <= 0.1), mode, e["cpu_pct"], s["cpu_pct"], ratio,
                  1 / ratio if ratio > 0 else float("inf"), ratio_s, e["rss_mib"], s["rss_mib"],

@@ -15,28 +15,27 @@ kubenurse's model before its cap): the per-peer series count scaled to 4,999 pee
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import benchlib as B  # noqa: E402
-import loopbench as L  # noqa: E402
-import fake_apiserver  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "tests", "lib")]
+import benchlib as B  # noqa: E402
+import fake_apiserver  # noqa: E402  (the stand-in API server)
+import labkit as K  # noqa: E402  (processes, waiting, scraping)
+import loopbench as L  # noqa: E402
+
 TOKEN = "bench-token-5000"
 
-
-
-def exporter_config(port, probes, aggregate):
-    lines = ["listen_address: \"0.0.0.0:%d\"" % port,
+def exporter_config(probes, aggregate):
+    """The exporter's configuration, "{port}" standing for its port (labkit.start_exporter)."""
+    lines = ["listen_address: \"0.0.0.0:{port}\"",
              "self: { name: podnet-00000, node: node-0, zone: \"\" }",
              "responders:",
-             "  udp_echo: { listen_address: \"0.0.0.0:%d\" }" % port,
+             "  udp_echo: { listen_address: \"0.0.0.0:{port}\" }",
              "peers:",
              "  kubernetes: { namespace: podnet, service: podnet, peers_per_zone: 3,"
-             " port: %d }" % port,
+             " port: {port} }",
              "metrics: { aggregate_peers: %s }" % ("true" if aggregate else "false")]
     if probes:
         lines += ["probes:",
@@ -46,18 +45,13 @@ def exporter_config(port, probes, aggregate):
     return "\n".join(lines) + "\n"
 
 
-def one_run(procs, exe, ns, tmp, kcfg, tag, probes, aggregate, warmup, seconds):
-    port = B.free_port(ns)
-    cfg = os.path.join(tmp, "exporter-%s.yaml" % tag)
-    with open(cfg, "w") as f:
-        f.write(exporter_config(port, probes, aggregate))
-    logpath = os.path.join(tmp, "exporter-%s.log" % tag)
-    p = procs.start("exporter-" + tag, [exe, "--config.file=" + cfg, "--kubeconfig=" + kcfg],
-                    logpath, ns=ns, max_seconds=warmup + seconds + 300)
-    L.wait_ready(ns, port, p, logpath, path="/-/ready", timeout=60)
+def one_run(exe, ns, tmp, kcfg, tag, probes, aggregate, warmup, seconds):
+    p, port = K.start_exporter(exe, tmp, exporter_config(probes, aggregate),
+                               ["--kubeconfig=" + kcfg], ns=ns, name="exporter-" + tag,
+                               ready="/-/ready", timeout=60, max_seconds=warmup + seconds + 300)
     m = L.measure(p, ns, port, warmup, seconds, lambda _text: (0, 0))
-    body = L.scrape(ns, port)
-    s = B.parse_metrics(body)
+    body = K.scrape(port, ns, timeout=30)
+    s = K.parse_metrics(body)
     m["series"] = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
     m["bytes"] = len(body.encode())
     m["peers"] = {l.get("path", "?"): v for n, l, v in s if n == "podnet_peers"}
@@ -69,7 +63,7 @@ def one_run(procs, exe, ns, tmp, kcfg, tag, probes, aggregate, warmup, seconds):
     m["candidates"] = sum(v for n, _l, v in s if n == "podnet_discovery_candidates")
     m["events"] = sum(v for n, _l, v in s if n == "podnet_kubernetes_watch_events_total")
     m["api_errors"] = sum(v for n, _l, v in s if n == "podnet_kubernetes_api_errors_total")
-    procs.stop(p)
+    K.stop(p)
     return m
 
 
@@ -88,45 +82,33 @@ def main():
     exe, version, bindir = B.exporter_binary(args.exporter)
     ns = os.environ.get("PODNET_BENCH_NS", "pnbenchdisc")
     tmp = tempfile.mkdtemp(prefix="podnet-bench-disc-")
-    procs = B.Procs()
-    B.log("== discovery_5000: %d simulated nodes in %d zones, %.0f watch events/s"
+    K.log("== discovery_5000: %d simulated nodes in %d zones, %.0f watch events/s"
           % (args.nodes, args.zones, args.churn))
-    B.log("exporter: %s, git %s" % (version, B.git_describe()))
-    B.log("machine:  %s" % B.machine_line())
+    K.log("exporter: %s, git %s" % (version, B.git_describe()))
+    K.log("machine:  %s" % B.machine_line())
     warning = B.busy_warning()
     if warning:
-        B.log(warning)
+        K.log(warning)
     runs = {}
     try:
         L.setup_netns(ns)
-        crt, key = fake_apiserver.make_cert(tmp)
-        api_log = os.path.join(tmp, "apiserver.log")
-        api = procs.start("apiserver", [sys.executable, os.path.join(HERE, "fake_apiserver.py"),
-                                        "--nodes", str(args.nodes), "--zones", str(args.zones),
-                                        "--cert", crt, "--key", key, "--token", TOKEN,
-                                        "--churn", str(args.churn), "--max-seconds",
-                                        str(3 * (args.warmup + args.seconds) + 300)],
-                          api_log, ns=ns, max_seconds=3 * (args.warmup + args.seconds) + 400)
-
-        def api_port():
-            if api.poll() is not None:
-                raise B.BenchBroken("fake API server exited:\n" + B.tail(api_log))
-            return fake_apiserver.listening_port(api_log)
-        B.wait_for(api_port, 30, "fake API server")
-        kcfg = fake_apiserver.write_kubeconfig(os.path.join(tmp, "kubeconfig"), api_port(), crt,
-                                               TOKEN, name="bench")
+        api_s = 3 * (args.warmup + args.seconds) + 300
+        _, kcfg = fake_apiserver.start(
+            tmp, TOKEN, ["--nodes", str(args.nodes), "--zones", str(args.zones), "--churn",
+                         str(args.churn), "--max-seconds", str(api_s)],
+            ns=ns, name="bench", max_seconds=api_s + 100)
         for tag, probes, aggregate in (("discovery", False, False), ("per-peer", True, False),
                                        ("aggregated", True, True)):
-            B.log("-- %s" % tag)
-            runs[tag] = one_run(procs, exe, ns, tmp, kcfg, tag, probes, aggregate, args.warmup,
+            K.log("-- %s" % tag)
+            runs[tag] = one_run(exe, ns, tmp, kcfg, tag, probes, aggregate, args.warmup,
                                 args.seconds)
     finally:
-        procs.stop_all()
+        K.stop_all()
         B.netns_del(ns)
         shutil.rmtree(bindir, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    B.log("")
+    K.log("")
     rows = []
     for tag in ("discovery", "per-peer", "aggregated"):
         m = runs[tag]
@@ -144,8 +126,8 @@ def main():
     if probed:
         per_peer = pp["peer_series"] / probed
         everyone = per_peer * (args.nodes - 1)
-        B.log("")
-        B.log("peer series per probed peer: %.0f; probing all %d other Pods (no selection) would"
+        K.log("")
+        K.log("peer series per probed peer: %.0f; probing all %d other Pods (no selection) would"
               " expose ~%.0f peer series, %.0fx the selected %d and %.0fx the aggregated %d"
               % (per_peer, args.nodes - 1, everyone, everyone / max(1, pp["peer_series"]),
                  pp["peer_series"], everyone / max(1, runs["aggregated"]["peer_series"]),

@@ -16,12 +16,9 @@
 Loops are bounded by counts and time; all traffic is to loopback or lab namespaces.
 """
 import argparse
-import math
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,102 +28,40 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.join(ROOT, "tests", "lib")]
 import benchlib as B  # noqa: E402
-TICK = os.sysconf("SC_CLK_TCK")
-procs = []
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def start(cmd, logfile, ns=None):
-    if ns:
-        cmd = ["ip", "netns", "exec", ns] + cmd
-    p = subprocess.Popen(cmd, stdout=open(logfile, "w"), stderr=subprocess.STDOUT,
-                         start_new_session=True)
-    procs.append(p)
-    return p
-
-
-def stop_all():
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    for p in procs:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-    procs.clear()
+import labkit as K  # noqa: E402  (processes, waiting, parse_metrics, buckets, the lab)
+from labkit import log  # noqa: E402
 
 
 def fetch(url, ns=None, timeout=10):
-    if ns:
-        r = subprocess.run(["ip", "netns", "exec", ns, "curl", "-s", "-m", str(timeout), url],
-                           capture_output=True, text=True, timeout=timeout + 5)
-        return r.stdout
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode()
-
-
-def wait_for(pred, seconds, what):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            if pred():
-                return
-        except Exception:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("timed out waiting for " + what)
+    """The body of one GET (in `ns` if given); "" when nothing answered."""
+    return K.http(ns, url, timeout=timeout)[1]
 
 
 def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return B.proc_sample(pid)["ticks"] / B.CLK_TCK
+
+
+def total(samples, name, **want):
+    """The sum of `name` over the series whose labels include `want`."""
+    return sum(v for n, labels, v in samples
+               if n == name and all(labels.get(k) == w for k, w in want.items()))
 
 
 def hist(text, name, **want):
-    buckets, total, count = [], 0.0, 0.0
-    for line in text.splitlines():
-        m = re.match(r'^(\w+)\{(.*)\} (\S+)$', line)
-        if not m:
-            continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
-        if any(labels.get(k) != v for k, v in want.items()):
-            continue
-        if m.group(1) == name + "_bucket":
-            le = math.inf if labels["le"] == "+Inf" else float(labels["le"])
-            buckets.append((le, float(m.group(3))))
-        elif m.group(1) == name + "_sum":
-            total = float(m.group(3))
-        elif m.group(1) == name + "_count":
-            count = float(m.group(3))
-    buckets.sort()
-    return buckets, total, count
+    """({le: cumulative count}, sum, count) of histogram `name` in one /metrics body."""
+    s = K.parse_metrics(text)
+    return (K.buckets(s, name, **want), total(s, name + "_sum", **want),
+            total(s, name + "_count", **want))
 
 
 def hist_delta(a, b):
-    ba = dict(a[0])
-    return ([(le, c - ba.get(le, 0)) for le, c in b[0]], b[1] - a[1], b[2] - a[2])
+    return K.bucket_delta(b[0], a[0]), b[1] - a[1], b[2] - a[2]
 
 
 def quantile(h, q):
-    """histogram_quantile of a hist() result (benchlib's, the one every bench uses)."""
-    return B.histogram_quantile(q, dict(h[0]))
+    return B.quantile(q, h[0])
 
 
 def ping_p50_ms(addr, count, ns=None):
@@ -139,8 +74,7 @@ def ping_p50_ms(addr, count, ns=None):
 
 
 def requests_total(text, connection):
-    return sum(float(m.group(1)) for m in re.finditer(
-        r'podnet_http_requests_total\{[^}]*connection="%s"[^}]*\} (\S+)' % connection, text))
+    return total(K.parse_metrics(text), "podnet_http_requests_total", connection=connection)
 
 
 def measure_exporter(exe, tmp, label, peer_addr, ns_client=None, ns_peer=None, rounds=3,
@@ -150,13 +84,13 @@ def measure_exporter(exe, tmp, label, peer_addr, ns_client=None, ns_peer=None, r
     if ns_client:
         port, prom_port = 9479, 9479
     else:
-        port, prom_port = free_port(), free_port()
+        port, prom_port = K.free_port(), K.free_port()
     rcfg = os.path.join(tmp, label + "-resp.yaml")
     with open(rcfg, "w") as f:
         f.write("listen_address: \"%s:%d\"\nresponders: { udp_echo: { listen_address: "
                 "\"%s:%d\" } }\nself: { name: resp, node: n2, zone: z }\n"
                 % (peer_addr, port, peer_addr, port))
-    start([exe, "--config.file=" + rcfg], os.path.join(tmp, label + "-resp.log"), ns_peer)
+    resp = K.start(ns_peer, [exe, "--config.file=" + rcfg], os.path.join(tmp, label + "-resp.log"))
     interval = 2 * (duration_s + 1) + 1 + 1
     pcfg = os.path.join(tmp, label + "-probe.yaml")
     listen = "127.0.0.1" if not ns_client else "0.0.0.0"
@@ -168,13 +102,14 @@ def measure_exporter(exe, tmp, label, peer_addr, ns_client=None, ns_peer=None, r
                 "connections: 4, timeout: 1s }\n"
                 % (listen, prom_port, listen, prom_port, peer_addr, port, interval, duration_s,
                    qps))
-    prober = start([exe, "--config.file=" + pcfg], os.path.join(tmp, label + "-probe.log"),
-                   ns_client)
+    prober = K.start(ns_client, [exe, "--config.file=" + pcfg],
+                     os.path.join(tmp, label + "-probe.log"))
     url = "http://127.0.0.1:%d/metrics" % prom_port
-    wait_for(lambda: "podnet_build_info" in fetch(url, ns_client), 20, label + " prober")
+    K.wait_for(lambda: "podnet_build_info" in fetch(url, ns_client), 20, label + " prober",
+               step=0.2)
     # Wait for the first round to finish (its phase is random within the interval).
-    wait_for(lambda: requests_total(fetch(url, ns_client), "new") > 0, interval + 10,
-             label + " first round")
+    K.wait_for(lambda: requests_total(fetch(url, ns_client), "new") > 0, interval + 10,
+               label + " first round", step=0.2)
     time.sleep(duration_s + 2)
     t0 = fetch(url, ns_client)
     c0 = cpu_seconds(prober.pid)
@@ -187,9 +122,9 @@ def measure_exporter(exe, tmp, label, peer_addr, ns_client=None, ns_peer=None, r
     ka = hist_delta(ka0, hist(t1, "podnet_http_request_duration_seconds", connection="keepalive"))
     new = hist_delta(new0, hist(t1, "podnet_http_request_duration_seconds", connection="new"))
     n = requests_total(t1, "keepalive") + requests_total(t1, "new") - n0
-    late = sum(float(m.group(1)) for m in re.finditer(
-        r'podnet_http_late_requests_total\{[^}]*\} (\S+)', t1))
-    stop_all()
+    late = total(K.parse_metrics(t1), "podnet_http_late_requests_total")
+    K.stop(prober)
+    K.stop(resp)
     return {"ka": ka, "new": new, "requests": n, "cpu": c1 - c0, "late_total": late,
             "port": port}
 
@@ -209,15 +144,15 @@ def http_floor(exe, addr, port, n):
 
 
 def blackbox(bb, tmp, target_url, probes):
-    port = free_port()
+    port = K.free_port()
     cfg = os.path.join(tmp, "blackbox.yml")
     with open(cfg, "w") as f:
         f.write("modules:\n  http_2xx:\n    prober: http\n    timeout: 2s\n"
                 "    http: { preferred_ip_protocol: ip4 }\n")
-    p = start([bb, "--config.file=" + cfg, "--web.listen-address=127.0.0.1:%d" % port],
-              os.path.join(tmp, "blackbox.log"))
+    p = K.start(None, [bb, "--config.file=" + cfg, "--web.listen-address=127.0.0.1:%d" % port],
+                os.path.join(tmp, "blackbox.log"))
     base = "http://127.0.0.1:%d" % port
-    wait_for(lambda: "blackbox" in fetch(base + "/metrics"), 20, "blackbox exporter")
+    K.wait_for(lambda: "blackbox" in fetch(base + "/metrics"), 20, "blackbox exporter", step=0.2)
     url = base + "/probe?module=http_2xx&target=" + urllib.request.quote(target_url, safe="")
     fetch(url)  # warm-up
     c0 = cpu_seconds(p.pid)
@@ -226,17 +161,15 @@ def blackbox(bb, tmp, target_url, probes):
     for _ in range(probes):
         if time.time() > deadline:
             break
-        t = fetch(url)
-        if re.search(r"^probe_success 1", t, re.M):
+        t = K.parse_metrics(fetch(url))
+        if total(t, "probe_success") == 1:
             ok += 1
-        ph = {m.group(1): float(m.group(2)) for m in re.finditer(
-            r'probe_http_duration_seconds\{phase="(\w+)"\} (\S+)', t)}
-        phases.append(sum(ph.get(k, 0) for k in ("connect", "processing", "transfer")))
-        m = re.search(r"^probe_duration_seconds (\S+)", t, re.M)
-        if m:
-            totals.append(float(m.group(1)))
+        phases.append(sum(total(t, "probe_http_duration_seconds", phase=k)
+                          for k in ("connect", "processing", "transfer")))
+        if any(n == "probe_duration_seconds" for n, _, _ in t):
+            totals.append(total(t, "probe_duration_seconds"))
     c1 = cpu_seconds(p.pid)
-    stop_all()
+    K.stop(p)
     return {"phases_p50": statistics.median(phases), "total_p50": statistics.median(totals),
             "ok": ok, "n": len(totals), "cpu": c1 - c0}
 
@@ -244,19 +177,11 @@ def blackbox(bb, tmp, target_url, probes):
 def lab_path(args, tmp):
     lab_script = os.path.join(ROOT, "tests", "lab", "lab.sh")
     prefix = "pnhb%d" % (os.getpid() % 10000)
-    env = dict(os.environ, PODNET_LAB_PREFIX=prefix, PODNET_DELAYLINE=args.delayline,
-               PODNET_LAB_MAX_SECONDS="600")
-    subprocess.run([lab_script, "up"], env=env, check=True, timeout=120,
-                   capture_output=True)
-    try:
-        ns_client, ns_zone = prefix + "-client", prefix + "-zone"
-        floor = ping_p50_ms("10.213.0.3", args.ping_count, ns_client)
-        r = measure_exporter(args.exporter, tmp, "lab", "10.213.0.3", ns_client, ns_zone,
-                             rounds=args.rounds, qps=args.qps)
+    with K.Lab(lab_script, args.delayline, prefix) as lab:
+        floor = ping_p50_ms("10.213.0.3", args.ping_count, lab.ns["client"])
+        r = measure_exporter(args.exporter, tmp, "lab", "10.213.0.3", lab.ns["client"],
+                             lab.ns["zone"], rounds=args.rounds, qps=args.qps)
         return floor, r
-    finally:
-        stop_all()
-        subprocess.run([lab_script, "down"], env=env, timeout=120, capture_output=True)
 
 
 def main():
@@ -298,23 +223,22 @@ def main():
                1e3 * lo["cpu"] / max(lo["requests"], 1) * 1e3))
         if os.access(args.blackbox, os.X_OK):
             # Same target: a responder on loopback again (its own process), probed by blackbox.
-            port = free_port()
+            port = K.free_port()
             rcfg = os.path.join(tmp, "bb-resp.yaml")
             with open(rcfg, "w") as f:
                 f.write("listen_address: \"127.0.0.1:%d\"\nresponders: { udp_echo: { "
                         "listen_address: \"127.0.0.1:%d\" } }\nself: { name: r, node: n, zone: z }\n"
                         % (port, port))
-            resp = start([args.exporter, "--config.file=" + rcfg], os.path.join(tmp, "bbr.log"))
-            procs.remove(resp)
+            resp = K.start(None, [args.exporter, "--config.file=" + rcfg],
+                           os.path.join(tmp, "bbr.log"))
             try:
-                wait_for(lambda: "Healthy" in fetch("http://127.0.0.1:%d/-/healthy" % port), 20,
-                         "responder")
+                K.wait_for(lambda: "Healthy" in fetch("http://127.0.0.1:%d/-/healthy" % port),
+                           20, "responder", step=0.2)
                 fl = http_floor(args.floor_client, "127.0.0.1", port, args.floor_requests)
                 bb = blackbox(args.blackbox, tmp, "http://127.0.0.1:%d/echo" % port,
                               args.blackbox_probes)
             finally:
-                os.killpg(resp.pid, signal.SIGTERM)
-                resp.wait(timeout=10)
+                K.stop(resp)
             if fl:
                 log("keep-alive floor of the responder (blocking C client, one connection,"
                     " 200 req/s): p50 %.1f us, p90 %.1f us, p99 %.1f us (n %d)"
@@ -347,7 +271,7 @@ def main():
         log("load average after: %s" % open("/proc/loadavg").read().split()[:3])
         return 0
     finally:
-        stop_all()
+        K.stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

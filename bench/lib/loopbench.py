@@ -10,10 +10,10 @@ net.ipv4.ping_group_range:
   raw:   "1 0" (the kernel default) -> raw ICMP sockets as root; every raw socket receives a
          copy of every echo reply (smokeping_prober --privileged; the exporter's fallback)
 """
-import os
 import time
 
 import benchlib as B
+import labkit as K  # (tests/lib, on the path of every bench script)
 
 PING_GROUP_RANGE = {"dgram": "0 2147483647", "raw": "1 0"}
 
@@ -29,15 +29,16 @@ def setup_netns(ns):
 
 
 def set_socket_mode(ns, mode):
-    B.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
-           "net.ipv4.ping_group_range=%s" % PING_GROUP_RANGE[mode]])
+    K.in_ns(ns, "sysctl", "-q", "-w", "net.ipv4.ping_group_range=%s" % PING_GROUP_RANGE[mode])
 
 
-def exporter_config(port, addrs, interval="1s", count=1, spacing="1s", timeout="500ms"):
-    lines = ["listen_address: \"127.0.0.1:%d\"" % port,
+def exporter_config(addrs, interval="1s", count=1, spacing="1s", timeout="500ms"):
+    """The exporter's configuration probing `addrs`, "{port}" standing for its port
+    (labkit.start_exporter)."""
+    lines = ["listen_address: \"127.0.0.1:{port}\"",
              "self: { name: bench, node: bench-node, zone: bench-zone }",
              "responders:",
-             "  udp_echo: { listen_address: \"127.0.0.1:%d\" }" % port,
+             "  udp_echo: { listen_address: \"127.0.0.1:{port}\" }",
              "peers:", "  static:"]
     for i, a in enumerate(addrs):
         lines.append("    - { name: lo-%d, address: %s, node: lo-node-%d, zone: bench-zone }"
@@ -59,19 +60,12 @@ def smokeping_config(addrs, mode, interval="1s"):
     return "\n".join(lines) + "\n"
 
 
-def scrape(ns, port):
-    code, body = B.http_get("http://127.0.0.1:%d/metrics" % port, ns=ns, timeout=30)
-    if code != 200:
-        raise B.BenchBroken("/metrics on port %d answered %d" % (port, code))
-    return body
-
-
 def wait_ready(ns, port, proc, logpath, path="/metrics", timeout=30):
     def ok():
         if proc.poll() is not None:
-            raise B.BenchBroken("process exited at start:\n" + B.tail(logpath))
-        return B.http_get("http://127.0.0.1:%d%s" % (port, path), ns=ns, timeout=5)[0] == 200
-    B.wait_for(ok, timeout, "listener on port %d" % port, step=0.3)
+            raise B.BenchBroken("process exited at start:\n" + K.tail(logpath))
+        return K.http(ns, "http://127.0.0.1:%d%s" % (port, path), timeout=5)[0] == 200
+    K.wait_for(ok, timeout, "listener on port %d" % port, step=0.3)
 
 
 def icmp_sockets(pid):
@@ -105,7 +99,7 @@ def measure(proc, ns, port, warmup, seconds, counters):
             raise B.BenchBroken("process exited during warm-up")
         time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
     pid = B.leaf_pid(proc.pid)
-    sent0, recv0 = counters(scrape(ns, port))
+    sent0, recv0 = counters(K.scrape(port, ns, timeout=30))
     t_scrape0 = time.monotonic()
     time.sleep(0.5)  # let the scrape's own work finish outside the window
     B.reset_peak_rss(pid)  # VmHWM from here on: the window's peak, without start-up or scrapes
@@ -116,7 +110,7 @@ def measure(proc, ns, port, warmup, seconds, counters):
             raise B.BenchBroken("process exited during the window")
         time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     s1 = B.proc_sample(pid)
-    sent1, recv1 = counters(scrape(ns, port))
+    sent1, recv1 = counters(K.scrape(port, ns, timeout=30))
     cpu = B.cpu_window(s0, s1)
     wall = time.monotonic() - t_scrape0  # between the two scrapes (each ~at its reply)
     raw, dgram = icmp_sockets(pid)
@@ -127,30 +121,24 @@ def measure(proc, ns, port, warmup, seconds, counters):
 
 
 def exporter_counters(text):
-    s = B.parse_metrics(text)
+    s = K.parse_metrics(text)
     return (sum(v for n, _l, v in s if n == "podnet_rtt_packets_sent_total"),
             sum(v for n, _l, v in s if n == "podnet_rtt_packets_received_total"))
 
 
 def smokeping_counters(text):
-    s = B.parse_metrics(text)
+    s = K.parse_metrics(text)
     return (sum(v for n, _l, v in s if n == "smokeping_requests_total"),
             sum(v for n, _l, v in s if n == "smokeping_response_duration_seconds_count"))
 
 
-def run_exporter(procs, exe, ns, tmp, addrs, warmup, seconds, tag, after=None):
+def run_exporter(exe, ns, tmp, addrs, warmup, seconds, tag, after=None):
     """Starts the exporter probing `addrs`, measures it; `after(port, pid)` runs before stop."""
-    port = B.free_port(ns)
-    cfg = os.path.join(tmp, "exporter-%s.yaml" % tag)
-    with open(cfg, "w") as f:
-        f.write(exporter_config(port, addrs))
-    logpath = os.path.join(tmp, "exporter-%s.log" % tag)
-    p = procs.start("exporter", [exe, "--config.file=" + cfg], logpath, ns=ns,
-                    max_seconds=warmup + seconds + 300)
-    wait_ready(ns, port, p, logpath, path="/-/ready")
+    p, port = K.start_exporter(exe, tmp, exporter_config(addrs), ns=ns, name="exporter-" + tag,
+                               ready="/-/ready", timeout=30, max_seconds=warmup + seconds + 300)
     m = measure(p, ns, port, warmup, seconds, exporter_counters)
     m["port"] = port
     if after is not None:
         m["after"] = after(port, m["pid"])
-    procs.stop(p)
+    K.stop(p)
     return m

@@ -34,10 +34,10 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import benchlib as B  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "tests", "lib")]
+import benchlib as B  # noqa: E402
+import labkit as K  # noqa: E402  (processes, waiting, scraping, buckets)
 
 PREFIX = os.environ.get("PODNET_LAB_PREFIX", "pnbench")
 NS = {k: "%s-%s" % (PREFIX, k) for k in ("client", "same", "zone", "cross")}
@@ -65,24 +65,21 @@ def client_config(args):
 
 
 def scrape():
-    code, body = B.http_get("http://127.0.0.1:%d/metrics" % PORT, ns=NS["client"])
-    if code != 200:
-        raise B.BenchBroken("exporter /metrics answered %d" % code)
-    return B.parse_metrics(body)
+    return K.parse_metrics(K.scrape(PORT, NS["client"]))
 
 
 def exporter_state(samples):
     return {
         "sum": B.sum_by(samples, "podnet_rtt_seconds_sum", "path"),
         "count": B.sum_by(samples, "podnet_rtt_seconds_count", "path"),
-        "buckets": B.buckets_by(samples, "podnet_rtt_seconds", "path"),
+        "buckets": {p: K.buckets(samples, "podnet_rtt_seconds", path=p) for p in PATH_OF.values()},
         "sent": B.sum_by(samples, "podnet_rtt_packets_sent_total", "path"),
         "received": B.sum_by(samples, "podnet_rtt_packets_received_total", "path"),
         "late": B.sum_by(samples, "podnet_rtt_late_replies_total", "path"),
     }
 
 
-def run_pings(procs, tmp, rnd, count, capture):
+def run_pings(tmp, rnd, count, capture):
     """Runs the three pings at once (with the send-overhead capture if `capture`).
 
     Returns {peer: [(icmp_seq, rtt seconds)]}, {peer: lost} and {peer: {icmp_seq: overhead s}}.
@@ -94,16 +91,15 @@ def run_pings(procs, tmp, rnd, count, capture):
         cap_out = os.path.join(tmp, "txcap-%d.txt" % rnd)
         cap_log = os.path.join(tmp, "txcap-%d.log" % rnd)
         # On the bridge port facing the client (node-a): see txcap.py.
-        cap = procs.start("txcap", [sys.executable, os.path.join(HERE, "txcap.py"), "--iface",
-                                    "client", "--direction", "in", "--src", CLIENT_ADDR,
-                                    "--seconds", str(deadline + 20), "--out", cap_out],
-                          cap_log, ns=NODE_A_NS, max_seconds=deadline + 30)
-        B.wait_for(lambda: "ready" in B.tail(cap_log), 10, "send-overhead capture")
+        cap = K.start(NODE_A_NS, [sys.executable, os.path.join(HERE, "txcap.py"), "--iface",
+                                  "client", "--direction", "in", "--src", CLIENT_ADDR,
+                                  "--seconds", str(deadline + 20), "--out", cap_out],
+                      cap_log, max_seconds=deadline + 30)
+        K.wait_for(lambda: "ready" in K.tail(cap_log), 10, "send-overhead capture", step=0.2)
     for name in ("same", "zone", "cross"):
         path = os.path.join(tmp, "ping-%s-%d.txt" % (name, rnd))
-        p = procs.start("ping-" + name,
-                        ["ping", "-n", "-c", str(count), "-i", "0.02", "-W", "1",
-                         "-w", str(deadline), ADDR[name]], path, ns=NS["client"])
+        p = K.start(NS["client"], ["ping", "-n", "-c", str(count), "-i", "0.02", "-W", "1",
+                                   "-w", str(deadline), ADDR[name]], path)
         started[name] = (p, path)
     rtts, lost = {}, {}
     for name, (p, path) in started.items():
@@ -111,7 +107,7 @@ def run_pings(procs, tmp, rnd, count, capture):
             p.wait(timeout=deadline + 10)
         except subprocess.TimeoutExpired:
             raise B.BenchBroken("ping to %s did not finish" % name)
-        procs.stop(p)
+        K.stop(p)
         with open(path) as f:
             out = f.read()
         vals = [(int(m.group(1)), float(m.group(2)) * 1e-3) for m in TIME_RE.finditer(out)]
@@ -122,7 +118,7 @@ def run_pings(procs, tmp, rnd, count, capture):
     ovh = {n: {} for n in ADDR}
     if cap is not None:
         time.sleep(0.3)  # the last requests' lines
-        procs.stop(cap)
+        K.stop(cap)
         by_addr = {a: n for n, a in ADDR.items()}
         with open(cap_out) as f:
             for line in f:
@@ -157,15 +153,14 @@ def main():
     max_s = 120 + (args.rounds + 1) * (args.ping_count * 0.02 + 30)
     env = dict(os.environ, PODNET_LAB_PREFIX=PREFIX, PODNET_DELAYLINE=args.delayline,
                PODNET_LAB_MAX_SECONDS=str(int(max_s + 300)))
-    procs = B.Procs()
 
-    B.log("== rtt_vs_ping: podnet-exporter vs iputils ping, lab paths, same time")
-    B.log("exporter: %s, git %s" % (version, B.git_describe()))
-    B.log("machine:  %s" % B.machine_line())
+    K.log("== rtt_vs_ping: podnet-exporter vs iputils ping, lab paths, same time")
+    K.log("exporter: %s, git %s" % (version, B.git_describe()))
+    K.log("machine:  %s" % B.machine_line())
     warning = B.busy_warning()
     if warning:
-        B.log(warning)
-    B.log("exporter: protocol icmp, interval %s, count %d, spacing %s, timeout %s;"
+        K.log(warning)
+    K.log("exporter: protocol icmp, interval %s, count %d, spacing %s, timeout %s;"
           " ping: -c %d -i 0.02 on the three paths in parallel; %d measured round(s)%s"
           % (args.interval, args.count, args.spacing, args.timeout, args.ping_count,
              args.rounds, " after 1 calibration round" if args.capture else ""))
@@ -177,15 +172,13 @@ def main():
         cfg = os.path.join(tmp, "client.yaml")
         with open(cfg, "w") as f:
             f.write(client_config(args))
-        exporter = procs.start("exporter", [exe, "--config.file=" + cfg],
-                               os.path.join(tmp, "exporter.log"), ns=NS["client"],
-                               max_seconds=max_s)
-        B.wait_for(lambda: B.http_get("http://127.0.0.1:%d/-/ready" % PORT,
-                                      ns=NS["client"], timeout=2)[0] == 200, 20,
-                   "exporter ready")
+        exporter = K.start(NS["client"], [exe, "--config.file=" + cfg],
+                           os.path.join(tmp, "exporter.log"), max_seconds=max_s)
+        K.wait_for(lambda: K.http(NS["client"], "http://127.0.0.1:%d/-/ready" % PORT,
+                                  timeout=2)[0] == 200, 20, "exporter ready", step=0.2)
         # Warm-up: every path has finished at least one train.
-        B.wait_for(lambda: all(exporter_state(scrape())["count"].get(p, 0) > 0
-                               for p in PATH_OF.values()), 30, "first trains")
+        K.wait_for(lambda: all(exporter_state(scrape())["count"].get(p, 0) > 0
+                               for p in PATH_OF.values()), 30, "first trains", step=0.2)
 
         # Round 1 (with --capture, the default) is the calibration round: the tap on the bridge
         # port measures ping's send overhead per packet. The tap's own work sits on the path
@@ -196,11 +189,11 @@ def main():
         for rnd in range(total):
             calib = args.capture and rnd == 0
             s0 = exporter_state(scrape())
-            rtts, lost, ovh = run_pings(procs, tmp, rnd, args.ping_count, calib)
+            rtts, lost, ovh = run_pings(tmp, rnd, args.ping_count, calib)
             s1 = exporter_state(scrape())
             if exporter.poll() is not None:
                 raise B.BenchBroken("exporter exited:\n" +
-                                    B.tail(os.path.join(tmp, "exporter.log")))
+                                    K.tail(os.path.join(tmp, "exporter.log")))
             rounds.append({"calib": calib, "s0": s0, "s1": s1, "lost": lost,
                            "ping": {n: [rtt for _seq, rtt in rtts[n]] for n in ADDR},
                            "ovh": {n: [ovh[n][seq] for seq, _rtt in rtts[n] if seq in ovh[n]]
@@ -213,22 +206,22 @@ def main():
             started = {}
             for n in ADDR:
                 out = os.path.join(tmp, "ref-%s.txt" % n)
-                started[n] = (procs.start("ref-" + n, [sys.executable,
-                                                       os.path.join(HERE, "txstamps.py"),
-                                                       "--dst", ADDR[n], "--count", "200"],
-                                          out, ns=NS["client"], max_seconds=60), out)
+                started[n] = (K.start(NS["client"], [sys.executable,
+                                                     os.path.join(HERE, "txstamps.py"),
+                                                     "--dst", ADDR[n], "--count", "200"],
+                                      out, max_seconds=60), out)
             for n, (p, out) in started.items():
                 try:
                     p.wait(timeout=70)
                 except subprocess.TimeoutExpired:
                     raise B.BenchBroken("reference prober to %s did not finish" % n)
-                procs.stop(p)
-                ref[n] = parse_ref(B.tail(out, 5))
+                K.stop(p)
+                ref[n] = parse_ref(K.tail(out, 5))
             r1 = exporter_state(scrape())
             ref["_exporter"] = {"calib": False, "s0": r0, "s1": r1}
-        exp_log = B.tail(os.path.join(tmp, "exporter.log"), 50)
+        exp_log = K.tail(os.path.join(tmp, "exporter.log"), 50)
     finally:
-        procs.stop_all()
+        K.stop_all()
         # Always: `up` may have failed half-way.
         subprocess.run([args.lab_script, "down"], env=env, capture_output=True, timeout=120)
         shutil.rmtree(bindir, ignore_errors=True)
@@ -251,7 +244,7 @@ def exporter_delta(rounds, path):
         count += s1["count"].get(path, 0) - s0["count"].get(path, 0)
         total += s1["sum"].get(path, 0) - s0["sum"].get(path, 0)
         sent += s1["sent"].get(path, 0) - s0["sent"].get(path, 0)
-        for le, c in B.bucket_delta(s1["buckets"].get(path, {}),
+        for le, c in K.bucket_delta(s1["buckets"].get(path, {}),
                                     s0["buckets"].get(path, {})).items():
             buckets[le] = buckets.get(le, 0.0) + c
     return count, total, buckets, sent
@@ -282,13 +275,13 @@ def report(args, rounds, exp_log, ref):
     mode = re.search(r"opened (.*?) socket for IPv4 \(kernel RX stamps: (\w+), TX stamps: (\w+)\)",
                      exp_log)
     if mode:
-        B.log("exporter socket: %s, kernel RX stamps %s, TX stamps %s"
+        K.log("exporter socket: %s, kernel RX stamps %s, TX stamps %s"
               % (mode.group(1), mode.group(2), mode.group(3)))
     calib = [rd for rd in rounds if rd["calib"]]
     measured = [rd for rd in rounds if not rd["calib"]]
     ovh = {n: [o for rd in calib for o in rd["ovh"][n]] for n in ADDR}
-    B.log("")
-    B.log("per round, mean RTT in us: exporter / ping")
+    K.log("")
+    K.log("per round, mean RTT in us: exporter / ping")
     rows = []
     for i, rd in enumerate(rounds):
         cells = []
@@ -297,17 +290,17 @@ def report(args, rounds, exp_log, ref):
             cells.append("%s / %s" % (us(t / c) if c else "nan", us(mean(rd["ping"][n]))))
         rows.append(["%d%s" % (i + 1, " (calibration, tap on)" if rd["calib"] else "")] + cells)
     B.table(["round"] + [PATH_OF[n] for n in ADDR], rows)
-    B.log("")
+    K.log("")
     rows, rows2, checks, offsets = [], [], [], []
     for n in ADDR:
         p = PATH_OF[n]
         dc, ds, db, _sent = exporter_delta(measured, p)
         e_mean = ds / dc if dc else float("nan")
-        e_p50 = B.histogram_quantile(0.5, db)
+        e_p50 = B.quantile(0.5, db)
         pr = [r for rd in measured for r in rd["ping"][n]]
         lost = sum(rd["lost"][n] for rd in measured)
         p_mean, p_p50 = mean(pr), B.median(pr)
-        p_p50_b = B.histogram_quantile(0.5, B.to_cumulative(pr, db.keys()))
+        p_p50_b = B.quantile(0.5, B.to_cumulative(pr, db.keys()))
         offsets.append(p_mean - e_mean)
         rows.append([p, "%d" % dc, "%d/%d" % (len(pr), len(pr) + lost),
                      us(e_mean), us(p_mean), "%+.1f" % ((p_mean - e_mean) * 1e6),
@@ -323,37 +316,37 @@ def report(args, rounds, exp_log, ref):
                           "%+.1f" % ((w_p50 - e_p50) * 1e6)])
             checks.append((p, "ping-ovh", "mean", e_mean, w_mean))
             checks.append((p, "ping-ovh", "median", e_p50, w_p50))
-    B.log("%d measured round(s), RTT in us (exp n: the exporter's replies in those rounds, sent"
+    K.log("%d measured round(s), RTT in us (exp n: the exporter's replies in those rounds, sent"
           " as trains of %d):" % (len(measured), args.count))
     B.table(["path", "exp n", "ping n", "exp mean", "ping mean", "ping-exp", "exp p50*",
              "ping p50", "ping p50*", "ping-exp", "target +/-"], rows)
-    B.log("  * p50 interpolated in the exporter's buckets as histogram_quantile does; 'ping p50*'"
+    K.log("  * p50 interpolated in the exporter's buckets as histogram_quantile does; 'ping p50*'"
           " bins ping's own samples")
-    B.log("    the same way: its distance from 'ping p50' is the error the bucket layout alone"
+    K.log("    the same way: its distance from 'ping p50' is the error the bucket layout alone"
           " causes.")
     spread = max(offsets) - min(offsets)
     mid = sorted(offsets)[1]
-    B.log("ping - exporter mean, per path: %s us (spread %.1f us)%s"
+    K.log("ping - exporter mean, per path: %s us (spread %.1f us)%s"
           % (", ".join("%+.1f" % (o * 1e6) for o in offsets), spread * 1e6,
              ": about the same on every path, i.e. a constant, not a path error"
              if spread <= max(5e-6, 0.3 * abs(mid)) else ": NOT constant across paths"))
     if rows2:
-        B.log("")
-        B.log("ping's send overhead, measured per packet in the calibration round (its send"
+        K.log("")
+        K.log("ping's send overhead, measured per packet in the calibration round (its send"
               " timeval in the payload ->")
-        B.log("the request's kernel stamp on the bridge port, taken right after the veth's TX"
+        K.log("the request's kernel stamp on the bridge port, taken right after the veth's TX"
               " stamp; see txcap.py),")
-        B.log("and ping without it in the measured rounds (the span the exporter times, kernel TX"
+        K.log("and ping without it in the measured rounds (the span the exporter times, kernel TX"
               " to kernel RX):")
         B.table(["path", "packets", "ovh p50", "ovh mean", "ping-ovh mean", "exp mean", "diff",
                  "ping-ovh p50", "exp p50*", "diff"], rows2)
     if ref:
-        B.log("")
-        B.log("reference: a kernel-timestamped prober (txstamps.py: raw socket, SO_TIMESTAMPING TX+RX"
+        K.log("")
+        K.log("reference: a kernel-timestamped prober (txstamps.py: raw socket, SO_TIMESTAMPING TX+RX"
               " software stamps, 200")
-        B.log("requests 20 ms apart per path) at the same time as the exporter; RTT from the first"
+        K.log("requests 20 ms apart per path) at the same time as the exporter; RTT from the first"
               " and from the last TX stamp")
-        B.log("of each request's OPT_ID key, to the reply's kernel RX stamp (no user-space time"
+        K.log("of each request's OPT_ID key, to the reply's kernel RX stamp (no user-space time"
               " counts):")
         rows3 = []
         for n in ADDR:
@@ -361,7 +354,7 @@ def report(args, rounds, exp_log, ref):
             r = ref[n]
             dc, ds, db, _sent = exporter_delta([ref["_exporter"]], p)
             e_mean = ds / dc if dc else float("nan")
-            e_p50 = B.histogram_quantile(0.5, db)
+            e_p50 = B.quantile(0.5, db)
             rows3.append([p, "%d" % dc, us(e_mean), us(e_p50), "%.0f" % r["replies"],
                           "%.1f" % r["first_us_mean"], "%.1f" % r["first_us_p50"],
                           "%.1f" % r["last_us_mean"], "%.1f" % r["last_us_p50"],
@@ -373,17 +366,17 @@ def report(args, rounds, exp_log, ref):
         B.table(["path", "exp n", "exp mean", "exp p50*", "ref n", "first mean", "first p50",
                  "last mean", "last p50", "stamps/key", "gap p50", "exp-first", "exp-last"],
                 rows3)
-        B.log("  stamps/key 2:N = every request got 2 TX stamps: the bridge's egress veth stamps the"
+        K.log("  stamps/key 2:N = every request got 2 TX stamps: the bridge's egress veth stamps the"
               " request again (same")
-        B.log("  key, 'gap' later); an exporter mean next to 'last' rather than 'first' means it"
+        K.log("  key, 'gap' later); an exporter mean next to 'last' rather than 'first' means it"
               " times from that later hop.")
-    B.log("")
-    B.log("target: |exporter - reference| <= max(10 % of the reference, 5 us)   (ping-ovh: ping"
+    K.log("")
+    K.log("target: |exporter - reference| <= max(10 % of the reference, 5 us)   (ping-ovh: ping"
           " minus its measured send")
-    B.log("overhead; ref: the kernel-timestamped reference prober, from the first TX stamp)")
+    K.log("overhead; ref: the kernel-timestamped reference prober, from the first TX stamp)")
     for p, ref, stat, e, r in checks:
         ok = abs(e - r) <= max(0.10 * r, 5e-6)
-        B.log("%s %-10s %-6s vs %-8s exporter %7.1f us  %-8s %7.1f us  diff %+.1f us"
+        K.log("%s %-10s %-6s vs %-8s exporter %7.1f us  %-8s %7.1f us  diff %+.1f us"
               % (B.verdict(ok), p, stat, ref, e * 1e6, ref, r * 1e6, (e - r) * 1e6))
 
 

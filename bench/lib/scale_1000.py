@@ -25,8 +25,10 @@ import sys
 import tempfile
 import threading
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "tests", "lib")]
 import benchlib as B  # noqa: E402
+import labkit as K  # noqa: E402  (processes, waiting, scraping, histogram_quantile)
 import loopbench as L  # noqa: E402
 
 
@@ -77,7 +79,7 @@ def scrape_figures(ns, port, pid, fetches, tmp, promtool, concurrent):
     rounds = max(1, fetches // 2)
     together = {mode: concurrent_figures(url, ns, pid, rounds, concurrent, gzip=mode == "gzip")
                 for mode in ("plain", "gzip")} if concurrent > 1 else None
-    body = L.scrape(ns, port)
+    body = K.scrape(port, ns, timeout=30)
     path = os.path.join(tmp, "scrape.txt")
     with open(path, "w") as f:
         f.write(body)
@@ -98,24 +100,23 @@ def measure_binary(exe_path, args, ns, promtool, tag):
     exe, version, bindir = B.exporter_binary(exe_path)
     tmp = tempfile.mkdtemp(prefix="podnet-bench-scale-")
     addrs = L.peer_addresses(args.peers)
-    procs = B.Procs()
-    B.log("exporter %s: %s" % (tag, version))
+    K.log("exporter %s: %s" % (tag, version))
     try:
         L.setup_netns(ns)
         L.set_socket_mode(ns, args.mode)
-        m = L.run_exporter(procs, exe, ns, tmp, addrs, args.warmup, args.seconds, "scale",
+        m = L.run_exporter(exe, ns, tmp, addrs, args.warmup, args.seconds, "scale",
                            after=lambda port, pid: scrape_figures(ns, port, pid, args.fetches,
                                                                   tmp, promtool, args.concurrent))
     finally:
-        procs.stop_all()
+        K.stop_all()
         B.netns_del(ns)
         shutil.rmtree(bindir, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
-    B.log("%s probing: sent %.0f/s, replies %.0f/s, ICMP sockets: %s, threads %d, context"
+    K.log("%s probing: sent %.0f/s, replies %.0f/s, ICMP sockets: %s, threads %d, context"
           " switches %.0f/s" % (tag, m["sent_pps"], m["recv_pps"], m["sockets"], m["threads"],
                                 m["ctxsw_per_s"]))
     for mode in ("plain", "gzip"):
-        B.log("%s scrape times, %s (s): %s" % (tag, mode, " ".join(
+        K.log("%s scrape times, %s (s): %s" % (tag, mode, " ".join(
             "%.3f" % t for t in m["after"][mode]["times"])))
     return m
 
@@ -143,19 +144,19 @@ def main():
     ns = os.environ.get("PODNET_BENCH_NS", "pnbenchlo")
     addrs = L.peer_addresses(args.peers)
 
-    B.log("== scale_1000: podnet-exporter alone, %d loopback peers, 1 packet/s each" % args.peers)
-    B.log("git %s" % B.git_describe())
-    B.log("machine:  %s" % B.machine_line())
+    K.log("== scale_1000: podnet-exporter alone, %d loopback peers, 1 packet/s each" % args.peers)
+    K.log("git %s" % B.git_describe())
+    K.log("machine:  %s" % B.machine_line())
     warning = B.busy_warning()
     if warning:
-        B.log(warning)
-    B.log("window %.0f s after %.0f s warm-up, %s ICMP sockets, namespace %s (%s .. %s)"
+        K.log(warning)
+    K.log("window %.0f s after %.0f s warm-up, %s ICMP sockets, namespace %s (%s .. %s)"
           % (args.seconds, args.warmup, args.mode, ns, addrs[0], addrs[-1]))
     runs = [("this", measure_binary(args.exporter, args, ns, promtool, "this"))]
     if args.compare:
         runs.append(("compare", measure_binary(args.compare, args, ns, promtool, "compare")))
 
-    B.log("")
+    K.log("")
     def row(label, fmt, detail_fmt, target, ok):
         r = [label]
         for _tag, m in runs:
@@ -214,9 +215,9 @@ def main():
     for tag, m in runs:
         if sc(m)["promtool"] is not None and sc(m)["promtool"][1]:
             out = sc(m)["promtool"][1].splitlines()
-            B.log("promtool says about %s (first 10 lines of %d):" % (tag, len(out)))
+            K.log("promtool says about %s (first 10 lines of %d):" % (tag, len(out)))
             for line in out[:10]:
-                B.log("  " + line)
+                K.log("  " + line)
     return 0
 
 

@@ -34,8 +34,8 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import labkit  # noqa: E402  (check, summary, parse_metrics, start_loopback_exporter, percentile)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import labkit  # noqa: E402  (check, summary, parse_metrics, start_exporter, percentile)
 
 QUIET_SECONDS = 8
 FLOOD_SECONDS = 12
@@ -173,7 +173,7 @@ def main():
     with open(web, "w") as f:
         f.write("basic_auth_users:\n  %s: %s\n  %s: %s\n" % (ALICE[0], ALICE[2], BOB[0], BOB[2]))
     try:
-        _, port = labkit.start_loopback_exporter(
+        _, port = labkit.start_exporter(
             args.exporter, tmp, "listen_address: \"127.0.0.1:{port}\"\n"
             "self: { name: attack-auth, node: n }\n", ["--web.config.file=" + web])
         right = Client(port)

@@ -39,7 +39,7 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "lib")]
 import labkit  # noqa: E402  (check, summary, log, parse_metrics, free_port, start_exporter)
 
 STEPS = ("before_cookie", "after_cookie", "after_params", "after_streams", "trickle")
@@ -208,38 +208,34 @@ def main():
         print(labkit.summary())
         return 1
     with tempfile.TemporaryDirectory(prefix="podnet-attack-burst-") as tmp:
-        http, bport = labkit.free_port(), labkit.free_port()
-        cfg = os.path.join(tmp, "attack.yaml")
-        with open(cfg, "w") as f:
-            f.write("listen_address: \"127.0.0.1:%d\"\nself: { name: attack, node: n }\n"
-                    "responders:\n  udp_echo: { listen_address: \"127.0.0.1:0\" }\n"
-                    "  burst: { listen_address: \"127.0.0.1:%d\" }\n" % (http, bport))
-        with open(os.path.join(tmp, "exporter.log"), "w") as err:
-            p, base = labkit.start_exporter(args.exporter, cfg, http, stderr=err)
-            try:
-                if p.poll() is not None:
-                    labkit.check(False, "the exporter starts (exit %s)" % p.returncode)
-                    return 1
-                one = [(STEPS[i:] + STEPS[:i], "127.0.0.2") for i in range(len(STEPS))]
-                many = [(STEPS[i % 5:] + STEPS[:i % 5], "127.0.1.%d" % (i + 1))
-                        for i in range(32)]
-                results = [("baseline", phase("baseline", [], bport, base, args)),
-                           ("one source", phase("one source", one, bport, base, args)),
-                           ("32 sources", phase("32 sources", many, bport, base, args))]
-                for name, (done, n, delta) in results:
-                    labkit.check(done == n, "%s: %d of %d legitimate tests completed" % (
-                        name, done, n))
-                _, _, delta = results[2][1]
-                labkit.check(delta.get("penalty", 0) + delta.get("busy", 0) > 0 and
-                             delta.get("timeout", 0) + delta.get("stalled", 0) > 0,
-                             "the attackers' stalls and retries are counted by reason")
-                labkit.check(p.poll() is None, "the exporter is still running")
-            finally:
-                p.terminate()
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        bport = labkit.free_port()
+        try:
+            p, http = labkit.start_exporter(
+                args.exporter, tmp, "listen_address: \"127.0.0.1:{port}\"\n"
+                "self: { name: attack, node: n }\n"
+                "responders:\n  udp_echo: { listen_address: \"127.0.0.1:0\" }\n"
+                "  burst: { listen_address: \"127.0.0.1:%d\" }\n" % bport)
+        except labkit.Broken as e:
+            labkit.check(False, "the exporter starts (%s)" % e)
+            return 1
+        base = "http://127.0.0.1:%d" % http
+        try:
+            one = [(STEPS[i:] + STEPS[:i], "127.0.0.2") for i in range(len(STEPS))]
+            many = [(STEPS[i % 5:] + STEPS[:i % 5], "127.0.1.%d" % (i + 1))
+                    for i in range(32)]
+            results = [("baseline", phase("baseline", [], bport, base, args)),
+                       ("one source", phase("one source", one, bport, base, args)),
+                       ("32 sources", phase("32 sources", many, bport, base, args))]
+            for name, (done, n, delta) in results:
+                labkit.check(done == n, "%s: %d of %d legitimate tests completed" % (
+                    name, done, n))
+            _, _, delta = results[2][1]
+            labkit.check(delta.get("penalty", 0) + delta.get("busy", 0) > 0 and
+                         delta.get("timeout", 0) + delta.get("stalled", 0) > 0,
+                         "the attackers' stalls and retries are counted by reason")
+            labkit.check(p.poll() is None, "the exporter is still running")
+        finally:
+            labkit.stop(p)
     print(labkit.summary())
     return 1 if labkit.failures else 0
 

@@ -25,18 +25,15 @@ import argparse
 import multiprocessing
 import os
 import shutil
-import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import labkit  # noqa: E402  (check, summary, parse_metrics, free_port)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import labkit  # noqa: E402  (check, summary, parse_metrics, start_exporter, stop)
 
 FLOOD_SECONDS = 10
 RSS_LIMIT_MIB = 32      # the target: RSS within this of the baseline
@@ -171,18 +168,11 @@ def flood_process(port, sources, per_source, seconds, out):
 
 class Exporter:
     def __init__(self, exe, tmp, name):
-        self.http, self.grpc = labkit.free_port(), labkit.free_port()
-        cfg = os.path.join(tmp, name + ".yaml")
-        with open(cfg, "w") as f:
-            f.write("listen_address: \"127.0.0.1:%d\"\nself: { name: attack, node: n }\n"
-                    "responders:\n  udp_echo: { listen_address: \"127.0.0.1:%d\" }\n"
-                    "  grpc: { listen_address: \"127.0.0.1:%d\" }\n"
-                    % (self.http, self.http, self.grpc))
-        self.log = open(os.path.join(tmp, name + ".log"), "w")
-        self.p = subprocess.Popen([exe, "--config.file=" + cfg], stdout=subprocess.DEVNULL,
-                                  stderr=self.log)
-        labkit.wait_for(lambda: self.metrics() is not None, 15, "the exporter's /metrics",
-                        step=0.1)
+        self.grpc = labkit.free_port()
+        self.p, self.http = labkit.start_exporter(
+            exe, tmp, "listen_address: \"127.0.0.1:{port}\"\nself: { name: attack, node: n }\n"
+            "responders:\n  udp_echo: { listen_address: \"127.0.0.1:{port}\" }\n"
+            "  grpc: { listen_address: \"127.0.0.1:%d\" }\n" % self.grpc, name=name)
 
     def rss_mib(self):
         with open("/proc/%d/status" % self.p.pid) as f:
@@ -192,9 +182,7 @@ class Exporter:
         raise RuntimeError("no VmRSS")
 
     def metrics(self):
-        url = "http://127.0.0.1:%d/metrics" % self.http
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return labkit.parse_metrics(r.read().decode())
+        return labkit.parse_metrics(labkit.scrape(self.http, timeout=5))
 
     def dropped(self):
         """podnet_responder_dropped_total{responder="grpc"} by reason."""
@@ -202,12 +190,8 @@ class Exporter:
                 if n == "podnet_responder_dropped_total" and l.get("responder") == "grpc"}
 
     def stop(self):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            return self.p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            return self.p.wait()
+        """SIGTERM (SIGKILL after 15 s): the exit status."""
+        return labkit.stop(self.p, grace=15)
 
 
 def legit_checks(port, stop, results):
@@ -228,11 +212,6 @@ def legit_checks(port, stop, results):
         stop.wait(max(0.0, CHECK_EVERY - (time.monotonic() - t0)))
     if client:
         client.close()
-
-
-def percentile(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
 def rapid_reset(ex, name, sources, per_source):
@@ -271,8 +250,8 @@ def rapid_reset(ex, name, sources, per_source):
     labkit.log("%s: flood %s; RSS %.1f MiB -> max %.1f, after %.1f MiB; legitimate checks "
                "answered %d/%d during (p50 %.1f ms, p99 %.1f ms), %d/%d after; dropped %s"
                % (name, stats, base, max(samples, default=base), after, answered, len(during),
-                  1e3 * percentile([t for _, t in during], 0.5),
-                  1e3 * percentile([t for _, t in during], 0.99),
+                  1e3 * labkit.percentile([t for _, t in during], 50),
+                  1e3 * labkit.percentile([t for _, t in during], 99),
                   sum(ok for ok, _ in follow), len(follow), dropped))
     labkit.check(max(samples, default=base) - base <= RSS_LIMIT_MIB,
                  "%s: RSS during within +%d MiB of %.1f MiB (max %.1f)"

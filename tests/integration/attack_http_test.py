@@ -44,8 +44,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import labkit  # noqa: E402  (check, summary, parse_metrics, start_loopback_exporter, percentile)
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "lib")]
+import labkit  # noqa: E402  (check, summary, parse_metrics, start_exporter, percentile)
 
 SLOW_SECONDS = 12
 SLOW_SOURCES = ["127.0.1.%d" % i for i in range(1, 33)]
@@ -259,7 +259,7 @@ def main():
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, need), hard))
     tmp = tempfile.mkdtemp(prefix="podnet-attack-http-")
     try:
-        _, port = labkit.start_loopback_exporter(
+        _, port = labkit.start_exporter(
             args.exporter, tmp, "listen_address: \"127.0.0.1:{port}\"\n"
             "self: { name: attack-http, node: n }\n"
             "responders:\n  udp_echo: { listen_address: \"127.0.0.1:{port}\" }\n")

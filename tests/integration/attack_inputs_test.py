@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Attack (issue 21): strings from a hostile or broken Kubernetes API server, end to end through
-a running exporter. bench/lib/fake_apiserver.py serves (loopback, TLS, bearer token):
+a running exporter. tests/lib/fake_apiserver.py serves (loopback, TLS, bearer token):
   - the peers' Service podnet/hostile, whose EndpointSlice has two endpoints with a 1 MB Pod
     name, a 1 MB zone behind a terminal escape (ESC [2J), a NUL in a node name, an OSC escape
     (set the window title) in a Pod name and a 300-byte node name;
@@ -18,18 +18,15 @@ Only ever aimed at 127.0.0.0/8; no root. Usage: attack_inputs_test.py --exporter
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "lib"))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "lib")]
 import labkit  # noqa: E402  (check, summary, wait_for, parse_metrics)
-import fake_apiserver  # noqa: E402  (the stand-in API server: certificate, port, kubeconfig)
-from cli_test import free_port  # noqa: E402  (a loopback port free for TCP and UDP)
+import fake_apiserver  # noqa: E402  (the stand-in API server)
 
 TOKEN = "attack-token"
 MB = 1 << 20
@@ -64,37 +61,27 @@ def main():
         json.dump(hostile_endpoints(), f)
     with open(service, "w") as f:
         json.dump(hostile_service(), f)
-    crt, key = fake_apiserver.make_cert(tmp)
-    api_log = os.path.join(tmp, "apiserver.log")
-    api = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "..", "..", "bench", "lib", "fake_apiserver.py"),
-         "--nodes", "1", "--churn", "0", "--cert", crt, "--key", key, "--token", TOKEN,
-         "--extra-service", "podnet/hostile=" + endpoints,
-         "--object", "/api/v1/namespaces/shop/services/api=" + service, "--max-seconds", "90"],
-        stdout=open(api_log, "w"), stderr=subprocess.STDOUT)
     exporter = None
     try:
-        labkit.wait_for(lambda: fake_apiserver.listening_port(api_log), 30, "fake API server")
-        kubeconfig = fake_apiserver.write_kubeconfig(
-            os.path.join(tmp, "kubeconfig"), fake_apiserver.listening_port(api_log), crt, TOKEN)
-        port, burst, closed = free_port(), free_port(), free_port()
-        cfg = os.path.join(tmp, "attack.yaml")
-        with open(cfg, "w") as f:
-            f.write("listen_address: \"127.0.0.1:%d\"\n"
-                    "self: { name: podnet-self, node: node-0, zone: zone-a }\n"
-                    "responders:\n  udp_echo: { listen_address: \"127.0.0.1:%d\" }\n"
-                    "  burst: { listen_address: \"127.0.0.1:%d\" }\n"
-                    "peers:\n  kubernetes: { namespace: podnet, service: hostile, port: %d }\n"
-                    "probes:\n"
-                    "  rtt: { protocol: udp, interval: 1s, count: 2, spacing: 10ms, "
-                    "timeout: 200ms }\n"
-                    "  service: { interval: 2s, count: 1, timeout: 200ms, targets: [{ name: api,"
-                    " address: 127.0.0.1, port: %d, kubernetes_service: shop/api }] }\n"
-                    % (port, port, burst, port, closed))
+        _, kubeconfig = fake_apiserver.start(
+            tmp, TOKEN, ["--nodes", "1", "--churn", "0",
+                         "--extra-service", "podnet/hostile=" + endpoints,
+                         "--object", "/api/v1/namespaces/shop/services/api=" + service,
+                         "--max-seconds", "90"])
+        burst, closed = labkit.free_port(), labkit.free_port()
+        exporter, port = labkit.start_exporter(
+            a.exporter, tmp,
+            "listen_address: \"127.0.0.1:{port}\"\n"
+            "self: { name: podnet-self, node: node-0, zone: zone-a }\n"
+            "responders:\n  udp_echo: { listen_address: \"127.0.0.1:{port}\" }\n"
+            "  burst: { listen_address: \"127.0.0.1:%d\" }\n"
+            "peers:\n  kubernetes: { namespace: podnet, service: hostile, port: {port} }\n"
+            "probes:\n"
+            "  rtt: { protocol: udp, interval: 1s, count: 2, spacing: 10ms, timeout: 200ms }\n"
+            "  service: { interval: 2s, count: 1, timeout: 200ms, targets: [{ name: api,"
+            " address: 127.0.0.1, port: %d, kubernetes_service: shop/api }] }\n"
+            % (burst, closed), ["--kubeconfig=" + kubeconfig])
         log_path = os.path.join(tmp, "exporter.log")
-        exporter = subprocess.Popen([a.exporter, "--config.file=" + cfg,
-                                     "--kubeconfig=" + kubeconfig], stdout=subprocess.DEVNULL,
-                                    stderr=open(log_path, "wb"))
         base = "http://127.0.0.1:%d" % port
 
         def scrape():
@@ -150,13 +137,7 @@ def main():
     except RuntimeError as e:  # a wait that timed out: the figures say the rest
         labkit.check(False, str(e))
     finally:
-        for p in (exporter, api):
-            if p and p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        labkit.stop_all()
     print(labkit.summary(), flush=True)
     return 1 if labkit.failures else 0
 

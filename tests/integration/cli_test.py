@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from labkit import free_port  # noqa: E402
 import labkit  # noqa: E402
 
@@ -182,14 +182,12 @@ def sighup_during_startup(exe, tmp, runs=20):
 
 
 def start_exporter(exe, tmp, name, extra=""):
-    """An exporter on free loopback ports with `extra` YAML appended; returns (process, base
-    URL) once /-/healthy answers."""
-    port = free_port()
-    cfg = os.path.join(tmp, name + ".yaml")
-    with open(cfg, "w") as f:
-        f.write("listen_address: \"127.0.0.1:%d\"\nself: { name: %s, node: n }\n" % (port, name)
-                + extra)
-    return labkit.start_exporter(exe, cfg, port)
+    """An exporter on free loopback ports with `extra` YAML appended, its stderr a pipe
+    (stop_exporter returns it); returns (process, base URL) once /-/healthy answers."""
+    p, port = labkit.start_exporter(exe, tmp, "listen_address: \"127.0.0.1:{port}\"\n"
+                                    "self: { name: %s, node: n }\n" % name + extra, name=name,
+                                    stderr=subprocess.PIPE)
+    return p, "http://127.0.0.1:%d" % port
 
 
 def stop_exporter(p):

@@ -3,7 +3,7 @@
 
 Three real unbound resolvers, one in each lab Pod beside the prober (same node, same zone
 through a 160 us delay line, another zone through 260 us), stand for three CoreDNS replicas. A
-stand-in API server (bench/lib/fake_apiserver.py, in the prober's namespace) serves them as the
+stand-in API server (tests/lib/fake_apiserver.py, in the prober's namespace) serves them as the
 EndpointSlice of kube-system/kube-dns, with the nodes and zones a real cluster would give. The
 exporter, with peers.kubernetes and probes.dns every second, must:
   1. have one podnet_dns_server_rtt_seconds series per replica with its server_zone and the path
@@ -21,15 +21,12 @@ import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit  # noqa: E402
 from labkit import ADDR, check, http, log, start, wait_for  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
-                                "lib"))
 import fake_apiserver  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 PREFIX = "pnds%d" % (os.getpid() % 10000)
 NS = labkit.pod_namespaces(PREFIX)
 METRICS = "http://127.0.0.1:9479/metrics"
@@ -78,19 +75,12 @@ def scenario(args, tmp):
         folder = os.path.join(tmp, "unbound-" + pod)
         os.makedirs(folder)
         labkit.start_unbound(NS[pod], folder, address=ADDR[pod])
-    crt, key = fake_apiserver.make_cert(tmp)
     slices = os.path.join(tmp, "kube-dns.json")
     write_endpoints(slices, REPLICAS)
-    api_log = os.path.join(tmp, "apiserver.log")
-    start(NS["client"], [sys.executable, os.path.join(HERE, "..", "..", "bench", "lib",
-                                                      "fake_apiserver.py"),
-                         "--nodes", "1", "--churn", "0", "--cert", crt, "--key", key,
-                         "--token", "dns-servers", "--max-seconds", "120",
-                         "--extra-service", "kube-system/kube-dns=" + slices], api_log)
-    wait_for(lambda: fake_apiserver.listening_port(api_log), 30, "fake API server")
-    kubeconfig = fake_apiserver.write_kubeconfig(os.path.join(tmp, "kubeconfig"),
-                                                 fake_apiserver.listening_port(api_log), crt,
-                                                 "dns-servers", name="lab")
+    _, kubeconfig = fake_apiserver.start(
+        tmp, "dns-servers", ["--nodes", "1", "--churn", "0", "--max-seconds", "120",
+                             "--extra-service", "kube-system/kube-dns=" + slices],
+        ns=NS["client"], name="lab")
     resolv = os.path.join(tmp, "resolv.conf")
     with open(resolv, "w") as f:  # the same-zone replica's address, as a NodeLocal-less Pod's
         f.write("nameserver %s\noptions timeout:1 attempts:1\n" % ADDR["zone"])

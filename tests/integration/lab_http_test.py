@@ -24,7 +24,6 @@ zone and cross zone (behind user-space delay lines). The peers run podnet-export
 Usage: lab_http_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
 Needs root (network namespaces). Every wait is bounded; the lab is torn down on every exit.
 """
-import math
 import os
 import re
 import signal
@@ -32,7 +31,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit as lab  # noqa: E402  (shared helpers: run, in_ns, http, start, check, ...)
 
 PREFIX = "pnht%d" % (os.getpid() % 10000)
@@ -63,20 +62,14 @@ def select(samples, name, **want):
     return [(l, v) for n, l, v in samples if n == name and all(l.get(k) == v2 for k, v2 in want.items())]
 
 
-def buckets(samples, name, **want):
-    """One histogram series' (le, cumulative count) pairs."""
-    return [(float(l["le"]) if l["le"] != "+Inf" else math.inf, v)
-            for l, v in select(samples, name + "_bucket", **want)]
-
-
 def quantile(samples, name, q, **want):
     """histogram_quantile over one series' cumulative buckets (linear within a bucket)."""
-    return lab.histogram_quantile(q, buckets(samples, name, **want))
+    return lab.histogram_quantile(q, lab.buckets(samples, name, **want))
 
 
 def quantile_bounds(samples, name, q, **want):
     """(lo, hi): the bucket bounds the true quantile q of one series lies in; None if empty."""
-    return lab.histogram_quantile_bounds(q, buckets(samples, name, **want))
+    return lab.histogram_quantile_bounds(q, lab.buckets(samples, name, **want))
 
 
 def counter(samples, name, **want):

@@ -27,7 +27,7 @@ over seconds to minutes, weighs on both sides alike. The loads:
   reload: POST /-/reload every second (A's file: --peers static peers);
   flood:  a third process sends A well-formed UDP echo requests at A's rate limit (20,000/s)
           from one address other than B's (A answers it 1/16 of its limit, B keeps its share);
-  relist: A watches the fake API server's 5,000 endpoints (bench/lib/fake_apiserver.py), whose
+  relist: A watches the fake API server's 5,000 endpoints (tests/lib/fake_apiserver.py), whose
           watches end with 410 Expired after 1 s during the loaded slots, each after a
           BOOKMARK, so that A relists at once every time instead of backing off into the quiet
           slots (checked from the server's log of LISTs);
@@ -58,11 +58,9 @@ import tempfile
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit as lab  # noqa: E402
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
-                                "lib"))
-import fake_apiserver  # noqa: E402  (the stand-in API server: its port line, its kubeconfig)
+import fake_apiserver  # noqa: E402  (the stand-in API server)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NS = "pniso%d" % (os.getpid() % 100000)
@@ -99,25 +97,6 @@ SLOT_SETTLE_S = 1.5
 FLOOD_SOURCES = 1
 
 
-def buckets(samples, name, **want):
-    """{le: cumulative count} of one histogram, summed over the series matching `want`."""
-    out = {}
-    for n, labels, v in samples:
-        if n == name + "_bucket" and all(labels.get(k) == w for k, w in want.items()):
-            le = math.inf if labels["le"] == "+Inf" else float(labels["le"])
-            out[le] = out.get(le, 0.0) + v
-    return out
-
-
-def quantile(q, cumulative):
-    """histogram_quantile(q) over {le: cumulative count}; None if empty."""
-    return lab.histogram_quantile(q, cumulative.items())
-
-
-def delta(b1, b0):
-    return {le: c - b0.get(le, 0.0) for le, c in b1.items()}
-
-
 def a_config(peers, kubernetes=False):
     lines = ['listen_address: "127.0.0.1:%d"' % A_PORT,
              "self: { name: a, node: node-a, zone: zone-a }",
@@ -151,8 +130,9 @@ def scrape_b():
     if code != 200:
         raise RuntimeError("B's /metrics answered %d" % code)
     s = lab.parse_metrics(body)
-    return (buckets(s, "podnet_rtt_seconds", protocol="udp", peer="a"),
-            buckets(s, "podnet_http_request_duration_seconds", connection="keepalive", peer="a"))
+    return (lab.buckets(s, "podnet_rtt_seconds", protocol="udp", peer="a"),
+            lab.buckets(s, "podnet_http_request_duration_seconds", connection="keepalive",
+                        peer="a"))
 
 
 def window(seconds):
@@ -160,7 +140,7 @@ def window(seconds):
     u0, h0 = scrape_b()
     time.sleep(seconds)
     u1, h1 = scrape_b()
-    return delta(u1, u0), delta(h1, h0)
+    return lab.bucket_delta(u1, u0), lab.bucket_delta(h1, h0)
 
 
 def add(total, part):
@@ -169,9 +149,9 @@ def add(total, part):
 
 
 def figures(du, dh):
-    return {"udp_n": du.get(math.inf, 0), "udp_p50": quantile(0.5, du),
-            "udp_p99": quantile(0.99, du), "http_n": dh.get(math.inf, 0),
-            "http_p99": quantile(0.99, dh)}
+    return {"udp_n": du.get(math.inf, 0), "udp_p50": lab.histogram_quantile(0.5, du),
+            "udp_p99": lab.histogram_quantile(0.99, du), "http_n": dh.get(math.inf, 0),
+            "http_p99": lab.histogram_quantile(0.99, dh)}
 
 
 class ProcessLoad:
@@ -291,22 +271,13 @@ def flood_load(tmp, seconds):
 
 
 def start_api_server(tmp, seconds):
-    """bench/lib/fake_apiserver.py with 5,000 Pods (50 EndpointSlices) and no churn; while
+    """tests/lib/fake_apiserver.py with 5,000 Pods (50 EndpointSlices) and no churn; while
     tmp/gone exists, every watch ends after 1 s with 410 Expired, so A relists all 5,000
     endpoints about every second. Returns the kubeconfig's path."""
-    crt, key = fake_apiserver.make_cert(tmp)
-    log = os.path.join(tmp, "apiserver.log")
-    lab.start(NS, [sys.executable, os.path.join(HERE, "..", "..", "bench", "lib",
-                                                 "fake_apiserver.py"),
-                   "--nodes", "5000", "--cert", crt, "--key", key, "--token", "isolation",
-                   "--churn", "0", "--gone-file", os.path.join(tmp, "gone"), "--gone-bookmark",
-                   "--log-lists",
-                   "--max-seconds", str(int(seconds))], log)
-
-    lab.wait_for(lambda: fake_apiserver.listening_port(log), 30, "fake API server")
-    return fake_apiserver.write_kubeconfig(os.path.join(tmp, "kubeconfig"),
-                                           fake_apiserver.listening_port(log), crt, "isolation",
-                                           name="lab")
+    return fake_apiserver.start(tmp, "isolation", [
+        "--nodes", "5000", "--churn", "0", "--gone-file", os.path.join(tmp, "gone"),
+        "--gone-bookmark", "--log-lists", "--max-seconds", str(int(seconds))], ns=NS,
+        name="lab")[1]
 
 
 def a_counter(name, **want):

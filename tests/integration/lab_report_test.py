@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit  # noqa: E402
 from labkit import ADDR, check, log, run, start, wait_for, http  # noqa: E402
 

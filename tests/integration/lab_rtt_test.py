@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit  # noqa: E402
 from labkit import (ADDR, ADDR6, PATH_OF, by_label, check, http, in_ns, log,  # noqa: E402
                     run, start, wait_for)

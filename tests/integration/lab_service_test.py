@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit as lab  # noqa: E402
 
 PREFIX = "pnsv%d" % (os.getpid() % 10000)

@@ -26,7 +26,7 @@ import tempfile
 
 import yaml
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit  # noqa: E402
 import obs_queries as oq  # noqa: E402
 

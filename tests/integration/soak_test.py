@@ -24,7 +24,7 @@ how much it holds open:
     10 wrong-password requests a second from 2 addresses, a new password each (over their
     bcrypt budget: answered 401 or 429, never a bcrypt each);
   - Kubernetes discovery (peers.kubernetes besides the static peers, fed by
-    bench/lib/fake_apiserver.py: 12 Pods on 12 nodes in 2 zones, each on 127.1.0.0/16 where
+    tests/lib/fake_apiserver.py: 12 Pods on 12 nodes in 2 zones, each on 127.1.0.0/16 where
     nothing listens): 0.7 watch events a second (a Pod goes out of service, then comes back, so
     the selected peers change), and every 10 s the watches end with 410 Expired for 2.5 s
     (relists);
@@ -65,8 +65,7 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "lib"))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "lib")]
 import labkit  # noqa: E402  (check, summary, parse_metrics)
 import attack_burst_test  # noqa: E402  (attack_once: a burst client that stalls at one step)
 import attack_grpc_test  # noqa: E402  (flood_connection: HTTP/2 rapid reset on one connection)
@@ -125,23 +124,15 @@ def config_text(ports, peers):
 
 
 class ApiServer:
-    """bench/lib/fake_apiserver.py on 127.0.0.1 (TLS, bearer token), its churn paused while
+    """tests/lib/fake_apiserver.py on 127.0.0.1 (TLS, bearer token), its churn paused while
     `pause` exists and its watches ended with 410 while `gone` exists."""
 
     def __init__(self, tmp, seconds):
         self.gone, self.pause = os.path.join(tmp, "gone"), os.path.join(tmp, "pause")
-        crt, key = fake_apiserver.make_cert(tmp)
-        log = os.path.join(tmp, "apiserver.log")
-        self.p = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "..", "..", "bench", "lib", "fake_apiserver.py"),
-             "--nodes", str(API_NODES), "--zones", str(API_ZONES), "--churn", str(CHURN_PER_S),
-             "--cert", crt, "--key", key, "--token", TOKEN, "--gone-file", self.gone,
-             "--pause-file", self.pause, "--max-seconds", str(int(seconds))],
-            stdout=open(log, "w"), stderr=subprocess.STDOUT)
-        labkit.wait_for(lambda: fake_apiserver.listening_port(log), 30, "fake API server")
-        self.kubeconfig = fake_apiserver.write_kubeconfig(
-            os.path.join(tmp, "kubeconfig"), fake_apiserver.listening_port(log), crt, TOKEN,
-            name="soak")
+        self.p, self.kubeconfig = fake_apiserver.start(
+            tmp, TOKEN, ["--nodes", str(API_NODES), "--zones", str(API_ZONES), "--churn",
+                         str(CHURN_PER_S), "--gone-file", self.gone, "--pause-file", self.pause,
+                         "--max-seconds", str(int(seconds))], name="soak")
 
     def set(self, path, on):
         if on:
@@ -150,8 +141,7 @@ class ApiServer:
             os.unlink(path)
 
     def stop(self):
-        self.p.terminate()
-        self.p.wait(timeout=10)
+        labkit.stop(self.p)
 
 
 class Exporter:

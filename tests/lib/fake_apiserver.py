@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""A stand-in Kubernetes API server for benches: a simulated cluster of N nodes, one probe Pod per
-node (a DaemonSet), behind one headless Service. HTTPS with a self-signed certificate, bearer
-token required. What cannot run here is the real API server; the shapes it serves are the real
-ones (discovery.k8s.io/v1 EndpointSlice, v1 Node, watch events as newline-delimited JSON):
+"""A stand-in Kubernetes API server for the tests and benches: a simulated cluster of N nodes,
+one probe Pod per node (a DaemonSet), behind one headless Service. HTTPS with a self-signed
+certificate, bearer token required. What cannot run here is the real API server; the shapes it
+serves are the real ones (discovery.k8s.io/v1 EndpointSlice, v1 Node, watch events as
+newline-delimited JSON):
 
   GET /api/v1/nodes/NAME                       -> Node with topology.kubernetes.io/zone
   GET /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices?labelSelector=
@@ -30,8 +31,9 @@ change, and a BOOKMARK every 5 s.
 --object PATH=FILE (repeatable) answers GET PATH (the URL's path, any query) with FILE's bytes
 as they are when asked (a Service, say /api/v1/namespaces/shop/services/api; tests put hostile
 ones there).
-Run by bench/lib/discovery_5000.py; prints "listening PORT" when ready, and with --log-lists
-"list T" (T: Unix time, s) when a LIST of the Service's slices begins.
+Run by start() below (tests/integration/*.py, bench/lib/discovery_5000.py); prints "listening
+PORT" when ready, and with --log-lists "list T" (T: Unix time, s) when a LIST of the Service's
+slices begins.
 """
 import argparse
 import http.server
@@ -45,6 +47,8 @@ import sys
 import threading
 import time
 import urllib.parse
+
+import labkit
 
 PER_SLICE = 100
 
@@ -222,6 +226,24 @@ def write_kubeconfig(path, port, ca_file, token, name="fake"):
                 "contexts:\n- name: %(n)s\n  context: {cluster: %(n)s, user: %(n)s}\n"
                 % {"n": name, "p": port, "ca": ca_file, "t": token})
     return path
+
+
+def start(tmp, token, args=(), ns=None, name="fake", max_seconds=None):
+    """Runs this server through labkit.start (in namespace `ns` if given; under `timeout` with
+    `max_seconds`; stop_all() or labkit.stop ends it) with a new certificate in folder `tmp`,
+    bearer `token` and the further command-line `args` (say ["--nodes", "12", "--churn", "0"]),
+    its output in TMP/apiserver.log. Waits at most 30 s for its port, then writes
+    TMP/kubeconfig (cluster, user and context `name`). Returns (process, kubeconfig path);
+    raises labkit.Broken if it exits or does not listen in time."""
+    crt, key = make_cert(tmp)
+    log = os.path.join(tmp, "apiserver.log")
+    p = labkit.start(ns, [sys.executable, os.path.abspath(__file__), "--cert", crt, "--key", key,
+                          "--token", token, *args], log, max_seconds=max_seconds)
+    labkit.wait_for(lambda: p.poll() is not None or listening_port(log), 30, "fake API server")
+    if p.poll() is not None:
+        raise labkit.Broken("fake API server exited (%s):\n%s" % (p.returncode, labkit.tail(log)))
+    return p, write_kubeconfig(os.path.join(tmp, "kubeconfig"), listening_port(log), crt, token,
+                               name=name)
 
 
 def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None, extra=(),
