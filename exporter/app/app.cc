@@ -6,7 +6,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -15,16 +14,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "exporter/app/early_signals.h"
 #include "exporter/app/info.h"
 #include "exporter/discovery/kubernetes/api_config.h"
+#include "exporter/discovery/kubernetes/endpoint_peer.h"
 #include "exporter/discovery/static_peers.h"
 #include "exporter/log/last_chance.h"
 #include "exporter/probes/registry.h"
 #include "exporter/proto/echo.h"
 #include "exporter/runtime/loop_role.h"
+#include "exporter/topology/compose.h"
 #include "exporter/topology/selection.h"
 #include "podnet/version.h"
 
@@ -76,19 +76,6 @@ std::string LandingPage() {
 </ul>
 </body></html>
 )";
-}
-
-// A discovered endpoint as a peer of this Pod, classified, answering on `port`.
-topology::Peer PeerOf(const topology::Self& self, const discovery::kubernetes::Endpoint& e,
-                      std::uint16_t port) {
-  topology::Peer p;
-  p.name = e.name;
-  p.address = e.address;
-  p.port = port;
-  p.node = e.node;
-  p.zone = e.zone;
-  p.path = topology::Classify(self, e.node, e.zone);
-  return p;
 }
 
 }  // namespace
@@ -538,27 +525,17 @@ void App::Reconcile(std::shared_ptr<const config::Config> next) {
   // The effective self: the zone read from the Node fills an empty self.zone.
   topology::Self self = next->self;
   if (self.zone.empty() && next->kubernetes) self.zone = discovered_.self_zone;
-  auto peers = discovery::StaticPeers(self, next->static_peers);
-  std::size_t candidates = 0, selected = 0;
+  std::vector<topology::Peer> found;
+  topology::SelectionOptions selection;
   if (next->kubernetes && discovered_.synced) {
-    std::set<std::string> static_names;
-    for (const auto& p : peers) static_names.insert(p.name);
-    std::vector<topology::Peer> found;
     for (const auto& e : discovered_.endpoints) {
-      if (e.name == self.name) continue;  // the Service lists this Pod too
-      topology::Peer p = PeerOf(self, e, next->kubernetes->port);
-      p.burst_port = next->kubernetes->burst_port;
-      found.push_back(std::move(p));
+      found.push_back(discovery::kubernetes::PeerOf(self, e, next->kubernetes->port));
+      found.back().burst_port = next->kubernetes->burst_port;
     }
-    candidates = found.size();
-    for (auto& p : topology::SelectPeers(self, found, next->kubernetes->peers_per_zone)) {
-      if (static_names.count(p.name)) continue;  // a static entry of the same name wins
-      peers.push_back(std::move(p));
-      ++selected;
-    }
-    std::sort(peers.begin(), peers.end(),
-              [](const topology::Peer& a, const topology::Peer& b) { return a.name < b.name; });
+    selection.peers_per_zone = next->kubernetes->peers_per_zone;
   }
+  auto [peers, candidates, selected] = topology::ComposePeers(
+      self, discovery::StaticPeers(self, next->static_peers), found, selection);
   const config::Config* prev = applied_.get();
   bool labels_changed =
       prev == nullptr || self_ != self || prev->aggregate_peers != next->aggregate_peers;
@@ -622,7 +599,9 @@ void App::UpdateDnsServers() {
   std::size_t found = 0;
   if (applied_ && applied_->kubernetes && applied_->dns && applied_->dns->cluster_dns) {
     const auto& cd = *applied_->dns->cluster_dns;
-    for (const auto& e : dns_discovered_) servers.push_back(PeerOf(self_, e, cd.port));
+    for (const auto& e : dns_discovered_) {
+      servers.push_back(discovery::kubernetes::PeerOf(self_, e, cd.port));
+    }
     found = servers.size();
     servers =
         topology::SpreadOverZones(std::move(servers), static_cast<std::size_t>(cd.max_servers));

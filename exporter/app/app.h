@@ -54,8 +54,8 @@ namespace podnet::app {
 /// as a whole (std::shared_ptr<const Config>); a bad one never reaches it.
 /// With peers.kubernetes, Kubernetes discovery runs on the control loop and posts every
 /// change (own zone, candidates) to the probe loop. A configuration and a discovery change take
-/// the same path there (Reconcile): select the Kubernetes peers (topology::SelectPeers), add the
-/// static ones, diff against the running peers, start and stop only what changed.
+/// the same path there (Reconcile): compose the static and the selected Kubernetes peers
+/// (topology::ComposePeers), diff against the running peers, start and stop only what changed.
 class App {
  public:
   /// `config` has been loaded and validated already (main does it to exit 2 on problems).

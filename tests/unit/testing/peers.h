@@ -1,16 +1,28 @@
 #pragma once
 
-// Peers for tests: one line per topology::Peer or peers.static[] entry, and the names of a
-// peer list.
+// Peers for tests: one line per topology::Peer or peers.static[] entry, the names of a peer
+// list, and how gtest prints a Peer.
 
 #include <boost/asio/ip/address.hpp>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "exporter/config/config.h"
 #include "exporter/topology/topology.h"
+
+namespace podnet::topology {
+
+/// How gtest prints a Peer in a failed expectation: every field, on one line.
+inline void PrintTo(const Peer& p, std::ostream* os) {
+  *os << "{" << p.name << " " << p.address.to_string() << " port " << p.port << " burst "
+      << p.burst_port << " node \"" << p.node << "\" zone \"" << p.zone << "\" "
+      << PathClassName(p.path) << "}";
+}
+
+}  // namespace podnet::topology
 
 namespace podnet::testing {
 

@@ -1,0 +1,107 @@
+#include "exporter/discovery/kubernetes/endpoint_peer.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/unit/discovery/fixtures.h"
+#include "tests/unit/testing/peers.h"
+
+namespace podnet::discovery::kubernetes {
+namespace {
+
+using testing::EndpointJson;
+using testing::json;
+using testing::SliceJson;
+using topology::PathClass;
+using topology::Peer;
+
+// An endpoint as the API server sends it, without `field` (nodeName or zone: both optional in
+// discovery.k8s.io/v1).
+json Without(json endpoint, const char* field) {
+  endpoint.erase(field);
+  return endpoint;
+}
+
+struct Slice {
+  std::string name;
+  std::string address_type;
+  std::vector<json> endpoints;
+};
+
+struct Case {
+  const char* what;
+  topology::Self self;
+  std::vector<Slice> slices;
+  std::vector<Peer> want;  // burst_port stays Peer's default: PeerOf does not set it
+};
+
+// What the App does with the Service's slices: ReadyEndpoints per slice, MergeSlices, PeerOf.
+std::vector<Peer> PeersOf(const Case& c, std::uint16_t port) {
+  std::map<std::string, std::vector<Endpoint>> slices;
+  for (const Slice& s : c.slices) {
+    std::string err;
+    auto endpoints = ReadyEndpoints(SliceJson(s.name, "1", s.endpoints, s.address_type), &err);
+    EXPECT_TRUE(endpoints) << err;
+    if (endpoints) slices[s.name] = *endpoints;
+  }
+  std::vector<Peer> out;
+  for (const Endpoint& e : MergeSlices(slices)) out.push_back(PeerOf(c.self, e, port));
+  return out;
+}
+
+TEST(EndpointPeerTest, FieldCasesOfSlicesBecomeClassifiedPeers) {
+  const topology::Self self{"pod-self", "node-1", "zone-a"};
+  const topology::Self no_zone{"pod-self", "node-1", ""};
+  using testing::MakePeer;
+  const Case cases[] = {
+      {"one IPv4 slice: the ladder from node and zone",
+       self,
+       {{"v4",
+         "IPv4",
+         {EndpointJson("p-node", "10.0.0.2", "node-1", "zone-a"),
+          EndpointJson("p-zone", "10.0.0.3", "node-2", "zone-a"),
+          EndpointJson("p-cross", "10.0.0.4", "node-3", "zone-b")}}},
+       {MakePeer("p-cross", "10.0.0.4", "node-3", "zone-b", PathClass::kCrossZone, 8080),
+        MakePeer("p-node", "10.0.0.2", "node-1", "zone-a", PathClass::kSameNode, 8080),
+        MakePeer("p-zone", "10.0.0.3", "node-2", "zone-a", PathClass::kSameZone, 8080)}},
+      {"dual stack: a Pod in the IPv4 and the IPv6 slice is one peer at its IPv4 address",
+       self,
+       {{"v6", "IPv6", {EndpointJson("p-dual", "fd00::5", "node-3", "zone-b")}},
+        {"v4", "IPv4", {EndpointJson("p-dual", "10.0.0.5", "node-3", "zone-b")}}},
+       {MakePeer("p-dual", "10.0.0.5", "node-3", "zone-b", PathClass::kCrossZone, 8080)}},
+      {"IPv6 only: the IPv6 address, classified as any other",
+       self,
+       {{"v6", "IPv6", {EndpointJson("p-six", "fd00::6", "node-2", "zone-a")}}},
+       {MakePeer("p-six", "fd00::6", "node-2", "zone-a", PathClass::kSameZone, 8080)}},
+      {"no nodeName: unknown, even with this Pod's zone",
+       self,
+       {{"v4", "IPv4", {Without(EndpointJson("p-nonode", "10.0.0.7", "", "zone-a"), "nodeName")}}},
+       {MakePeer("p-nonode", "10.0.0.7", "", "zone-a", PathClass::kUnknown, 8080)}},
+      {"no zone: same_node on this node, unknown on another",
+       self,
+       {{"v4",
+         "IPv4",
+         {Without(EndpointJson("p-here", "10.0.0.8", "node-1", ""), "zone"),
+          Without(EndpointJson("p-there", "10.0.0.9", "node-2", ""), "zone")}}},
+       {MakePeer("p-here", "10.0.0.8", "node-1", "", PathClass::kSameNode, 8080),
+        MakePeer("p-there", "10.0.0.9", "node-2", "", PathClass::kUnknown, 8080)}},
+      {"this Pod's zone unknown: only same_node can be told",
+       no_zone,
+       {{"v4",
+         "IPv4",
+         {EndpointJson("p-node", "10.0.0.2", "node-1", "zone-a"),
+          EndpointJson("p-zone", "10.0.0.3", "node-2", "zone-a")}}},
+       {MakePeer("p-node", "10.0.0.2", "node-1", "zone-a", PathClass::kSameNode, 8080),
+        MakePeer("p-zone", "10.0.0.3", "node-2", "zone-a", PathClass::kUnknown, 8080)}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(PeersOf(c, 8080), c.want);
+  }
+}
+
+}  // namespace
+}  // namespace podnet::discovery::kubernetes
