@@ -6,10 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/testing/bytes.h"
+
 namespace podnet::proto::echo {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
+using podnet::testing::Truncated;
+using podnet::testing::WithByte;
 
 // --------------------------------------------------------------------------------------------
 // The probe payload.
@@ -26,7 +30,7 @@ void PrintTo(const PayloadCase& c, std::ostream* os) {
       << c.token << " size " << c.size;
 }
 
-class PayloadTest : public testing::TestWithParam<PayloadCase> {};
+class PayloadTest : public ::testing::TestWithParam<PayloadCase> {};
 
 TEST_P(PayloadTest, EncodesTheDocumentedLayoutAndRoundTrips) {
   const auto& c = GetParam();
@@ -49,13 +53,13 @@ TEST_P(PayloadTest, EncodesTheDocumentedLayoutAndRoundTrips) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, PayloadTest,
-                         testing::Values(PayloadCase{Kind::kRequest, 0, 0, 16},
-                                         PayloadCase{Kind::kRequest, 1, 0x0102030405060708, 56},
-                                         PayloadCase{Kind::kReply, 0xFFFF, ~0ULL, 1472},
-                                         PayloadCase{Kind::kReply, 0x1234, 42, 17},
-                                         // Shorter than the header: padded up to it.
-                                         PayloadCase{Kind::kRequest, 7, 7, 0},
-                                         PayloadCase{Kind::kRequest, 7, 7, 15}),
+                         ::testing::Values(PayloadCase{Kind::kRequest, 0, 0, 16},
+                                           PayloadCase{Kind::kRequest, 1, 0x0102030405060708, 56},
+                                           PayloadCase{Kind::kReply, 0xFFFF, ~0ULL, 1472},
+                                           PayloadCase{Kind::kReply, 0x1234, 42, 17},
+                                           // Shorter than the header: padded up to it.
+                                           PayloadCase{Kind::kRequest, 7, 7, 0},
+                                           PayloadCase{Kind::kRequest, 7, 7, 15}),
                          [](const auto& info) {
                            const PayloadCase& c = info.param;
                            return std::string(c.kind == Kind::kRequest ? "request" : "reply") +
@@ -78,7 +82,7 @@ struct DecodeRejectCase {
 
 void PrintTo(const DecodeRejectCase& c, std::ostream* os) { *os << c.name; }
 
-class DecodeRejectTest : public testing::TestWithParam<DecodeRejectCase> {};
+class DecodeRejectTest : public ::testing::TestWithParam<DecodeRejectCase> {};
 
 TEST_P(DecodeRejectTest, Rejects) {
   const auto& c = GetParam();
@@ -93,15 +97,15 @@ TEST_P(DecodeRejectTest, Rejects) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, DecodeRejectTest,
-    testing::Values(DecodeRejectCase{"empty", 0, SIZE_MAX, 0},
-                    DecodeRejectCase{"one_byte_short", 15, SIZE_MAX, 0},
-                    DecodeRejectCase{"magic_only", 4, SIZE_MAX, 0},
-                    DecodeRejectCase{"wrong_magic_first_byte", SIZE_MAX, 0, 'p'},
-                    DecodeRejectCase{"wrong_magic_last_byte", SIZE_MAX, 3, 'X'},
-                    DecodeRejectCase{"version_0", SIZE_MAX, 4, 0},
-                    DecodeRejectCase{"version_2", SIZE_MAX, 4, 2},
-                    DecodeRejectCase{"kind_0", SIZE_MAX, 5, 0},
-                    DecodeRejectCase{"kind_3", SIZE_MAX, 5, 3}),
+    ::testing::Values(DecodeRejectCase{"empty", 0, SIZE_MAX, 0},
+                      DecodeRejectCase{"one_byte_short", 15, SIZE_MAX, 0},
+                      DecodeRejectCase{"magic_only", 4, SIZE_MAX, 0},
+                      DecodeRejectCase{"wrong_magic_first_byte", SIZE_MAX, 0, 'p'},
+                      DecodeRejectCase{"wrong_magic_last_byte", SIZE_MAX, 3, 'X'},
+                      DecodeRejectCase{"version_0", SIZE_MAX, 4, 0},
+                      DecodeRejectCase{"version_2", SIZE_MAX, 4, 2},
+                      DecodeRejectCase{"kind_0", SIZE_MAX, 5, 0},
+                      DecodeRejectCase{"kind_3", SIZE_MAX, 5, 3}),
     [](const auto& info) { return info.param.name; });
 
 TEST(MakeReplyTest, FlipsAValidRequestOnly) {
@@ -144,7 +148,7 @@ struct ChecksumCase {
 
 void PrintTo(const ChecksumCase& c, std::ostream* os) { *os << c.name; }
 
-class ChecksumTest : public testing::TestWithParam<ChecksumCase> {};
+class ChecksumTest : public ::testing::TestWithParam<ChecksumCase> {};
 
 TEST_P(ChecksumTest, MatchesReference) {
   const auto& c = GetParam();
@@ -153,7 +157,7 @@ TEST_P(ChecksumTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ChecksumTest,
-    testing::Values(
+    ::testing::Values(
         // RFC 1071 §3: the words 0001 f203 f4f5 f6f7 sum to ddf2 (end-around carry); the
         // checksum is its complement.
         ChecksumCase{"rfc1071_example", {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7}, 0x220d},
@@ -249,7 +253,7 @@ struct ParseCase {
 
 void PrintTo(const ParseCase& c, std::ostream* os) { *os << c.name; }
 
-class ParseIcmpEchoReplyTest : public testing::TestWithParam<ParseCase> {};
+class ParseIcmpEchoReplyTest : public ::testing::TestWithParam<ParseCase> {};
 
 TEST_P(ParseIcmpEchoReplyTest, Parses) {
   const auto& c = GetParam();
@@ -265,18 +269,10 @@ TEST_P(ParseIcmpEchoReplyTest, Parses) {
 
 Bytes V4Reply() { return ReplyFor(false, 0x4242, 0x0307, Payload()); }
 Bytes V6Reply() { return ReplyFor(true, 0x4242, 0x0307, Payload()); }
-Bytes Truncated(Bytes b, std::size_t n) {
-  b.resize(n);
-  return b;
-}
-Bytes WithByte(Bytes b, std::size_t i, std::uint8_t v) {
-  b[i] = v;
-  return b;
-}
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ParseIcmpEchoReplyTest,
-    testing::Values(
+    ::testing::Values(
         ParseCase{"v4_datagram_socket", false, false, V4Reply(), true},
         ParseCase{"v4_raw_ihl5", false, true, WithIpv4Header(V4Reply(), 5), true},
         ParseCase{"v4_raw_ihl6_options", false, true, WithIpv4Header(V4Reply(), 6), true},

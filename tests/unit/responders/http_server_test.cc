@@ -87,6 +87,14 @@ class Conn {
 
   // The next response, or std::nullopt when the connection ends or `timeout` passes first.
   // With `head`, the response to a HEAD request: Content-Length is read, no body.
+  // Sends `request` and reads its response: std::nullopt when the send fails or no whole
+  // response comes within `timeout`.
+  std::optional<Response> RoundTrip(const std::string& request,
+                                    std::chrono::milliseconds timeout = 2000ms) {
+    if (!Send(request)) return std::nullopt;
+    return Read(timeout);
+  }
+
   std::optional<Response> Read(std::chrono::milliseconds timeout = 2000ms,
                                bool head_request = false) {
     auto deadline = Clock::now() + timeout;
@@ -278,8 +286,7 @@ TEST(HttpServerOffloadTest, AHandedOffRequestDoesNotHoldUpOthers) {
   ASSERT_TRUE(slow.Send(Get("/slow")));
   ASSERT_TRUE(Eventually([&] { return slow_started == 1; }, 2000ms));
   for (int i = 0; i < 3; ++i) {  // answered while /slow is still being built
-    ASSERT_TRUE(fast.Send(Get("/echo")));
-    auto r = fast.Read();
+    auto r = fast.RoundTrip(Get("/echo"));
     ASSERT_TRUE(r.has_value()) << i;
     EXPECT_EQ(r->body, "fast");
   }
@@ -288,8 +295,7 @@ TEST(HttpServerOffloadTest, AHandedOffRequestDoesNotHoldUpOthers) {
   auto r = slow.Read();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->body, "slow");
-  ASSERT_TRUE(slow.Send(Get("/echo")));  // the connection goes on (keep-alive)
-  auto again = slow.Read();
+  auto again = slow.RoundTrip(Get("/echo"));  // the connection goes on (keep-alive)
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->body, "fast");
   slow.Close();
@@ -305,8 +311,7 @@ TEST_F(HttpServerTest, ContentEncodingFromTheHandlerAndAcceptEncodingToIt) {
   Start();
   Conn c(port_);
   ASSERT_TRUE(c.connected());
-  ASSERT_TRUE(c.Send(Get("/encoded", "Accept-Encoding: gzip\r\n")));
-  auto gz = c.Read();
+  auto gz = c.RoundTrip(Get("/encoded", "Accept-Encoding: gzip\r\n"));
   ASSERT_TRUE(gz.has_value());
   EXPECT_EQ(gz->body, "as gzip");
   EXPECT_EQ(gz->headers["content-encoding"], "gzip");
@@ -325,8 +330,7 @@ TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   Conn c(port_);
   ASSERT_TRUE(c.connected());
   for (const char* target : {"/echo", "/podnet/info", "/metrics?x=1"}) {
-    ASSERT_TRUE(c.Send(Get(target)));
-    auto r = c.Read();
+    auto r = c.RoundTrip(Get(target));
     ASSERT_TRUE(r.has_value()) << target;
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(r->body, std::string("hello GET ") + target);
@@ -362,8 +366,7 @@ TEST_P(HttpKeepAliveTest, HonoursTheClient) {
   const auto& c = GetParam();
   Start();
   Conn conn(port_);
-  ASSERT_TRUE(conn.Send(Get("/", c.headers, c.version)));
-  auto r = conn.Read();
+  auto r = conn.RoundTrip(Get("/", c.headers, c.version));
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(conn.ClosedWithin(c.closes ? 1000ms : 200ms), c.closes);
@@ -417,8 +420,7 @@ TEST_P(HttpBadRequestTest, RejectedAndClosed) {
   EXPECT_EQ(requests_, 0) << "the handler must not see a rejected request";
   // The server goes on serving others.
   Conn next(port_);
-  ASSERT_TRUE(next.Send(Get("/after")));
-  auto ok = next.Read();
+  auto ok = next.RoundTrip(Get("/after"));
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(ok->status, 200);
 }
@@ -449,12 +451,10 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(HttpServerTest, HandlerExceptionIs500AndServerGoesOn) {
   Start();
   Conn c(port_);
-  ASSERT_TRUE(c.Send(Get("/throw")));
-  auto r = c.Read();
+  auto r = c.RoundTrip(Get("/throw"));
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 500);
-  ASSERT_TRUE(c.Send(Get("/fine")));
-  auto r2 = c.Read();
+  auto r2 = c.RoundTrip(Get("/fine"));
   ASSERT_TRUE(r2.has_value());
   EXPECT_EQ(r2->status, 200);
 }
@@ -467,19 +467,16 @@ TEST_F(HttpServerTest, AtTheLimitANewConnectionTakesTheOldestIdleOnesPlace) {
   Start(limits);
   Conn a(port_), b(port_);
   for (Conn* c : {&a, &b}) {
-    ASSERT_TRUE(c->Send(Get("/held")));
-    ASSERT_TRUE(c->Read().has_value());
+    ASSERT_TRUE(c->RoundTrip(Get("/held")).has_value());
   }
   EXPECT_EQ(OpenConnections(), 2);
   Conn third(port_);
-  ASSERT_TRUE(third.Send(Get("/third")));
-  auto r = third.Read(2000ms);
+  auto r = third.RoundTrip(Get("/third"));
   ASSERT_TRUE(r.has_value()) << "the new connection was not served";
   EXPECT_EQ(r->body, "hello GET /third");
   // The oldest idle one (a) made room; b is still served.
   EXPECT_FALSE(a.Send(Get("/again")) && a.Read(500ms).has_value()) << "a was not closed";
-  ASSERT_TRUE(b.Send(Get("/still")));
-  ASSERT_TRUE(b.Read().has_value());
+  ASSERT_TRUE(b.RoundTrip(Get("/still")).has_value());
   EXPECT_TRUE(Eventually([&] { return OpenConnections() == 2; }, 2000ms)) << OpenConnections();
 }
 
@@ -522,12 +519,10 @@ TEST_F(HttpServerTest, OneAddressHoldsAtMostItsShareOfConnections) {
   std::vector<std::unique_ptr<Conn>> kept;
   for (int i = 0; i < 3; ++i) {
     kept.push_back(std::make_unique<Conn>(port_, 0, "127.0.0.2"));
-    ASSERT_TRUE(kept.back()->Send(Get("/kept")));
-    ASSERT_TRUE(kept.back()->Read().has_value());  // idle now
+    ASSERT_TRUE(kept.back()->RoundTrip(Get("/kept")).has_value());  // idle now
   }
   Conn fourth(port_, 0, "127.0.0.2");
-  ASSERT_TRUE(fourth.Send(Get("/fourth")));
-  ASSERT_TRUE(fourth.Read(2000ms).has_value()) << "its own idle one did not make room";
+  ASSERT_TRUE(fourth.RoundTrip(Get("/fourth")).has_value()) << "its own idle one did not make room";
   EXPECT_TRUE(kept[0]->ClosedWithin(1000ms)) << "the oldest idle one was not closed";
   EXPECT_EQ(Dropped("source_connection_limit"), 0);  // closed to make room, not refused
   kept.clear();
@@ -541,8 +536,7 @@ TEST_F(HttpServerTest, OneAddressHoldsAtMostItsShareOfConnections) {
   EXPECT_TRUE(busy[3]->ClosedWithin(1000ms));
   EXPECT_EQ(Dropped("source_connection_limit"), 1);
   Conn other(port_, 0, "127.0.0.3");
-  ASSERT_TRUE(other.Send(Get("/other")));
-  auto r = other.Read(2000ms);
+  auto r = other.RoundTrip(Get("/other"));
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 200);
 }
@@ -555,15 +549,13 @@ TEST_F(HttpServerTest, AnAddressThatHoldsManyCannotPushOutOneThatHoldsFew) {
   limits.max_connections = 4;
   Start(limits);
   Conn peer(port_, 0, "127.0.0.2");
-  ASSERT_TRUE(peer.Send(Get("/first")));
-  ASSERT_TRUE(peer.Read().has_value());  // idle now, the oldest connection
+  ASSERT_TRUE(peer.RoundTrip(Get("/first")).has_value());  // idle now, the oldest connection
   std::vector<std::unique_ptr<Conn>> flood;
   for (int i = 0; i < 12; ++i) {
     flood.push_back(std::make_unique<Conn>(port_, 0, "127.0.0.3"));
     ASSERT_TRUE(Eventually([&] { return OpenConnections() <= 4; }));
   }
-  ASSERT_TRUE(peer.Send(Get("/again")));
-  auto r = peer.Read(2000ms);
+  auto r = peer.RoundTrip(Get("/again"));
   ASSERT_TRUE(r.has_value()) << "the peer's keep-alive connection was closed for the flood";
   EXPECT_EQ(r->body, "hello GET /again");
 }
@@ -574,8 +566,7 @@ TEST_F(HttpServerTest, IdleKeepAliveConnectionClosed) {
   limits.request_timeout_seconds = 5;
   Start(limits);
   Conn c(port_);
-  ASSERT_TRUE(c.Send(Get("/")));
-  ASSERT_TRUE(c.Read().has_value());
+  ASSERT_TRUE(c.RoundTrip(Get("/")).has_value());
   auto start = Clock::now();
   EXPECT_FALSE(c.ClosedWithin(500ms)) << "closed before the idle timeout";
   // Closed at the 1 s idle timeout (not before, minus slack), and within 5x it (5 s, x
@@ -617,8 +608,7 @@ TEST_P(HttpSlowClientTest, CutOffAfterRequestTimeout) {
   Start(limits);
   Conn c(port_);
   if (GetParam().after_keepalive_request) {
-    ASSERT_TRUE(c.Send(Get("/fast")));
-    ASSERT_TRUE(c.Read().has_value());
+    ASSERT_TRUE(c.RoundTrip(Get("/fast")).has_value());
   }
   // ~110 bytes at 100 ms each would take 11 s: longer than the bound below, so a client that is
   // never cut off sends it all (or reaches give_up) and fails.
@@ -674,8 +664,7 @@ TEST_F(HttpServerTest, AtTheLimitSlowRequestsMakeRoomForALivenessProbe) {
       << " + " << Dropped("slow_request");
   for (int round = 0; round < 3; ++round) {  // a probe every period, as the kubelet does
     Conn probe(port_, 0, "127.0.0.4");
-    ASSERT_TRUE(probe.Send(Get("/-/healthy")));
-    auto r = probe.Read(5000ms);
+    auto r = probe.RoundTrip(Get("/-/healthy"), 5000ms);
     ASSERT_TRUE(r.has_value()) << "round " << round << ": the probe got no connection";
     EXPECT_EQ(r->status, 200);
     for (auto& c : slow) c->Send("X-B: 2\r\n");  // they keep trickling (some are cut by now)
@@ -708,8 +697,7 @@ TEST_F(HttpServerTest, AtTheLimitAnAddressHoldingOneWaitsForTheFloodsPlace) {
   ASSERT_TRUE(busy.Send("GET /busy HTTP/1.1\r\nHost: x\r\n"));  // in progress: holds one
   ASSERT_TRUE(Eventually([&] { return OpenConnections() == 4; }));
   Conn fresh(port_, 0, "127.0.0.2");
-  ASSERT_TRUE(fresh.Send(Get("/fresh")));
-  auto r = fresh.Read(5000ms);
+  auto r = fresh.RoundTrip(Get("/fresh"), 5000ms);
   ASSERT_TRUE(r.has_value()) << "the address that holds one was refused (connection_limit "
                              << Dropped("connection_limit") << ")";
   EXPECT_EQ(r->body, "hello GET /fresh");
@@ -752,8 +740,7 @@ TEST_F(HttpServerTest, ResponseBytesHeldForClientsAreBounded) {
   ASSERT_TRUE(Eventually(
       [&] { return loop_.Run([&] { return server_->buffered_response_bytes(); }) == big_bytes_; }));
   Conn b(port_, 4096);
-  ASSERT_TRUE(b.Send(Get("/big")));
-  auto rb = b.Read();
+  auto rb = b.RoundTrip(Get("/big"));
   ASSERT_TRUE(rb.has_value());
   EXPECT_EQ(rb->status, 503);
   EXPECT_EQ(rb->headers["retry-after"], "1");
@@ -765,8 +752,7 @@ TEST_F(HttpServerTest, ResponseBytesHeldForClientsAreBounded) {
   EXPECT_TRUE(Eventually(
       [&] { return loop_.Run([&] { return server_->buffered_response_bytes(); }) == 0; }));
   Conn c(port_);
-  ASSERT_TRUE(c.Send(Get("/big")));
-  auto rc = c.Read(10'000ms);
+  auto rc = c.RoundTrip(Get("/big"), 10'000ms);
   ASSERT_TRUE(rc.has_value());
   EXPECT_EQ(rc->status, 200);
   EXPECT_EQ(rc->body.size(), big_bytes_);
@@ -781,8 +767,7 @@ TEST_F(HttpServerTest, HeadGetsGetsHeaderWithoutTheBody) {
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->headers["content-length"], std::to_string(std::string("hello GET /x").size()));
   // Had the body been sent, it would stand where the next response's status line must be.
-  ASSERT_TRUE(c.Send(Get("/next")));
-  auto next = c.Read();
+  auto next = c.RoundTrip(Get("/next"));
   ASSERT_TRUE(next.has_value()) << "bytes after a HEAD response";
   EXPECT_EQ(next->body, "hello GET /next");
 }
@@ -790,12 +775,10 @@ TEST_F(HttpServerTest, HeadGetsGetsHeaderWithoutTheBody) {
 TEST_F(HttpServerTest, AbsoluteFormTargetIsServedAsItsPath) {
   Start();
   Conn c(port_);
-  ASSERT_TRUE(c.Send(Get("http://localhost:9479/metrics?x=1")));
-  auto r = c.Read();
+  auto r = c.RoundTrip(Get("http://localhost:9479/metrics?x=1"));
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->body, "hello GET /metrics?x=1");
-  ASSERT_TRUE(c.Send(Get("HTTP://localhost:9479")));
-  r = c.Read();
+  r = c.RoundTrip(Get("HTTP://localhost:9479"));
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->body, "hello GET /");
 }

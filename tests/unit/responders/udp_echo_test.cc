@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "exporter/proto/echo.h"
+#include "tests/unit/testing/bytes.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::responders {
@@ -28,7 +29,10 @@ using namespace std::chrono_literals;
 using Bytes = std::vector<std::uint8_t>;
 using podnet::testing::CounterValue;
 using podnet::testing::Eventually;
+using podnet::testing::Ipv6LoopbackWorks;
 using podnet::testing::LoopThread;
+using podnet::testing::Truncated;
+using podnet::testing::WithByte;
 namespace wire = proto::echo;
 
 constexpr const char* kFamily = "podnet_responder_requests_total";
@@ -231,16 +235,6 @@ TEST_P(UdpEchoIgnoresTest, DoesNotAnswer) {
   EXPECT_EQ(Count("rate_limited"), 0);
 }
 
-Bytes Truncated(Bytes b, std::size_t n) {
-  b.resize(n);
-  return b;
-}
-
-Bytes WithByte(Bytes b, std::size_t i, std::uint8_t v) {
-  b[i] = v;
-  return b;
-}
-
 INSTANTIATE_TEST_SUITE_P(
     Table, UdpEchoIgnoresTest,
     ::testing::Values(
@@ -359,17 +353,6 @@ TEST_F(UdpEchoTest, SeriesAreInTheExposition) {
       text.find(std::string(kFamily) + "{responder=\"udp_echo\",result=\"rate_limited\"} 0\n"),
       std::string::npos)
       << text;
-}
-
-bool Ipv6LoopbackWorks() {
-  int fd = socket(AF_INET6, SOCK_DGRAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in6 a{};
-  a.sin6_family = AF_INET6;
-  a.sin6_addr = in6addr_loopback;
-  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  close(fd);
-  return ok;
 }
 
 TEST_F(UdpEchoTest, Ipv6WildcardAlsoAnswersIpv4) {

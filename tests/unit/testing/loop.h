@@ -1,11 +1,14 @@
 #pragma once
 
-// Helpers shared by the loopback tests: an io_context on its own thread, and reading series
-// back from a prometheus-cpp registry.
+// Helpers shared by the loopback tests: an io_context on its own thread, reading series back
+// from a prometheus-cpp registry, and whether IPv6 loopback works here.
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <prometheus/registry.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -138,6 +141,19 @@ inline int OpenFds() {
     closedir(d);
   }
   return n;
+}
+
+/// Whether a UDP socket can bind ::1 here (a container may have IPv6 off): tests over IPv6
+/// loopback skip when it cannot.
+inline bool Ipv6LoopbackWorks() {
+  int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
 }
 
 }  // namespace podnet::testing

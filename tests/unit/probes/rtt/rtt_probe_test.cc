@@ -22,6 +22,7 @@ namespace {
 using namespace std::chrono_literals;
 using podnet::testing::CounterValue;
 using podnet::testing::FindSeries;
+using podnet::testing::Ipv6LoopbackWorks;
 using podnet::testing::LoopThread;
 
 const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
@@ -73,17 +74,6 @@ bool IcmpAvailable(bool v6) {
   int family = v6 ? int{AF_INET6} : int{AF_INET};
   int proto = v6 ? int{IPPROTO_ICMPV6} : int{IPPROTO_ICMP};
   return CanOpen(family, SOCK_DGRAM, proto) || CanOpen(family, SOCK_RAW, proto);
-}
-
-bool Ipv6LoopbackWorks() {
-  int fd = socket(AF_INET6, SOCK_DGRAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in6 a{};
-  a.sin6_family = AF_INET6;
-  a.sin6_addr = in6addr_loopback;
-  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  close(fd);
-  return ok;
 }
 
 class RttProbeTest : public ::testing::Test {
