@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <prometheus/counter.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <boost/asio/ip/udp.hpp>
@@ -36,6 +37,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     rate_limited_ = ResponderDrop(registry, "udp_echo", "rate_limited", "rate_limited");
     source_limited_ = ResponderDrop(registry, "udp_echo", "source_limited", "source_limited");
     too_large_ = ResponderDrop(registry, "udp_echo", "too_large", "too_large");
+    send_failed_ = ResponderDrop(registry, "udp_echo", "send_failed", "send_failed");
   }
 
   void Start() { Wait(); }
@@ -83,7 +85,15 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
           continue;
       }
       socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
-      if (!ec) answered_->Increment();
+      if (ec) {
+        // Admitted, yet the kernel took no reply: a destination it refuses (port 0, a broadcast
+        // source), a full send buffer, no route. Not answered: counted as a drop.
+        send_failed_.Count();
+        SPDLOG_DEBUG("udp_echo: reply to {} not sent: {}", from.address().to_string(),
+                     ec.message());
+        continue;
+      }
+      answered_->Increment();
     }
   }
 
@@ -96,6 +106,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   ResponderDrop rate_limited_;
   ResponderDrop source_limited_;
   ResponderDrop too_large_;
+  ResponderDrop send_failed_;
 };
 
 UdpEchoResponder::UdpEchoResponder(boost::asio::io_context& io, const net::HostPort& listen,

@@ -21,10 +21,11 @@ namespace podnet::responders {
 /// are not answered, one source address gets at most 1/16 of the reply and byte budgets, and
 /// all sources together at most 20,000 replies and 20 MB per second (defaults of EchoLimits).
 /// Series: podnet_responder_requests_total{responder="udp_echo",
-/// result="answered"|"ignored"|"too_large"|"source_limited"|"rate_limited"} and
+/// result="answered"|"ignored"|"too_large"|"source_limited"|"rate_limited"|"send_failed"} and
 /// podnet_responder_dropped_total{responder="udp_echo",
-/// reason="malformed"|"too_large"|"source_limited"|"rate_limited"} (malformed: not a podnet
-/// request, = ignored).
+/// reason="malformed"|"too_large"|"source_limited"|"rate_limited"|"send_failed"} (malformed: not
+/// a podnet request, = ignored; send_failed: admitted, but the kernel refused the reply, e.g. to
+/// source port 0 or with the send buffer full).
 class UdpEchoResponder {
  public:
   /// Binds `listen` (an IPv6 wildcard also accepts IPv4). Throws boost::system::system_error

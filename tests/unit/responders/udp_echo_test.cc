@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <boost/system/system_error.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -20,6 +21,7 @@
 
 #include "exporter/proto/echo.h"
 #include "tests/unit/testing/bytes.h"
+#include "tests/unit/testing/ci.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::responders {
@@ -353,6 +355,46 @@ TEST_F(UdpEchoTest, SeriesAreInTheExposition) {
       text.find(std::string(kFamily) + "{responder=\"udp_echo\",result=\"rate_limited\"} 0\n"),
       std::string::npos)
       << text;
+}
+
+// A request from UDP source port 0, written whole (UDP header and payload) through a raw socket:
+// no UDP socket can send from port 0, and the kernel refuses a datagram to port 0 (EINVAL), so
+// the responder's reply must fail. Returns errno when the raw socket cannot be had (it needs
+// CAP_NET_RAW), 0 once sent.
+int SendFromPortZero(const Bytes& payload, std::uint16_t port) {
+  int fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_UDP);
+  if (fd < 0) return errno;
+  Bytes datagram(8);
+  std::uint16_t length = htons(static_cast<std::uint16_t>(8 + payload.size()));
+  std::uint16_t to = htons(port);
+  std::memcpy(&datagram[2], &to, 2);      // source port [0, 2) stays 0
+  std::memcpy(&datagram[4], &length, 2);  // checksum [6, 8) stays 0: none, as IPv4 allows
+  datagram.insert(datagram.end(), payload.begin(), payload.end());
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ssize_t n =
+      sendto(fd, datagram.data(), datagram.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  int err = n == static_cast<ssize_t>(datagram.size()) ? 0 : errno;
+  close(fd);
+  return err;
+}
+
+// A reply the kernel refuses is neither answered nor lost from the counts: it is a drop,
+// reason "send_failed", and the responder goes on answering.
+TEST_F(UdpEchoTest, AReplyTheKernelRefusesIsCountedAsADrop) {
+  Start();
+  if (int err = SendFromPortZero(Request(1, 1), port_); err != 0) {
+    PODNET_SKIP_UNLESS_CI("no raw UDP socket to send from port 0: " << std::strerror(err));
+  }
+  EXPECT_TRUE(Eventually([&] { return Count("send_failed") == 1; })) << Count("send_failed");
+  EXPECT_EQ(Dropped("send_failed"), 1);
+  EXPECT_EQ(Count("answered"), 0);
+  Client c;
+  ASSERT_TRUE(c.SendTo(Request(2, 2), port_));
+  ASSERT_TRUE(c.Receive().has_value()) << "the responder stopped answering";
+  EXPECT_TRUE(Eventually([&] { return Count("answered") == 1; })) << Count("answered");
+  EXPECT_EQ(Count("send_failed"), 1);
 }
 
 TEST_F(UdpEchoTest, Ipv6WildcardAlsoAnswersIpv4) {
