@@ -65,7 +65,9 @@ class EchoSocket {
 
   // OPT_ID keys: the kernel numbers each datagram sent since timestamping was (re)armed. A send
   // that fails may or may not have consumed a key, so after a failure the counter is re-armed
-  // (turning OPT_ID off and on resets it to 0) rather than guessed.
+  // (turning OPT_ID off and on resets it to 0) rather than guessed. When the kernel refuses to
+  // turn it off, the counter goes on from a number nobody knows: RearmTxKeys then gives up
+  // kernel TX stamps on this socket (user-space ones from then on) and returns false, errno set.
   std::uint32_t next_tskey = 0;
   struct KeyedSeq {
     std::uint32_t key = 0;
@@ -74,15 +76,19 @@ class EchoSocket {
   };
   std::array<KeyedSeq, 4096> tskey_ring{};
 
-  void RearmTxKeys() {
+  bool RearmTxKeys() {
     while (net::ReadTxStamp(fd())) {
     }
+    next_tskey = 0;
+    tskey_ring.fill(KeyedSeq{});  // a stamp still to come matches no request
     unsigned flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_TX_SOFTWARE |
                      SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY;
-    setsockopt(fd(), SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags);
+    if (setsockopt(fd(), SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) != 0) {
+      ts_mode_.tx_kernel = false;  // RX stamps are as they were: only OPT_ID is in doubt
+      return false;
+    }
     ts_mode_ = net::EnableTimestamping(fd());
-    next_tskey = 0;
-    tskey_ring.fill(KeyedSeq{});
+    return true;
   }
 
  private:
@@ -170,6 +176,8 @@ class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
     bool sent = false;
     std::size_t wire_bytes = 0;
     std::string error;  // reason label when !sent
+    // Kernel TX stamps given up after this failed send (EchoSocket::RearmTxKeys): why, else "".
+    std::string tx_stamps_lost;
   };
 
   // Sends request `index` of train `gen` of `probe`. Records the slot for reply matching.
@@ -273,6 +281,7 @@ class RttPeerProbe : public PeerProbeBase {
       m_.sent_bytes->Increment(static_cast<double>(outcome.wire_bytes));
     } else {
       CountError(outcome.error);
+      if (!outcome.tx_stamps_lost.empty()) CountError("tx_timestamping", outcome.tx_stamps_lost);
     }
     if (next_index_ < train_->count()) {
       timer_.expires_at(start_ + kind_->options().spacing * next_index_);
@@ -451,7 +460,13 @@ RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, s
   if (n < 0) {
     out.error = "send_failed";
     SPDLOG_DEBUG("rtt: send to {} failed: {}", peer.name, std::strerror(errno));
-    if (s->ts_mode().tx_kernel) s->RearmTxKeys();
+    if (s->ts_mode().tx_kernel && !s->RearmTxKeys()) {
+      out.tx_stamps_lost = std::strerror(errno);
+      spdlog::warn(
+          "rtt: cannot re-arm kernel TX timestamps on the IPv{} socket after a failed send: {}; "
+          "its RTTs are timed from user-space TX stamps from now on",
+          v6 ? 6 : 4, out.tx_stamps_lost);
+    }
     return out;
   }
   out.sent = true;

@@ -25,7 +25,8 @@ namespace podnet::probes::rtt {
 /// podnet_rtt_duplicate_replies_total, podnet_rtt_reordered_replies_total,
 /// podnet_rtt_late_replies_total (after the timeout: lost, as ping -W counts them),
 /// podnet_probe_{sent,received}_bytes_total{probe="rtt"} and podnet_probe_errors_total{probe="rtt"}
-/// with reason "socket" | "send_failed".
+/// with reason "socket" | "send_failed" | "tx_timestamping" (after a failed send the kernel would
+/// not restart its TX-stamp keys: that socket's RTTs use user-space TX stamps from then on).
 std::shared_ptr<ProbeKind> MakeRttKind(const RttOptions& options, ProbeEnv& env);
 
 }  // namespace podnet::probes::rtt

@@ -1,15 +1,23 @@
 #include "exporter/probes/rtt/rtt_probe.h"
 
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "exporter/metrics/metrics.h"
@@ -74,6 +82,28 @@ bool IcmpAvailable(bool v6) {
   int family = v6 ? int{AF_INET6} : int{AF_INET};
   int proto = v6 ? int{IPPROTO_ICMPV6} : int{IPPROTO_ICMP};
   return CanOpen(family, SOCK_DGRAM, proto) || CanOpen(family, SOCK_RAW, proto);
+}
+
+// From now on the kernel refuses setsockopt(SOL_SOCKET, SO_TIMESTAMPING) with EPERM on the
+// calling thread, and on it only: a seccomp filter (Documentation/userspace-api/
+// seccomp_filter.rst), which no thread can drop, so call it on a thread made for it. Each
+// syscall argument is read as its low 32 bits (little-endian seccomp_data). Returns 0, or errno.
+int RefuseTimestampingOnThisThread() {
+  constexpr std::uint32_t kArg = offsetof(seccomp_data, args);
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setsockopt, 0, 5),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg + 8 * 1),  // level
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_SOCKET, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg + 8 * 2),  // optname
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_TIMESTAMPING, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) return errno;
+  return 0;
 }
 
 class RttProbeTest : public ::testing::Test {
@@ -259,6 +289,47 @@ TEST_F(RttProbeTest, RepliesGoToTheirOwnPeer) {
   EXPECT_EQ(Counter("podnet_rtt_packets_received_total", Labels(live, "udp")), 5);
   EXPECT_EQ(Counter("podnet_rtt_packets_received_total", Labels(dead, "udp")), 0);
   EXPECT_EQ(Counter("podnet_rtt_packets_sent_total", Labels(dead, "udp")), 5);
+}
+
+// After a failed send, the kernel's TX-stamp keys are restarted (OPT_ID off and on). When the
+// kernel refuses, they are unknown: the socket gives up kernel TX stamps, the failure is counted
+// once, and RTTs go on being measured, timed from user-space TX stamps.
+TEST_F(RttProbeTest, TxStampKeysTheKernelWillNotRestartAreGivenUpAndCounted) {
+  std::uint16_t port = StartResponder();
+  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
+  auto live = MakePeer("live", "127.0.0.1", port);
+  auto refused = MakePeer("port-zero", "127.0.0.1", 0);  // sendto: EINVAL, every time
+  auto live_probe = kind->ForPeer(live);
+  auto refused_probe = kind->ForPeer(refused);
+  auto tx = [&](const char* source) {
+    return Counter("podnet_rtt_timestamps_total", {{"direction", "tx"}, {"source", source}});
+  };
+  auto errors = [&](const char* reason) {
+    auto labels = env_.PeerLabels(refused);
+    labels["probe"] = "rtt";
+    labels["reason"] = reason;
+    return CounterValue(metrics_.registry(), "podnet_probe_errors_total", labels);
+  };
+  ASSERT_EQ(RunRounds({live_probe}), std::vector<int>{1});  // opens the socket, stamps armed
+  if (tx("kernel") != 5) GTEST_SKIP() << "no kernel TX stamps here: nothing to re-arm";
+  // The probe loop moves to a thread of its own whose SO_TIMESTAMPING calls the kernel refuses.
+  int filter_error = 0;
+  std::vector<int> refused_rounds, live_rounds;
+  std::thread loop([&] {
+    filter_error = RefuseTimestampingOnThisThread();
+    if (filter_error != 0) return;
+    refused_rounds = RunRounds({refused_probe});
+    live_rounds = RunRounds({live_probe});
+  });
+  loop.join();
+  ASSERT_EQ(filter_error, 0) << "seccomp filter: " << std::strerror(filter_error);
+  ASSERT_EQ(refused_rounds, std::vector<int>{1});
+  ASSERT_EQ(live_rounds, std::vector<int>{1});
+  EXPECT_EQ(errors("send_failed"), 5);
+  EXPECT_EQ(errors("tx_timestamping"), 1) << "the lost TX stamps were not counted (once)";
+  ExpectAllAnswered(live, "udp", 10);
+  EXPECT_EQ(tx("kernel"), 5);
+  EXPECT_EQ(tx("user"), 5);
 }
 
 TEST_F(RttProbeTest, RemoveSeriesRemovesOnlyThatPeer) {
