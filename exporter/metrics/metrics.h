@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exporter/metrics/families.h"
 #include "exporter/topology/topology.h"
 
 namespace podnet::metrics {
@@ -82,6 +83,10 @@ class SeriesSet {
       removers_.push_back({&metric, [&family, &metric] { family.Remove(&metric); }});
     }
     return metric;
+  }
+  /// Add for a histogram, with the bucket layout its family was declared with.
+  prometheus::Histogram& Add(const HistogramFamily& histogram, const prometheus::Labels& labels) {
+    return Add(histogram.family, labels, histogram.buckets);
   }
 
   /// Lets go of every series added through this set; removes from its family each series of

@@ -92,6 +92,11 @@ class PeerProbeBase : public PeerProbe, public std::enable_shared_from_this<Peer
     extra.insert(labels_.begin(), labels_.end());
     return series_->Add(family, extra, std::forward<Args>(args)...);
   }
+  /// The same for a histogram, with its family's bucket layout.
+  prometheus::Histogram& AddSeries(const metrics::HistogramFamily& histogram,
+                                   prometheus::Labels extra) {
+    return AddSeries(histogram.family, std::move(extra), histogram.buckets);
+  }
   /// The series this probe adds (and RemoveSeries removes); null after RemoveSeries.
   metrics::SeriesSet* series() { return series_ ? &*series_ : nullptr; }
   ProbeEnv& env() { return env_; }

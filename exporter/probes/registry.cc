@@ -12,47 +12,34 @@
 #include "exporter/probes/service/service_probe.h"
 
 namespace podnet::probes {
+namespace {
+
+// The row of kind `name`, whose options are the Config member `Options` (absent: the kind is
+// off) and which `Make` builds from them.
+template <auto Options, auto Make>
+ProbeKindEntry Kind(std::string_view name) {
+  return {
+      name,
+      [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
+        const auto& options = c.*Options;
+        return options ? Make(*options, env) : nullptr;
+      },
+      [](const config::Config& a, const config::Config& b) { return a.*Options != b.*Options; }};
+}
+
+}  // namespace
 
 std::span<const ProbeKindEntry> ProbeKinds() {
+  using config::Config;
   static const std::vector<ProbeKindEntry> kKinds{
-      {"rtt",
-       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
-         if (!c.rtt) return nullptr;
-         return rtt::MakeRttKind(*c.rtt, env);
-       },
-       [](const config::Config& a, const config::Config& b) { return a.rtt != b.rtt; }},
-      {"dns",
-       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
-         if (!c.dns) return nullptr;
-         return dns::MakeDnsKind(*c.dns, env);
-       },
-       [](const config::Config& a, const config::Config& b) { return a.dns != b.dns; }},
-      {"burst",
-       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
-         if (!c.burst) return nullptr;
-         return burst::MakeBurstKind(*c.burst, env);
-       },
-       [](const config::Config& a, const config::Config& b) { return a.burst != b.burst; }},
-      {"http",
-       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
-         if (!c.http) return nullptr;
-         return http::MakeHttpKind(*c.http, env);
-       },
-       [](const config::Config& a, const config::Config& b) { return a.http != b.http; }},
+      Kind<&Config::rtt, rtt::MakeRttKind>("rtt"),
+      Kind<&Config::dns, dns::MakeDnsKind>("dns"),
+      Kind<&Config::burst, burst::MakeBurstKind>("burst"),
+      Kind<&Config::http, http::MakeHttpKind>("http"),
 #ifdef PODNET_WITH_GRPC
-      {"grpc",
-       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
-         if (!c.grpc) return nullptr;
-         return grpc::MakeGrpcKind(*c.grpc, env);
-       },
-       [](const config::Config& a, const config::Config& b) { return a.grpc != b.grpc; }},
+      Kind<&Config::grpc, grpc::MakeGrpcKind>("grpc"),
 #endif
-      {"service",
-       [](const config::Config& c, ProbeEnv& env) -> std::shared_ptr<ProbeKind> {
-         if (!c.service) return nullptr;
-         return service::MakeServiceKind(*c.service, env);
-       },
-       [](const config::Config& a, const config::Config& b) { return a.service != b.service; }},
+      Kind<&Config::service, service::MakeServiceKind>("service"),
   };
   return kKinds;
 }

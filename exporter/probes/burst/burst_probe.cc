@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 
+#include "exporter/metrics/families.h"
 #include "exporter/net/address.h"
 #include "exporter/probes/burst/budget.h"
 #include "exporter/probes/burst/burst_client.h"
@@ -25,57 +26,39 @@ constexpr std::uint64_t kMinBurstBytes = 1'000'000;
 // refuses connections meanwhile; it also lets the path's queues drain between bursts.
 constexpr auto kGapBetweenBursts = std::chrono::milliseconds(250);
 
+// Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct BurstFamilies {
-  explicit BurstFamilies(prometheus::Registry& r)
-      : throughput(prometheus::BuildGauge()
-                       .Name("podnet_burst_throughput_bytes_per_second")
-                       .Help("Goodput of the last TCP burst: bytes the receiver read / data time.")
-                       .Register(r)),
-        sent(prometheus::BuildCounter()
-                 .Name("podnet_burst_sent_bytes_total")
-                 .Help("Payload bytes written by TCP bursts.")
-                 .Register(r)),
-        retransmits(prometheus::BuildCounter()
-                        .Name("podnet_burst_retransmits_total")
-                        .Help("TCP segments retransmitted during bursts (tcpi_total_retrans).")
-                        .Register(r)),
-        rtt(prometheus::BuildGauge()
-                .Name("podnet_burst_tcp_rtt_seconds")
-                .Help("Mean smoothed TCP RTT (tcpi_rtt) of the sender during the last burst.")
-                .Register(r)),
-        cwnd(prometheus::BuildGauge()
-                 .Name("podnet_burst_snd_cwnd_bytes")
-                 .Help("Largest congestion window of the last burst (tcpi_snd_cwnd x "
-                       "tcpi_snd_mss), summed over its streams.")
-                 .Register(r)),
-        interval_min(prometheus::BuildGauge()
-                         .Name("podnet_burst_interval_min_throughput_bytes_per_second")
-                         .Help("Slowest 100 ms interval of the last burst after the first one "
-                               "(sender's view).")
-                         .Register(r)),
-        cpu(prometheus::BuildCounter()
-                .Name("podnet_burst_sender_cpu_seconds_total")
-                .Help("CPU time the sending thread spent in bursts' data phases.")
-                .Register(r)),
-        pmtu(prometheus::BuildGauge()
-                 .Name("podnet_burst_path_mtu_bytes")
-                 .Help("Path MTU the kernel used during the last burst (tcpi_pmtu).")
-                 .Register(r)),
-        budget_remaining(&prometheus::BuildGauge()
-                              .Name("podnet_burst_budget_remaining_bytes")
-                              .Help("Bytes bursts may still send within the sliding hour of "
-                                    "max_bytes_per_hour.")
-                              .Register(r)
-                              .Add({})) {}
-  prometheus::Family<prometheus::Gauge>& throughput;
-  prometheus::Family<prometheus::Counter>& sent;
-  prometheus::Family<prometheus::Counter>& retransmits;
-  prometheus::Family<prometheus::Gauge>& rtt;
-  prometheus::Family<prometheus::Gauge>& cwnd;
-  prometheus::Family<prometheus::Gauge>& interval_min;
-  prometheus::Family<prometheus::Counter>& cpu;
-  prometheus::Family<prometheus::Gauge>& pmtu;
-  prometheus::Gauge* budget_remaining;
+  prometheus::Registry& r;
+  metrics::GaugeFamily& throughput =
+      metrics::DeclareGauge(r, "podnet_burst_throughput_bytes_per_second",
+                            "Goodput of the last TCP burst: bytes the receiver read / data time.");
+  metrics::CounterFamily& sent = metrics::DeclareCounter(r, "podnet_burst_sent_bytes_total",
+                                                         "Payload bytes written by TCP bursts.");
+  metrics::CounterFamily& retransmits =
+      metrics::DeclareCounter(r, "podnet_burst_retransmits_total",
+                              "TCP segments retransmitted during bursts (tcpi_total_retrans).");
+  metrics::GaugeFamily& rtt = metrics::DeclareGauge(
+      r, "podnet_burst_tcp_rtt_seconds",
+      "Mean smoothed TCP RTT (tcpi_rtt) of the sender during the last burst.");
+  metrics::GaugeFamily& cwnd =
+      metrics::DeclareGauge(r, "podnet_burst_snd_cwnd_bytes",
+                            "Largest congestion window of the last burst (tcpi_snd_cwnd x "
+                            "tcpi_snd_mss), summed over its streams.");
+  metrics::GaugeFamily& interval_min =
+      metrics::DeclareGauge(r, "podnet_burst_interval_min_throughput_bytes_per_second",
+                            "Slowest 100 ms interval of the last burst after the first one "
+                            "(sender's view).");
+  metrics::CounterFamily& cpu =
+      metrics::DeclareCounter(r, "podnet_burst_sender_cpu_seconds_total",
+                              "CPU time the sending thread spent in bursts' data phases.");
+  metrics::GaugeFamily& pmtu =
+      metrics::DeclareGauge(r, "podnet_burst_path_mtu_bytes",
+                            "Path MTU the kernel used during the last burst (tcpi_pmtu).");
+  prometheus::Gauge& budget_remaining =
+      metrics::DeclareGauge(r, "podnet_burst_budget_remaining_bytes",
+                            "Bytes bursts may still send within the sliding hour of "
+                            "max_bytes_per_hour.")
+          .Add({});
 };
 
 class BurstPeerProbe;
@@ -92,12 +75,12 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
   BurstKind(const BurstOptions& options, ProbeEnv& env)
       : options_(options),
         env_(env),
-        families_(env.metrics.registry()),
+        families_{env.metrics.registry()},
         budget_(ProcessBudget()),
         wait_timer_(env.io),
         rng_(std::random_device{}()) {
     budget_.set_limit(options.max_bytes_per_hour);
-    families_.budget_remaining->Set(static_cast<double>(budget_.Remaining(Clock::now())));
+    families_.budget_remaining.Set(static_cast<double>(budget_.Remaining(Clock::now())));
   }
   ~BurstKind() override {
     if (client_) client_->Cancel();
@@ -271,7 +254,7 @@ void BurstKind::RunNext() {
   int streams = options_.streams[current_->next_streams++];
   auto now = Clock::now();
   std::uint64_t remaining = budget_.Remaining(now);
-  families_.budget_remaining->Set(static_cast<double>(remaining));
+  families_.budget_remaining.Set(static_cast<double>(remaining));
   current_->charged = !IsLoopback(probe->peer().address);
   std::uint64_t estimate =
       std::max(kMinBurstBytes, last_wire_bytes_.count(streams) ? last_wire_bytes_[streams] : 0);
@@ -304,7 +287,7 @@ void BurstKind::OnResult(int streams, const BurstResult& r) {
     if (r.error.empty()) last_wire_bytes_[streams] = r.wire_bytes_sent;
     if (r.error.empty() && !r.budget_cut) budget_noted_ = false;
   }
-  families_.budget_remaining->Set(static_cast<double>(budget_.Remaining(now)));
+  families_.budget_remaining.Set(static_cast<double>(budget_.Remaining(now)));
   auto probe = current_ ? current_->probe.lock() : nullptr;
   if (probe && r.budget_cut) {
     NoteBudget(std::to_string(streams) + " streams to " + probe->peer().name + " cut after " +

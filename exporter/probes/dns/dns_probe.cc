@@ -7,6 +7,7 @@
 #include <map>
 
 #include "exporter/metrics/buckets.h"
+#include "exporter/metrics/families.h"
 #include "exporter/net/address.h"
 #include "exporter/probes/dns/lookup.h"
 #include "exporter/probes/peer_probe.h"
@@ -20,47 +21,31 @@ std::string FormName(const std::string& name, bool absolute) {
 
 namespace {
 
-using prometheus::Counter;
-using prometheus::Family;
-using prometheus::Gauge;
-using prometheus::Histogram;
-
+// Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct DnsFamilies {
-  explicit DnsFamilies(prometheus::Registry& r)
-      : duration(prometheus::BuildHistogram()
-                     .Name("podnet_dns_lookup_duration_seconds")
-                     .Help("Duration of one resolver-model lookup (all its questions), seconds.")
-                     .Register(r)),
-        lookups(prometheus::BuildCounter()
-                    .Name("podnet_dns_lookups_total")
-                    .Help("Lookups by outcome (success, nxdomain, nodata, servfail, timeout, "
-                          "error).")
-                    .Register(r)),
-        queries(prometheus::BuildCounter()
-                    .Name("podnet_dns_queries_total")
-                    .Help("DNS questions sent by lookups, by query type.")
-                    .Register(r)),
-        responses(prometheus::BuildCounter()
-                      .Name("podnet_dns_responses_total")
-                      .Help("Responses to those questions by rcode; TIMEOUT when none came "
-                            "before the lookup ended.")
-                      .Register(r)),
-        per_lookup(prometheus::BuildGauge()
-                       .Name("podnet_dns_queries_per_lookup")
-                       .Help("Questions the last lookup sent (the amplification).")
-                       .Register(r)),
-        server_rtt(prometheus::BuildHistogram()
-                       .Name("podnet_dns_server_rtt_seconds")
-                       .Help("Time for one nameserver (of resolv.conf, or one cluster DNS "
-                             "replica) to answer one A question for the absolute name, "
-                             "seconds.")
-                       .Register(r)) {}
-  Family<Histogram>& duration;
-  Family<Counter>& lookups;
-  Family<Counter>& queries;
-  Family<Counter>& responses;
-  Family<Gauge>& per_lookup;
-  Family<Histogram>& server_rtt;
+  prometheus::Registry& r;
+  metrics::HistogramFamily duration = metrics::DeclareHistogram(
+      r, "podnet_dns_lookup_duration_seconds",
+      "Duration of one resolver-model lookup (all its questions), seconds.",
+      metrics::DnsLatencyBuckets());
+  metrics::CounterFamily& lookups =
+      metrics::DeclareCounter(r, "podnet_dns_lookups_total",
+                              "Lookups by outcome (success, nxdomain, nodata, servfail, timeout, "
+                              "error).");
+  metrics::CounterFamily& queries = metrics::DeclareCounter(
+      r, "podnet_dns_queries_total", "DNS questions sent by lookups, by query type.");
+  metrics::CounterFamily& responses =
+      metrics::DeclareCounter(r, "podnet_dns_responses_total",
+                              "Responses to those questions by rcode; TIMEOUT when none came "
+                              "before the lookup ended.");
+  metrics::GaugeFamily& per_lookup = metrics::DeclareGauge(
+      r, "podnet_dns_queries_per_lookup", "Questions the last lookup sent (the amplification).");
+  metrics::HistogramFamily server_rtt =
+      metrics::DeclareHistogram(r, "podnet_dns_server_rtt_seconds",
+                                "Time for one nameserver (of resolv.conf, or one cluster DNS "
+                                "replica) to answer one A question for the absolute name, "
+                                "seconds.",
+                                metrics::DnsLatencyBuckets());
 };
 
 // Wire bytes of one DNS message: IP + UDP (or TCP + 2-byte length) headers.
@@ -135,7 +120,7 @@ class ServersTarget : public PeerProbeBase {
 class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
  public:
   DnsKind(const DnsOptions& o, ProbeEnv& env)
-      : options_(o), env_(env), families_(env.metrics.registry()) {}
+      : options_(o), env_(env), families_{env.metrics.registry()} {}
 
   std::string_view name() const override { return "dns"; }
   config::Duration interval() const override { return options_.interval; }
@@ -214,7 +199,7 @@ void LookupTarget::Record(const LookupOutcome& o) {
     return l;
   };
   double seconds = std::chrono::duration<double>(o.duration).count();
-  set.Add(f.duration, target_labels_, metrics::DnsLatencyBuckets()).Observe(seconds);
+  set.Add(f.duration, target_labels_).Observe(seconds);
   set.Add(f.lookups, with("result", ResultName(o.result))).Increment();
   set.Add(f.per_lookup, target_labels_).Set(static_cast<double>(o.queries.size()));
   // Both query types always have a series, so a rate is 0 rather than absent.
@@ -304,8 +289,7 @@ void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
           if (status == ARES_SUCCESS) {
             double s =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            auto& h = self.series()->Add(self.kind_->families().server_rtt, labels,
-                                         metrics::DnsLatencyBuckets());
+            auto& h = self.series()->Add(self.kind_->families().server_rtt, labels);
             h.Observe(s);
             self.observed_[labels.at("server")] = {labels, &h};
           } else if (status != ARES_ECANCELLED && status != ARES_EDESTRUCTION) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "exporter/metrics/buckets.h"
+#include "exporter/metrics/families.h"
 #include "exporter/net/address.h"
 #include "exporter/probes/peer_probe.h"
 #include "exporter/topology/safe_text.h"
@@ -69,25 +70,22 @@ using Clock = std::chrono::steady_clock;
 constexpr int kServing = 1;
 constexpr char kCheckMethod[] = "/grpc.health.v1.Health/Check";
 
+// Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct GrpcFamilies {
-  explicit GrpcFamilies(prometheus::Registry& r)
-      : duration(prometheus::BuildHistogram()
-                     .Name("podnet_grpc_request_duration_seconds")
-                     .Help("gRPC health check (grpc.health.v1.Health/Check) latency of calls "
-                           "answered SERVING, over a kept-open HTTP/2 channel.")
-                     .Register(r)),
-        requests(prometheus::BuildCounter()
-                     .Name("podnet_grpc_requests_total")
-                     .Help("gRPC health checks by gRPC status code.")
-                     .Register(r)) {}
-  prometheus::Family<prometheus::Histogram>& duration;
-  prometheus::Family<prometheus::Counter>& requests;
+  prometheus::Registry& r;
+  metrics::HistogramFamily duration =
+      metrics::DeclareHistogram(r, "podnet_grpc_request_duration_seconds",
+                                "gRPC health check (grpc.health.v1.Health/Check) latency of calls "
+                                "answered SERVING, over a kept-open HTTP/2 channel.",
+                                metrics::LatencyBuckets());
+  metrics::CounterFamily& requests = metrics::DeclareCounter(
+      r, "podnet_grpc_requests_total", "gRPC health checks by gRPC status code.");
 };
 
 class GrpcKind : public ProbeKind, public std::enable_shared_from_this<GrpcKind> {
  public:
   GrpcKind(const GrpcOptions& options, ProbeEnv& env)
-      : options_(options), env_(env), families_(env.metrics.registry()) {}
+      : options_(options), env_(env), families_{env.metrics.registry()} {}
   std::string_view name() const override { return "grpc"; }
   config::Duration interval() const override { return options_.interval; }
   std::shared_ptr<PeerProbe> ForPeer(const topology::Peer& peer) override;
@@ -124,7 +122,7 @@ class GrpcPeerProbe : public PeerProbeBase {
     channel_ = ::grpc::CreateChannel(target, ::grpc::InsecureChannelCredentials());
     channel_->GetState(/*try_to_connect=*/true);  // connect before the first round
     stub_ = std::make_unique<::grpc::GenericStub>(channel_);
-    duration_ = &series()->Add(kind_->families().duration, labels(), metrics::LatencyBuckets());
+    duration_ = &series()->Add(kind_->families().duration, labels());
   }
 
   ~GrpcPeerProbe() override {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exporter/metrics/buckets.h"
+#include "exporter/metrics/families.h"
 #include "exporter/net/address.h"
 #include "exporter/probes/http/http_client.h"
 #include "exporter/probes/peer_probe.h"
@@ -20,48 +21,38 @@ namespace {
 
 using tcp = boost::asio::ip::tcp;
 
-// Families registered once per process (prometheus-cpp merges a re-registration).
+// Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct HttpFamilies {
-  explicit HttpFamilies(prometheus::Registry& r)
-      : duration(prometheus::BuildHistogram()
-                     .Name("podnet_http_request_duration_seconds")
-                     .Help("HTTP request latency of 2xx responses, from the request's start "
-                           "(its intended start when it started late) to the last byte of the "
-                           "final response (after any 1xx); connect included for "
-                           "connection=\"new\", and a retry on a new connection included.")
-                     .Register(r)),
-        ttfb(prometheus::BuildHistogram()
-                 .Name("podnet_http_time_to_first_byte_seconds")
-                 .Help("HTTP time from writing the request to the first byte of the final "
-                       "response (interim 1xx responses are skipped, RFC 9110 15.2).")
-                 .Register(r)),
-        reconnects(prometheus::BuildCounter()
-                       .Name("podnet_http_reconnects_total")
-                       .Help("Keep-alive connections replaced by a new one: the peer closed "
-                             "it while idle (idle_closed), sent unrequested bytes on it "
-                             "(idle_data), or a request on it got no response byte and was "
-                             "retried once on a new connection (retried).")
-                       .Register(r)),
-        connect(prometheus::BuildHistogram()
-                    .Name("podnet_http_connect_duration_seconds")
-                    .Help("TCP connect time of the HTTP probe's connections.")
-                    .Register(r)),
-        requests(prometheus::BuildCounter()
-                     .Name("podnet_http_requests_total")
-                     .Help("HTTP requests by connection mode and status code (\"error\": no "
-                           "complete response, see podnet_probe_errors_total).")
-                     .Register(r)),
-        late(prometheus::BuildCounter()
-                 .Name("podnet_http_late_requests_total")
-                 .Help("HTTP requests that started more than 1 ms after their intended start "
-                       "(open-loop schedule fell behind).")
-                 .Register(r)) {}
-  prometheus::Family<prometheus::Histogram>& duration;
-  prometheus::Family<prometheus::Histogram>& ttfb;
-  prometheus::Family<prometheus::Counter>& reconnects;
-  prometheus::Family<prometheus::Histogram>& connect;
-  prometheus::Family<prometheus::Counter>& requests;
-  prometheus::Family<prometheus::Counter>& late;
+  prometheus::Registry& r;
+  metrics::HistogramFamily duration =
+      metrics::DeclareHistogram(r, "podnet_http_request_duration_seconds",
+                                "HTTP request latency of 2xx responses, from the request's start "
+                                "(its intended start when it started late) to the last byte of the "
+                                "final response (after any 1xx); connect included for "
+                                "connection=\"new\", and a retry on a new connection included.",
+                                metrics::LatencyBuckets());
+  metrics::HistogramFamily ttfb =
+      metrics::DeclareHistogram(r, "podnet_http_time_to_first_byte_seconds",
+                                "HTTP time from writing the request to the first byte of the final "
+                                "response (interim 1xx responses are skipped, RFC 9110 15.2).",
+                                metrics::LatencyBuckets());
+  metrics::CounterFamily& reconnects =
+      metrics::DeclareCounter(r, "podnet_http_reconnects_total",
+                              "Keep-alive connections replaced by a new one: the peer closed "
+                              "it while idle (idle_closed), sent unrequested bytes on it "
+                              "(idle_data), or a request on it got no response byte and was "
+                              "retried once on a new connection (retried).");
+  metrics::HistogramFamily connect = metrics::DeclareHistogram(
+      r, "podnet_http_connect_duration_seconds",
+      "TCP connect time of the HTTP probe's connections.", metrics::LatencyBuckets());
+  metrics::CounterFamily& requests =
+      metrics::DeclareCounter(r, "podnet_http_requests_total",
+                              "HTTP requests by connection mode and status code (\"error\": no "
+                              "complete response, see podnet_probe_errors_total).");
+  metrics::CounterFamily& late = metrics::DeclareCounter(
+      r, "podnet_http_late_requests_total",
+      "HTTP requests that started more than 1 ms after their intended start "
+      "(open-loop schedule fell behind).");
 };
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -69,7 +60,7 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 class HttpKind : public ProbeKind, public std::enable_shared_from_this<HttpKind> {
  public:
   HttpKind(const HttpOptions& options, ProbeEnv& env)
-      : options_(options), env_(env), families_(env.metrics.registry()) {
+      : options_(options), env_(env), families_{env.metrics.registry()} {
     // Made on the probe loop's thread: 1 µs timer slack (default 50 µs) so that paced requests
     // leave on time.
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
@@ -100,11 +91,11 @@ class HttpPeerProbe : public PeerProbeBase {
     auto& f = kind_->families();
     for (int m = 0; m < 2; ++m) {
       prometheus::Labels l{{"connection", ModeLabel(m == 1)}};
-      m_[m].duration = &AddSeries(f.duration, l, metrics::LatencyBuckets());
-      m_[m].ttfb = &AddSeries(f.ttfb, l, metrics::LatencyBuckets());
+      m_[m].duration = &AddSeries(f.duration, l);
+      m_[m].ttfb = &AddSeries(f.ttfb, l);
       m_[m].late = &AddSeries(f.late, l);
     }
-    connect_ = &AddSeries(f.connect, {}, metrics::LatencyBuckets());
+    connect_ = &AddSeries(f.connect, {});
     sent_bytes_ = &series()->Add(env().metrics.probe_sent_bytes(), probe_labels());
     received_bytes_ = &series()->Add(env().metrics.probe_received_bytes(), probe_labels());
   }

@@ -17,6 +17,7 @@
 #include <random>
 
 #include "exporter/metrics/buckets.h"
+#include "exporter/metrics/families.h"
 #include "exporter/net/timestamping.h"
 #include "exporter/probes/peer_probe.h"
 #include "exporter/probes/phase_grid.h"
@@ -100,57 +101,38 @@ class EchoSocket {
 
 class RttPeerProbe;
 
-// Families registered once per process (prometheus-cpp merges a re-registration).
+// Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct RttFamilies {
-  explicit RttFamilies(prometheus::Registry& r)
-      : rtt(prometheus::BuildHistogram()
-                .Name("podnet_rtt_seconds")
-                .Help("Round-trip time of echo requests answered in time, from kernel TX to "
-                      "kernel RX timestamps.")
-                .Register(r)),
-        sent(prometheus::BuildCounter()
-                 .Name("podnet_rtt_packets_sent_total")
-                 .Help("Echo requests sent, counted when their train settles (send failures "
-                       "included: they are lost).")
-                 .Register(r)),
-        received(prometheus::BuildCounter()
-                     .Name("podnet_rtt_packets_received_total")
-                     .Help("Echo requests answered within the timeout.")
-                     .Register(r)),
-        duplicates(prometheus::BuildCounter()
-                       .Name("podnet_rtt_duplicate_replies_total")
-                       .Help("Extra replies to an echo request already answered.")
-                       .Register(r)),
-        reordered(prometheus::BuildCounter()
-                      .Name("podnet_rtt_reordered_replies_total")
-                      .Help("Replies that arrived after the reply to a later request of the "
-                            "same train.")
-                      .Register(r)),
-        late(prometheus::BuildCounter()
-                 .Name("podnet_rtt_late_replies_total")
-                 .Help("Replies that arrived after the timeout (counted as lost).")
-                 .Register(r)) {
-    auto& stamps = prometheus::BuildCounter()
-                       .Name("podnet_rtt_timestamps_total")
-                       .Help(
-                           "Where the times of measured RTTs came from: the kernel "
-                           "(SO_TIMESTAMPING) or user space next to the system call.")
-                       .Register(r);
-    tx_kernel = &stamps.Add({{"direction", "tx"}, {"source", "kernel"}});
-    tx_user = &stamps.Add({{"direction", "tx"}, {"source", "user"}});
-    rx_kernel = &stamps.Add({{"direction", "rx"}, {"source", "kernel"}});
-    rx_user = &stamps.Add({{"direction", "rx"}, {"source", "user"}});
-  }
-  prometheus::Family<prometheus::Histogram>& rtt;
-  prometheus::Family<prometheus::Counter>& sent;
-  prometheus::Family<prometheus::Counter>& received;
-  prometheus::Family<prometheus::Counter>& duplicates;
-  prometheus::Family<prometheus::Counter>& reordered;
-  prometheus::Family<prometheus::Counter>& late;
-  prometheus::Counter* tx_kernel;
-  prometheus::Counter* tx_user;
-  prometheus::Counter* rx_kernel;
-  prometheus::Counter* rx_user;
+  prometheus::Registry& r;
+  metrics::HistogramFamily rtt = metrics::DeclareHistogram(
+      r, "podnet_rtt_seconds",
+      "Round-trip time of echo requests answered in time, from kernel TX to "
+      "kernel RX timestamps.",
+      metrics::LatencyBuckets());
+  metrics::CounterFamily& sent =
+      metrics::DeclareCounter(r, "podnet_rtt_packets_sent_total",
+                              "Echo requests sent, counted when their train settles (send failures "
+                              "included: they are lost).");
+  metrics::CounterFamily& received = metrics::DeclareCounter(
+      r, "podnet_rtt_packets_received_total", "Echo requests answered within the timeout.");
+  metrics::CounterFamily& duplicates =
+      metrics::DeclareCounter(r, "podnet_rtt_duplicate_replies_total",
+                              "Extra replies to an echo request already answered.");
+  metrics::CounterFamily& reordered =
+      metrics::DeclareCounter(r, "podnet_rtt_reordered_replies_total",
+                              "Replies that arrived after the reply to a later request of the "
+                              "same train.");
+  metrics::CounterFamily& late =
+      metrics::DeclareCounter(r, "podnet_rtt_late_replies_total",
+                              "Replies that arrived after the timeout (counted as lost).");
+  metrics::CounterFamily& stamps =
+      metrics::DeclareCounter(r, "podnet_rtt_timestamps_total",
+                              "Where the times of measured RTTs came from: the kernel "
+                              "(SO_TIMESTAMPING) or user space next to the system call.");
+  prometheus::Counter& tx_kernel = stamps.Add({{"direction", "tx"}, {"source", "kernel"}});
+  prometheus::Counter& tx_user = stamps.Add({{"direction", "tx"}, {"source", "user"}});
+  prometheus::Counter& rx_kernel = stamps.Add({{"direction", "rx"}, {"source", "kernel"}});
+  prometheus::Counter& rx_user = stamps.Add({{"direction", "rx"}, {"source", "user"}});
 };
 
 class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
@@ -158,7 +140,7 @@ class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
   RttKind(const RttOptions& options, ProbeEnv& env)
       : options_(options),
         env_(env),
-        families_(env.metrics.registry()),
+        families_{env.metrics.registry()},
         rng_(std::random_device{}()) {
     ident_ = static_cast<std::uint16_t>(rng_());
   }
@@ -217,7 +199,7 @@ class RttPeerProbe : public PeerProbeBase {
       : PeerProbeBase(kind->env(), "rtt", peer), kind_(std::move(kind)), timer_(env().io) {
     prometheus::Labels protocol{{"protocol", kind_->protocol()}};
     auto& f = kind_->families();
-    m_.rtt = &AddSeries(f.rtt, protocol, metrics::LatencyBuckets());
+    m_.rtt = &AddSeries(f.rtt, protocol);
     m_.sent = &AddSeries(f.sent, protocol);
     m_.received = &AddSeries(f.received, protocol);
     m_.duplicates = &AddSeries(f.duplicates, protocol);
@@ -323,8 +305,8 @@ class RttPeerProbe : public PeerProbeBase {
     for (double s : r.rtt_seconds) m_.rtt->Observe(s);
     auto& f = kind_->families();
     int user_stamped = static_cast<int>(r.rtt_seconds.size()) - r.tx_kernel_stamped;
-    if (r.tx_kernel_stamped > 0) f.tx_kernel->Increment(r.tx_kernel_stamped);
-    if (user_stamped > 0) f.tx_user->Increment(user_stamped);
+    if (r.tx_kernel_stamped > 0) f.tx_kernel.Increment(r.tx_kernel_stamped);
+    if (user_stamped > 0) f.tx_user.Increment(user_stamped);
     EndRound();
   }
 
@@ -549,7 +531,7 @@ void RttKind::DrainReplies(EchoSocket& s) {
     if (!probe) continue;
     if (s.mode() == SocketMode::kUdp && from_port != probe->peer().port) continue;
     std::size_t wire = HeaderBytes(s.v6()) + payload.size();
-    (d.rx_kernel ? families_.rx_kernel : families_.rx_user)->Increment();
+    (d.rx_kernel ? families_.rx_kernel : families_.rx_user).Increment();
     probe->OnReply(slot.gen, slot.index, from, d.rx_ns, wire);
   }
 }

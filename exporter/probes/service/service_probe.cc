@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "exporter/metrics/buckets.h"
+#include "exporter/metrics/families.h"
 #include "exporter/net/address.h"
 #include "exporter/net/timestamping.h"
 #include "exporter/probes/http/http_client.h"
@@ -36,9 +37,6 @@ namespace {
 
 namespace wire = proto::echo;
 using Clock = std::chrono::steady_clock;
-using prometheus::Counter;
-using prometheus::Family;
-using prometheus::Histogram;
 
 // Distinct backend_zone values one target may hold at a time: zones are few; a responder that
 // names a new zone in every answer must not grow the series without bound.
@@ -52,34 +50,28 @@ constexpr std::size_t kMaxBackendZones = 32;
 // probability (0.98^30)^30 ≈ 1e-8: a real zone is not freed by chance.
 constexpr std::uint64_t kZoneQuietRounds = 30;
 
+// Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct ServiceFamilies {
-  explicit ServiceFamilies(prometheus::Registry& r)
-      : requests(prometheus::BuildCounter()
-                     .Name("podnet_service_requests_total")
-                     .Help("Requests to a Service answered, by the answering backend's zone and "
-                           "the path class from this Pod to it (unknown: the answer did not say "
-                           "who answered).")
-                     .Register(r)),
-        rtt(prometheus::BuildHistogram()
-                .Name("podnet_service_rtt_seconds")
-                .Help("Round-trip time of answered requests to a Service, seconds (UDP: kernel "
-                      "TX to RX timestamps; HTTP: request written to first response byte on "
-                      "a new connection).")
-                .Register(r)),
-        errors(prometheus::BuildCounter()
-                   .Name("podnet_service_request_errors_total")
-                   .Help("Requests to a Service without a good answer, by reason.")
-                   .Register(r)),
-        zones_expired(prometheus::BuildCounter()
-                          .Name("podnet_service_backend_zones_expired_total")
-                          .Help("backend_zone values of a target whose series were removed (their "
-                                "slot of 32 freed) after 30 answered rounds without an answer "
-                                "from that zone.")
-                          .Register(r)) {}
-  Family<Counter>& requests;
-  Family<Histogram>& rtt;
-  Family<Counter>& errors;
-  Family<Counter>& zones_expired;
+  prometheus::Registry& r;
+  metrics::CounterFamily& requests =
+      metrics::DeclareCounter(r, "podnet_service_requests_total",
+                              "Requests to a Service answered, by the answering backend's zone and "
+                              "the path class from this Pod to it (unknown: the answer did not say "
+                              "who answered).");
+  metrics::HistogramFamily rtt = metrics::DeclareHistogram(
+      r, "podnet_service_rtt_seconds",
+      "Round-trip time of answered requests to a Service, seconds (UDP: kernel "
+      "TX to RX timestamps; HTTP: request written to first response byte on "
+      "a new connection).",
+      metrics::LatencyBuckets());
+  metrics::CounterFamily& errors =
+      metrics::DeclareCounter(r, "podnet_service_request_errors_total",
+                              "Requests to a Service without a good answer, by reason.");
+  metrics::CounterFamily& zones_expired =
+      metrics::DeclareCounter(r, "podnet_service_backend_zones_expired_total",
+                              "backend_zone values of a target whose series were removed (their "
+                              "slot of 32 freed) after 30 answered rounds without an answer "
+                              "from that zone.");
 };
 
 // One request's outcome.
@@ -318,7 +310,7 @@ class TargetProbe : public PeerProbeBase {
 class ServiceKind : public ProbeKind, public std::enable_shared_from_this<ServiceKind> {
  public:
   ServiceKind(const ServiceOptions& o, ProbeEnv& env)
-      : options_(o), env_(env), families_(env.metrics.registry()), rng_(std::random_device{}()) {}
+      : options_(o), env_(env), families_{env.metrics.registry()}, rng_(std::random_device{}()) {}
 
   std::string_view name() const override { return "service"; }
   config::Duration interval() const override { return options_.interval; }
@@ -469,7 +461,7 @@ void TargetProbe::Record(const Outcome& o) {
   auto& requests = AddSeries(f.requests, {{"backend_zone", a.backend_zone}, {"path", path}});
   requests.Increment();
   slot->second.requests.insert(&requests);
-  AddSeries(f.rtt, {{"path", path}}, metrics::LatencyBuckets()).Observe(o.rtt_seconds);
+  AddSeries(f.rtt, {{"path", path}}).Observe(o.rtt_seconds);
 }
 
 // At the start of a round that follows an answered one: frees the slots of zones that did not

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <string>
+#include <vector>
+
+namespace podnet::metrics {
+
+using CounterFamily = prometheus::Family<prometheus::Counter>;
+using GaugeFamily = prometheus::Family<prometheus::Gauge>;
+
+/// A histogram family and the bucket layout every series added to it gets (SeriesSet::Add,
+/// probes' AddSeries): upper bounds, ascending, in the family's base unit (buckets.h). The
+/// layout is declared once, with the name, not at each place that adds a series.
+struct HistogramFamily {
+  prometheus::Family<prometheus::Histogram>& family;
+  const std::vector<double>& buckets;
+};
+
+/// Declares the family `name` with `help` in `registry` and returns it: the one place a metric's
+/// name, help text and (for a histogram) bucket layout are written. A second declaration of
+/// the same name and type returns the family already there (prometheus-cpp's
+/// InsertBehavior::Merge: each probe kind declares its families again when a reload rebuilds
+/// it). Throws std::invalid_argument (prometheus-cpp) for an invalid name or one declared with
+/// another type: a programmer error, seen at start-up.
+CounterFamily& DeclareCounter(prometheus::Registry& registry, const std::string& name,
+                              const std::string& help);
+GaugeFamily& DeclareGauge(prometheus::Registry& registry, const std::string& name,
+                          const std::string& help);
+/// `buckets` must outlive the family (the layouts of buckets.h are static).
+HistogramFamily DeclareHistogram(prometheus::Registry& registry, const std::string& name,
+                                 const std::string& help, const std::vector<double>& buckets);
+
+}  // namespace podnet::metrics
