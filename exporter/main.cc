@@ -12,7 +12,6 @@
 #include "exporter/app/report_run.h"
 #include "exporter/config/config.h"
 #include "exporter/log/logging.h"
-#include "exporter/net/address.h"
 #include "exporter/probes/dns/explain.h"
 #include "exporter/web/tls_context.h"
 #include "exporter/web/web_config.h"
@@ -57,13 +56,6 @@ int main(int argc, char** argv) {
   podnet::log::Setup(options->log_level, options->log_format);
   auto loaded = podnet::config::LoadFile(options->config_file, podnet::config::ProcessEnv());
   for (const auto& w : loaded.warnings) std::cerr << "warning: " << w.ToString() << "\n";
-  if (options->listen_address) {
-    std::string err;
-    if (!podnet::net::ParseHostPort(*options->listen_address, &err)) {
-      std::cerr << "podnet-exporter: --web.listen-address: " << err << "\n";
-      return 2;
-    }
-  }
   if (!loaded.ok()) {
     for (const auto& e : loaded.errors) std::cerr << e.ToString() << "\n";
     std::cerr << "podnet-exporter: " << loaded.errors.size() << " problem(s) in "

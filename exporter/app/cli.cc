@@ -232,7 +232,12 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
     } else if (name == "--web.config.file") {
       o.web_config_file = value;
     } else {
-      o.listen_address = value;
+      std::string err;
+      o.listen_address = net::ParseHostPort(value, &err);
+      if (!o.listen_address) {
+        *error = "--web.listen-address: " + err;
+        return std::nullopt;
+      }
     }
   }
   if (o.config_file.empty()) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "exporter/log/logging.h"
+#include "exporter/net/address.h"
 
 namespace podnet::app {
 
@@ -15,8 +16,8 @@ struct Options {
   enum class Mode { kRun, kCheckConfig, kVersion, kHelp, kDnsExplain, kReport };
   Mode mode = Mode::kRun;
   std::string config_file;
-  std::optional<std::string> listen_address;  // --web.listen-address overrides the file's
-  std::string web_config_file;                // --web.config.file; "" = plain HTTP, no auth
+  std::optional<net::HostPort> listen_address;  // --web.listen-address overrides the file's
+  std::string web_config_file;                  // --web.config.file; "" = plain HTTP, no auth
   spdlog::level::level_enum log_level = spdlog::level::info;
   log::Format log_format = log::Format::kLogfmt;
   std::optional<std::string> kubeconfig;  // --kubeconfig, else $KUBECONFIG, else in-cluster
@@ -39,7 +40,8 @@ struct Options {
 };
 
 /// Parses argv[1..]. Returns std::nullopt and sets *error on an unknown flag, a missing value,
-/// a bad --log.level / --log.format, or a missing --config.file (exit code 2 for the caller).
+/// a bad --log.level / --log.format / --web.listen-address (net::ParseHostPort), or a missing
+/// --config.file (exit code 2 for the caller).
 std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, std::string* error);
 
 /// The --help text.

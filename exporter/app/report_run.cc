@@ -231,6 +231,60 @@ std::optional<report::Report> ReadReport(const std::string& path, std::ostream& 
   return r;
 }
 
+// Runs every configured probe of `config` for --duration (an App that binds no listener) and
+// builds *rep from what they recorded; the App's exit code when it is not 0.
+int ProbeForReport(const Options& options, const config::Config& config, report::Report* rep) {
+  const auto& o = options.report;
+  report::RunInfo run;
+  run.self_name = config.self.name;
+  run.self_node = config.self.node;
+  run.self_zone = config.self.zone;
+  run.version = std::string(kVersion) + " (revision " + kRevision + ")";
+  run.started = UtcNow();
+  run.duration_seconds = std::chrono::duration<double>(o.duration).count();
+  run.price_usd_per_gb = o.price_per_gb;
+  run.configured = config::EnabledProbes(config);
+  // Every kind's interval capped at --duration in the configuration itself, so that what a
+  // kind derives from it (the burst kind's start jitter, a tenth of it) scales down too; the
+  // daemon's intervals are kept for the cost projection.
+  auto capped = std::make_shared<config::Config>(config);
+  auto cap = [&](const char* kind, auto& options) {
+    if (!options) return;
+    run.interval_seconds[kind] = std::chrono::duration<double>(options->interval).count();
+    options->interval = std::min(options->interval, o.duration);
+  };
+  cap("rtt", capped->rtt);
+  cap("http", capped->http);
+  cap("grpc", capped->grpc);
+  cap("burst", capped->burst);
+  cap("dns", capped->dns);
+  App app(options, capped);
+  // A burst round's bound: per stream count, its start jitter (a tenth of the capped
+  // interval), its data phase and one step timeout.
+  config::Duration burst_round{};
+  if (capped->burst) {
+    const auto& b = *capped->burst;
+    burst_round =
+        static_cast<int>(b.streams.size()) * (b.interval / 10 + b.duration + b.step_timeout);
+  }
+  auto session = std::make_shared<Session>(o.duration, burst_round, [&app] { app.Stop(); });
+  app.SetBoundedRun({[&](std::shared_ptr<probes::ProbeKind> kind) {
+                       // A kind this function does not cap (a newer one): the wrapper does.
+                       run.interval_seconds.emplace(
+                           std::string(kind->name()),
+                           std::chrono::duration<double>(kind->interval()).count());
+                       return std::make_shared<GatedKind>(std::move(kind), session);
+                     },
+                     [session](boost::asio::io_context& io) { session->Begin(io); }});
+  spdlog::info("report: probing for {} s", run.duration_seconds);
+  int rc = app.Run();
+  session->Release();
+  if (rc != 0) return rc;
+  run.targets = session->Targets();
+  *rep = report::Build(app.metrics().registry().Collect(), std::move(run));
+  return 0;
+}
+
 }  // namespace
 
 int RunReport(const Options& options, std::shared_ptr<const config::Config> config,
@@ -243,54 +297,8 @@ int RunReport(const Options& options, std::shared_ptr<const config::Config> conf
     auto saved = ReadReport(o.input, err);
     if (!saved) return 2;
     rep = std::move(*saved);
-  } else {
-    report::RunInfo run;
-    run.self_name = config->self.name;
-    run.self_node = config->self.node;
-    run.self_zone = config->self.zone;
-    run.version = std::string(kVersion) + " (revision " + kRevision + ")";
-    run.started = UtcNow();
-    run.duration_seconds = std::chrono::duration<double>(o.duration).count();
-    run.price_usd_per_gb = o.price_per_gb;
-    run.configured = config::EnabledProbes(*config);
-    // Every kind's interval capped at --duration in the configuration itself, so that what a
-    // kind derives from it (the burst kind's start jitter, a tenth of it) scales down too; the
-    // daemon's intervals are kept for the cost projection.
-    auto capped = std::make_shared<config::Config>(*config);
-    auto cap = [&](const char* kind, auto& options) {
-      if (!options) return;
-      run.interval_seconds[kind] = std::chrono::duration<double>(options->interval).count();
-      options->interval = std::min(options->interval, o.duration);
-    };
-    cap("rtt", capped->rtt);
-    cap("http", capped->http);
-    cap("grpc", capped->grpc);
-    cap("burst", capped->burst);
-    cap("dns", capped->dns);
-    App app(options, capped);
-    // A burst round's bound: per stream count, its start jitter (a tenth of the capped
-    // interval), its data phase and one step timeout.
-    config::Duration burst_round{};
-    if (capped->burst) {
-      const auto& b = *capped->burst;
-      burst_round =
-          static_cast<int>(b.streams.size()) * (b.interval / 10 + b.duration + b.step_timeout);
-    }
-    auto session = std::make_shared<Session>(o.duration, burst_round, [&app] { app.Stop(); });
-    app.SetBoundedRun({[&](std::shared_ptr<probes::ProbeKind> kind) {
-                         // A kind this function does not cap (a newer one): the wrapper does.
-                         run.interval_seconds.emplace(
-                             std::string(kind->name()),
-                             std::chrono::duration<double>(kind->interval()).count());
-                         return std::make_shared<GatedKind>(std::move(kind), session);
-                       },
-                       [session](boost::asio::io_context& io) { session->Begin(io); }});
-    spdlog::info("report: probing for {} s", run.duration_seconds);
-    int rc = app.Run();
-    session->Release();
-    if (rc != 0) return rc;
-    run.targets = session->Targets();
-    rep = report::Build(app.metrics().registry().Collect(), std::move(run));
+  } else if (int rc = ProbeForReport(options, *config, &rep); rc != 0) {
+    return rc;
   }
   if (baseline) report::Compare(rep, *baseline);
   if (o.json) {

@@ -1,0 +1,206 @@
+#include "exporter/app/kubernetes_watches.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "exporter/discovery/kubernetes/api_config.h"
+#include "exporter/runtime/loop_role.h"
+
+namespace podnet::app {
+namespace k8s = discovery::kubernetes;
+namespace {
+
+// The peers' watch peers.kubernetes asks for.
+k8s::DiscoveryOptions PeersWatchOptions(const config::Config& c) {
+  k8s::DiscoveryOptions o;
+  o.namespace_name = c.kubernetes->namespace_name;
+  o.service = c.kubernetes->service;
+  o.node = c.self.node;
+  o.want_zone = c.self.zone.empty();
+  return o;
+}
+
+// The cluster DNS watch, when probes.dns.cluster_dns asks for it.
+std::optional<k8s::DiscoveryOptions> DnsWatchOptions(const config::Config& c) {
+  if (!c.dns || !c.dns->cluster_dns) return std::nullopt;
+  k8s::DiscoveryOptions o;
+  o.namespace_name = c.dns->cluster_dns->namespace_name;
+  o.service = c.dns->cluster_dns->service;
+  o.resource = "dns_endpointslices";
+  o.count_candidates = false;
+  return o;
+}
+
+// Whether a watch started with `a` asks what one with `b` would (peers_per_zone, ports and
+// max_servers are the probe loop's to apply).
+bool SameWatch(const k8s::DiscoveryOptions& a, const k8s::DiscoveryOptions& b) {
+  return a.namespace_name == b.namespace_name && a.service == b.service && a.node == b.node &&
+         a.want_zone == b.want_zone;
+}
+
+}  // namespace
+
+KubernetesWatches::KubernetesWatches(boost::asio::io_context& io,
+                                     std::optional<std::string> kubeconfig,
+                                     std::string service_account_dir,
+                                     prometheus::Registry& registry, ProbeLoop& probe,
+                                     std::function<void()> on_sync_change)
+    : io_(io),
+      kubeconfig_(std::move(kubeconfig)),
+      service_account_dir_(std::move(service_account_dir)),
+      registry_(registry),
+      probe_(probe),
+      on_sync_change_(std::move(on_sync_change)) {}
+
+KubernetesWatches::~KubernetesWatches() = default;
+
+bool KubernetesWatches::Configure(const config::Config& c, std::string* error) {
+  PODNET_DCHECK_NOT_LOOP(kResponder);
+  if (!c.kubernetes) {
+    Off();
+    return true;
+  }
+  auto peers = PeersWatchOptions(c);
+  auto dns = DnsWatchOptions(c);
+  bool peers_same = peers_ && SameWatch(peers_options_, peers);
+  bool dns_same = dns ? dns_ && SameWatch(dns_options_, *dns) : !dns_;
+  // Credentials first, for each watch that changes: when they cannot be read, the reload fails
+  // like a bad file does and the running watches (and their peers) are kept.
+  std::unique_ptr<k8s::ApiClient> dns_client, peers_client;
+  if (dns && !dns_same && !(dns_client = MakeApiClient(error))) return false;
+  if (!peers_same && !(peers_client = MakeApiClient(error))) return false;
+  if (!metrics_) metrics_ = std::make_unique<k8s::DiscoveryMetrics>(registry_);
+  if (!dns_same) ReplaceDnsWatch(dns, std::move(dns_client));
+  if (!peers_same) ReplacePeersWatch(peers, std::move(peers_client));
+  return ConfigureServiceInfo(c, error);
+}
+
+void KubernetesWatches::Off() {
+  service_info_.reset();  // before the metrics it counts its errors in
+  StopDnsWatch();
+  if (peers_) {
+    spdlog::info("kubernetes discovery: off");
+    peers_->Stop();
+    peers_.reset();
+    unsynced_ = false;
+    on_sync_change_();
+    probe_.DiscoveryOff();
+  }
+  metrics_.reset();
+}
+
+void KubernetesWatches::ReplaceDnsWatch(const std::optional<k8s::DiscoveryOptions>& options,
+                                        std::unique_ptr<k8s::ApiClient> client) {
+  StopDnsWatch();
+  if (!options) return;
+  dns_options_ = *options;
+  // Posted to the probe loop like the peers' snapshots; Stop() ends its calls first, so a
+  // replaced watch never posts after its successor.
+  dns_ = std::make_unique<k8s::KubernetesDiscovery>(
+      io_, std::move(client), *options, *metrics_,
+      [this](const k8s::Snapshot& snap) { probe_.DnsEndpoints(snap.endpoints); });
+  dns_->Start();
+}
+
+void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
+                                          std::unique_ptr<k8s::ApiClient> client) {
+  // Only now, with credentials in hand, the running watch goes: a reload whose credentials
+  // fail keeps it (and its peers) running.
+  if (peers_) {
+    peers_->Stop();
+    peers_.reset();
+    probe_.DiscoveryRestarted();  // a new Service: start clean
+  }
+  peers_options_ = options;
+  // Stop() ends the calls, so a stopped watch never posts after the snapshot that replaced it.
+  peers_ = std::make_unique<k8s::KubernetesDiscovery>(io_, std::move(client), options, *metrics_,
+                                                      [this](const k8s::Snapshot& snap) {
+                                                        unsynced_ = !snap.synced;
+                                                        on_sync_change_();
+                                                        probe_.Discovered(snap);
+                                                      });
+  unsynced_ = true;
+  on_sync_change_();
+  peers_->Start();
+}
+
+void KubernetesWatches::StopDnsWatch() {
+  if (!dns_) return;
+  spdlog::info("kubernetes discovery: DNS servers of service {}/{} off",
+               dns_options_.namespace_name, dns_options_.service);
+  dns_->Stop();
+  dns_.reset();
+  probe_.DnsEndpoints({});
+}
+
+bool KubernetesWatches::ConfigureServiceInfo(const config::Config& c, std::string* error) {
+  PODNET_DCHECK_NOT_LOOP(kResponder);
+  std::vector<k8s::ServiceRef> refs;
+  if (c.kubernetes && c.service) {
+    for (const auto& t : c.service->targets) {
+      if (!t.kubernetes_name.empty()) {
+        refs.push_back({t.name, t.kubernetes_namespace, t.kubernetes_name});
+      }
+    }
+  }
+  if (service_info_ && service_info_->refs() == refs) return true;
+  if (refs.empty()) {
+    service_info_.reset();
+    return true;
+  }
+  auto client = MakeApiClient(error);
+  if (!client) return false;
+  service_info_.reset();  // removes the family before the new poller registers it
+  service_info_ = std::make_unique<k8s::ServiceInfoPoller>(
+      io_, std::move(client), std::move(refs), kServiceInfoInterval, registry_, *metrics_);
+  service_info_->Start();
+  return true;
+}
+
+std::unique_ptr<k8s::ApiClient> KubernetesWatches::MakeApiClient(std::string* error) {
+  // --kubeconfig, else $KUBECONFIG (its first file), else the Pod's service account.
+  std::optional<k8s::ApiConfig> api;
+  std::string kubeconfig = kubeconfig_.value_or("");
+  if (kubeconfig.empty()) {
+    if (const char* env = std::getenv("KUBECONFIG")) kubeconfig = env;
+    kubeconfig = kubeconfig.substr(0, kubeconfig.find(':'));
+  }
+  if (!kubeconfig.empty()) {
+    api = k8s::LoadKubeconfig(kubeconfig, "", error);
+  } else {
+    api = k8s::InClusterConfig(service_account_dir_, config::ProcessEnv(), error);
+  }
+  if (!api) return nullptr;
+  return k8s::ApiClient::Create(io_, std::move(*api), {}, error);
+}
+
+void KubernetesWatches::Stop() {
+  if (peers_) peers_->Stop();
+  if (dns_) dns_->Stop();
+  if (service_info_) service_info_->Stop();
+}
+
+void KubernetesWatches::Release() {
+  service_info_.reset();
+  peers_.reset();
+  dns_.reset();
+}
+
+std::string KubernetesWatches::NotSyncedReason() const {
+  // With Kubernetes discovery, ready once the first list succeeded: before it this Pod would
+  // probe no one (or only its static peers) and a rollout should wait.
+  if (!peers_ || peers_->synced()) return "";
+  std::string why = "Kubernetes discovery has not listed the EndpointSlices of service " +
+                    peers_options_.namespace_name + "/" + peers_options_.service + " yet";
+  const std::string& last = peers_->last_error();
+  return why + (last.empty() ? " (the first list is in flight)" : "; last error: " + last);
+}
+
+std::string KubernetesWatches::self_zone() const {
+  return peers_ ? peers_->snapshot().self_zone : "";
+}
+
+}  // namespace podnet::app

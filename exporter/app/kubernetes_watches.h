@@ -1,0 +1,89 @@
+#pragma once
+
+#include <prometheus/registry.h>
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "exporter/app/probe_loop.h"
+#include "exporter/config/config.h"
+#include "exporter/discovery/kubernetes/api_client.h"
+#include "exporter/discovery/kubernetes/discovery.h"
+#include "exporter/discovery/kubernetes/service_info.h"
+
+namespace podnet::app {
+
+/// Control loop only: what peers.kubernetes asks of the Kubernetes API, each a list-then-watch
+/// or a poll on the control loop that posts what it finds to the probe loop:
+///  - the peers' watch (the EndpointSlices of peers.kubernetes's Service, and the Node's zone
+///    when self.zone is empty): every snapshot to ProbeLoop::Discovered;
+///  - the cluster DNS Service's watch (probes.dns.cluster_dns): its endpoints to
+///    ProbeLoop::DnsEndpoints. Its failures are counted and logged only: peers and /-/ready
+///    never wait for it;
+///  - the poller of what the service probe's Services ask for (podnet_service_info).
+/// They share one DiscoveryMetrics, registered with the first peers.kubernetes and removed
+/// when a reload turns it off: a Pod without Kubernetes discovery exports no
+/// podnet_kubernetes_* series.
+class KubernetesWatches {
+ public:
+  /// Where the API credentials come from: `kubeconfig` (--kubeconfig), else $KUBECONFIG (its
+  /// first file), else the service account in `service_account_dir`. `on_sync_change` runs
+  /// on the control loop when synced() may have changed.
+  KubernetesWatches(boost::asio::io_context& io, std::optional<std::string> kubeconfig,
+                    std::string service_account_dir, prometheus::Registry& registry,
+                    ProbeLoop& probe, std::function<void()> on_sync_change);
+  ~KubernetesWatches();
+
+  /// Starts, restarts or stops each watch as `c` asks; one that `c` leaves as it is keeps
+  /// running. False and *error when the credentials of one to start cannot be read (no
+  /// in-cluster credentials, a bad kubeconfig): the running peers' and DNS watches are kept.
+  bool Configure(const config::Config& c, std::string* error);
+  /// Ends every call and timer (at shutdown); Release() then destroys them.
+  void Stop();
+  void Release();
+
+  /// No peers' watch runs, or its first list succeeded.
+  bool synced() const { return !unsynced_; }
+  /// "" when synced(), else why not (for /-/ready's body).
+  std::string NotSyncedReason() const;
+  /// The zone the peers' watch read from the Node; "" without one.
+  std::string self_zone() const;
+
+ private:
+  // Every watch stopped and the metrics removed (peers.kubernetes is off).
+  void Off();
+  // The cluster DNS watch replaced by one with `options` (none when nullopt).
+  void ReplaceDnsWatch(const std::optional<discovery::kubernetes::DiscoveryOptions>& options,
+                       std::unique_ptr<discovery::kubernetes::ApiClient> client);
+  // The peers' watch replaced by one with `options`.
+  void ReplacePeersWatch(const discovery::kubernetes::DiscoveryOptions& options,
+                         std::unique_ptr<discovery::kubernetes::ApiClient> client);
+  // Stops the cluster DNS watch (if any) and empties the DNS server list.
+  void StopDnsWatch();
+  // Polls what the service probe's Kubernetes Services ask for while a target names one.
+  bool ConfigureServiceInfo(const config::Config& c, std::string* error);
+  // An API client from the credentials; nullptr and *error when they cannot be read.
+  std::unique_ptr<discovery::kubernetes::ApiClient> MakeApiClient(std::string* error);
+
+  boost::asio::io_context& io_;
+  std::optional<std::string> kubeconfig_;
+  std::string service_account_dir_;
+  prometheus::Registry& registry_;
+  ProbeLoop& probe_;
+  std::function<void()> on_sync_change_;
+  std::unique_ptr<discovery::kubernetes::DiscoveryMetrics> metrics_;  // outlives the watches
+  std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> peers_;
+  discovery::kubernetes::DiscoveryOptions peers_options_;  // of the running peers' watch
+  std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> dns_;
+  discovery::kubernetes::DiscoveryOptions dns_options_;  // of the running DNS watch
+  // What the probed Services ask for; destroyed before metrics_ (it counts there).
+  std::unique_ptr<discovery::kubernetes::ServiceInfoPoller> service_info_;
+  static constexpr std::chrono::seconds kServiceInfoInterval{60};
+  bool unsynced_ = false;  // the peers' watch runs and has not listed yet
+};
+
+}  // namespace podnet::app

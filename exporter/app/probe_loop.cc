@@ -1,0 +1,170 @@
+#include "exporter/app/probe_loop.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+
+#include "exporter/discovery/kubernetes/endpoint_peer.h"
+#include "exporter/discovery/static_peers.h"
+#include "exporter/topology/compose.h"
+#include "exporter/topology/selection.h"
+
+namespace podnet::app {
+
+ProbeLoop::ProbeLoop(metrics::Metrics& metrics, IdentityHook on_identity)
+    : on_identity_(std::move(on_identity)),
+      scheduler_metrics_(metrics.registry()),
+      probe_env_{io_, metrics, {}},
+      scheduler_(io_, &scheduler_metrics_) {}
+
+ProbeLoop::~ProbeLoop() { Join(); }  // nothing of the loop runs while its state goes
+
+void ProbeLoop::PostStart(std::function<void(boost::asio::io_context&)> start) {
+  boost::asio::post(io_, [this, start = std::move(start)] { start(io_); });
+}
+
+void ProbeLoop::Apply(std::shared_ptr<const config::Config> next) {
+  boost::asio::post(io_, [this, next = std::move(next)] { Reconcile(next); });
+}
+
+void ProbeLoop::Discovered(discovery::kubernetes::Snapshot snapshot) {
+  boost::asio::post(io_, [this, snapshot = std::move(snapshot)] {
+    discovered_ = snapshot;
+    Reconcile(applied_);
+  });
+}
+
+void ProbeLoop::DiscoveryRestarted() {
+  boost::asio::post(io_, [this] { discovered_ = {}; });
+}
+
+void ProbeLoop::DiscoveryOff() {
+  boost::asio::post(io_, [this] {
+    discovered_ = {};
+    Reconcile(applied_);
+  });
+}
+
+void ProbeLoop::DnsEndpoints(std::vector<discovery::kubernetes::Endpoint> endpoints) {
+  boost::asio::post(io_, [this, endpoints = std::move(endpoints)] {
+    dns_discovered_ = endpoints;
+    UpdateDnsServers();
+  });
+}
+
+void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
+  if (!next) return;
+  // The effective self: the zone read from the Node fills an empty self.zone.
+  topology::Self self = next->self;
+  if (self.zone.empty() && next->kubernetes) self.zone = discovered_.self_zone;
+  auto [peers, candidates, selected] = PeersFor(self, *next);
+  const config::Config* prev = applied_.get();
+  bool labels_changed =
+      prev == nullptr || self_ != self || prev->aggregate_peers != next->aggregate_peers;
+  if (labels_changed) {
+    RestartKinds(*next, self, peers);
+  } else {
+    UpdateKinds(prev, *next, peers);
+  }
+  // The responders answer with the effective identity: a zone read from the Node later (or a
+  // reload that changes self) reaches them here, before any probe of this Reconcile runs a
+  // round.
+  if (prev == nullptr || self_ != self) on_identity_(self.node, self.zone);
+  probe_env_.metrics.SetPeers(peers);
+  bool log = prev != next.get() || peers != peers_ || labels_changed;
+  peers_ = std::move(peers);
+  self_ = self;
+  applied_ = std::move(next);
+  UpdateDnsServers();  // max_servers, port or this Pod's zone may have changed
+  if (log) LogProbing(candidates, selected);
+}
+
+topology::Composition ProbeLoop::PeersFor(const topology::Self& self,
+                                          const config::Config& next) const {
+  std::vector<topology::Peer> found;
+  topology::SelectionOptions selection;
+  if (next.kubernetes && discovered_.synced) {
+    for (const auto& e : discovered_.endpoints) {
+      found.push_back(discovery::kubernetes::PeerOf(self, e, next.kubernetes->port));
+      found.back().burst_port = next.kubernetes->burst_port;
+    }
+    selection.peers_per_zone = next.kubernetes->peers_per_zone;
+  }
+  return topology::ComposePeers(self, discovery::StaticPeers(self, next.static_peers), found,
+                                selection);
+}
+
+void ProbeLoop::RestartKinds(const config::Config& next, const topology::Self& self,
+                             const std::vector<topology::Peer>& peers) {
+  // Every series carries source labels (and the peer labels aggregate_peers picks): all
+  // probes restart under the new identity and label set, removing their old series first.
+  for (const auto& kind : probes::ProbeKinds()) scheduler_.SetKind(kind.name, nullptr, {});
+  probe_env_.self = self;
+  probe_env_.peer_labels =
+      next.aggregate_peers ? metrics::PeerLabelSet::kAggregated : metrics::PeerLabelSet::kPerPeer;
+  for (const auto& kind : probes::ProbeKinds()) {
+    scheduler_.SetKind(kind.name, MakeKind(kind, next), peers);
+  }
+}
+
+void ProbeLoop::UpdateKinds(const config::Config* prev, const config::Config& next,
+                            const std::vector<topology::Peer>& peers) {
+  auto diff = topology::Diff(peers_, peers);
+  scheduler_.UpdatePeers(diff);
+  if (prev != &next) {
+    for (const auto& kind : probes::ProbeKinds()) {
+      if (kind.changed(*prev, next)) scheduler_.SetKind(kind.name, MakeKind(kind, next), peers);
+    }
+  }
+  if (!diff.added.empty() || !diff.removed.empty()) {
+    spdlog::info("peers: {} added, {} removed, {} kept", diff.added.size(), diff.removed.size(),
+                 diff.kept.size());
+  }
+}
+
+void ProbeLoop::LogProbing(std::size_t candidates, std::size_t selected) const {
+  std::string probes;
+  for (const auto& kind : config::EnabledProbes(*applied_)) {
+    probes += (probes.empty() ? "" : ", ") + kind;
+  }
+  std::string what = peers_.size() == 1 ? "1 peer" : std::to_string(peers_.size()) + " peers";
+  if (applied_->kubernetes) {
+    what += " (" + std::to_string(selected) + " selected of " + std::to_string(candidates) +
+            " Kubernetes candidate" + (candidates == 1 ? "" : "s") + ")";
+  }
+  spdlog::info("probing {} with {}", what, probes.empty() ? "no probes" : probes);
+}
+
+void ProbeLoop::UpdateDnsServers() {
+  std::vector<topology::Peer> servers;
+  std::size_t found = 0;
+  if (applied_ && applied_->kubernetes && applied_->dns && applied_->dns->cluster_dns) {
+    const auto& cd = *applied_->dns->cluster_dns;
+    for (const auto& e : dns_discovered_)
+      servers.push_back(discovery::kubernetes::PeerOf(self_, e, cd.port));
+    found = servers.size();
+    servers =
+        topology::SpreadOverZones(std::move(servers), static_cast<std::size_t>(cd.max_servers));
+  }
+  std::size_t over = found - servers.size();
+  if (over > 0 && probe_env_.dns_servers_over_cap == 0) {
+    spdlog::warn(
+        "dns: {} cluster DNS endpoints, asking {} (probes.dns.cluster_dns.max_servers); the "
+        "others are counted as servers_over_cap",
+        found, servers.size());
+  }
+  if (servers != probe_env_.dns_servers) {
+    spdlog::info("dns: asking {} cluster DNS endpoint{} directly", servers.size(),
+                 servers.size() == 1 ? "" : "s");
+  }
+  probe_env_.dns_servers = std::move(servers);
+  probe_env_.dns_servers_over_cap = over;
+}
+
+std::shared_ptr<probes::ProbeKind> ProbeLoop::MakeKind(const probes::ProbeKindEntry& entry,
+                                                       const config::Config& c) {
+  auto kind = entry.make(c, probe_env_);
+  return kind && wrap_ ? wrap_(std::move(kind)) : kind;
+}
+
+}  // namespace podnet::app

@@ -1,0 +1,124 @@
+#pragma once
+
+#include <prometheus/counter.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "exporter/app/loop_thread.h"
+#include "exporter/app/reload_pacer.h"
+#include "exporter/config/config.h"
+#include "exporter/metrics/metrics.h"
+#include "exporter/responders/burst_server.h"
+#include "exporter/responders/grpc_health.h"
+#include "exporter/responders/http_server.h"
+#include "exporter/responders/udp_echo.h"
+#include "exporter/runtime/bounded_worker.h"
+#include "exporter/web/auth_gate.h"
+#include "exporter/web/tls_context.h"
+#include "exporter/web/web_config.h"
+
+namespace podnet::app {
+
+/// The responder loop (docs/design.md, "Thread model"): what peers time against this Pod.
+/// It owns the HTTP server's sockets and routing, the UDP echo responder, the identity every
+/// answer carries, the basic auth gate and the /-/reload pacer; /echo, /-/healthy, /-/ready
+/// and / are answered on it at once, the rest goes to the control loop (ControlHooks) and the
+/// finished response comes back here. It also owns the burst and gRPC health responders, which
+/// run on threads of their own. Other threads reach it through SetIdentity and ReloadFinished
+/// (each posts to the loop) and SetReady (an atomic).
+class ResponderLoop {
+ public:
+  /// How the responder loop hands work to the control loop; each call posts there.
+  struct ControlHooks {
+    /// /metrics, /podnet/info and /-/ready when not ready: `req` for `path` (its target
+    /// without the query), answered through `respond`.
+    std::function<void(responders::HttpRequest req, std::string path,
+                       responders::HttpRespond respond)>
+        serve;
+    /// One reload for the requests of `batch`; ReloadFinished() when it is over.
+    std::function<void(ReloadPacer::Batch batch)> reload;
+  };
+
+  /// `web`: the --web.config.file (basic auth, headers); null for plain HTTP.
+  ResponderLoop(metrics::Metrics& metrics, std::shared_ptr<const web::WebConfig> web,
+                ControlHooks control);
+  ~ResponderLoop();
+
+  /// Binds every listener `config` asks for, HTTP on `listen` (`listen_key`: the setting that
+  /// names it, for the error line), with TLS from `tls` when set. False when one cannot be
+  /// bound (logged). Before Start().
+  bool Bind(const config::Config& config, const net::HostPort& listen, std::string_view listen_key,
+            std::shared_ptr<web::TlsContextSource> tls);
+  /// Runs the loop on its thread. Stop() is thread-safe.
+  void Start() { thread_.Start(); }
+  void Stop() { io_.stop(); }
+  /// Stops the loop and waits for it, then closes the HTTP and UDP echo listeners (no peer is
+  /// answered by a half-torn-down server).
+  void Shutdown();
+
+  /// Thread-safe, posted: who answers, in every /echo response (proto/echo.h: kNodeHeader,
+  /// kZoneHeader) and UDP echo reply.
+  void SetIdentity(const std::string& node, const std::string& zone);
+  /// Thread-safe, posted: the reload ControlHooks::reload began is over.
+  void ReloadFinished();
+  /// Thread-safe (an atomic): whether /-/ready answers "Ready." at once; when not, the control
+  /// loop says why.
+  void SetReady(bool ready) { ready_ = ready; }
+
+ private:
+  // Answers /echo, health and / at once; posts the rest to the control loop.
+  void Route(responders::HttpRequest req, responders::HttpRespond respond);
+  // A bcrypt check for `d` (AuthGate::Verdict::kCheck) on auth_worker_, then RouteAuthorized
+  // or 401 back on this loop.
+  void CheckCredentials(web::AuthGate::Decision d, responders::HttpRequest req, std::string path,
+                        responders::HttpRespond respond);
+  // The 401 or 429 for a request basic auth refused (`d`), counted.
+  responders::HttpResponse AuthRefusal(const web::AuthGate::Decision& d);
+  // Route's part after the TLS and basic auth checks.
+  void RouteAuthorized(responders::HttpRequest req, std::string path,
+                       responders::HttpRespond respond);
+  // Queues a /-/reload request (reload_pacer_), or refuses it when too many wait.
+  void RequestReload(responders::HttpRespond respond);
+  // The auth gate, its worker and podnet_web_auth_failures_total, for basic_auth_users.
+  void SetUpAuth(prometheus::Registry& registry);
+
+  boost::asio::io_context io_;
+  metrics::Metrics& metrics_;
+  std::shared_ptr<const web::WebConfig> web_;
+  ControlHooks control_;
+  std::shared_ptr<web::TlsContextSource> tls_;  // the control loop re-reads its files
+  // With basic_auth_users: the decision per request and the one thread that runs bcrypt checks
+  // (web/auth_gate.h: at most 2 a second, 4 queued; never on a loop). Jobs post to io_.
+  std::unique_ptr<web::AuthGate> auth_;
+  std::unique_ptr<runtime::BoundedWorker> auth_worker_;
+  // podnet_web_auth_failures_total{reason}, indexed by AuthGate::Verdict (kAllowed and
+  // kCheck unused; kCheck's slot counts "wrong_credentials": a check that failed).
+  std::vector<prometheus::Counter*> auth_failures_;
+  // podnet_responder_requests_total{responder="http_echo",result="answered"}: /echo requests.
+  prometheus::Counter& http_echo_answered_;
+  // /-/reload requests: a reload starts at most once a second; up to 16 requests wait
+  // meanwhile (more get 429) and all share the next reload (reload_pacer.h).
+  ReloadPacer reload_pacer_;
+  prometheus::Counter* reload_refused_ = nullptr;
+  // Set from the effective self by the probe loop (SetIdentity).
+  std::vector<std::pair<std::string, std::string>> echo_identity_headers_;
+  std::atomic<bool> ready_{false};
+
+  std::unique_ptr<responders::HttpServer> http_;
+  std::unique_ptr<responders::UdpEchoResponder> udp_echo_;
+  std::unique_ptr<responders::BurstResponder> burst_;  // own thread (see burst_server.h)
+#ifdef PODNET_WITH_GRPC
+  std::unique_ptr<responders::GrpcHealthServer> grpc_health_;  // responders.grpc, if set
+#endif
+  LoopThread thread_{io_, runtime::Loop::kResponder, "responder"};
+};
+
+}  // namespace podnet::app
