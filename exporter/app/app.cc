@@ -42,6 +42,7 @@ int App::Run() {
     spdlog::error("peers.kubernetes: {}", err);
     return 2;
   }
+  control_.CatchSignals();  // before /-/healthy answers: SIGTERM then always exits 0
   probe_.Start();
   responder_.Start();
   control_.Run();  // until Stop()

@@ -59,7 +59,7 @@ bool ControlLoop::LoadTls(std::shared_ptr<web::TlsContextSource>* tls) {
   return true;
 }
 
-void ControlLoop::Run() {
+void ControlLoop::CatchSignals() {
   signals_.emplace(io_, SIGHUP, SIGINT, SIGTERM);
   WaitForSignal();
   if (tls_) ArmTlsRefresh();
@@ -71,6 +71,9 @@ void ControlLoop::Run() {
       Reload(&err);
     });
   }
+}
+
+void ControlLoop::Run() {
   running_ = true;
   UpdateReady();
   {

@@ -44,6 +44,10 @@ class ControlLoop {
   bool LoadTls(std::shared_ptr<web::TlsContextSource>* tls);
   /// Starts Kubernetes discovery as the running configuration asks. Before Run().
   bool StartDiscovery(std::string* error) { return watches_.Configure(*config_, error); }
+  /// Takes SIGHUP, SIGINT and SIGTERM over from their early handlers (early_signals.h) and arms
+  /// the TLS refresh. Before the other loops start serving: a SIGTERM to a process that answers
+  /// /-/healthy must stop it cleanly (exit 0), never by the signal's default action. Once.
+  void CatchSignals();
   /// Runs the loop on this thread until Stop() (or SIGINT/SIGTERM), then ends discovery's
   /// calls; Release() destroys it once the other loops are joined.
   void Run();
@@ -98,7 +102,7 @@ class ControlLoop {
     responders::HttpRespond respond;
   };
   std::vector<PendingScrape> pending_scrapes_;
-  std::optional<boost::asio::signal_set> signals_;  // while Run() runs
+  std::optional<boost::asio::signal_set> signals_;  // from CatchSignals() to Run()'s end
   boost::asio::steady_timer tls_refresh_{io_};
   bool running_ = false;  // Run() runs the loop
 };
