@@ -121,24 +121,28 @@ def overview():
     http = "podnet_http_request_duration_seconds"
     return "podnet-overview", "podnet / Overview: the latency ladder", "overview", [
         panel("bargauge", "RTT p50 by path class (recorded, last 5m)",
-              [('path:podnet_rtt_seconds:p50{%s}' % CL, "{{path}}")], "s", 0, 0, 8, 6,
+              [('path_class:podnet_rtt_seconds:p50{%s}' % CL, "{{path_class}}")], "s", 0, 0, 8, 6,
               "The ladder: same_node < same_zone < cross_zone. From the recording rules."),
         panel("bargauge", "HTTP p50 by path class and connection (recorded)",
-              [('path:podnet_http_request_duration_seconds:p50{%s}' % CL,
-                "{{path}} {{connection}}")], "s", 8, 0, 8, 6),
-        panel("stat", "Peers by path class", [('sum by (path) (podnet_peers{%s})' % CL, "{{path}}")],
+              [('path_class:podnet_http_request_duration_seconds:p50{%s}' % CL,
+                "{{path_class}} {{connection}}")], "s", 8, 0, 8, 6),
+        panel("stat", "Peers by path class",
+              [('sum by (path_class) (podnet_peers{%s})' % CL, "{{path_class}}")],
               "none", 16, 0, 8, 6, "Peers each prober measures (summed over probers)."),
         panel("timeseries", "RTT p50 by path class",
-              [(quantile(0.5, rtt, "path", SEL_PEER), "{{path}}")], "s", 0, 6),
+              [(quantile(0.5, rtt, "path_class", SEL_PEER), "{{path_class}}")], "s", 0, 6),
         panel("timeseries", "RTT p99 by path class",
-              [(quantile(0.99, rtt, "path", SEL_PEER), "{{path}}")], "s", 12, 6),
+              [(quantile(0.99, rtt, "path_class", SEL_PEER), "{{path_class}}")], "s", 12, 6),
         panel("timeseries", "HTTP request p50 by path class and connection",
-              [(quantile(0.5, http, "path, connection", SEL_PEER), "{{path}} {{connection}}")],
+              [(quantile(0.5, http, "path_class, connection", SEL_PEER),
+                "{{path_class}} {{connection}}")],
               "s", 0, 14),
         panel("timeseries", "HTTP request p99 by path class and connection",
-              [(quantile(0.99, http, "path, connection", SEL_PEER), "{{path}} {{connection}}")],
+              [(quantile(0.99, http, "path_class, connection", SEL_PEER),
+                "{{path_class}} {{connection}}")],
               "s", 12, 14),
-        panel("timeseries", "Packet loss by path class", [(loss("path", SEL_PEER), "{{path}}")],
+        panel("timeseries", "Packet loss by path class",
+              [(loss("path_class", SEL_PEER), "{{path_class}}")],
               "percentunit", 0, 22),
         panel("timeseries", "Probe errors by probe and reason",
               [('sum by (probe, reason) (rate(podnet_probe_errors_total{%s}[%s]))' % (CL, RI),
@@ -167,7 +171,7 @@ def overview():
 
 def zone_matrix():
     rtt = "podnet_rtt_seconds"
-    not_same_node = SEL_PEER + ', path!="same_node"'
+    not_same_node = SEL_PEER + ', path_class!="same_node"'
     return "podnet-zone-matrix", "podnet / Zone matrix", "zone", [
         panel("table", "RTT p50: source zone (rows) × peer zone (columns)",
               [(quantile(0.5, rtt, "source_zone, peer_zone", not_same_node, "5m"), "")], "s",
@@ -183,17 +187,17 @@ def zone_matrix():
               [(quantile(0.5, "podnet_http_request_duration_seconds", "source_zone, peer_zone",
                          not_same_node + ', connection="keepalive"', "5m"), "")], "s",
               12, 8, 12, 8, instant=True, fmt="table"),
-        panel("timeseries", "RTT p50 by zone pair and path (recorded)",
-              [('path_zone:podnet_rtt_seconds:p50{%s, source_zone=~"$zone"}' % CL,
-                "{{source_zone}} → {{peer_zone}} {{path}}")], "s", 0, 16),
-        panel("timeseries", "RTT p99 by zone pair and path (recorded)",
-              [('path_zone:podnet_rtt_seconds:p99{%s, source_zone=~"$zone"}' % CL,
-                "{{source_zone}} → {{peer_zone}} {{path}}")], "s", 12, 16),
-        panel("timeseries", "Loss by zone pair and path (recorded)",
-              [('path_zone:podnet_rtt_loss:ratio_rate5m{%s, source_zone=~"$zone"}' % CL,
-                "{{source_zone}} → {{peer_zone}} {{path}}")], "percentunit", 0, 24),
+        panel("timeseries", "RTT p50 by zone pair and path class (recorded)",
+              [('path_class_zone:podnet_rtt_seconds:p50{%s, source_zone=~"$zone"}' % CL,
+                "{{source_zone}} → {{peer_zone}} {{path_class}}")], "s", 0, 16),
+        panel("timeseries", "RTT p99 by zone pair and path class (recorded)",
+              [('path_class_zone:podnet_rtt_seconds:p99{%s, source_zone=~"$zone"}' % CL,
+                "{{source_zone}} → {{peer_zone}} {{path_class}}")], "s", 12, 16),
+        panel("timeseries", "Loss by zone pair and path class (recorded)",
+              [('path_class_zone:podnet_rtt_loss:ratio_rate5m{%s, source_zone=~"$zone"}' % CL,
+                "{{source_zone}} → {{peer_zone}} {{path_class}}")], "percentunit", 0, 24),
         panel("timeseries", "HTTP p99 by zone pair and connection (recorded)",
-              [('path_zone:podnet_http_request_duration_seconds:p99{%s, source_zone=~"$zone"}'
+              [('path_class_zone:podnet_http_request_duration_seconds:p99{%s, source_zone=~"$zone"}'
                 % CL, "{{source_zone}} → {{peer_zone}} {{connection}}")], "s", 12, 24),
         # Service locality (probes.service): does traffic through a Service address stay in
         # the zone? The path class here is the prober's → the backend that answered.
@@ -204,14 +208,14 @@ def zone_matrix():
                    "prober's zone (same node or same zone). Alert PodnetServiceTrafficLeavesZone "
                    "compares it with what the Service asks for (podnet_service_info)."),
         panel("timeseries", "Service answers by backend zone and path class",
-              [('sum by (service, source_zone, backend_zone, path) '
+              [('sum by (service, source_zone, backend_zone, path_class) '
                 '(rate(podnet_service_requests_total{%s}[%s]))' % (SEL, RI),
-                "{{service}} {{source_zone}} → {{backend_zone}} {{path}}")], "reqps", 12, 32,
+                "{{service}} {{source_zone}} → {{backend_zone}} {{path_class}}")], "reqps", 12, 32,
               desc="Each request is a flow of its own, so this is how the dataplane spreads "
-                   "flows over the backends. path=unknown: the answer carried no identity."),
+                   "flows over the backends. path_class=unknown: the answer carried no identity."),
         panel("timeseries", "Service request p50 by path class",
-              [(quantile(0.5, "podnet_service_rtt_seconds", "service, path", SEL),
-                "{{service}} {{path}}")], "s", 0, 40, 24, 8,
+              [(quantile(0.5, "podnet_service_rtt_seconds", "service, path_class", SEL),
+                "{{service}} {{path_class}}")], "s", 0, 40, 24, 8,
               desc="Through the Service address: a new flow each time (UDP: one echo; HTTP: "
                    "connect and one request)."),
     ]
@@ -287,24 +291,25 @@ def dns():
 def throughput_cost():
     sel = SEL_PEER
     return "podnet-throughput-cost", "podnet / Throughput and cost", "throughput", [
-        panel("timeseries", "Burst throughput by path and streams (last burst)",
-              [('avg by (path, streams) (podnet_burst_throughput_bytes_per_second{%s})' % sel,
-                "{{path}} {{streams}} streams")], "Bps", 0, 0),
-        panel("timeseries", "Retransmits per burst hour by path and streams",
-              [('sum by (path, streams) (increase(podnet_burst_retransmits_total{%s}[1h]))' % sel,
-                "{{path}} {{streams}} streams")], "none", 12, 0),
+        panel("timeseries", "Burst throughput by path class and streams (last burst)",
+              [('avg by (path_class, streams) (podnet_burst_throughput_bytes_per_second{%s})' % sel,
+                "{{path_class}} {{streams}} streams")], "Bps", 0, 0),
+        panel("timeseries", "Retransmits per burst hour by path class and streams",
+              [('sum by (path_class, streams) (increase(podnet_burst_retransmits_total{%s}[1h]))'
+                % sel,
+                "{{path_class}} {{streams}} streams")], "none", 12, 0),
         panel("timeseries", "Sender TCP RTT during bursts (tcpi_rtt)",
-              [('avg by (path, streams) (podnet_burst_tcp_rtt_seconds{%s})' % sel,
-                "{{path}} {{streams}} streams")], "s", 0, 8),
+              [('avg by (path_class, streams) (podnet_burst_tcp_rtt_seconds{%s})' % sel,
+                "{{path_class}} {{streams}} streams")], "s", 0, 8),
         panel("timeseries", "Congestion window at the end of a burst",
-              [('avg by (path, streams) (podnet_burst_snd_cwnd_bytes{%s})' % sel,
-                "{{path}} {{streams}} streams")], "bytes", 12, 8),
-        panel("timeseries", "Prober bytes/s by path and probe (sent + received)",
-              [('sum by (path, probe) (rate(podnet_probe_sent_bytes_total{%s}[%s]))\n'
-                '  + sum by (path, probe) (rate(podnet_probe_received_bytes_total{%s}[%s]))'
-                % (sel, RI, sel, RI), "{{path}} {{probe}}")], "Bps", 0, 16),
+              [('avg by (path_class, streams) (podnet_burst_snd_cwnd_bytes{%s})' % sel,
+                "{{path_class}} {{streams}} streams")], "bytes", 12, 8),
+        panel("timeseries", "Prober bytes/s by path class and probe (sent + received)",
+              [('sum by (path_class, probe) (rate(podnet_probe_sent_bytes_total{%s}[%s]))\n'
+                '  + sum by (path_class, probe) (rate(podnet_probe_received_bytes_total{%s}[%s]))'
+                % (sel, RI, sel, RI), "{{path_class}} {{probe}}")], "Bps", 0, 16),
         panel("timeseries", "Cross-zone bytes/s by zone pair (recorded)",
-              [('path_zone:podnet_cross_zone_bytes:rate5m{%s, source_zone=~"$zone"}' % CL,
+              [('path_class_zone:podnet_cross_zone_bytes:rate5m{%s, source_zone=~"$zone"}' % CL,
                 "{{source_zone}} → {{peer_zone}}")], "Bps", 12, 16),
         panel("stat", "Estimated cross-zone cost of the prober, $ per hour",
               [('cluster:podnet_cross_zone_cost_usd:per_hour{%s}' % CL, "{{cluster}}")],
@@ -316,7 +321,8 @@ def throughput_cost():
         panel("stat", "Price used, $ per GB crossing zones (both ends)",
               [("podnet:config:cross_zone_usd_per_gb", "")], "currencyUSD", 16, 24, 8, 6),
         panel("timeseries", "Cost by zone pair, $ per hour (recorded)",
-              [('path_zone:podnet_cross_zone_cost_usd:per_hour{%s, source_zone=~"$zone"}' % CL,
+              [('path_class_zone:podnet_cross_zone_cost_usd:per_hour{%s, source_zone=~"$zone"}'
+                % CL,
                 "{{source_zone}} → {{peer_zone}}")], "currencyUSD", 0, 30, 24, 8),
     ]
 

@@ -237,6 +237,7 @@ def pod_address(name):
 
 
 def path_of(labels):
+    """The series' path class: `path_class`, or `path` in a 0.1.0 binary (the "before" runs)."""
     return labels.get("path_class", labels.get("path", "unknown"))
 
 

@@ -54,7 +54,7 @@ def one_run(exe, ns, tmp, kcfg, tag, probes, aggregate, warmup, seconds):
     s = K.parse_metrics(body)
     m["series"] = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
     m["bytes"] = len(body.encode())
-    m["peers"] = {l.get("path", "?"): v for n, l, v in s if n == "podnet_peers"}
+    m["peers"] = {l.get("path_class", "?"): v for n, l, v in s if n == "podnet_peers"}
     peer_series = 0
     for line in body.splitlines():
         if line and not line.startswith("#") and "peer_zone=" in line:

@@ -70,12 +70,13 @@ def scrape():
 
 def exporter_state(samples):
     return {
-        "sum": B.sum_by(samples, "podnet_rtt_seconds_sum", "path"),
-        "count": B.sum_by(samples, "podnet_rtt_seconds_count", "path"),
-        "buckets": {p: K.buckets(samples, "podnet_rtt_seconds", path=p) for p in PATH_OF.values()},
-        "sent": B.sum_by(samples, "podnet_rtt_packets_sent_total", "path"),
-        "received": B.sum_by(samples, "podnet_rtt_packets_received_total", "path"),
-        "late": B.sum_by(samples, "podnet_rtt_late_replies_total", "path"),
+        "sum": B.sum_by(samples, "podnet_rtt_seconds_sum", "path_class"),
+        "count": B.sum_by(samples, "podnet_rtt_seconds_count", "path_class"),
+        "buckets": {p: K.buckets(samples, "podnet_rtt_seconds", path_class=p)
+                    for p in PATH_OF.values()},
+        "sent": B.sum_by(samples, "podnet_rtt_packets_sent_total", "path_class"),
+        "received": B.sum_by(samples, "podnet_rtt_packets_received_total", "path_class"),
+        "late": B.sum_by(samples, "podnet_rtt_late_replies_total", "path_class"),
     }
 
 
@@ -318,7 +319,7 @@ def report(args, rounds, exp_log, ref):
             checks.append((p, "ping-ovh", "median", e_p50, w_p50))
     K.log("%d measured round(s), RTT in us (exp n: the exporter's replies in those rounds, sent"
           " as trains of %d):" % (len(measured), args.count))
-    B.table(["path", "exp n", "ping n", "exp mean", "ping mean", "ping-exp", "exp p50*",
+    B.table(["path class", "exp n", "ping n", "exp mean", "ping mean", "ping-exp", "exp p50*",
              "ping p50", "ping p50*", "ping-exp", "target +/-"], rows)
     K.log("  * p50 interpolated in the exporter's buckets as histogram_quantile does; 'ping p50*'"
           " bins ping's own samples")
@@ -338,8 +339,8 @@ def report(args, rounds, exp_log, ref):
               " stamp; see txcap.py),")
         K.log("and ping without it in the measured rounds (the span the exporter times, kernel TX"
               " to kernel RX):")
-        B.table(["path", "packets", "ovh p50", "ovh mean", "ping-ovh mean", "exp mean", "diff",
-                 "ping-ovh p50", "exp p50*", "diff"], rows2)
+        B.table(["path class", "packets", "ovh p50", "ovh mean", "ping-ovh mean", "exp mean",
+                 "diff", "ping-ovh p50", "exp p50*", "diff"], rows2)
     if ref:
         K.log("")
         K.log("reference: a kernel-timestamped prober (txstamps.py: raw socket, SO_TIMESTAMPING TX+RX"
@@ -363,7 +364,7 @@ def report(args, rounds, exp_log, ref):
                           "%+.1f" % (e_mean * 1e6 - r["last_us_mean"])])
             checks.append((p, "ref", "mean", e_mean, r["first_us_mean"] * 1e-6))
             checks.append((p, "ref", "median", e_p50, r["first_us_p50"] * 1e-6))
-        B.table(["path", "exp n", "exp mean", "exp p50*", "ref n", "first mean", "first p50",
+        B.table(["path class", "exp n", "exp mean", "exp p50*", "ref n", "first mean", "first p50",
                  "last mean", "last p50", "stamps/key", "gap p50", "exp-first", "exp-last"],
                 rows3)
         K.log("  stamps/key 2:N = every request got 2 TX stamps: the bridge's egress veth stamps the"

@@ -45,7 +45,7 @@ struct Config {
   std::vector<StaticPeer> static_peers;
   std::optional<KubernetesPeers> kubernetes;  // peers.kubernetes; absent = static peers only
   /// metrics.aggregate_peers: drop the `peer` and `peer_node` labels so that series are per
-  /// (source, peer zone, path) and cardinality stays bounded on big clusters (docs/design.md,
+  /// (source, peer zone, path class) and cardinality stays bounded on big clusters (docs/design.md,
   /// "Metrics: peer labels and buckets").
   bool aggregate_peers = false;
   std::optional<probes::rtt::RttOptions> rtt;        // probes.rtt; absent = off

@@ -19,7 +19,7 @@ prometheus::Labels PeerLabels(const topology::Self& self, const topology::Peer& 
       {"source_node", self.node},
       {"source_zone", self.zone},
       {"peer_zone", peer.zone},
-      {"path", std::string(topology::PathClassName(peer.path))},
+      {"path_class", std::string(topology::PathClassName(peer.path))},
   };
   if (set == PeerLabelSet::kPerPeer) {
     labels.emplace("peer", peer.name);
@@ -89,7 +89,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                 .Help("Number of peers this probe Pod probes, by path class.")
                 .Register(*registry_);
   for (auto p : topology::kAllPathClasses) {
-    peers_->Add({{"path", std::string(topology::PathClassName(p))}});
+    peers_->Add({{"path_class", std::string(topology::PathClassName(p))}});
   }
   probe_errors_ = &prometheus::BuildCounter()
                        .Name("podnet_probe_errors_total")
@@ -197,7 +197,7 @@ void Metrics::SetPeers(const std::vector<topology::Peer>& peers) {
   std::map<topology::PathClass, int> counts;
   for (const auto& p : peers) ++counts[p.path];
   for (auto p : topology::kAllPathClasses) {
-    peers_->Add({{"path", std::string(topology::PathClassName(p))}}).Set(counts[p]);
+    peers_->Add({{"path_class", std::string(topology::PathClassName(p))}}).Set(counts[p]);
   }
 }
 

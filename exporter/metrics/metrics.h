@@ -23,10 +23,10 @@ namespace podnet::metrics {
 
 /// Which labels name the peer in a peer series (metrics.aggregate_peers picks one).
 enum class PeerLabelSet {
-  /// source_node, source_zone, peer, peer_node, peer_zone, path: one series per peer.
+  /// source_node, source_zone, peer, peer_node, peer_zone, path_class: one series per peer.
   kPerPeer,
-  /// source_node, source_zone, peer_zone, path: `peer` and `peer_node` aggregated away, so all
-  /// peers of one zone and path class share one series per metric (bounds cardinality on big
+  /// source_node, source_zone, peer_zone, path_class: `peer` and `peer_node` aggregated away, so
+  /// all peers of one zone and path class share one series per metric (bounds cardinality on big
   /// clusters). Under it, per metric type:
   ///  - counters and histograms sum over the peers that feed the series (a peer that goes keeps
   ///    its past counts in the sum; the series stays monotonic while any peer still feeds it);
@@ -38,8 +38,8 @@ enum class PeerLabelSet {
 
 /// The labels of one peer's series (docs/design.md, "Metrics: peer labels and buckets"): the
 /// only place that decides the label set.
-/// kPerPeer: source_node, source_zone, peer, peer_node, peer_zone, path; kAggregated: the same
-/// without peer and peer_node.
+/// kPerPeer: source_node, source_zone, peer, peer_node, peer_zone, path_class; kAggregated: the
+/// same without peer and peer_node.
 prometheus::Labels PeerLabels(const topology::Self& self, const topology::Peer& peer,
                               PeerLabelSet set);
 
@@ -134,7 +134,7 @@ class Metrics {
   /// The users of each series, for every SeriesSet fed from this registry.
   const std::shared_ptr<SeriesRefs>& series_refs() { return series_refs_; }
 
-  /// Sets podnet_peers{path} from the current peer list (every path class, zeros included).
+  /// Sets podnet_peers{path_class} from the current peer list (every path class, zeros included).
   void SetPeers(const std::vector<topology::Peer>& peers);
 
   /// Records a configuration (re)load outcome; `now_seconds` is Unix time.

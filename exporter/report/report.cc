@@ -88,7 +88,7 @@ std::map<Key, Buckets> HistBy(const std::vector<prometheus::MetricFamily>& fams,
   return out;
 }
 
-// The distinct values of `label` per group (e.g. peers per path).
+// The distinct values of `label` per group (e.g. peers per path class).
 std::map<Key, std::set<std::string>> DistinctBy(const std::vector<prometheus::MetricFamily>& fams,
                                                 const std::string& name,
                                                 const std::vector<std::string>& by,
@@ -146,8 +146,9 @@ bool Configured(const RunInfo& run, const std::string& kind) {
   return std::find(run.configured.begin(), run.configured.end(), kind) != run.configured.end();
 }
 
-// The target a per-peer series names: its peer, or its path when peers are aggregated away.
-std::string TargetOf(const Key& k) { return k[0].empty() ? "path=" + k[1] : k[0]; }
+// The target a per-peer series names: its peer, or its path class when peers are aggregated
+// away.
+std::string TargetOf(const Key& k) { return k[0].empty() ? "path_class=" + k[1] : k[0]; }
 
 // Appends "reason ×n" to a comma-separated list of error counts ("timeout ×3, refused ×1").
 void AppendErrorCount(std::string& line, const std::string& reason, double n) {
@@ -156,7 +157,7 @@ void AppendErrorCount(std::string& line, const std::string& reason, double n) {
 
 // "peer cross: timeout ×3, refused ×1" lines from podnet_probe_errors_total{probe=kind}.
 void AddErrorNotes(Section& s, const std::vector<prometheus::MetricFamily>& fams) {
-  auto errors = SumBy(fams, "podnet_probe_errors_total", {"peer", "path", "name", "reason"},
+  auto errors = SumBy(fams, "podnet_probe_errors_total", {"peer", "path_class", "name", "reason"},
                       {{"probe", s.id}});
   std::map<std::string, std::string> by_target;
   for (const auto& [k, n] : errors) {
@@ -169,12 +170,12 @@ void AddErrorNotes(Section& s, const std::vector<prometheus::MetricFamily>& fams
 
 Section RttSection(const std::vector<prometheus::MetricFamily>& f, std::vector<Failure>& fail) {
   Section s{"rtt", "RTT by path class", false, {}, {}};
-  auto hist = HistBy(f, "podnet_rtt_seconds", {"path", "protocol"});
-  auto sent = SumBy(f, "podnet_rtt_packets_sent_total", {"path", "protocol"});
-  auto recv = SumBy(f, "podnet_rtt_packets_received_total", {"path", "protocol"});
-  auto peers = DistinctBy(f, "podnet_rtt_packets_sent_total", {"path", "protocol"}, "peer");
+  auto hist = HistBy(f, "podnet_rtt_seconds", {"path_class", "protocol"});
+  auto sent = SumBy(f, "podnet_rtt_packets_sent_total", {"path_class", "protocol"});
+  auto recv = SumBy(f, "podnet_rtt_packets_received_total", {"path_class", "protocol"});
+  auto peers = DistinctBy(f, "podnet_rtt_packets_sent_total", {"path_class", "protocol"}, "peer");
   for (const auto& [k, n] : sent) {
-    Row row{KeyOf({"path", "protocol"}, k), {}};
+    Row row{KeyOf({"path_class", "protocol"}, k), {}};
     row.figures["peers"] = Fig(static_cast<double>(peers[k].size()), 0);
     row.figures["packets_sent"] = Count(n);
     double r = recv.count(k) ? recv[k] : 0;
@@ -185,8 +186,8 @@ Section RttSection(const std::vector<prometheus::MetricFamily>& f, std::vector<F
     AddLatency(row, hist[k]);
     s.rows.push_back(std::move(row));
   }
-  auto sent_peer = SumBy(f, "podnet_rtt_packets_sent_total", {"peer", "path"});
-  auto recv_peer = SumBy(f, "podnet_rtt_packets_received_total", {"peer", "path"});
+  auto sent_peer = SumBy(f, "podnet_rtt_packets_sent_total", {"peer", "path_class"});
+  auto recv_peer = SumBy(f, "podnet_rtt_packets_received_total", {"peer", "path_class"});
   for (const auto& [k, n] : sent_peer) {
     double r = recv_peer.count(k) ? recv_peer[k] : 0;
     if (n > 0 && r == 0) {
@@ -209,7 +210,7 @@ struct RequestKind {
   const char* title;
   const char* duration;         // histogram family
   const char* requests;         // counter family with a `code` label
-  std::vector<std::string> by;  // path first
+  std::vector<std::string> by;  // path_class first
   const char* ok_code;          // "200", "OK"
   const char* unit;             // "requests", "checks"
   const char* note;
@@ -249,7 +250,7 @@ Section HttpSection(const std::vector<prometheus::MetricFamily>& f, std::vector<
        "HTTP /echo: keep-alive vs new connection",
        "podnet_http_request_duration_seconds",
        "podnet_http_requests_total",
-       {"path", "connection"},
+       {"path_class", "connection"},
        "200",
        "requests",
        "Request duration from the request's first byte sent to the response's last byte "
@@ -263,7 +264,7 @@ Section GrpcSection(const std::vector<prometheus::MetricFamily>& f, std::vector<
                          "gRPC health checks",
                          "podnet_grpc_request_duration_seconds",
                          "podnet_grpc_requests_total",
-                         {"path"},
+                         {"path_class"},
                          "OK",
                          "checks",
                          "grpc.health.v1.Health/Check round trips; percentiles interpolated in "
@@ -273,7 +274,7 @@ Section GrpcSection(const std::vector<prometheus::MetricFamily>& f, std::vector<
 
 Section BurstSection(const std::vector<prometheus::MetricFamily>& f, std::vector<Failure>& fail) {
   Section s{"burst", "TCP bursts: 1 and N streams", false, {}, {}};
-  std::vector<std::string> by{"path", "streams"};
+  std::vector<std::string> by{"path_class", "streams"};
   auto tput = SumBy(f, "podnet_burst_throughput_bytes_per_second", by);
   auto tput_min = SumBy(f, "podnet_burst_interval_min_throughput_bytes_per_second", by);
   auto n = DistinctBy(f, "podnet_burst_throughput_bytes_per_second", by, "peer");
@@ -295,7 +296,7 @@ Section BurstSection(const std::vector<prometheus::MetricFamily>& f, std::vector
     row.figures["tcp_rtt_seconds"] = Fig(rtt[k] / peers, kInf);
     s.rows.push_back(std::move(row));
   }
-  auto tput_peer = SumBy(f, "podnet_burst_throughput_bytes_per_second", {"peer", "path"});
+  auto tput_peer = SumBy(f, "podnet_burst_throughput_bytes_per_second", {"peer", "path_class"});
   for (const auto& [k, bps] : tput_peer) {
     if (bps <= 0) fail.push_back({"burst", TargetOf(k), "no throughput measured"});
   }
@@ -304,7 +305,7 @@ Section BurstSection(const std::vector<prometheus::MetricFamily>& f, std::vector
   // configuration's choice, not the peer's failure; it stays a note.
   std::map<Key, std::string> no_burst;
   auto errors =
-      SumBy(f, "podnet_probe_errors_total", {"peer", "path", "reason"}, {{"probe", "burst"}});
+      SumBy(f, "podnet_probe_errors_total", {"peer", "path_class", "reason"}, {{"probe", "burst"}});
   for (const auto& [k, n] : errors) {
     Key peer{k[0], k[1]};
     if (n <= 0 || k[2] == "budget_exhausted" || tput_peer.count(peer)) continue;
@@ -357,10 +358,10 @@ Section DnsSection(const std::vector<prometheus::MetricFamily>& f, std::vector<F
 
 Section CostSection(const std::vector<prometheus::MetricFamily>& f, const RunInfo& run) {
   Section s{"cost", "Cross-zone bytes and cost", true, {}, {}};
-  auto sent = SumBy(f, "podnet_probe_sent_bytes_total", {"path", "probe"});
-  auto recv = SumBy(f, "podnet_probe_received_bytes_total", {"path", "probe"});
-  std::map<std::pair<std::string, std::string>, int> rounds;  // (path, kind) → rounds
-  for (const auto& t : run.targets) rounds[{t.path, t.probe}] += t.rounds;
+  auto sent = SumBy(f, "podnet_probe_sent_bytes_total", {"path_class", "probe"});
+  auto recv = SumBy(f, "podnet_probe_received_bytes_total", {"path_class", "probe"});
+  std::map<std::pair<std::string, std::string>, int> rounds;  // (path class, kind) → rounds
+  for (const auto& t : run.targets) rounds[{t.path_class, t.probe}] += t.rounds;
   struct PathBytes {
     double run = 0;        // bytes moved in the run
     double daemon = 0;     // bytes an hour at the configured intervals
@@ -382,7 +383,7 @@ Section CostSection(const std::vector<prometheus::MetricFamily>& f, const RunInf
     }
   }
   for (const auto& [path, acc] : by_path) {
-    Row row{{{"path", path}}, {}};
+    Row row{{{"path_class", path}}, {}};
     double price = path == "cross_zone" ? run.price_usd_per_gb : 0;
     // Spread: one round of the kind that moves the most, more or less (rounds start at random
     // phases); the projection varies as much, relatively.
@@ -441,17 +442,18 @@ Layout With(std::vector<std::string> key, std::vector<Column> columns, bool late
 
 const Layout& LayoutOf(const std::string& id) {
   static const std::map<std::string, Layout> kLayouts = {
-      {"rtt", With({"path", "protocol"},
+      {"rtt", With({"path_class", "protocol"},
                    {{"peers", "peers", 1, 0},
                     {"packets_sent", "sent", 1, 0},
                     {"loss_ratio", "loss %", 100, 1}},
                    true, true)},
       {"http",
-       With({"path", "connection"},
+       With({"path_class", "connection"},
             {{"requests", "requests", 1, 0}, {"failed_requests", "failed", 1, 0}}, true, true)},
-      {"grpc", With({"path"}, {{"requests", "checks", 1, 0}, {"failed_requests", "failed", 1, 0}},
-                    true, true)},
-      {"burst", With({"path", "streams"},
+      {"grpc",
+       With({"path_class"}, {{"requests", "checks", 1, 0}, {"failed_requests", "failed", 1, 0}},
+            true, true)},
+      {"burst", With({"path_class", "streams"},
                      {{"throughput_bits_per_second", "Gbit/s", 1e-9, 3},
                       {"retransmits", "retransmits", 1, 0},
                       {"sent_bytes", "sent MB", 1e-6, 1},
@@ -463,7 +465,7 @@ const Layout& LayoutOf(const std::string& id) {
                     {"nxdomain_per_lookup", "NXDOMAIN/lookup", 1, 1},
                     {"failed_lookups", "failed", 1, 0}},
                    true, false)},
-      {"cost", With({"path"},
+      {"cost", With({"path_class"},
                     {{"run_bytes", "run MB", 1e-6, 3},
                      {"daemon_bytes_per_hour", "daemon MB/h", 1e-6, 3},
                      {"daemon_usd_per_30_days", "daemon $/30 d", 1, 4}},
@@ -651,7 +653,7 @@ Report ReadBody(const json& j) {
     const json& t = targets[i];
     r.run.targets.push_back({ReadText(At(t, path, "probe"), Member(path, "probe")),
                              ReadText(At(t, path, "target"), Member(path, "target")),
-                             ReadText(At(t, path, "path"), Member(path, "path")),
+                             ReadText(At(t, path, "path_class"), Member(path, "path_class")),
                              ReadCount(At(t, path, "rounds"), Member(path, "rounds"))});
   }
   const json& sections = ReadArray(At(j, "", "sections"), "sections");
@@ -822,8 +824,10 @@ nlohmann::json ToJson(const Report& r) {
       {"interval_seconds", r.run.interval_seconds}};
   auto& targets = j["run"]["targets"] = nlohmann::json::array();
   for (const auto& t : r.run.targets) {
-    targets.push_back(
-        {{"probe", t.probe}, {"target", t.target}, {"path", t.path}, {"rounds", t.rounds}});
+    targets.push_back({{"probe", t.probe},
+                       {"target", t.target},
+                       {"path_class", t.path_class},
+                       {"rounds", t.rounds}});
   }
   auto& sections = j["sections"] = nlohmann::json::array();
   for (const auto& s : r.sections) {

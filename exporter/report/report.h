@@ -49,8 +49,8 @@ struct Figure {
   bool beyond_spread = false;
 };
 
-/// One row of a table: its key (e.g. path=same_zone, connection=keepalive) and figures by name
-/// (names carry their unit: p50_seconds, throughput_bits_per_second, ...).
+/// One row of a table: its key (e.g. path_class=same_zone, connection=keepalive) and figures by
+/// name (names carry their unit: p50_seconds, throughput_bits_per_second, ...).
 struct Row {
   std::vector<std::pair<std::string, std::string>> key;
   std::map<std::string, Figure> figures;
@@ -84,14 +84,14 @@ struct RunInfo {
   std::map<std::string, double> interval_seconds;  // by kind: the configured interval
   /// Rounds each (kind, target) ran to the end in the run; a target with none failed.
   struct Target {
-    std::string probe, target, path;
+    std::string probe, target, path_class;
     int rounds = 0;
   };
   std::vector<Target> targets;
 };
 
 struct Report {
-  static constexpr int kVersion = 1;  // the JSON's "version"; bumped on an incompatible change
+  static constexpr int kVersion = 2;  // the JSON's "version"; bumped on an incompatible change
   RunInfo run;
   std::vector<Section> sections;  // always rtt, http, grpc, burst, dns, cost, in that order
   std::vector<Failure> failures;

@@ -24,7 +24,7 @@ enum class PathClass { kSameNode, kSameZone, kCrossZone, kUnknown };
 /// The label value: "same_node" | "same_zone" | "cross_zone" | "unknown".
 std::string_view PathClassName(PathClass p);
 
-/// All path classes, in ladder order (for podnet_peers{path}, which reports zeros too).
+/// All path classes, in ladder order (for podnet_peers{path_class}, which reports zeros too).
 inline constexpr PathClass kAllPathClasses[] = {PathClass::kSameNode, PathClass::kSameZone,
                                                 PathClass::kCrossZone, PathClass::kUnknown};
 

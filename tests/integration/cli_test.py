@@ -777,21 +777,21 @@ def report(exe, tmp):
         stop_exporter(live)
 
 
-# A small report as `report --format=json` writes it (the schema of docs/design.md, version 1).
+# A small report as `report --format=json` writes it (the schema of docs/design.md, version 2).
 def report_document():
     def fig(value, spread):
         return {"value": value, "spread": spread}
     return {
-        "schema": "podnet-exporter-report", "version": 1,
+        "schema": "podnet-exporter-report", "version": 2,
         "run": {"self": {"name": "client", "node": "node-a", "zone": "zone-a"},
                 "exporter_version": "0.1.0 (revision test)", "started": "2026-12-01T05:00:00Z",
                 "duration_seconds": 60, "price_usd_per_gb": 0.02, "configured": ["rtt"],
                 "interval_seconds": {"rtt": 10},
-                "targets": [{"probe": "rtt", "target": "peer-1", "path": "same_zone",
+                "targets": [{"probe": "rtt", "target": "peer-1", "path_class": "same_zone",
                              "rounds": 6}]},
         "sections": [{"id": "rtt", "title": "RTT by path class", "configured": True,
                       "notes": ["from the test"],
-                      "rows": [{"key": {"path": "same_zone", "protocol": "icmp"},
+                      "rows": [{"key": {"path_class": "same_zone", "protocol": "icmp"},
                                 "figures": {"peers": fig(1, 0), "packets_sent": fig(120, 11),
                                             "loss_ratio": fig(0, 0.008),
                                             "p50_seconds": fig(0.0004, 0.00002),
@@ -855,8 +855,9 @@ def report_inputs(exe, tmp):
              .update(value=-5), rows + "loss_ratio.value"),
             ("150 % loss", lambda d: d["sections"][0]["rows"][0]["figures"]["loss_ratio"]
              .update(value=1.5), rows + "loss_ratio.value"),
-            ("version 1.5", lambda d: d.update(version=1.5), "version 1.5"),
-            ("version 2", lambda d: d.update(version=2), "version 2"),
+            ("version 2.5", lambda d: d.update(version=2.5), "version 2.5"),
+            ("version 1 (0.1.0's, keyed by path)", lambda d: d.update(version=1), "version 1"),
+            ("version 3", lambda d: d.update(version=3), "version 3"),
             ("-1 rounds", lambda d: d["run"]["targets"][0].update(rounds=-1),
              "run.targets[0].rounds"),
             ("a null count", lambda d: d["sections"][0]["rows"][0]["figures"]["samples"]
@@ -876,7 +877,7 @@ def report_inputs(exe, tmp):
     doc = report_document()
     doc["run"]["self"]["name"] = "\x1b]0;owned\x07\x1b[2J"
     doc["run"]["self"]["zone"] = "z\x00ne"
-    doc["sections"][0]["rows"][0]["key"]["path"] = "same\x1b[31m_zone"
+    doc["sections"][0]["rows"][0]["key"]["path_class"] = "same\x1b[31m_zone"
     doc["failures"] = [{"probe": "rtt", "target": "peer\x1b[8m", "reason": "gone\r"}]
     escaped = write("escapes-report.json", doc)
     rc, out, err, took = report_run("--input=" + escaped)
@@ -1030,7 +1031,7 @@ def main():
         check(get(base + "/-/reload")[0] == 405, "GET /-/reload is refused (405)")
         time.sleep(2.5)
         code, metrics = get(base + "/metrics")
-        check('podnet_rtt_packets_received_total{path="same_zone",peer="lo"' in metrics
+        check('podnet_rtt_packets_received_total{path_class="same_zone",peer="lo"' in metrics
               and 'protocol="udp"' in metrics, "UDP echo RTT to the own responder is measured")
         with open(cfg, "w") as f:
             f.write(body.replace("count: 3", "count: many") + "bogus: 1\n")
@@ -1063,7 +1064,7 @@ def main():
         # (no peer, peer_node labels); the per-peer series go; the shared series outlives one
         # of its peers; back to per-peer labels, the aggregated series go.
         rtt_received = "podnet_rtt_packets_received_total"
-        aggregated_key = (rtt_received + '{path="same_zone",peer_zone="z",protocol="udp",'
+        aggregated_key = (rtt_received + '{path_class="same_zone",peer_zone="z",protocol="udp",'
                           'source_node="fallback-node",source_zone="z"}')
         with open(cfg, "w") as f:
             f.write(config_body(("lo", "lo2"), aggregate=True))

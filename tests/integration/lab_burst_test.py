@@ -247,8 +247,8 @@ def scenario(args, tmp):
             check(tp > 1e6 and rtt > 0 and cwnd > 0,
                   "exporter -> %s (%s), %s stream(s): %.0f Mbit/s, rtt %.3f ms, cwnd %d" % (
                       p, path, s, tp * 8e-6, rtt * 1e3, cwnd))
-        sent = series(text, "podnet_probe_sent_bytes_total", probe="burst", path=path)
-        check(sent and sent > 0, "podnet_probe_sent_bytes_total{probe=burst,path=%s} = %d" % (
+        sent = series(text, "podnet_probe_sent_bytes_total", probe="burst", path_class=path)
+        check(sent and sent > 0, "podnet_probe_sent_bytes_total{probe=burst,path_class=%s} = %d" % (
             path, sent or 0))
     r = subprocess.run([args.promtool, "check", "metrics"], input=text, capture_output=True,
                        text=True, timeout=30)

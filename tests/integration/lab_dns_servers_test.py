@@ -105,8 +105,8 @@ def scenario(args, tmp):
     for server, (zone, path) in sorted(want.items()):
         got = series.get(server, [])
         check(len(got) == 1 and got[0][0].get("server_zone") == zone
-              and got[0][0].get("path") == path,
-              "%s: one series, server_zone=%s path=%s (got %s)"
+              and got[0][0].get("path_class") == path,
+              "%s: one series, server_zone=%s path_class=%s (got %s)"
               % (server, zone, path, [g[0] for g in got]))
     # 2. resolv.conf's nameserver is the same-zone replica: asked once, as that replica.
     check(set(series) == set(want),

@@ -143,27 +143,27 @@ def scenario(args, tmp):
     a_json = os.path.join(tmp, "a.json")
     with open(a_json, "w") as f:
         f.write(out)
-    check(rep["schema"] == "podnet-exporter-report" and rep["version"] == 1,
-          "JSON names its schema and version 1")
+    check(rep["schema"] == "podnet-exporter-report" and rep["version"] == 2,
+          "JSON names its schema and version 2")
     check([s["id"] for s in rep["sections"]] == SECTIONS
           and all(s["configured"] for s in rep["sections"]),
           "every section present and configured: %s" % [s["id"] for s in rep["sections"]])
     check(rep["failures"] == [], "no failure: %s" % rep["failures"])
-    p50 = {p: (row(rep, "rtt", path=p) or {}).get("p50_seconds", {}).get("value")
+    p50 = {p: (row(rep, "rtt", path_class=p) or {}).get("p50_seconds", {}).get("value")
            for p in ("same_node", "same_zone", "cross_zone")}
     log("RTT p50 ms: %s" % {k: v and round(v * 1e3, 3) for k, v in p50.items()})
     check(None not in p50.values() and p50["same_node"] < p50["same_zone"] < p50["cross_zone"],
           "the RTT ladder is ordered: same_node < same_zone < cross_zone (p50)")
     for p in ("same_node", "same_zone", "cross_zone"):
         for c in ("keepalive", "new"):
-            f = row(rep, "http", path=p, connection=c)
+            f = row(rep, "http", path_class=p, connection=c)
             check(f is not None and f["requests"]["value"] > 0 and f["failed_requests"]["value"] == 0,
                   "HTTP %s %s: requests answered" % (p, c))
-        g = row(rep, "grpc", path=p)
+        g = row(rep, "grpc", path_class=p)
         check(g is not None and g["requests"]["value"] > 0 and g["failed_requests"]["value"] == 0,
               "gRPC %s: checks answered" % p)
         for n in ("1", "2"):
-            b = row(rep, "burst", path=p, streams=n)
+            b = row(rep, "burst", path_class=p, streams=n)
             check(b is not None and b["throughput_bits_per_second"]["value"] > 0,
                   "burst %s with %s stream(s): %s Gbit/s" % (
                       p, n, b and round(b["throughput_bits_per_second"]["value"] / 1e9, 3)))
@@ -177,8 +177,8 @@ def scenario(args, tmp):
           % str(sts and (sts["queries_per_lookup"]["value"], sts["nxdomain_per_lookup"]["value"])))
     check(sts_abs is not None and sts_abs["queries_per_lookup"]["value"] == 2,
           "DNS: its absolute form = 2 questions")
-    cross = row(rep, "cost", path="cross_zone")
-    same = row(rep, "cost", path="same_node")
+    cross = row(rep, "cost", path_class="cross_zone")
+    same = row(rep, "cost", path_class="same_node")
     check(cross is not None and cross["run_bytes"]["value"] > 0
           and cross["daemon_usd_per_30_days"]["value"] > 0,
           "cost: cross-zone bytes counted and priced")
@@ -191,7 +191,7 @@ def scenario(args, tmp):
     rc, out, err = report(args, "--input=" + a_json, "--baseline=" + a_json, "--format=json")
     same_rep = json.loads(out)
     check(rc == 0 and marked(same_rep) == [] and "baseline" in same_rep
-          and row(same_rep, "rtt", path="cross_zone")["p50_seconds"]["baseline"] == p50["cross_zone"],
+          and row(same_rep, "rtt", path_class="cross_zone")["p50_seconds"]["baseline"] == p50["cross_zone"],
           "against itself as baseline: nothing beyond spread (%s)" % marked(same_rep))
     rc, md, err = report(args, "--input=" + a_json, "--baseline=" + a_json)
     check(all(t in md for t in TITLES) and " !)" not in md,
@@ -201,14 +201,14 @@ def scenario(args, tmp):
     doctored = copy.deepcopy(rep)
     for s in doctored["sections"]:
         for r in s["rows"]:
-            if s["id"] == "rtt" and r["key"]["path"] == "cross_zone":
+            if s["id"] == "rtt" and r["key"]["path_class"] == "cross_zone":
                 r["figures"]["p50_seconds"]["value"] *= 2
     d_json = os.path.join(tmp, "doctored.json")
     with open(d_json, "w") as f:
         json.dump(doctored, f)
     rc, out, err = report(args, "--input=" + a_json, "--baseline=" + d_json, "--format=json")
     m = marked(json.loads(out))
-    check(m == [("rtt", {"path": "cross_zone", "protocol": "icmp"}, "p50_seconds")],
+    check(m == [("rtt", {"path_class": "cross_zone", "protocol": "icmp"}, "p50_seconds")],
           "doctored baseline (cross-zone p50 doubled): exactly that figure marked (%s)" % m)
 
     # 4. A second live run against the first: the Markdown a user reads.

@@ -123,10 +123,11 @@ def scenario(args, tmp):
           and stamps.get(("rx", "user"), 1) == 0,
           "RTTs are timed from kernel TX and RX stamps: %s" % stamps)
 
-    mean = by_label(promql('sum by (path) (podnet_rtt_seconds_sum{peer!="cross-v6"}) / '
-                           'sum by (path) (podnet_rtt_seconds_count{peer!="cross-v6"})'), "path")
-    p50 = by_label(promql('histogram_quantile(0.5, sum by (path, le) '
-                          '(podnet_rtt_seconds_bucket{peer!="cross-v6"}))'), "path")
+    mean = by_label(promql('sum by (path_class) (podnet_rtt_seconds_sum{peer!="cross-v6"}) / '
+                           'sum by (path_class) (podnet_rtt_seconds_count{peer!="cross-v6"})'),
+                    "path_class")
+    p50 = by_label(promql('histogram_quantile(0.5, sum by (path_class, le) '
+                          '(podnet_rtt_seconds_bucket{peer!="cross-v6"}))'), "path_class")
     log("exporter mean ms: " + ", ".join("%s=%.3f" % (k, v * 1e3) for k, v in mean.items()))
     log("exporter p50 ms (histogram): " + ", ".join("%s=%.3f" % (k, v * 1e3)
                                                      for k, v in p50.items()))
@@ -148,9 +149,9 @@ def scenario(args, tmp):
         # Both counters move when a train settles: any difference is loss.
         check(s >= 30 and s == rcv and late.get(peer, 0) == 0,
               "%s: no loss on a healthy path (sent %d, received %d)" % (peer, s, rcv))
-    peers = by_label(promql("podnet_peers"), "path")
+    peers = by_label(promql("podnet_peers"), "path_class")
     check(peers.get("same_node") == 1 and peers.get("same_zone") == 1
-          and peers.get("cross_zone") == 2, "podnet_peers by path: %s" % peers)
+          and peers.get("cross_zone") == 2, "podnet_peers by path_class: %s" % peers)
 
     # A flood of the client's responders from the same-node Pod (idle HTTP connections past the
     # server's limit, UDP garbage as fast as Python can send) must not grow its memory without

@@ -93,7 +93,7 @@ def counts(samples):
     answered, errors, zones = {}, {}, {}
     for name, labels, value in samples:
         if name == "podnet_service_requests_total":
-            key = (labels["service"], labels["path"])
+            key = (labels["service"], labels["path_class"])
             answered[key] = answered.get(key, 0) + value
             zones[key] = labels["backend_zone"]
         elif name == "podnet_service_request_errors_total":

@@ -93,7 +93,7 @@ class ServersTarget : public PeerProbeBase {
   explicit ServersTarget(std::shared_ptr<DnsKind> kind);
 
  private:
-  // One server of a round: where to ask, and its series' labels (server, server_zone, path).
+  // One server of a round: where to ask, and its series' labels (server, server_zone, path_class).
   struct Server {
     ResolvConf::Nameserver ns;
     prometheus::Labels labels;
@@ -241,7 +241,7 @@ std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf&
     std::string server = net::FormatHostPort(ns.address, ns.port);
     prometheus::Labels labels{{"server", server},
                               {"server_zone", std::move(zone)},
-                              {"path", std::string(topology::PathClassName(path))}};
+                              {"path_class", std::string(topology::PathClassName(path))}};
     auto [it, added] = index.emplace(server, servers.size());
     if (added) {
       servers.push_back({ns, std::move(labels)});

@@ -299,8 +299,9 @@ class TargetProbe : public PeerProbeBase {
   std::map<int, std::function<void()>> inflight_;  // request id → its cancel
   // One slot per backend_zone value that has series (at most kMaxBackendZones).
   struct ZoneSlot {
-    std::uint64_t last_round = 0;    // answered_rounds_ when it last answered
-    std::set<const void*> requests;  // its podnet_service_requests_total series (one per path)
+    std::uint64_t last_round = 0;  // answered_rounds_ when it last answered
+    std::set<const void*>
+        requests;  // its podnet_service_requests_total series (one per path class)
   };
   std::map<std::string, ZoneSlot> zones_;
   std::uint64_t answered_rounds_ = 0;  // finished rounds that got at least one good answer
@@ -458,15 +459,15 @@ void TargetProbe::Record(const Outcome& o) {
   }
   slot->second.last_round = answered_rounds_;
   std::string path(topology::PathClassName(a.path));
-  auto& requests = AddSeries(f.requests, {{"backend_zone", a.backend_zone}, {"path", path}});
+  auto& requests = AddSeries(f.requests, {{"backend_zone", a.backend_zone}, {"path_class", path}});
   requests.Increment();
   slot->second.requests.insert(&requests);
-  AddSeries(f.rtt, {{"path", path}}).Observe(o.rtt_seconds);
+  AddSeries(f.rtt, {{"path_class", path}}).Observe(o.rtt_seconds);
 }
 
 // At the start of a round that follows an answered one: frees the slots of zones that did not
 // answer in the last kZoneQuietRounds answered rounds, and their request series (the RTT
-// histograms are by path only: they stay).
+// histograms are by path class only: they stay).
 void TargetProbe::ExpireQuietZones() {
   if (!series()) return;
   for (auto it = zones_.begin(); it != zones_.end();) {

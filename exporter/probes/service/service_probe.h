@@ -28,12 +28,12 @@ namespace podnet::probes::service {
 /// handshake is not in it).
 ///
 /// Series (labels service = the target's name, source_node, source_zone):
-///   podnet_service_requests_total{backend_zone, path}  answered requests; path "unknown" and
-///       backend_zone "" when the answer did not say who answered. At most 32 backend_zone
-///       values a target at a time (more: reason too_many_zones); a zone without an answer in
-///       30 answered rounds loses its series and its slot
+///   podnet_service_requests_total{backend_zone, path_class}  answered requests;
+///       path_class "unknown" and backend_zone "" when the answer did not say who answered. At
+///       most 32 backend_zone values a target at a time (more: reason too_many_zones); a zone
+///       without an answer in 30 answered rounds loses its series and its slot
 ///   podnet_service_backend_zones_expired_total  backend_zone values freed so
-///   podnet_service_rtt_seconds{path}  histogram, metrics::LatencyBuckets()
+///   podnet_service_rtt_seconds{path_class}  histogram, metrics::LatencyBuckets()
 ///   podnet_service_request_errors_total{reason}  requests without a good answer: "timeout",
 ///       "refused", "unreachable", "bad_response" (not our reply, or an identity a label must
 ///       not carry), "too_many_zones" (an answer from a 33rd zone), "resolve" (once per round: the

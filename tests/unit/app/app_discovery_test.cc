@@ -200,8 +200,12 @@ probes:
   // zone read from the Node; never self.
   EXPECT_TRUE(Eventually(
       [&] {
-        return value(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")") > 0 &&
-               value(R"(podnet_rtt_packets_received_total{path="cross_zone",peer="podnet-c")") > 0;
+        return value(
+                   R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="podnet-b")") >
+                   0 &&
+               value(
+                   R"(podnet_rtt_packets_received_total{path_class="cross_zone",peer="podnet-c")") >
+                   0;
       },
       8000ms))
       << metrics();
@@ -221,7 +225,7 @@ probes:
     EXPECT_TRUE(Eventually(
         [&] {
           return value(std::string(R"(podnet_service_requests_total{backend_zone="zone-a",)") +
-                       R"(path="same_node",service=")" + service + '"') > 0;
+                       R"(path_class="same_node",service=")" + service + '"') > 0;
         },
         3000ms))
         << service << "\n"
@@ -237,9 +241,9 @@ probes:
   }));
   w->Push(EventJson("MODIFIED", SliceJson("podnet-abc12", "101", {endpoints[0], endpoints[1]})));
   EXPECT_TRUE(Eventually([&] { return !has(R"(peer="podnet-c")"); }, 3000ms)) << metrics();
-  EXPECT_TRUE(has(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")"));
-  EXPECT_TRUE(has(R"(podnet_peers{path="cross_zone"} 0)"));
-  EXPECT_TRUE(has(R"(podnet_peers{path="same_zone"} 1)"));
+  EXPECT_TRUE(has(R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="podnet-b")"));
+  EXPECT_TRUE(has(R"(podnet_peers{path_class="cross_zone"} 0)"));
+  EXPECT_TRUE(has(R"(podnet_peers{path_class="same_zone"} 1)"));
   EXPECT_TRUE(
       has(R"(podnet_kubernetes_watch_events_total{resource="endpointslices",type="MODIFIED"} 1)"));
 
@@ -254,10 +258,11 @@ probes:
   EXPECT_NE(answer.find("peers.kubernetes"), std::string::npos) << answer;
   EXPECT_TRUE(has("podnet_config_last_reload_successful 0"));
   const double before =
-      value(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")");
+      value(R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="podnet-b")");
   EXPECT_TRUE(Eventually(
       [&] {
-        return value(R"(podnet_rtt_packets_received_total{path="same_zone",peer="podnet-b")") >
+        return value(
+                   R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="podnet-b")") >
                before;
       },
       3000ms))
@@ -274,7 +279,7 @@ probes:
       Eventually([&] { return !has(R"(peer="podnet-b")") && has(R"(peer="static-lo")"); }, 3000ms))
       << metrics();
   // The zone read from the Node went with discovery: self.zone is "" again.
-  EXPECT_TRUE(has(R"(path="unknown",peer="static-lo")")) << metrics();
+  EXPECT_TRUE(has(R"(path_class="unknown",peer="static-lo")")) << metrics();
   HttpGet(port, "/-/ready", &status);
   EXPECT_EQ(status, 200);
   // And the discovery's own series go with it.

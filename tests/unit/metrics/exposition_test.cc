@@ -52,7 +52,7 @@ std::string Written(const std::vector<prometheus::MetricFamily>& families, std::
 std::vector<prometheus::MetricFamily> Fixture() {
   prometheus::Registry registry;
   auto& c = prometheus::BuildCounter().Name("fx_total").Help("A counter.").Register(registry);
-  c.Add({{"peer", "a\"b\\c\nd"}, {"path", "same_node"}}).Increment(3);
+  c.Add({{"peer", "a\"b\\c\nd"}, {"path_class", "same_node"}}).Increment(3);
   c.Add({}).Increment(1e20);
   c.Add({{"x", ""}}).Increment(0.1 + 0.2);
   auto& g = prometheus::BuildGauge().Name("fx_gauge").Register(registry);  // no help
@@ -63,9 +63,9 @@ std::vector<prometheus::MetricFamily> Fixture() {
   g.Add({{"k", "big"}}).Set(9007199254740993.0);
   g.Add({{"k", "unicode"}}).Set(1234567.891);
   auto& h = prometheus::BuildHistogram().Name("fx_seconds").Help("Latency.").Register(registry);
-  auto& lat = h.Add({{"path", "cross_zone"}}, LatencyBuckets());
+  auto& lat = h.Add({{"path_class", "cross_zone"}}, LatencyBuckets());
   for (double v : {5e-6, 8e-5, 3.3e-4, 0.0006, 0.0125, 0.2, 7.0}) lat.Observe(v);
-  h.Add({{"path", "empty"}}, prometheus::Histogram::BucketBoundaries{0.1, 1, 10});
+  h.Add({{"path_class", "empty"}}, prometheus::Histogram::BucketBoundaries{0.1, 1, 10});
   auto& s = prometheus::BuildSummary().Name("fx_summary").Help("S.").Register(registry);
   auto& sm = s.Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.99, 0.001}});
   for (int i = 1; i <= 100; ++i) sm.Observe(i * 0.01);

@@ -37,7 +37,7 @@ TEST(PeerLabelsTest, TheSixPeerLabels) {
                                         {"peer", "pod-b"},
                                         {"peer_node", "node-2"},
                                         {"peer_zone", "zone-b"},
-                                        {"path", "cross_zone"}}));
+                                        {"path_class", "cross_zone"}}));
 }
 
 TEST(PeerLabelsTest, AggregatedDropsPeerAndPeerNode) {
@@ -49,7 +49,7 @@ TEST(PeerLabelsTest, AggregatedDropsPeerAndPeerNode) {
   EXPECT_EQ(b, (prometheus::Labels{{"source_node", "node-1"},
                                    {"source_zone", "zone-a"},
                                    {"peer_zone", "zone-b"},
-                                   {"path", "cross_zone"}}));
+                                   {"path_class", "cross_zone"}}));
   EXPECT_EQ(b, c);  // two peers of one zone: one label set
   auto other_zone =
       PeerLabels(self, MakePeer("pod-d", "node-4", "zone-c", topology::PathClass::kCrossZone),
@@ -212,7 +212,7 @@ TEST(FindSeriesTest, SeveralMatchesFailNamingEveryLabelSet) {
 }
 
 double PeersGauge(Metrics& m, const char* path) {
-  auto s = FindSeries(m.registry(), "podnet_peers", {{"path", path}});
+  auto s = FindSeries(m.registry(), "podnet_peers", {{"path_class", path}});
   return s ? s->gauge.value : -1;
 }
 
@@ -286,7 +286,8 @@ void FillLarge(Metrics& m, int peers) {
                      .Register(m.registry());
   for (int i = 0; i < peers; ++i) {
     family
-        .Add({{"peer", "peer-with-a-longish-name-" + std::to_string(i)}, {"path", "same_zone"}},
+        .Add({{"peer", "peer-with-a-longish-name-" + std::to_string(i)},
+              {"path_class", "same_zone"}},
              std::vector<double>{1e-05, 8e-05, 6e-04, 0.1, 1.5})
         .Observe(7e-05 * (i % 3));
   }

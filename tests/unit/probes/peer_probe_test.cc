@@ -198,7 +198,7 @@ TEST_F(PeerProbeBaseTest, ErrorsAreCountedByReasonUnderTheProbesLabels) {
                                                         {"peer", "a"},
                                                         {"peer_node", "node-2"},
                                                         {"peer_zone", "zone-a"},
-                                                        {"path", "same_zone"},
+                                                        {"path_class", "same_zone"},
                                                         {"probe", "test"},
                                                         {"reason", "timeout"}}));
   EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total", {{"reason", "refused"}}),

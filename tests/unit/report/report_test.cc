@@ -63,7 +63,7 @@ struct Recorded {
   // One peer's train results: every sample answered, `lost` more sent and never answered.
   void Peer(const std::string& peer, const std::string& path, const std::vector<double>& rtts,
             int lost = 0) {
-    prometheus::Labels l{{"peer", peer}, {"path", path}, {"protocol", "icmp"}};
+    prometheus::Labels l{{"peer", peer}, {"path_class", path}, {"protocol", "icmp"}};
     auto& h = rtt.Add(l, metrics::LatencyBuckets());
     for (double x : rtts) h.Observe(x);
     sent.Add(l).Increment(static_cast<double>(rtts.size() + lost));
@@ -86,7 +86,7 @@ const Row* FindRow(const Report& r, const std::string& section, const std::strin
     if (s.id != section) continue;
     for (const auto& row : s.rows) {
       for (const auto& [k, v] : row.key) {
-        if (k == "path" && v == path) return &row;
+        if (k == "path_class" && v == path) return &row;
       }
     }
   }
@@ -167,19 +167,29 @@ TEST(ReportTest, PeerWithNoCompletedBurstFailedBudgetSkipsDidNot) {
                      .Name("podnet_probe_errors_total")
                      .Help("errors")
                      .Register(registry);
-  tput.Add({{"peer", "live"}, {"path", "same_zone"}, {"streams", "1"}}).Set(1.2e9);
-  errors.Add({{"probe", "burst"}, {"peer", "live"}, {"path", "same_zone"}, {"reason", "timeout"}})
+  tput.Add({{"peer", "live"}, {"path_class", "same_zone"}, {"streams", "1"}}).Set(1.2e9);
+  errors
+      .Add({{"probe", "burst"},
+            {"peer", "live"},
+            {"path_class", "same_zone"},
+            {"reason", "timeout"}})
       .Increment();
-  errors.Add({{"probe", "burst"}, {"peer", "dead"}, {"path", "cross_zone"}, {"reason", "refused"}})
+  errors
+      .Add({{"probe", "burst"},
+            {"peer", "dead"},
+            {"path_class", "cross_zone"},
+            {"reason", "refused"}})
       .Increment(2);
   errors
       .Add({{"probe", "burst"},
             {"peer", "skipped"},
-            {"path", "same_zone"},
+            {"path_class", "same_zone"},
             {"reason", "budget_exhausted"}})
       .Increment(2);
   // Another kind's errors are not the burst's: a peer with only RTT errors failed no burst.
-  errors.Add({{"probe", "rtt"}, {"peer", "other"}, {"path", "same_node"}, {"reason", "timeout"}})
+  errors
+      .Add(
+          {{"probe", "rtt"}, {"peer", "other"}, {"path_class", "same_node"}, {"reason", "timeout"}})
       .Increment();
   Report r = Build(registry.Collect(), Probed({"burst"}));
   ASSERT_EQ(r.failures.size(), 1u) << ToMarkdown(r);
@@ -216,7 +226,7 @@ TEST(ReportTest, DoubledFigureInTheBaselineIsMarkedAndOnlyIt) {
   for (auto& s : doctored["sections"]) {
     if (s["id"] != "rtt") continue;
     for (auto& row : s["rows"]) {
-      if (row["key"]["path"] == "cross_zone") {
+      if (row["key"]["path_class"] == "cross_zone") {
         auto& p50 = row["figures"]["p50_seconds"]["value"];
         p50 = p50.get<double>() * 2;
       }
@@ -251,7 +261,7 @@ TEST(ReportTest, SecondRunOfTheSameNetworkStaysWithinSpreadAShiftedOneDoesNot) {
 
 TEST(ReportTest, CrossZoneCostPerRoundAtTheConfiguredInterval) {
   Recorded rec;
-  prometheus::Labels l{{"peer", "cross"}, {"path", "cross_zone"}, {"probe", "rtt"}};
+  prometheus::Labels l{{"peer", "cross"}, {"path_class", "cross_zone"}, {"probe", "rtt"}};
   rec.bytes.Add(l).Increment(6e6);  // 6 rounds in the run
   RunInfo run = Probed();
   run.targets = {{"rtt", "cross", "cross_zone", 6}};
@@ -265,14 +275,16 @@ TEST(ReportTest, CrossZoneCostPerRoundAtTheConfiguredInterval) {
   EXPECT_NEAR(cost->figures.at("daemon_usd_per_30_days").value, 360e6 * 720 / 1e9 * 0.02, 1e-9);
 }
 
-TEST(ReportTest, RejectsWhatIsNotAVersionOneReport) {
+TEST(ReportTest, RejectsWhatIsNotAVersionTwoReport) {
   std::string error;
   EXPECT_FALSE(FromJson(nlohmann::json::parse(R"({"schema":"x"})"), &error));
   auto j = ToJson(Build({}, Probed()));
-  j["version"] = 2;
-  EXPECT_FALSE(FromJson(j, &error));
-  EXPECT_NE(error.find("version 2"), std::string::npos) << error;
+  // Version 1 keyed rows and targets by `path`, now `path_class`: an old baseline is refused
+  // for its version, with that in the message.
   j["version"] = 1;
+  EXPECT_FALSE(FromJson(j, &error));
+  EXPECT_EQ(error, "report version 1, this build reads version 2");
+  j["version"] = 2;
   j["sections"] = 3;
   EXPECT_FALSE(FromJson(j, &error));
 }
@@ -332,9 +344,9 @@ TEST(ReportTest, ValuesOutsideTheirMeaningAreRefusedWithTheirJsonPath) {
   EXPECT_EQ(error,
             "sections[0].rows[0].figures.\\x1b[2J.value: \"x\" is not a number (a number, "
             "\"+Inf\" or null)");
-  // Versions: only the integer 1.
-  for (nlohmann::json v : {nlohmann::json(1.5), nlohmann::json("1"), nlohmann::json(2),
-                           nlohmann::json(-1), nlohmann::json(nullptr)}) {
+  // Versions: only the integer 2.
+  for (nlohmann::json v : {nlohmann::json(2.5), nlohmann::json("2"), nlohmann::json(1),
+                           nlohmann::json(3), nlohmann::json(-1), nlohmann::json(nullptr)}) {
     nlohmann::json doctored = good;
     doctored["version"] = v;
     EXPECT_FALSE(FromJson(doctored, &error)) << v.dump();
@@ -358,7 +370,7 @@ TEST(ReportTest, ControlCharactersInNamesAreShownNotPrinted) {
   nlohmann::json doctored = ToJson(Build(rec.registry.Collect(), run));
   doctored["run"]["self"]["name"] = "\x1b]0;owned\x07\x1b[2J";
   doctored["run"]["self"]["zone"] = std::string("z\0ne", 4);
-  doctored["sections"][0]["rows"][0]["key"]["path"] = "same\x1b[31m_node";
+  doctored["sections"][0]["rows"][0]["key"]["path_class"] = "same\x1b[31m_node";
   doctored["failures"] = {{{"probe", "rtt"},
                            {"target",
                             "\x9b"
@@ -408,26 +420,26 @@ std::size_t ThousandPeerReportBytes(bool failing) {
     std::string peer = "podnet-exporter-";
     for (int k = 0; k < 5; ++k) peer += "bcdfghjklmnpqrstvwxz2456789"[rng() % 27];
     std::string path = paths[i % 3];
-    prometheus::Labels l{{"peer", peer}, {"path", path}, {"protocol", "icmp"}};
+    prometheus::Labels l{{"peer", peer}, {"path_class", path}, {"protocol", "icmp"}};
     sent.Add(l).Increment(20);
     received.Add(l).Increment(failing ? 0 : 20);
     rtt.Add(l, metrics::LatencyBuckets()).Observe(400e-6);
     for (const char* mode : {"keepalive", "new"}) {
       http.Add({{"peer", peer},
-                {"path", path},
+                {"path_class", path},
                 {"connection", mode},
                 {"code", failing ? "0" : "200"}})
           .Increment(40);
     }
-    grpc.Add({{"peer", peer}, {"path", path}, {"code", failing ? "UNAVAILABLE" : "OK"}})
+    grpc.Add({{"peer", peer}, {"path_class", path}, {"code", failing ? "UNAVAILABLE" : "OK"}})
         .Increment(10);
     for (const char* kind : {"rtt", "http", "grpc", "burst"}) {
-      bytes.Add({{"peer", peer}, {"path", path}, {"probe", kind}}).Increment(1e5);
+      bytes.Add({{"peer", peer}, {"path_class", path}, {"probe", kind}}).Increment(1e5);
       run.targets.push_back({kind, peer, path, 6});
       if (!failing) continue;
-      errors.Add({{"probe", kind}, {"peer", peer}, {"path", path}, {"reason", "timeout"}})
+      errors.Add({{"probe", kind}, {"peer", peer}, {"path_class", path}, {"reason", "timeout"}})
           .Increment(20);
-      errors.Add({{"probe", kind}, {"peer", peer}, {"path", path}, {"reason", "refused"}})
+      errors.Add({{"probe", kind}, {"peer", peer}, {"path_class", path}, {"reason", "refused"}})
           .Increment(3);
     }
   }

@@ -88,10 +88,10 @@ TEST_F(DnsServersTest, EachReplicaHasItsZoneAndPathAndGoesWhenItGoes) {
   EXPECT_EQ(far.questions, 1);
   EXPECT_EQ(Answers(near_server), 1);
   EXPECT_EQ(Label(near_server, "server_zone"), "zone-a");
-  EXPECT_EQ(Label(near_server, "path"), "same_node");
+  EXPECT_EQ(Label(near_server, "path_class"), "same_node");
   EXPECT_EQ(Answers(far_server), 1);
   EXPECT_EQ(Label(far_server, "server_zone"), "zone-c");
-  EXPECT_EQ(Label(far_server, "path"), "cross_zone");
+  EXPECT_EQ(Label(far_server, "path_class"), "cross_zone");
   EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total",
                          {{"probe", "dns"}, {"reason", "servers_over_cap"}}),
             -1);

@@ -249,7 +249,7 @@ TEST_F(RttProbeTest, UdpEchoAllAnswered) {
                                                         {"peer", "udp-peer"},
                                                         {"peer_node", "node-1"},
                                                         {"peer_zone", "zone-a"},
-                                                        {"path", "same_node"},
+                                                        {"path_class", "same_node"},
                                                         {"protocol", "udp"}}));
 }
 
@@ -275,7 +275,7 @@ TEST_F(RttProbeTest, UdpNothingListening) {
   ASSERT_TRUE(h.has_value());
   EXPECT_EQ(h->histogram.sample_count, 0u);
   EXPECT_EQ(BytesCounter("podnet_probe_received_bytes_total", peer), 0);
-  EXPECT_EQ(env_.PeerLabels(peer).at("path"), "cross_zone");
+  EXPECT_EQ(env_.PeerLabels(peer).at("path_class"), "cross_zone");
 }
 
 TEST_F(RttProbeTest, RepliesGoToTheirOwnPeer) {
@@ -365,7 +365,7 @@ TEST_F(RttProbeTest, AggregatedPeersShareOneSeriesUntilTheLastGoes) {
   const prometheus::Labels shared{{"source_node", "node-1"},
                                   {"source_zone", "zone-a"},
                                   {"peer_zone", "zone-b"},
-                                  {"path", "cross_zone"},
+                                  {"path_class", "cross_zone"},
                                   {"protocol", "udp"}};
   EXPECT_EQ(Labels(a, "udp"), shared);
   EXPECT_EQ(Labels(b, "udp"), shared);

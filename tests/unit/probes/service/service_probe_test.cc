@@ -91,7 +91,7 @@ class ServiceProbeTest : public ::testing::Test {
   }
   double Requests(const std::string& service, const std::string& zone, const std::string& path) {
     return CounterValue(metrics_.registry(), "podnet_service_requests_total",
-                        Labels(service, {{"backend_zone", zone}, {"path", path}}));
+                        Labels(service, {{"backend_zone", zone}, {"path_class", path}}));
   }
   double Errors(const std::string& service, const std::string& reason) {
     return CounterValue(metrics_.registry(), "podnet_service_request_errors_total",
@@ -99,7 +99,7 @@ class ServiceProbeTest : public ::testing::Test {
   }
   std::uint64_t RttCount(const std::string& service, const std::string& path) {
     auto m = FindSeries(metrics_.registry(), "podnet_service_rtt_seconds",
-                        Labels(service, {{"path", path}}));
+                        Labels(service, {{"path_class", path}}));
     return m ? m->histogram.sample_count : 0;
   }
 
