@@ -59,8 +59,17 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   if (self.zone.empty() && next->kubernetes) self.zone = discovered_.self_zone;
   auto [peers, candidates, selected] = PeersFor(self, *next);
   const config::Config* prev = applied_.get();
-  bool labels_changed =
-      prev == nullptr || self_ != self || prev->aggregate_peers != next->aggregate_peers;
+  // Kubernetes discovery on or off changes how bursts run (coordinated or per peer): the kinds
+  // restart as for a label change.
+  bool labels_changed = prev == nullptr || self_ != self ||
+                        prev->aggregate_peers != next->aggregate_peers ||
+                        prev->kubernetes.has_value() != next->kubernetes.has_value();
+  // Every discovered Pod, self included: the coordinated bursts choose among all of them.
+  if (next->kubernetes) {
+    probe_env_.burst_candidates = Discovered(self, *next);
+  } else {
+    probe_env_.burst_candidates.reset();
+  }
   if (labels_changed) {
     RestartKinds(*next, self, peers);
   } else {
@@ -79,19 +88,24 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   if (log) LogProbing(candidates, selected);
 }
 
-topology::Composition ProbeLoop::PeersFor(const topology::Self& self,
-                                          const config::Config& next) const {
+std::vector<topology::Peer> ProbeLoop::Discovered(const topology::Self& self,
+                                                  const config::Config& next) const {
   std::vector<topology::Peer> found;
-  topology::SelectionOptions selection;
   if (next.kubernetes && discovered_.synced) {
     for (const auto& e : discovered_.endpoints) {
       found.push_back(discovery::kubernetes::PeerOf(self, e, next.kubernetes->port));
       found.back().burst_port = next.kubernetes->burst_port;
     }
-    selection.peers_per_zone = next.kubernetes->peers_per_zone;
   }
-  return topology::ComposePeers(self, discovery::StaticPeers(self, next.static_peers), found,
-                                selection);
+  return found;
+}
+
+topology::Composition ProbeLoop::PeersFor(const topology::Self& self,
+                                          const config::Config& next) const {
+  topology::SelectionOptions selection;
+  if (next.kubernetes) selection.peers_per_zone = next.kubernetes->peers_per_zone;
+  return topology::ComposePeers(self, discovery::StaticPeers(self, next.static_peers),
+                                Discovered(self, next), selection);
 }
 
 void ProbeLoop::RestartKinds(const config::Config& next, const topology::Self& self,

@@ -448,9 +448,53 @@ void DecodeDns(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
   c.dns = o;
 }
 
+// A positive byte size at `v` (e.g. 500MB, 20GB, 1GiB).
+std::optional<std::uint64_t> PositiveSize(Decoder& d, const YAML::Node& v,
+                                          const std::string& path) {
+  auto s = d.String(v, path);
+  if (!s) return std::nullopt;
+  auto size = ParseSize(*s);
+  if (!size || *size == 0) {
+    d.Fail(v, path, "must be a positive size (examples: 500MB, 20GB, 1GiB), got " + Quote(*s));
+    return std::nullopt;
+  }
+  return size;
+}
+
+// probes.burst.coordinated; checked against o.interval, which DecodeBurst read first.
+void DecodeCoordinated(Decoder& d, const YAML::Node& n, const std::string& burst, BurstOptions& o) {
+  const std::string base = burst + ".coordinated";
+  if (!d.CheckMap(n, base, {"period", "max_bytes_per_burst"})) return;
+  if (const YAML::Node v = n["period"]; v.IsDefined()) {
+    if (auto dur = d.PositiveDuration(v, base + ".period")) {
+      if (*dur < o.interval) {
+        // A Pod decides at its rounds: a period without one would never be probed.
+        d.Fail(v, base + ".period",
+               "must be at least " + burst + ".interval (" + FormatDuration(o.interval) +
+                   "), got " + FormatDuration(*dur));
+      } else {
+        o.coordinated.period = *dur;
+      }
+    }
+  }
+  if (const YAML::Node v = n["max_bytes_per_burst"]; v.IsDefined()) {
+    if (auto size = PositiveSize(d, v, base + ".max_bytes_per_burst")) {
+      if (*size < 1'000'000) {
+        d.Fail(v, base + ".max_bytes_per_burst",
+               "must be at least 1MB (a smaller burst never leaves slow start), got " +
+                   std::to_string(*size) + " bytes");
+      } else {
+        o.coordinated.max_bytes_per_burst = *size;
+      }
+    }
+  }
+}
+
 void DecodeBurst(Decoder& d, const YAML::Node& n, Config& c) {
   const std::string base = "probes.burst";
-  if (!d.CheckMap(n, base, {"interval", "duration", "streams", "max_bytes_per_hour", "timeout"})) {
+  if (!d.CheckMap(
+          n, base,
+          {"interval", "duration", "streams", "max_bytes_per_hour", "timeout", "coordinated"})) {
     return;
   }
   BurstOptions o;
@@ -483,16 +527,11 @@ void DecodeBurst(Decoder& d, const YAML::Node& n, Config& c) {
     }
   }
   if (const YAML::Node v = n["max_bytes_per_hour"]; v.IsDefined()) {
-    if (auto s = d.String(v, base + ".max_bytes_per_hour")) {
-      auto size = ParseSize(*s);
-      if (!size || *size == 0) {
-        d.Fail(v, base + ".max_bytes_per_hour",
-               "must be a positive size (examples: 500MB, 20GB, 1GiB), got " + Quote(*s));
-      } else {
-        o.max_bytes_per_hour = *size;
-      }
-    }
+    if (auto size = PositiveSize(d, v, base + ".max_bytes_per_hour")) o.max_bytes_per_hour = *size;
   }
+  // The default period follows an interval longer than itself (each period needs a round).
+  o.coordinated.period = std::max(o.coordinated.period, o.interval);
+  if (const YAML::Node v = n["coordinated"]; v.IsDefined()) DecodeCoordinated(d, v, base, o);
   if (o.step_timeout > std::chrono::seconds(60)) {
     d.Fail(n["timeout"], base + ".timeout",
            "must be at most 60s, got " + FormatDuration(o.step_timeout));

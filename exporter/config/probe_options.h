@@ -168,6 +168,22 @@ struct BurstOptions {
   /// Deadline of each step before and after the data phase (connect, each control message).
   config::Duration step_timeout = std::chrono::seconds(5);
 
+  /// probes.burst.coordinated: how bursts run with peers.kubernetes (ignored without it). Each
+  /// `period` (numbered floor(unix time / period)), every ordered zone pair (A → B, same-zone
+  /// pairs included) gets one round of bursts from one prober in A to one peer in B, both
+  /// chosen by rendezvous hashing over the discovered Pod list (topology::ChooseBurstPair);
+  /// every other Pod skips the pair. `interval` is then how often a Pod checks whether it is a
+  /// pair's prober (the prober bursts at its first check in a period). Each burst sends at
+  /// most `max_bytes_per_burst` payload bytes, so the cluster's burst bytes per period are at
+  /// most zones² × len(streams) × max_bytes_per_burst, whatever the node count and link speed.
+  struct Coordinated {
+    config::Duration period = std::chrono::hours(6);
+    std::uint64_t max_bytes_per_burst = 500'000'000ULL;  // 500 MB
+
+    bool operator==(const Coordinated&) const = default;
+  };
+  Coordinated coordinated;
+
   bool operator==(const BurstOptions&) const = default;
 };
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "exporter/topology/topology.h"
 
 namespace podnet::probes {
+
+namespace burst {
+class PeriodLatch;  // burst/coordination.h
+}
 
 /// One probe kind towards one peer. Lives on the probe loop; every method is called there.
 /// The kinds implement it through PeerProbeBase (peer_probe.h), which owns the round lifecycle.
@@ -50,6 +55,17 @@ struct ProbeEnv {
   std::vector<topology::Peer> dns_servers = {};
   /// Discovered replicas left out by max_servers (each round counts servers_over_cap when > 0).
   std::size_t dns_servers_over_cap = 0;
+  /// With peers.kubernetes: every discovered probe Pod, self included when listed (ready),
+  /// classified from this Pod, with its burst_port — all candidates, not only the selected
+  /// peers: the burst kind coordinates over them (probes.burst.coordinated) and reads it at each
+  /// round's start; empty until discovery has listed. std::nullopt without Kubernetes
+  /// discovery: bursts go to every peer, each at its own interval. The app sets it from every
+  /// discovery snapshot; turning discovery on or off restarts the kinds.
+  std::optional<std::vector<topology::Peer>> burst_candidates = std::nullopt;
+  /// The coordinated bursts' per-period decisions, owned here (not by the kind) so that a
+  /// reload, which rebuilds the kind, does not decide a period a second time. Set by the burst
+  /// kind when null.
+  std::shared_ptr<burst::PeriodLatch> burst_latch = nullptr;
 
   /// The labels of `peer`'s series under this configuration (metrics::PeerLabels).
   prometheus::Labels PeerLabels(const topology::Peer& peer) const {

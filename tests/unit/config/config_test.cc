@@ -435,6 +435,15 @@ std::vector<InvalidCase> InvalidCases() {
        "test.yaml:5:24: probes.burst.streams[1]: ", "must be from 1 to 128, got 0"},
       {"burst_bad_budget", kSelf + "probes:\n  burst: {max_bytes_per_hour: 20 gigs}\n",
        "test.yaml:5:31: probes.burst.max_bytes_per_hour: ", "must be a positive size"},
+      {"burst_coordinated_period_shorter_than_interval",
+       kSelf + "probes:\n  burst: {interval: 1h, coordinated: {period: 30m}}\n",
+       "test.yaml:5:47: probes.burst.coordinated.period: ",
+       "must be at least probes.burst.interval (1h), got 30m"},
+      {"burst_coordinated_tiny_burst",
+       kSelf + "probes:\n  burst: {coordinated: {max_bytes_per_burst: 100kB}}\n",
+       "test.yaml:5:46: probes.burst.coordinated.max_bytes_per_burst: ", "must be at least 1MB"},
+      {"burst_coordinated_unknown_key", kSelf + "probes:\n  burst: {coordinated: {every: 6h}}\n",
+       "test.yaml:5:25: probes.burst.coordinated.every: ", "unknown key"},
       {"burst_round_longer_than_interval",
        kSelf + "probes:\n  burst: {interval: 10s, duration: 2s, streams: [1, 8]}\n",
        "test.yaml:5:10: probes.burst: ", "longer than interval 10s"},
@@ -568,6 +577,20 @@ TEST(ConfigTest, BurstSections) {
   EXPECT_EQ(r.config->burst->streams, (std::vector<int>{1, 4}));
   EXPECT_EQ(r.config->burst->max_bytes_per_hour, 2ULL << 30);
   EXPECT_EQ(r.config->burst->step_timeout, std::chrono::seconds(2));
+  // Coordinated bursts (with peers.kubernetes): the defaults bound the cluster's cost.
+  EXPECT_EQ(r.config->burst->coordinated.period, std::chrono::hours(6));
+  EXPECT_EQ(r.config->burst->coordinated.max_bytes_per_burst, 500'000'000ULL);
+  LoadResult co = Parse(kSelf +
+                            "probes:\n  burst: {interval: 1h, coordinated: "
+                            "{period: 12h, max_bytes_per_burst: 1GB}}\n",
+                        "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(co.ok()) << Dump(co.errors);
+  EXPECT_EQ(co.config->burst->coordinated.period, std::chrono::hours(12));
+  EXPECT_EQ(co.config->burst->coordinated.max_bytes_per_burst, 1'000'000'000ULL);
+  // The default period follows a longer interval: every period has a round.
+  LoadResult slow = Parse(kSelf + "probes:\n  burst: {interval: 24h}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(slow.ok()) << Dump(slow.errors);
+  EXPECT_EQ(slow.config->burst->coordinated.period, std::chrono::hours(24));
   ASSERT_TRUE(r.config->burst_responder.has_value());
   EXPECT_EQ(r.config->burst_responder->listen_address.port, 5301);
   EXPECT_TRUE(r.config->burst_responder->listen_address.address.is_v6());

@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "exporter/metrics/metrics.h"
+#include "exporter/probes/burst/coordination.h"
 #include "exporter/responders/burst_server.h"
+#include "exporter/topology/burst_pairs.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::probes::burst {
@@ -95,6 +99,126 @@ TEST(BurstProbeTest, LoopbackBurstsAreNotChargedToTheBudget) {
     }
     probes.clear();
   });
+}
+
+// Coordinated bursts through the kind (peers.kubernetes): three Pods' exporters, each with its
+// own ProbeEnv built from the same discovered list of four Pods in two zones (real burst
+// responder on ::, the Pods on 127.0.0.1-4). Per ordered zone pair exactly one Pod of the source
+// zone bursts, to a Pod of the peer zone, each burst within max_bytes_per_burst; the others
+// count the pair as skipped. Series are per zone pair: no `peer` label.
+TEST(BurstProbeTest, CoordinatedBurstsHaveOneProberPerZonePair) {
+  BurstResponderOptions ro;
+  ro.listen_address = {boost::asio::ip::make_address("::"), 0};
+  metrics::Metrics responder_metrics;
+  responders::BurstResponder responder(ro, responder_metrics.registry());
+  ASSERT_NE(responder.port(), 0);
+
+  std::vector<topology::Peer> pods;
+  for (const auto& [name, zone] : {std::pair<const char*, const char*>{"pod-a1", "zone-a"},
+                                   {"pod-a2", "zone-a"},
+                                   {"pod-b1", "zone-b"},
+                                   {"pod-b2", "zone-b"}}) {
+    topology::Peer p;
+    p.name = name;
+    p.node = std::string("node-") + name;
+    p.zone = zone;
+    p.address = boost::asio::ip::make_address("127.0.0." + std::to_string(pods.size() + 1));
+    p.burst_port = responder.port();
+    pods.push_back(p);
+  }
+  BurstOptions o;
+  o.interval = 1s;
+  o.duration = 300ms;
+  o.streams = {1, 2};
+  o.step_timeout = 2s;
+  // One period for the next decades: every exporter of the test decides the same period.
+  o.coordinated.period = std::chrono::hours(1'000'000);
+  o.coordinated.max_bytes_per_burst = 5'000'000;  // a 300 ms loopback burst sends far more
+
+  LoopThread loop;
+  struct Pod {
+    topology::Self self;
+    std::unique_ptr<metrics::Metrics> metrics = std::make_unique<metrics::Metrics>();
+    std::unique_ptr<ProbeEnv> env;
+  };
+  std::vector<Pod> exporters;
+  for (int i : {0, 1, 2}) {  // pod-a1, pod-a2, pod-b1
+    Pod pod{{pods[i].name, pods[i].node, pods[i].zone}};
+    pod.env = std::make_unique<ProbeEnv>(ProbeEnv{loop.io(), *pod.metrics, pod.self});
+    std::vector<topology::Peer> candidates = pods;
+    for (auto& c : candidates) c.path = topology::Classify(pod.self, c.node, c.zone);
+    pod.env->burst_candidates = candidates;
+    exporters.push_back(std::move(pod));
+  }
+  // One exporter at a time: the responder serves one test per source address at once, and
+  // every test here comes from loopback.
+  for (auto& pod : exporters) {
+    std::shared_ptr<ProbeKind> kind;
+    std::shared_ptr<PeerProbe> probe;
+    bool done = false;
+    loop.Run([&] {
+      kind = MakeBurstKind(o, *pod.env);
+      ASSERT_EQ(kind->Targets(), std::vector<std::string>{"coordinated"});
+      probe = kind->ForTarget("coordinated");
+      probe->Run(std::chrono::steady_clock::now(), [&] { done = true; });
+    });
+    ASSERT_TRUE(Eventually([&] { return loop.Run([&] { return done; }); }, 20000ms))
+        << pod.self.name;
+    loop.Run([&] { probe->Cancel(); });
+  }
+
+  const std::uint64_t period = PeriodNumber(std::chrono::system_clock::now(), o.coordinated.period);
+  for (const char* from : {"zone-a", "zone-b"}) {
+    for (const char* to : {"zone-a", "zone-b"}) {
+      auto pair = topology::ChooseBurstPair(period, from, to, pods);
+      ASSERT_TRUE(pair);
+      int probers = 0;
+      for (auto& pod : exporters) {
+        if (pod.self.zone != from) continue;
+        auto& r = pod.metrics->registry();
+        auto sent =
+            FindSeries(r, "podnet_burst_sent_bytes_total", {{"peer_zone", to}, {"streams", "1"}});
+        auto tp = FindSeries(r, "podnet_burst_throughput_bytes_per_second",
+                             {{"peer_zone", to}, {"streams", "2"}});
+        if (!sent) continue;
+        ++probers;
+        EXPECT_EQ(pod.self.name, pods[pair->prober].name) << from << " -> " << to;
+        EXPECT_GT(sent->counter.value, 0) << pod.self.name << " -> " << to;
+        EXPECT_LE(sent->counter.value, static_cast<double>(o.coordinated.max_bytes_per_burst));
+        ASSERT_TRUE(tp) << pod.self.name << " -> " << to;
+        EXPECT_GT(tp->gauge.value, 0);  // a burst of a set size: its rates stand
+      }
+      // zone-a has both its Pods here: exactly one bursts. zone-b has one of two (pod-b1).
+      if (std::string(from) == "zone-a") {
+        EXPECT_EQ(probers, 1) << from << " -> " << to;
+      } else {
+        EXPECT_EQ(probers, pods[pair->prober].name == "pod-b1" ? 1 : 0) << from << " -> " << to;
+      }
+    }
+  }
+  // Every Pod decided both of its zone's pairs: bursts plus skips = 2, and no series names a
+  // peer (they are per zone pair).
+  for (auto& pod : exporters) {
+    auto& r = pod.metrics->registry();
+    double skipped = std::max(
+        0.0, CounterValue(r, "podnet_burst_pairs_skipped_total", {{"reason", "not_chosen"}}));
+    int bursts = 0;
+    for (const char* to : {"zone-a", "zone-b"}) {
+      bursts +=
+          FindSeries(r, "podnet_burst_sent_bytes_total", {{"peer_zone", to}, {"streams", "1"}}) ? 1
+                                                                                                : 0;
+    }
+    EXPECT_EQ(bursts + skipped, 2) << pod.self.name;
+    for (const auto& family : r.Collect()) {
+      if (family.name.rfind("podnet_burst_", 0) != 0 &&
+          family.name != "podnet_probe_sent_bytes_total") {
+        continue;
+      }
+      for (const auto& m : family.metric) {
+        for (const auto& l : m.label) EXPECT_NE(l.name, "peer") << family.name;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+#include "exporter/probes/burst/coordination.h"
+
+#include <algorithm>
+
+#include "exporter/topology/burst_pairs.h"
+
+namespace podnet::probes::burst {
+
+std::uint64_t PeriodNumber(std::chrono::system_clock::time_point now,
+                           std::chrono::nanoseconds period) {
+  auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch());
+  if (since.count() < 0 || period.count() <= 0) return 0;
+  return static_cast<std::uint64_t>(since.count() / period.count());
+}
+
+PeriodDecision PeriodLatch::Decide(std::uint64_t period, const topology::Self& self,
+                                   const std::vector<topology::Peer>& candidates) {
+  if (!started_ || period != period_) {
+    started_ = true;
+    period_ = period;
+    decided_.clear();
+  }
+  PeriodDecision d;
+  bool listed = std::any_of(candidates.begin(), candidates.end(),
+                            [&](const topology::Peer& p) { return p.name == self.name; });
+  for (const std::string& zone : topology::ZonesOf(candidates)) {
+    if (!decided_.insert(zone).second) continue;
+    if (!listed) {
+      ++d.not_listed;
+      continue;
+    }
+    auto pair = topology::ChooseBurstPair(period, self.zone, zone, candidates);
+    if (!pair) continue;  // no peer in that zone (a zone of one Pod: no same-zone pair)
+    if (candidates[pair->prober].name == self.name) {
+      d.targets.push_back(candidates[pair->peer]);
+    } else {
+      ++d.not_chosen;
+    }
+  }
+  return d;
+}
+
+}  // namespace podnet::probes::burst

@@ -1,0 +1,55 @@
+#include "exporter/topology/burst_pairs.h"
+
+#include <set>
+#include <tuple>
+
+#include "exporter/topology/selection.h"
+
+namespace podnet::topology {
+
+namespace {
+
+// The Pod of `zone` with the highest weight under `key`, skipping `skip` (and Pods on
+// `skip_node` when it is not empty).
+std::optional<std::size_t> Highest(const std::string& key, std::string_view zone,
+                                   const std::vector<Peer>& pods, std::optional<std::size_t> skip,
+                                   std::string_view skip_node) {
+  std::optional<std::size_t> best;
+  std::uint64_t best_weight = 0;
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const Peer& p = pods[i];
+    if (p.zone != zone || (skip && *skip == i)) continue;
+    if (!skip_node.empty() && p.node == skip_node) continue;
+    std::uint64_t w = RendezvousWeight(key, p.name);
+    if (!best || std::tie(w, pods[*best].name) > std::tie(best_weight, p.name)) {
+      best = i;
+      best_weight = w;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<BurstPair> ChooseBurstPair(std::uint64_t period, std::string_view from_zone,
+                                         std::string_view to_zone, const std::vector<Peer>& pods) {
+  // Spaces cannot appear in the period's digits; RendezvousWeight length-prefixes both keys, so
+  // zone names (whatever they hold) cannot make two pairs' keys collide into one string either
+  // way round: the key is period, then each zone with its length.
+  std::string key = std::to_string(period) + " " + std::to_string(from_zone.size()) + ":" +
+                    std::string(from_zone) + " " + std::to_string(to_zone.size()) + ":" +
+                    std::string(to_zone);
+  auto prober = Highest(key + " prober", from_zone, pods, std::nullopt, {});
+  if (!prober) return std::nullopt;
+  auto peer = Highest(key + " peer", to_zone, pods, prober, pods[*prober].node);
+  if (!peer) return std::nullopt;
+  return BurstPair{*prober, *peer};
+}
+
+std::vector<std::string> ZonesOf(const std::vector<Peer>& pods) {
+  std::set<std::string> zones;
+  for (const Peer& p : pods) zones.insert(p.zone);
+  return {zones.begin(), zones.end()};
+}
+
+}  // namespace podnet::topology
