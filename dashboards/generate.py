@@ -246,9 +246,12 @@ def peers():
         panel("timeseries", "Probe errors by peer and reason",
               [('sum by (peer, probe, reason) (rate(podnet_probe_errors_total{%s}[%s]))'
                 % (sel, RI), "{{peer}} {{probe}} {{reason}}")], "ops", 0, 25),
+        # Coordinated bursts (peers.kubernetes) are per zone pair, without a peer label: the
+        # peer zone names them.
         panel("timeseries", "Burst throughput by peer",
-              [('max by (peer, streams) (podnet_burst_throughput_bytes_per_second{%s})' % sel,
-                "{{peer}} {{streams}} streams")], "Bps", 12, 25),
+              [('max by (peer, peer_zone, streams) '
+                '(podnet_burst_throughput_bytes_per_second{%s})' % sel,
+                "{{peer}} {{peer_zone}} {{streams}} streams")], "Bps", 12, 25),
     ]
 
 

@@ -21,9 +21,13 @@ network namespace:
     from every selected peer and DNS replica by probe kind (ICMP: rtt, TCP 9479: http, 9480: grpc,
     5201: burst, UDP 53: dns) over a bounded window; each kind's bytes per round, from the
     exporter's podnet_probe_round_start_delay_seconds_count{probe}, are scaled to an hour by the
-    configured intervals. Bursts run every 60 s in the bench (1 h deployed) and are scaled back,
-    then capped by max_bytes_per_hour as the exporter caps them (loopback peers are exempt from
-    the cap, so the bench applies it).
+    configured intervals. With peers.kubernetes bursts are coordinated (probes.burst.coordinated:
+    one prober per ordered zone pair and period, cluster-wide): the cluster's burst bytes are
+    zone pairs x len(streams) x the per-burst bytes per period, whatever the node count, and a
+    Pod's share is that / N. The per-burst wire bytes are max_bytes_per_burst (or what the
+    modelled link moves in `duration`, if less) x the wire overhead measured on the bursts this
+    Pod ran in the window (checks every 60 s and a 60 s period in the bench, so that it is the
+    prober of some pairs; 1.06 when it ran none).
 Exit 0 when it ran, 2 when it could not (BENCH BROKEN).
 """
 import argparse
@@ -69,6 +73,9 @@ CLASSES = ("same_node", "same_zone", "cross_zone")
 CHAIN = "PNCOST"
 HOURS_PER_MONTH = 720  # 30 days, as the Throughput and cost dashboard and `report`
 BENCH_BURST_INTERVAL_S = 60
+# Wire bytes per payload byte of a burst when none ran in the window: IP+TCP headers (52 of 1500
+# bytes), the receiver's ACKs, the control connection.
+BURST_WIRE_OVERHEAD = 1.06
 
 
 def parse_duration(text):
@@ -121,7 +128,17 @@ class Deploy:
                             .split(",")],
                 "cap_bytes": parse_size(re.search(r"max_bytes_per_hour: ([^,}]+)", b + "}")
                                         .group(1)),
+                "coordinated": None,
             }
+            if "kubernetes:" in self.text:
+                # probes.burst.coordinated, its defaults when absent (probe_options.h).
+                period = re.search(r"coordinated: \{[^}]*\bperiod: (\S+?)[,} ]", b + "}")
+                per_burst = re.search(r"max_bytes_per_burst: ([^,} ]+)", b + "}")
+                self.burst["coordinated"] = {
+                    "period_s": max(parse_duration(period.group(1)) if period else 6 * 3600,
+                                    self.interval["burst"]),
+                    "max_bytes": parse_size(per_burst.group(1)) if per_burst else 500e6,
+                }
         self.peers_per_zone = int(re.search(r"peers_per_zone: (\d+)", self.text).group(1))
         with open(PODMONITOR) as f:
             m = re.search(r"^\s+interval: (\S+)", f.read(), re.M)
@@ -161,6 +178,13 @@ class Deploy:
                 "probes.burst.interval %gs -> %ds, so that every peer is burst within the window;"
                 " bytes are scaled back to the deployed interval"
                 % (self.interval["burst"], BENCH_BURST_INTERVAL_S))
+            if self.burst["coordinated"]:
+                sub(r"(coordinated: \{[^}]*\bperiod: )\S+?([,} ])",
+                    r"\g<1>%ds\g<2>" % BENCH_BURST_INTERVAL_S,
+                    "probes.burst.coordinated.period %gs -> %ds, so that this Pod is the prober of "
+                    "some pairs within the window (its bursts give the wire overhead); the cluster's "
+                    "burst bytes are computed for the deployed period"
+                    % (self.burst["coordinated"]["period_s"], BENCH_BURST_INTERVAL_S))
         changes.append("self from the environment as the DaemonSet sets it: POD_NAME=%s "
                        "NODE_NAME=%s POD_ZONE= (zone read from the Node: zone-a)"
                        % (SELF["POD_NAME"], SELF["NODE_NAME"]))
@@ -425,7 +449,24 @@ def one_size(args, d, exe, ns, tmp, nodes, dns_file, resolv):
             # Every peer's round is the same work: bytes per peer-round x peers of the class.
             per_round = total / r if r else 0.0
             hour = {c: per_round * n_class[c] * 3600 / interval for c in CLASSES}
-        if kind == "burst":
+        if kind == "burst" and d.burst["coordinated"]:
+            co = d.burst["coordinated"]
+            payload = sum(v for n, l, v in s1 if n == "podnet_burst_sent_bytes_total") - sum(
+                v for n, l, v in s0 if n == "podnet_burst_sent_bytes_total")
+            overhead = total / payload if payload > 0 and total > 0 else BURST_WIRE_OVERHEAD
+            link = args.link_gbps * 1e9 / 8 * d.burst["duration_s"]
+            per_burst = min(co["max_bytes"], link) * overhead
+            # Ordered zone pairs: ZONES same-zone, ZONES x (ZONES - 1) cross-zone; one round of
+            # len(streams) bursts each per period for the whole cluster; this Pod's share: / N.
+            pairs = {"same_node": 0, "same_zone": ZONES, "cross_zone": ZONES * (ZONES - 1)}
+            cluster_hour = {c: pairs.get(c, 0) * len(d.burst["streams"]) * per_burst * 3600
+                            / co["period_s"] for c in CLASSES}
+            hour = {c: v / nodes for c, v in cluster_hour.items()}
+            kinds["burst_info"] = {"coordinated": True, "overhead": overhead,
+                                   "measured_overhead": payload > 0 and total > 0,
+                                   "per_burst": per_burst, "cluster_hour": cluster_hour,
+                                   "window_bytes": total, "window_payload": payload}
+        elif kind == "burst":
             d_burst = {"per_round": per_round, "hour_uncapped": dict(hour)}
             cap = d.burst["cap_bytes"]
             unc = sum(hour.values())
@@ -575,6 +616,21 @@ def report(args, d, runs, changes, tiers):
         for m in runs:
             bi = m["kinds"].get("burst_info")
             if not bi:
+                continue
+            if bi.get("coordinated"):
+                co = d.burst["coordinated"]
+                K.log("bursts, %d nodes: coordinated, one round (streams %s) per ordered zone pair "
+                      "every %gs cluster-wide; %s per burst (min(max_bytes_per_burst %s, %g Gbit/s "
+                      "x %gs) x wire overhead %.3f, %s); cluster: %s/h cross-zone, %s/h same-zone, "
+                      "whatever the node count; this Pod in the window: %s on the wire for %s "
+                      "payload"
+                      % (m["nodes"], d.burst["streams"], co["period_s"],
+                         fmt_bytes(bi["per_burst"]), fmt_bytes(co["max_bytes"]), args.link_gbps,
+                         d.burst["duration_s"], bi["overhead"],
+                         "measured" if bi["measured_overhead"] else "assumed: it ran no burst",
+                         fmt_bytes(bi["cluster_hour"]["cross_zone"]),
+                         fmt_bytes(bi["cluster_hour"]["same_zone"]),
+                         fmt_bytes(bi["window_bytes"]), fmt_bytes(bi["window_payload"])))
                 continue
             K.log("bursts, %d nodes: %s per peer-round on loopback (streams %s, %gs each); %d "
                   "peers x 1 round/%gs = %s/h uncapped -> %s/h with max_bytes_per_hour (%s); "

@@ -281,7 +281,7 @@ class BurstPeerProbe : public BurstProbeBase {
 // Each round decides the pairs (own zone -> zone) not yet decided this period (PeriodLatch):
 // where this Pod is the prober it bursts to the chosen peer, elsewhere it skips, counted.
 //
-// Series are per zone pair, not per peer (labels source_node, source_zone, peer_zone, path:
+// Series are per zone pair, not per peer (labels source_node, source_zone, peer_zone, path_class:
 // the peer changes every period, and a per-peer series would be a new one every time): the
 // counters stay (at most one set per zone), and the last-value gauges (throughput, TCP RTT,
 // cwnd, slowest interval, path MTU) are removed at this Pod's first round of a period in

@@ -43,8 +43,8 @@ std::set<std::string> Actors(std::uint64_t period, const std::string& from, cons
   for (const Peer& self : pods) {
     if (self.zone != from) continue;
     const auto& list = lists[list_of.at(self.name)];
-    bool listed = std::any_of(list.begin(), list.end(),
-                              [&](const Peer& p) { return p.name == self.name; });
+    bool listed =
+        std::any_of(list.begin(), list.end(), [&](const Peer& p) { return p.name == self.name; });
     auto pair = ChooseBurstPair(period, from, to, list);
     if (listed && pair && list[pair->prober].name == self.name) actors.insert(self.name);
   }
@@ -143,8 +143,8 @@ TEST(BurstPairsTest, SkewDuringARelistIsBounded) {
 TEST(BurstPairsTest, APodLeavingMovesOnlyWhatItMust) {
   const auto pods = Pods({6, 6, 6});
   for (std::uint64_t period = 0; period < 100; ++period) {
-    for (const auto& [from, to] : {std::pair<std::string, std::string>{"zone-a", "zone-b"},
-                                   {"zone-b", "zone-b"}}) {
+    for (const auto& [from, to] :
+         {std::pair<std::string, std::string>{"zone-a", "zone-b"}, {"zone-b", "zone-b"}}) {
       auto before = ChooseBurstPair(period, from, to, pods);
       ASSERT_TRUE(before);
       std::string prober = pods[before->prober].name;
@@ -239,12 +239,12 @@ TEST(BurstPairsTest, EveryPodIsChosenAboutEquallyOften) {
       }
       for (const auto* counts : {&probers, &peers}) {
         ASSERT_EQ(counts->size(), 10u) << from << " -> " << to;  // every Pod had turns
-        auto [lo, hi] = std::minmax_element(
-            counts->begin(), counts->end(),
-            [](const auto& a, const auto& b) { return a.second < b.second; });
+        auto [lo, hi] =
+            std::minmax_element(counts->begin(), counts->end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
         EXPECT_LE(static_cast<double>(hi->second) / lo->second, 1.35)
-            << from << " -> " << to << ": " << hi->first << " " << hi->second << " vs "
-            << lo->first << " " << lo->second;
+            << from << " -> " << to << ": " << hi->first << " " << hi->second << " vs " << lo->first
+            << " " << lo->second;
       }
     }
   }
