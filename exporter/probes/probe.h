@@ -66,6 +66,9 @@ struct ProbeEnv {
   /// reload, which rebuilds the kind, does not decide a period a second time. Set by the burst
   /// kind when null.
   std::shared_ptr<burst::PeriodLatch> burst_latch = nullptr;
+  /// Wall-clock time, for the coordinated bursts' period number; system_clock::now when null
+  /// (tests set it: time is a dependency).
+  std::function<std::chrono::system_clock::time_point()> wall_clock = nullptr;
 
   /// The labels of `peer`'s series under this configuration (metrics::PeerLabels).
   prometheus::Labels PeerLabels(const topology::Peer& peer) const {

@@ -325,7 +325,8 @@ class CoordinatedProbe : public BurstProbeBase {
     static const std::vector<topology::Peer> kNone;
     const auto& candidates = e.burst_candidates ? *e.burst_candidates : kNone;
     const auto& o = kind_->options().coordinated;
-    std::uint64_t period = PeriodNumber(std::chrono::system_clock::now(), o.period);
+    auto now = e.wall_clock ? e.wall_clock() : std::chrono::system_clock::now();
+    std::uint64_t period = PeriodNumber(now, o.period);
     PeriodDecision d = e.burst_latch->Decide(period, e.self, candidates);
     auto& skipped = kind_->coordination().skipped;
     if (d.not_chosen) {

@@ -221,5 +221,92 @@ TEST(BurstProbeTest, CoordinatedBurstsHaveOneProberPerZonePair) {
   }
 }
 
+// A Pod that is not a pair's prober in this period does not go on exporting the last period's
+// throughput: at its first round of such a period the pair's last-burst gauges go, and its
+// counters stay (continuous for rate()).
+TEST(BurstProbeTest, CoordinatedGaugesGoInAPeriodWithoutABurst) {
+  BurstResponderOptions ro;
+  ro.listen_address = {boost::asio::ip::make_address("::"), 0};
+  metrics::Metrics responder_metrics;
+  responders::BurstResponder responder(ro, responder_metrics.registry());
+  ASSERT_NE(responder.port(), 0);
+  const topology::Self self{"pod-a1", "node-a1", "zone-a"};
+  std::vector<topology::Peer> pods;
+  for (const auto& [name, zone] : {std::pair<const char*, const char*>{"pod-a1", "zone-a"},
+                                   {"pod-a2", "zone-a"},
+                                   {"pod-b1", "zone-b"}}) {
+    topology::Peer p;
+    p.name = name;
+    p.node = std::string("node-") + (name + 4);
+    p.zone = zone;
+    p.address = boost::asio::ip::make_address("127.0.0." + std::to_string(pods.size() + 1));
+    p.burst_port = responder.port();
+    p.path = topology::Classify(self, p.node, p.zone);
+    pods.push_back(p);
+  }
+  // A period in which pod-a1 is the prober of zone-a -> zone-b, and a later one in which it is
+  // not (deterministic hashes: found by looking).
+  auto prober_is_self = [&](std::uint64_t period) {
+    auto pair = topology::ChooseBurstPair(period, "zone-a", "zone-b", pods);
+    return pair && pods[pair->prober].name == self.name;
+  };
+  std::uint64_t chosen = 1000;
+  while (!prober_is_self(chosen)) ++chosen;
+  std::uint64_t skipped = chosen + 1;
+  while (prober_is_self(skipped)) ++skipped;
+
+  BurstOptions o;
+  o.interval = 1s;
+  o.duration = 200ms;
+  o.streams = {1};
+  o.step_timeout = 2s;
+  o.coordinated.period = std::chrono::hours(1);
+  o.coordinated.max_bytes_per_burst = 5'000'000;
+  metrics::Metrics metrics;
+  LoopThread loop;
+  ProbeEnv env{loop.io(), metrics, self};
+  env.burst_candidates = pods;
+  std::chrono::system_clock::time_point now;
+  env.wall_clock = [&] { return now; };
+  std::shared_ptr<ProbeKind> kind;
+  std::shared_ptr<PeerProbe> probe;
+  loop.Run([&] {
+    kind = MakeBurstKind(o, env);
+    probe = kind->ForTarget("coordinated");
+  });
+  auto round_in = [&](std::uint64_t period) {
+    bool done = false;
+    loop.Run([&] {
+      now = std::chrono::system_clock::time_point{std::chrono::hours(period) + 1s};
+      probe->Run(std::chrono::steady_clock::now(), [&] { done = true; });
+    });
+    return Eventually([&] { return loop.Run([&] { return done; }); }, 20000ms);
+  };
+  const prometheus::Labels to_b{{"peer_zone", "zone-b"}, {"streams", "1"}};
+
+  ASSERT_TRUE(round_in(chosen));
+  auto tp = FindSeries(metrics.registry(), "podnet_burst_throughput_bytes_per_second", to_b);
+  ASSERT_TRUE(tp);
+  EXPECT_GT(tp->gauge.value, 0);
+  EXPECT_TRUE(
+      FindSeries(metrics.registry(), "podnet_burst_path_mtu_bytes", {{"peer_zone", "zone-b"}}));
+  double sent = CounterValue(metrics.registry(), "podnet_burst_sent_bytes_total", to_b);
+  EXPECT_GT(sent, 0);
+
+  ASSERT_TRUE(round_in(skipped));
+  for (const char* gauge :
+       {"podnet_burst_throughput_bytes_per_second", "podnet_burst_tcp_rtt_seconds",
+        "podnet_burst_snd_cwnd_bytes", "podnet_burst_interval_min_throughput_bytes_per_second"}) {
+    EXPECT_FALSE(FindSeries(metrics.registry(), gauge, to_b)) << gauge;
+  }
+  EXPECT_FALSE(
+      FindSeries(metrics.registry(), "podnet_burst_path_mtu_bytes", {{"peer_zone", "zone-b"}}));
+  EXPECT_EQ(CounterValue(metrics.registry(), "podnet_burst_sent_bytes_total", to_b), sent);
+  EXPECT_GE(CounterValue(metrics.registry(), "podnet_burst_pairs_skipped_total",
+                         {{"reason", "not_chosen"}}),
+            1);
+  loop.Run([&] { probe->Cancel(); });
+}
+
 }  // namespace
 }  // namespace podnet::probes::burst
