@@ -38,6 +38,35 @@ topology::Peer LoopbackPeer(const char* name, const char* address, std::uint16_t
   return p;
 }
 
+// A burst responder on [::]:0 with a registry of its own: every 127.0.0.x address reaches it.
+struct SharedResponder {
+  static BurstResponderOptions Options() {
+    BurstResponderOptions ro;
+    ro.listen_address = {boost::asio::ip::make_address("::"), 0};
+    return ro;
+  }
+  metrics::Metrics metrics;
+  responders::BurstResponder server{Options(), metrics.registry()};
+};
+
+// Discovered probe Pods "pod-<x>" on node "node-<x>", the i-th at 127.0.0.<i+1>, all bursting
+// to `burst_port`.
+std::vector<topology::Peer> LoopbackPods(
+    std::initializer_list<std::pair<const char*, const char*>> names_zones,
+    std::uint16_t burst_port) {
+  std::vector<topology::Peer> pods;
+  for (const auto& [name, zone] : names_zones) {
+    topology::Peer p;
+    p.name = name;
+    p.node = std::string("node-") + (name + 4);
+    p.zone = zone;
+    p.address = boost::asio::ip::make_address("127.0.0." + std::to_string(pods.size() + 1));
+    p.burst_port = burst_port;
+    pods.push_back(p);
+  }
+  return pods;
+}
+
 // The default configuration's case: two loopback peers, bursts of 1 and 4 streams, and a
 // budget that one loopback burst alone would use up many times over. Loopback is not charged:
 // every peer gets throughput for every stream count, and the budget is untouched.
@@ -107,25 +136,11 @@ TEST(BurstProbeTest, LoopbackBurstsAreNotChargedToTheBudget) {
 // zone bursts, to a Pod of the peer zone, each burst within max_bytes_per_burst; the others
 // count the pair as skipped. Series are per zone pair: no `peer` label.
 TEST(BurstProbeTest, CoordinatedBurstsHaveOneProberPerZonePair) {
-  BurstResponderOptions ro;
-  ro.listen_address = {boost::asio::ip::make_address("::"), 0};
-  metrics::Metrics responder_metrics;
-  responders::BurstResponder responder(ro, responder_metrics.registry());
-  ASSERT_NE(responder.port(), 0);
-
-  std::vector<topology::Peer> pods;
-  for (const auto& [name, zone] : {std::pair<const char*, const char*>{"pod-a1", "zone-a"},
-                                   {"pod-a2", "zone-a"},
-                                   {"pod-b1", "zone-b"},
-                                   {"pod-b2", "zone-b"}}) {
-    topology::Peer p;
-    p.name = name;
-    p.node = std::string("node-") + name;
-    p.zone = zone;
-    p.address = boost::asio::ip::make_address("127.0.0." + std::to_string(pods.size() + 1));
-    p.burst_port = responder.port();
-    pods.push_back(p);
-  }
+  SharedResponder responder;
+  ASSERT_NE(responder.server.port(), 0);
+  const auto pods = LoopbackPods(
+      {{"pod-a1", "zone-a"}, {"pod-a2", "zone-a"}, {"pod-b1", "zone-b"}, {"pod-b2", "zone-b"}},
+      responder.server.port());
   BurstOptions o;
   o.interval = 1s;
   o.duration = 300ms;
@@ -225,25 +240,12 @@ TEST(BurstProbeTest, CoordinatedBurstsHaveOneProberPerZonePair) {
 // throughput: at its first round of such a period the pair's last-burst gauges go, and its
 // counters stay (continuous for rate()).
 TEST(BurstProbeTest, CoordinatedGaugesGoInAPeriodWithoutABurst) {
-  BurstResponderOptions ro;
-  ro.listen_address = {boost::asio::ip::make_address("::"), 0};
-  metrics::Metrics responder_metrics;
-  responders::BurstResponder responder(ro, responder_metrics.registry());
-  ASSERT_NE(responder.port(), 0);
+  SharedResponder responder;
+  ASSERT_NE(responder.server.port(), 0);
   const topology::Self self{"pod-a1", "node-a1", "zone-a"};
-  std::vector<topology::Peer> pods;
-  for (const auto& [name, zone] : {std::pair<const char*, const char*>{"pod-a1", "zone-a"},
-                                   {"pod-a2", "zone-a"},
-                                   {"pod-b1", "zone-b"}}) {
-    topology::Peer p;
-    p.name = name;
-    p.node = std::string("node-") + (name + 4);
-    p.zone = zone;
-    p.address = boost::asio::ip::make_address("127.0.0." + std::to_string(pods.size() + 1));
-    p.burst_port = responder.port();
-    p.path = topology::Classify(self, p.node, p.zone);
-    pods.push_back(p);
-  }
+  auto pods = LoopbackPods({{"pod-a1", "zone-a"}, {"pod-a2", "zone-a"}, {"pod-b1", "zone-b"}},
+                           responder.server.port());
+  for (auto& p : pods) p.path = topology::Classify(self, p.node, p.zone);
   // A period in which pod-a1 is the prober of zone-a -> zone-b, and a later one in which it is
   // not (deterministic hashes: found by looking).
   auto prober_is_self = [&](std::uint64_t period) {
