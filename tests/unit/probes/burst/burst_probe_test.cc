@@ -158,7 +158,8 @@ TEST(BurstProbeTest, CoordinatedBurstsHaveOneProberPerZonePair) {
   };
   std::vector<Pod> exporters;
   for (int i : {0, 1, 2}) {  // pod-a1, pod-a2, pod-b1
-    Pod pod{{pods[i].name, pods[i].node, pods[i].zone}};
+    Pod pod;
+    pod.self = {pods[i].name, pods[i].node, pods[i].zone};
     pod.env = std::make_unique<ProbeEnv>(ProbeEnv{loop.io(), *pod.metrics, pod.self});
     std::vector<topology::Peer> candidates = pods;
     for (auto& c : candidates) c.path = topology::Classify(pod.self, c.node, c.zone);
