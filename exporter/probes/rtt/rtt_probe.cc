@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "exporter/metrics/buckets.h"
@@ -125,6 +126,16 @@ struct RttFamilies {
   metrics::CounterFamily& late =
       metrics::DeclareCounter(r, "podnet_rtt_late_replies_total",
                               "Replies that arrived after the timeout (counted as lost).");
+  // Exact figures of the round's own samples: a +20 µs step at ~905 µs stays inside one
+  // histogram bucket (800-1,000 µs), while the median of every round moves by the step.
+  metrics::GaugeFamily& round_min = metrics::DeclareGauge(
+      r, "podnet_rtt_round_min_seconds",
+      "Smallest round-trip time of the last train's replies answered in time; absent after a "
+      "train without one.");
+  metrics::GaugeFamily& round_median = metrics::DeclareGauge(
+      r, "podnet_rtt_round_median_seconds",
+      "Median round-trip time of the last train's replies answered in time (even count: mean "
+      "of the two middle values); absent after a train without one.");
   metrics::CounterFamily& stamps =
       metrics::DeclareCounter(r, "podnet_rtt_timestamps_total",
                               "Where the times of measured RTTs came from: the kernel "
@@ -197,14 +208,14 @@ class RttPeerProbe : public PeerProbeBase {
  public:
   RttPeerProbe(std::shared_ptr<RttKind> kind, const topology::Peer& peer)
       : PeerProbeBase(kind->env(), "rtt", peer), kind_(std::move(kind)), timer_(env().io) {
-    prometheus::Labels protocol{{"protocol", kind_->protocol()}};
     auto& f = kind_->families();
-    m_.rtt = &AddSeries(f.rtt, protocol);
-    m_.sent = &AddSeries(f.sent, protocol);
-    m_.received = &AddSeries(f.received, protocol);
-    m_.duplicates = &AddSeries(f.duplicates, protocol);
-    m_.reordered = &AddSeries(f.reordered, protocol);
-    m_.late = &AddSeries(f.late, protocol);
+    m_.rtt = &AddSeries(f.rtt, protocol_);
+    m_.sent = &AddSeries(f.sent, protocol_);
+    m_.received = &AddSeries(f.received, protocol_);
+    m_.duplicates = &AddSeries(f.duplicates, protocol_);
+    m_.reordered = &AddSeries(f.reordered, protocol_);
+    m_.late = &AddSeries(f.late, protocol_);
+    // The round gauges appear with the first round that has an RTT (SetRoundStats).
     m_.sent_bytes = &series()->Add(env().metrics.probe_sent_bytes(), probe_labels());
     m_.received_bytes = &series()->Add(env().metrics.probe_received_bytes(), probe_labels());
   }
@@ -307,7 +318,32 @@ class RttPeerProbe : public PeerProbeBase {
     int user_stamped = static_cast<int>(r.rtt_seconds.size()) - r.tx_kernel_stamped;
     if (r.tx_kernel_stamped > 0) f.tx_kernel.Increment(r.tx_kernel_stamped);
     if (user_stamped > 0) f.tx_user.Increment(user_stamped);
+    SetRoundStats(r.stats);
     EndRound();
+  }
+
+  // The round gauges hold the last round's figures. A round without an RTT removes them rather
+  // than leave the previous round's value standing (or write NaN, which would turn every
+  // avg_over_time over the window into NaN): Prometheus marks the series stale at its next
+  // scrape, and *_over_time functions use only the rounds that measured. The next round with
+  // an RTT adds them again. Under aggregate_peers the series is shared: it stays while another
+  // peer of the group feeds it (SeriesSet::Remove), last writer wins.
+  void SetRoundStats(const std::optional<RoundStats>& stats) {
+    if (!stats) {
+      if (m_.round_min != nullptr) {
+        series()->Remove(m_.round_min);
+        series()->Remove(m_.round_median);
+        m_.round_min = m_.round_median = nullptr;
+      }
+      return;
+    }
+    if (m_.round_min == nullptr) {
+      auto& f = kind_->families();
+      m_.round_min = &AddSeries(f.round_min, protocol_);
+      m_.round_median = &AddSeries(f.round_median, protocol_);
+    }
+    m_.round_min->Set(stats->min_seconds);
+    m_.round_median->Set(stats->median_seconds);
   }
 
   struct Series {
@@ -319,9 +355,12 @@ class RttPeerProbe : public PeerProbeBase {
     prometheus::Counter* late;
     prometheus::Counter* sent_bytes;
     prometheus::Counter* received_bytes;
+    prometheus::Gauge* round_min;  // null while the last round had no RTT
+    prometheus::Gauge* round_median;
   };
 
   std::shared_ptr<RttKind> kind_;
+  prometheus::Labels protocol_{{"protocol", kind_->protocol()}};
   boost::asio::steady_timer timer_;
   Series m_{};  // series()'s, added once: no use after RemoveSeries (no handler is current)
   std::unique_ptr<Train> train_;  // the current train; kept after Close to count late replies

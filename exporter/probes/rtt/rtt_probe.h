@@ -24,6 +24,9 @@ namespace podnet::probes::rtt {
 /// podnet_rtt_packets_sent_total, podnet_rtt_packets_received_total (in time),
 /// podnet_rtt_duplicate_replies_total, podnet_rtt_reordered_replies_total,
 /// podnet_rtt_late_replies_total (after the timeout: lost, as ping -W counts them),
+/// podnet_rtt_round_min_seconds and podnet_rtt_round_median_seconds (gauges: the exact minimum
+/// and median of the last round's in-time RTTs, train.h Summarize; removed after a round with
+/// none, added again by the next round with one),
 /// podnet_probe_{sent,received}_bytes_total{probe="rtt"} and podnet_probe_errors_total{probe="rtt"}
 /// with reason "socket" | "send_failed" | "tx_timestamping" (after a failed send the kernel would
 /// not restart its TX-stamp keys: that socket's RTTs use user-space TX stamps from then on).

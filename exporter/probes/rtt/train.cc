@@ -1,11 +1,28 @@
 #include "exporter/probes/rtt/train.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace podnet::probes::rtt {
 
 namespace {
 constexpr std::int64_t kMaxTxStampSkewNs = 1'000'000'000;
+}
+
+std::optional<RoundStats> Summarize(std::span<const double> rtt_seconds,
+                                    std::vector<double>& scratch) {
+  if (rtt_seconds.empty()) return std::nullopt;
+  scratch.assign(rtt_seconds.begin(), rtt_seconds.end());
+  // Linear time: nth_element puts the upper middle value in place with everything below it
+  // before it; the lower middle (even count) is then the largest of that lower part.
+  auto n = scratch.size();
+  auto upper = scratch.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(scratch.begin(), upper, scratch.end());
+  RoundStats s;
+  s.min_seconds = *std::min_element(scratch.begin(), upper + 1);
+  s.median_seconds = *upper;
+  if (n % 2 == 0) s.median_seconds = (*std::max_element(scratch.begin(), upper) + *upper) / 2;
+  return s;
 }
 
 Train::Train(int count) { Reset(count); }
@@ -75,6 +92,7 @@ const TrainResult& Train::Close() {
     result_.rtt_seconds.push_back(static_cast<double>(rtt) * 1e-9);
     if (s.tx_kernel_ns != 0) ++result_.tx_kernel_stamped;
   }
+  result_.stats = Summarize(result_.rtt_seconds, scratch_);
   return result_;
 }
 

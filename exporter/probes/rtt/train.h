@@ -1,9 +1,27 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 namespace podnet::probes::rtt {
+
+/// The exact minimum and median of one round's RTTs (seconds, at the nanosecond resolution of
+/// the stamps they came from): what podnet_rtt_round_{min,median}_seconds export.
+struct RoundStats {
+  double min_seconds = 0;
+  /// Of an even count, the mean of the two middle values (as numpy.median and PromQL's
+  /// quantile(0.5) define it): unbiased when the noise is symmetric, where the lower median
+  /// would sit half a gap low in every round of the default even count (20).
+  double median_seconds = 0;
+};
+
+/// RoundStats of `rtt_seconds` (any order); std::nullopt when it is empty (a round without an
+/// answer has no minimum or median, not a zero). `scratch` is overwritten with a copy of the
+/// input (partly sorted); keeping it across rounds avoids an allocation per round.
+std::optional<RoundStats> Summarize(std::span<const double> rtt_seconds,
+                                    std::vector<double>& scratch);
 
 /// What a train's round gave: counts and the RTT of every request answered in time.
 struct TrainResult {
@@ -14,6 +32,7 @@ struct TrainResult {
   int late = 0;                     // first replies after Close (counted as lost, like ping -W)
   std::vector<double> rtt_seconds;  // one per received reply, in request order
   int tx_kernel_stamped = 0;        // of rtt_seconds, how many were timed from a kernel TX stamp
+  std::optional<RoundStats> stats;  // Summarize(rtt_seconds): nullopt when rtt_seconds is empty
 };
 
 /// The bookkeeping of one packet train: `count` echo requests, indexed 0..count-1. Times are
@@ -41,8 +60,9 @@ class Train {
 
   /// Ends the round: requests not answered by now are lost; later replies are kLate. Computes
   /// each RTT as rx − tx (kernel TX stamp when present). Replies that would give a negative RTT
-  /// (a wall-clock step) are dropped from rtt_seconds but still count as received. The result
-  /// stays valid until the next Reset.
+  /// (a wall-clock step) are dropped from rtt_seconds but still count as received; `stats`
+  /// summarizes rtt_seconds (late replies, after Close, are in neither). The result stays valid
+  /// until the next Reset.
   const TrainResult& Close();
 
   bool closed() const { return closed_; }
@@ -64,6 +84,7 @@ class Train {
   int highest_answered_ = -1;
   bool closed_ = false;
   TrainResult result_;
+  std::vector<double> scratch_;  // Summarize's, kept across rounds
 };
 
 }  // namespace podnet::probes::rtt

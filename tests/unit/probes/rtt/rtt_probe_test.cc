@@ -16,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -276,6 +277,53 @@ TEST_F(RttProbeTest, UdpNothingListening) {
   EXPECT_EQ(h->histogram.sample_count, 0u);
   EXPECT_EQ(BytesCounter("podnet_probe_received_bytes_total", peer), 0);
   EXPECT_EQ(env_.PeerLabels(peer).at("path_class"), "cross_zone");
+}
+
+// The round gauges: absent until a round has an RTT, the exact min and median of that round's
+// samples, and removed (not left standing) after a round in which nothing answered.
+TEST_F(RttProbeTest, RoundGaugesFollowTheLastRound) {
+  std::uint16_t port = StartResponder();
+  auto kind = MakeRttKind(Options(RttProtocol::kUdp), env_);
+  auto peer = MakePeer("udp-peer", "127.0.0.1", port);
+  auto labels = Labels(peer, "udp");
+  auto gauge = [&](const char* name) {
+    auto m = FindSeries(metrics_.registry(), name, labels);
+    return m ? std::optional<double>(m->gauge.value) : std::nullopt;
+  };
+  auto probe = kind->ForPeer(peer);
+  EXPECT_FALSE(gauge("podnet_rtt_round_min_seconds").has_value()) << "no round yet: no value";
+  ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
+  auto min = gauge("podnet_rtt_round_min_seconds");
+  auto median = gauge("podnet_rtt_round_median_seconds");
+  ASSERT_TRUE(min.has_value());
+  ASSERT_TRUE(median.has_value());
+  auto h = FindSeries(metrics_.registry(), "podnet_rtt_seconds", labels);
+  ASSERT_TRUE(h.has_value());
+  // Of the same 5 samples the histogram took: min <= median, 5 x min <= sum <= 5 x 50 ms.
+  EXPECT_GT(*min, 0);
+  EXPECT_LE(*min, *median);
+  EXPECT_LE(5 * *min, h->histogram.sample_sum * (1 + 1e-12));
+  EXPECT_LE(*median, 0.05);
+
+  // The responder goes: the next round has no reply, and the gauges go with it.
+  responder_loop_.Run([&] { responder_.reset(); });
+  ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
+  EXPECT_EQ(Counter("podnet_rtt_packets_received_total", labels), 5);  // the first round's
+  EXPECT_FALSE(gauge("podnet_rtt_round_min_seconds").has_value());
+  EXPECT_FALSE(gauge("podnet_rtt_round_median_seconds").has_value());
+  EXPECT_TRUE(SeriesOf("udp-peer"));  // the peer's other series stay
+
+  // It answers again (a responder on the same port): the gauges come back.
+  net::HostPort hp{boost::asio::ip::make_address("127.0.0.1"), port};
+  responder_ = responder_loop_.Run([&] {
+    return std::make_unique<responders::UdpEchoResponder>(responder_loop_.io(), hp,
+                                                          responder_registry_);
+  });
+  ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
+  EXPECT_TRUE(gauge("podnet_rtt_round_min_seconds").has_value());
+  EXPECT_TRUE(gauge("podnet_rtt_round_median_seconds").has_value());
+  probe->RemoveSeries();
+  EXPECT_FALSE(gauge("podnet_rtt_round_median_seconds").has_value());
 }
 
 TEST_F(RttProbeTest, RepliesGoToTheirOwnPeer) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -339,6 +340,75 @@ TEST(TrainTest, FirstKernelTxStampWinsOverABridgePortsLaterOne) {
   TrainResult r = t.Close();
   ASSERT_EQ(r.rtt_seconds.size(), 1u);
   EXPECT_EQ(static_cast<std::int64_t>(r.rtt_seconds[0] * 1e9 + 0.5), 38'000);
+}
+
+// Summarize: exact minimum and median of a round's RTTs (what the round gauges export).
+struct StatsCase {
+  std::string name;
+  std::vector<double> rtt_seconds;
+  std::optional<RoundStats> want;
+};
+
+void PrintTo(const StatsCase& c, std::ostream* os) { *os << c.name; }
+
+class SummarizeTest : public testing::TestWithParam<StatsCase> {};
+
+TEST_P(SummarizeTest, ExactMinAndMedian) {
+  const auto& c = GetParam();
+  std::vector<double> scratch = {9, 9, 9, 9, 9, 9, 9, 9, 9};  // a longer leftover is overwritten
+  auto got = Summarize(c.rtt_seconds, scratch);
+  ASSERT_EQ(got.has_value(), c.want.has_value());
+  if (!got) return;
+  // Exact: min and the middle values are input values; an even count's median is their mean.
+  EXPECT_EQ(got->min_seconds, c.want->min_seconds);
+  EXPECT_EQ(got->median_seconds, c.want->median_seconds);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, SummarizeTest,
+    testing::Values(
+        StatsCase{"no_reply", {}, std::nullopt},
+        StatsCase{"one_reply", {905e-6}, RoundStats{905e-6, 905e-6}},
+        StatsCase{"two_replies_mean_of_both", {900e-6, 1000e-6}, RoundStats{900e-6, 950e-6}},
+        StatsCase{"odd_unsorted", {7e-6, 3e-6, 5e-6, 1e-6, 9e-6}, RoundStats{1e-6, 5e-6}},
+        StatsCase{"even_unsorted_mean_of_two_middle",
+                  {8e-6, 2e-6, 6e-6, 4e-6},
+                  RoundStats{2e-6, (4e-6 + 6e-6) / 2}},
+        StatsCase{"equal_values", {3e-6, 1e-6, 3e-6, 3e-6}, RoundStats{1e-6, 3e-6}},
+        StatsCase{"outlier_moves_min_not_median",
+                  {905e-6, 906e-6, 100e-6, 907e-6, 40e-3},
+                  RoundStats{100e-6, 906e-6}},
+        StatsCase{"zero_rtt", {0.0, 2e-6}, RoundStats{0.0, 1e-6}}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(TrainTest, StatsCountOnlyFirstRepliesInTime) {
+  // Request 0: 100 µs; 1: 300 µs, and a duplicate of it at 5 µs that must not count; 2: 200 µs;
+  // 3: answered after Close (late, lost): its 1 µs must not count either.
+  Train t(4);
+  for (int i = 0; i < 4; ++i) t.OnSent(i, kT0 + i * kMs);
+  EXPECT_EQ(t.OnReply(0, kT0 + 100'000), Train::Reply::kFirst);
+  EXPECT_EQ(t.OnReply(1, kT0 + kMs + 300'000), Train::Reply::kFirst);
+  EXPECT_EQ(t.OnReply(1, kT0 + kMs + 5'000), Train::Reply::kDuplicate);
+  EXPECT_EQ(t.OnReply(2, kT0 + 2 * kMs + 200'000), Train::Reply::kFirst);
+  TrainResult r = t.Close();
+  EXPECT_EQ(t.OnReply(3, kT0 + 3 * kMs + 1'000), Train::Reply::kLate);
+  ASSERT_TRUE(r.stats.has_value());
+  EXPECT_DOUBLE_EQ(r.stats->min_seconds, 100e-6);
+  EXPECT_DOUBLE_EQ(r.stats->median_seconds, 200e-6);
+  ASSERT_TRUE(t.Close().stats.has_value());
+  EXPECT_DOUBLE_EQ(t.Close().stats->median_seconds, 200e-6);  // the late reply changed nothing
+
+  // The next round starts without figures; one with no reply in time ends without any.
+  t.Reset(2);
+  EXPECT_FALSE(t.Close().stats.has_value());
+  t.Reset(2);
+  t.OnSent(0, kT0);
+  t.OnSent(1, kT0 + kMs);
+  t.OnReply(1, kT0 + kMs + 42'000);
+  r = t.Close();
+  ASSERT_TRUE(r.stats.has_value());
+  EXPECT_DOUBLE_EQ(r.stats->min_seconds, 42e-6);
+  EXPECT_DOUBLE_EQ(r.stats->median_seconds, 42e-6);
 }
 
 }  // namespace
