@@ -5,8 +5,10 @@ The lab (tests/lab/lab.sh) gives a client Pod and three peers: same node (bridge
 zone and cross zone (behind user-space delay lines). The peers run podnet-exporter as responders;
 the client runs it with the three as static peers. A real `prometheus` in the client namespace
 scrapes it; PromQL over the scraped data must show the ladder same_node < same_zone < cross_zone
-and no loss on healthy paths. (How close the exporter's RTTs come to iputils `ping` on the same
-paths is an accuracy comparison that cannot have the 5x margin a CI check needs beside a busy
+and no loss on healthy paths; a +20 µs step of the cross-zone path at run time moves its
+per-peer round median (podnet_rtt_round_median_seconds, averaged over about a minute of rounds
+per state) by 20 ± 5 µs while the other paths move by at most 5 µs. (How close the exporter's
+RTTs come to iputils `ping` on the same paths is an accuracy comparison that cannot have the 5x margin a CI check needs beside a busy
 neighbour: bench/rtt_vs_ping.sh measures it, side by side.) Then: a peer's link goes down (100 %
 loss for it, the exporter keeps serving); a bad reload keeps the old peers probed; a good reload
 that drops a peer removes its series.
@@ -31,6 +33,17 @@ NS = labkit.pod_namespaces(PREFIX)
 
 # RTT probe settings of the client: a train of 10 every 2 s.
 INTERVAL_S = 2
+
+# The latency step: the cross delay line (the cross and cross-v6 peers sit behind it) goes from
+# its one-way delay to that + STEP_US / 2 and back, so their RTT moves by STEP_US. The states
+# alternate A B A B A in segments of STEP_SEGMENT_S, 2 x STEP_SEGMENT_S (the A segments at the
+# ends half as long), so that a drift of the busy machine's latency that is linear in time
+# cancels between the two states (an ABBA design); each state gets STEP_SEGMENT_S x 4 s, less
+# the train in flight at each change (left out), about a minute of rounds.
+STEP_US = 20
+STEP_TOLERANCE_US = 5
+STEP_SEGMENT_S = 16
+CROSS_DELAY_US = int(os.environ.get("PODNET_LAB_CROSS_DELAY_US", "260"))
 PEER_LINE = ("    - {{ name: {name}, address: \"{addr}\", node: {node}, zone: {zone} }}\n")
 
 
@@ -68,10 +81,62 @@ def main():
     if not labkit.have_root():
         return labkit.skip(labkit.ROOT_NEEDED)
     return labkit.run_lab_test(args.lab_script, args.delayline, PREFIX,
-                               lambda lab, tmp: scenario(args, tmp))
+                               lambda lab, tmp: scenario(args, lab, tmp))
 
 
-def scenario(args, tmp):
+def latency_step(lab):
+    """Steps the cross-zone path by +STEP_US and back at run time (A B A B A, see STEP_SEGMENT_S);
+    checks that the per-peer round median, averaged over each state's rounds (about a minute),
+    differs by STEP_US ± STEP_TOLERANCE_US for the two peers behind that delay line and by at
+    most STEP_TOLERANCE_US for the others. Takes 8 x STEP_SEGMENT_S (+ a scrape)."""
+    settle = INTERVAL_S + 1  # the train in flight at a change is measured under neither state
+    stepped = CROSS_DELAY_US + STEP_US // 2
+    plan = [(CROSS_DELAY_US, 1), (stepped, 2), (CROSS_DELAY_US, 2), (stepped, 2),
+            (CROSS_DELAY_US, 1)]
+    windows = {CROSS_DELAY_US: [], stepped: []}  # state -> [(from, to)] in Unix time
+    t = time.time()
+    for delay, length in plan:
+        changes = bool(windows[CROSS_DELAY_US] or windows[stepped])  # all but the first
+        if changes:
+            lab.set_delay("cross", delay)
+        t_from = time.time() + (settle if changes else 0)
+        t_until = t + length * STEP_SEGMENT_S
+        windows[delay].append((t_from, t_until))
+        time.sleep(max(0.0, t_until - time.time()))
+        t = t_until
+    time.sleep(1.5)  # the last scrape of the last segment is in
+    span = "%ds" % int(time.time() - windows[CROSS_DELAY_US][0][0] + 5)
+    series = promql("podnet_rtt_round_median_seconds[%s]" % span)
+
+    def mean(samples, spans):
+        vals = [v for ts, v in samples if any(a <= ts <= b for a, b in spans)]
+        return (sum(vals) / len(vals) if vals else None), len(vals)
+
+    by_peer = {r["metric"].get("peer"): [(float(ts), float(v)) for ts, v in r["values"]]
+               for r in series}
+    for peer in ("same", "zone", "cross", "cross-v6"):
+        base, n_base = mean(by_peer.get(peer, []), windows[CROSS_DELAY_US])
+        step, n_step = mean(by_peer.get(peer, []), windows[stepped])
+        if base is None or step is None:
+            check(False, "step: %s has round medians in both states (%d, %d scrapes)"
+                  % (peer, n_base, n_step))
+            continue
+        moved = (step - base) * 1e6
+        segments = [mean(by_peer[peer], [w])[0]
+                    for w in sorted(w for spans in windows.values() for w in spans)]
+        segments = ["%.1f" % (m * 1e6) if m is not None else "-" for m in segments]
+        log("step: %-8s segment means (A B A B A), us: %s" % (peer, " ".join(segments)))
+        log("step: %-8s round median %.1f us (%d scrapes) -> %.1f us (%d scrapes): %+.1f us"
+            % (peer, base * 1e6, n_base, step * 1e6, n_step, moved))
+        want = STEP_US if peer.startswith("cross") else 0
+        check(min(n_base, n_step) >= 2 * STEP_SEGMENT_S,
+              "step: %s's round median was scraped through both states" % peer)
+        check(abs(moved - want) <= STEP_TOLERANCE_US,
+              "step: %s's round median moved %+.1f us (want %d ± %d)"
+              % (peer, moved, want, STEP_TOLERANCE_US))
+
+
+def scenario(args, lab, tmp):
     # The client Pod may open unprivileged ICMP "ping" sockets (as a DaemonSet's Pod sysctl
     # would allow); the unit tests cover raw sockets.
     run("ip", "netns", "exec", NS["client"], "sysctl", "-q", "-w",
@@ -153,6 +218,8 @@ def scenario(args, tmp):
     check(peers.get("same_node") == 1 and peers.get("same_zone") == 1
           and peers.get("cross_zone") == 2, "podnet_peers by path_class: %s" % peers)
 
+    latency_step(lab)
+
     # A flood of the client's responders from the same-node Pod (idle HTTP connections past the
     # server's limit, UDP garbage as fast as Python can send) must not grow its memory without
     # bound, stop it serving, or starve its probes.
@@ -192,6 +259,11 @@ def scenario(args, tmp):
           "link down: the other peers are still answered")
     check(http(NS["client"], "http://127.0.0.1:9479/-/healthy")[0] == 200,
           "link down: the exporter keeps serving")
+    _, metrics = http(NS["client"], "http://127.0.0.1:9479/metrics")
+    stale = [line for line in metrics.splitlines()
+             if line.startswith("podnet_rtt_round_") and 'peer="cross"' in line]
+    check(not stale and 'podnet_rtt_round_median_seconds{' in metrics,
+          "link down: no round figures for cross (%s), the others' stay" % stale)
     run("ip", "-n", NS["cross"], "link", "set", iface, "up")
 
     # A bad reload keeps the running configuration and its peers.

@@ -7,7 +7,7 @@
 //
 //   podnet-lab-delayline --a IFACE_A --b IFACE_B --delay-us N
 //                        [--max-seconds S] [--queue-frames Q] [--spin-us N] [--rt-priority P]
-//                        [--quiet]
+//                        [--delay-file PATH] [--quiet]
 //
 // Design notes
 //  * Deadline = kernel receive timestamp (SO_TIMESTAMPNS, CLOCK_REALTIME, converted to
@@ -26,6 +26,10 @@
 //  * Bounded FIFO per direction (--queue-frames, default 4096); beyond it frames are dropped and
 //    counted.  Clean exit on SIGTERM/SIGINT and after --max-seconds (default 3600), with a one-line
 //    summary on stderr.  SIGUSR1 prints the same line without exiting.
+//  * The delay can change at run time (a latency step for the tests): with --delay-file, SIGUSR2
+//    re-reads PATH (one integer, microseconds, 0..10000000; at most 63 bytes read), logs
+//    "delay_us=N from PATH" and applies N to frames received from then on; a frame already
+//    queued keeps its deadline.  A bad file is logged and the delay stays as it was.
 //
 // Linux only; libc/libstdc++ only.  Needs CAP_NET_RAW (root in the lab).
 
@@ -84,10 +88,13 @@ constexpr size_t kMaxFrame = 256 * 1024;
 
 volatile sig_atomic_t g_stop_signal = 0;
 volatile sig_atomic_t g_report = 0;
+volatile sig_atomic_t g_reload = 0;
 
 void on_signal(int sig) {
   if (sig == SIGUSR1)
     g_report = 1;
+  else if (sig == SIGUSR2)
+    g_reload = 1;
   else
     g_stop_signal = sig;
 }
@@ -116,7 +123,7 @@ inline void cpu_relax() {
   if (msg) std::fprintf(stderr, "%s: %s\n", kProg, msg);
   std::fprintf(stderr,
                "usage: %s --a IFACE_A --b IFACE_B --delay-us N [--max-seconds S] "
-               "[--queue-frames Q] [--spin-us N] [--rt-priority P] [--quiet]\n"
+               "[--queue-frames Q] [--spin-us N] [--rt-priority P] [--delay-file PATH] [--quiet]\n"
                "  Forwards every frame received on A out of B (and B out of A) N microseconds\n"
                "  after the kernel received it.  Runs in the current network namespace.\n"
                "  --max-seconds S   exit after S seconds (default 3600)\n"
@@ -124,7 +131,9 @@ inline void cpu_relax() {
                "  --spin-us N       busy-wait at most the last N us before a deadline\n"
                "                    (default: adaptive; 0 = only sleep)\n"
                "  --rt-priority P   run as SCHED_FIFO priority P (1..99) so that a busy machine\n"
-               "                    does not delay frames; 0 = normal scheduling (default)\n",
+               "                    does not delay frames; 0 = normal scheduling (default)\n"
+               "  --delay-file PATH on SIGUSR2, read the delay (us) from PATH and use it for\n"
+               "                    frames received from then on\n",
                kProg);
   std::exit(2);
 }
@@ -158,6 +167,7 @@ struct Options {
   long long queue_frames = 4096;
   long long spin_us = -1;     // -1 = adaptive
   long long rt_priority = 0;  // 0 = normal scheduling
+  std::string delay_file;     // re-read on SIGUSR2; empty = the delay is fixed
   bool quiet = false;
 };
 
@@ -178,7 +188,8 @@ Options parse_args(int argc, char** argv) {
       have_val = true;
     }
     if (key != "--a" && key != "--b" && key != "--delay-us" && key != "--max-seconds" &&
-        key != "--queue-frames" && key != "--spin-us" && key != "--rt-priority") {
+        key != "--queue-frames" && key != "--spin-us" && key != "--rt-priority" &&
+        key != "--delay-file") {
       std::string m = "unknown argument: " + std::string(arg);
       usage(m.c_str());
     }
@@ -206,6 +217,9 @@ Options parse_args(int argc, char** argv) {
     } else if (key == "--spin-us") {
       if (!parse_int(val, 0, 10'000, n)) usage("--spin-us must be an integer in 0..10000");
       o.spin_us = n;
+    } else if (key == "--delay-file") {
+      if (val.empty()) usage("--delay-file needs a path");
+      o.delay_file = std::string(val);
     } else if (key == "--rt-priority") {
       if (!parse_int(val, 0, 99, n)) usage("--rt-priority must be an integer in 0..99");
       o.rt_priority = n;
@@ -410,6 +424,7 @@ class DelayLine {
   void summary(const char* reason);
 
  private:
+  void reload_delay();
   void refresh_clock_offset();
   int64_t deadline_from(const msghdr& mh, int64_t now);
   bool receive(Direction& d, int budget);
@@ -427,6 +442,30 @@ class DelayLine {
   uint64_t no_timestamp_ = 0, fatal_errno_ = 0;
   int64_t start_ns_ = 0;
 };
+
+// SIGUSR2: the delay from --delay-file, for frames received from now on.  One bounded read.
+void DelayLine::reload_delay() {
+  if (opt_.delay_file.empty()) {
+    std::fprintf(stderr, "%s: SIGUSR2 without --delay-file: delay_us=%lld kept\n", kProg,
+                 opt_.delay_us);
+    return;
+  }
+  char buf[64] = {};
+  FILE* f = std::fopen(opt_.delay_file.c_str(), "re");
+  size_t n = f ? std::fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) std::fclose(f);
+  std::string_view text(buf, n);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  long long us = 0;
+  if (!f || !parse_int(text, 0, 10'000'000, us)) {
+    std::fprintf(stderr, "%s: %s: no delay in us (0..10000000) there: delay_us=%lld kept\n", kProg,
+                 opt_.delay_file.c_str(), opt_.delay_us);
+    return;
+  }
+  opt_.delay_us = us;
+  delay_ns_ = us * 1000;
+  std::fprintf(stderr, "%s: delay_us=%lld from %s\n", kProg, us, opt_.delay_file.c_str());
+}
 
 void DelayLine::refresh_clock_offset() {
   // Bracket a CLOCK_REALTIME read between two CLOCK_MONOTONIC reads (vDSO, ~20 ns each).
@@ -536,10 +575,12 @@ int DelayLine::run() {
   sigaddset(&blocked, SIGINT);
   sigaddset(&blocked, SIGTERM);
   sigaddset(&blocked, SIGUSR1);
+  sigaddset(&blocked, SIGUSR2);
   sigprocmask(SIG_BLOCK, &blocked, &waitmask);  // waitmask = previous mask, used inside ppoll
   sigdelset(&waitmask, SIGINT);
   sigdelset(&waitmask, SIGTERM);
   sigdelset(&waitmask, SIGUSR1);
+  sigdelset(&waitmask, SIGUSR2);
 
   start_ns_ = mono_ns();
   const int64_t end_ns = start_ns_ + int64_t(opt_.max_seconds * 1e9);
@@ -559,6 +600,10 @@ int DelayLine::run() {
     if (g_report) {
       g_report = 0;
       summary("report");
+    }
+    if (g_reload) {
+      g_reload = 0;
+      reload_delay();
     }
     if (!receive(ab_, 64) || !receive(ba_, 64)) {
       reason = "interface gone";
@@ -631,6 +676,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGUSR1, &sa, nullptr);
+  sigaction(SIGUSR2, &sa, nullptr);
   // SIGHUP is left alone on purpose (nohup ignores it).
 
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);

@@ -3,6 +3,8 @@
 # lines standing in for the distance between nodes and zones (this kernel has no netem).
 #
 #   lab.sh up | down | status
+#   lab.sh delay zone|cross US   sets that delay line's one-way delay at run time (a latency step:
+#                                RTT moves by 2 x the change); frames already queued keep theirs
 #
 # Environment:
 #   PODNET_LAB_PREFIX          namespace prefix (default pnlab)
@@ -130,10 +132,11 @@ offloads_off() {  # ns ifname
 
 start_delayline() {  # name ns iface_a iface_b delay_us
   local name="$1" ns="$2" a="$3" b="$4" delay="$5" i pid
-  local log="$STATE_DIR/$name.log" pidf="$STATE_DIR/$name.pid"
+  local log="$STATE_DIR/$name.log" pidf="$STATE_DIR/$name.pid" delayf="$STATE_DIR/$name.delay"
   : >"$log"
+  echo "$delay" >"$delayf"
   ip netns exec "$ns" nohup "$DELAYLINE" --a "$a" --b "$b" --delay-us "$delay" \
-    --max-seconds "$MAX_SECONDS" --rt-priority "$RT_PRIORITY" </dev/null >>"$log" 2>&1 &
+    --delay-file "$delayf" --max-seconds "$MAX_SECONDS" --rt-priority "$RT_PRIORITY" </dev/null >>"$log" 2>&1 &
   pid=$!
   echo "$pid" >"$pidf"
   for ((i = 0; i < 50; i++)); do
@@ -267,9 +270,31 @@ cmd_status() {
   done
 }
 
+# Writes the delay line's --delay-file, signals it (SIGUSR2) and waits (bounded, 5 s) for its log
+# to confirm the new delay.
+cmd_delay() {
+  need_root
+  local name="$1" us="$2" pid i log="$STATE_DIR/$1.log"
+  [[ "$name" == zone || "$name" == cross ]] || die "delay: the delay lines are zone and cross"
+  [[ "$us" =~ ^[0-9]+$ && "$us" -le 10000000 ]] || die "delay: microseconds, 0..10000000"
+  pid="$(cat "$STATE_DIR/$name.pid" 2>/dev/null || true)"
+  [[ "$pid" =~ ^[0-9]+$ ]] && is_our_delayline "$pid" || die "delay: delay line $name is not running"
+  local before
+  before="$(grep -c -- "delay_us=$us from " "$log" || true)"
+  echo "$us" >"$STATE_DIR/$name.delay"
+  kill -USR2 "$pid"
+  for ((i = 0; i < 50; i++)); do
+    [[ "$(grep -c -- "delay_us=$us from " "$log" || true)" -gt "$before" ]] && return 0
+    sleep 0.1
+  done
+  tail -n 3 "$log" >&2
+  die "delay: $name did not confirm delay_us=$us within 5 s"
+}
+
 case "${1:-}" in
   up) cmd_up ;;
+  delay) [[ $# -eq 3 ]] || die "usage: $0 delay zone|cross US"; cmd_delay "$2" "$3" ;;
   down) cmd_down; rm -rf "${STATE_DIR:?}"/*.pid 2>/dev/null || true; note "down: prefix=$PREFIX" ;;
   status) cmd_status ;;
-  *) echo "usage: $0 up|down|status   (see the header of this file for the environment)" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|delay   (see the header of this file for the environment)" >&2; exit 2 ;;
 esac

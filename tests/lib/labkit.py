@@ -479,6 +479,13 @@ class Lab:
         subprocess.run([self.script, "up"], env=self.env, check=True, timeout=120)
         return self
 
+    def set_delay(self, name, one_way_us):
+        """Sets delay line `name` ("zone" or "cross") to `one_way_us` µs each way, at run time
+        (tests/lab/lab.sh delay): frames it receives from then on take the new delay, so the
+        path's RTT moves by twice the change. Returns when the delay line has confirmed it."""
+        subprocess.run([self.script, "delay", name, str(int(one_way_us))], env=self.env,
+                       check=True, timeout=30)
+
     def __exit__(self, *exc):
         stop_all()
         subprocess.run([self.script, "down"], env=self.env, timeout=120)
