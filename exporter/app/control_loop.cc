@@ -92,7 +92,14 @@ void ControlLoop::Run() {
   UpdateReady();
   watches_.Stop();
   tls_refresh_.cancel();
+  // Removing the set gives the signals their default action back (signal(7): terminate):
+  // a SIGHUP or a second SIGTERM while the other loops stop would end the process by the
+  // signal instead of exit 0. From here on they are dropped: held before the set goes (asio's
+  // handler replaced) and again after (asio has put SIG_DFL back), so the default action is
+  // in place only between two system calls.
+  HoldSignalsWhileStopping();
   signals_.reset();
+  HoldSignalsWhileStopping();
 }
 
 void ControlLoop::WaitForSignal() {

@@ -23,6 +23,15 @@ void InstallEarlySignalHandlers() {
   sigaction(SIGHUP, &sa, nullptr);
 }
 
+void HoldSignalsWhileStopping() {
+  InstallEarlySignalHandlers();
+  struct sigaction sa {};
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
 // Earlier still than main(): the dynamic loader runs an executable's DT_PREINIT_ARRAY before any
 // shared library's initializers (System V gABI, "Initialization and Termination Functions"),
 // and gRPC, protobuf, abseil and OpenSSL spend most of the exporter's ~20 ms before main() in

@@ -17,4 +17,12 @@ void InstallEarlySignalHandlers();
 /// reload asked for during start-up is done, not lost.
 bool TakeEarlyReload();
 
+/// Once the control loop has ended (the exporter stops): SIGHUP is remembered and dropped as
+/// during start-up, SIGINT and SIGTERM are ignored (SIG_IGN), so that a config-map reloader's
+/// SIGHUP or a second SIGTERM (`timeout` signals the whole process group) cannot end the
+/// process by the signal's default action while its threads are joined: it exits 0. Stopping
+/// takes milliseconds; SIGKILL still ends it. In a process that runs an App more than once
+/// (tests), the next App's control loop takes the signals over again (asio's signal_set).
+void HoldSignalsWhileStopping();
+
 }  // namespace podnet::app

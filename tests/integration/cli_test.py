@@ -199,6 +199,35 @@ def stop_exporter(p):
         return p.communicate()[1]
 
 
+def signals_while_stopping(exe, tmp, runs=10):
+    """A SIGHUP (a config-map reloader) or a second SIGTERM (`timeout`, which signals the
+    whole process group) that arrives while the exporter stops must not end it by the signal:
+    each run exits 0. The old control loop gave the signals their default action back as soon
+    as its loop ended, and 5 of 10 such runs died of SIGHUP (rc -1) or SIGTERM (rc -15)."""
+    died = []
+    for i in range(runs):
+        p, _ = start_exporter(exe, tmp, "stop-%d" % i)
+        p.send_signal(signal.SIGTERM)
+        late = signal.SIGHUP if i % 2 == 0 else signal.SIGTERM
+        for _ in range(100):  # one every 0.5 ms for 50 ms, or until it exited
+            if p.poll() is not None:
+                break
+            try:
+                p.send_signal(late)
+            except ProcessLookupError:
+                break
+            time.sleep(0.0005)
+        try:
+            p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+        if p.returncode != 0:
+            died.append("run %d (%s): rc %s" % (i, late.name, p.returncode))
+    check(not died, "SIGHUP or a second SIGTERM while stopping, %d runs: each exits 0 %s"
+          % (runs, died))
+
+
 def burst_stalled_clients(exe, tmp):
     """64 connections that send 36 of the 37 cookie bytes and stall, from one source address and
     from 16, must not lock a stock `iperf3 -c` out of the burst responder."""
@@ -1116,6 +1145,7 @@ def main():
     json_fields(exe, tmp)
     listeners(exe, tmp)
     sighup_during_startup(exe, tmp)
+    signals_while_stopping(exe, tmp)
     burst_stalled_clients(exe, tmp)
     hostile_config(exe, tmp)
     reload_requests_coalesced(exe, tmp)
