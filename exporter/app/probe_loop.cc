@@ -57,16 +57,18 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   // The effective self: the zone read from the Node fills an empty self.zone.
   topology::Self self = next->self;
   if (self.zone.empty() && next->kubernetes) self.zone = discovered_.self_zone;
-  auto [peers, candidates, selected] = PeersFor(self, *next);
+  // Every discovered Pod, self included: the candidate peers, and those the coordinated
+  // bursts choose among. Converted once per Reconcile (a relist of thousands of Pods).
+  std::vector<topology::Peer> discovered = Discovered(self, *next);
+  auto [peers, candidates, selected] = PeersFor(self, *next, discovered);
   const config::Config* prev = applied_.get();
   // Kubernetes discovery on or off changes how bursts run (coordinated or per peer): the kinds
   // restart as for a label change.
   bool labels_changed = prev == nullptr || self_ != self ||
                         prev->aggregate_peers != next->aggregate_peers ||
                         prev->kubernetes.has_value() != next->kubernetes.has_value();
-  // Every discovered Pod, self included: the coordinated bursts choose among all of them.
   if (next->kubernetes) {
-    probe_env_.burst_candidates = Discovered(self, *next);
+    probe_env_.burst_candidates = std::move(discovered);
   } else {
     probe_env_.burst_candidates.reset();
   }
@@ -100,12 +102,12 @@ std::vector<topology::Peer> ProbeLoop::Discovered(const topology::Self& self,
   return found;
 }
 
-topology::Composition ProbeLoop::PeersFor(const topology::Self& self,
-                                          const config::Config& next) const {
+topology::Composition ProbeLoop::PeersFor(const topology::Self& self, const config::Config& next,
+                                          std::vector<topology::Peer> discovered) const {
   topology::SelectionOptions selection;
   if (next.kubernetes) selection.peers_per_zone = next.kubernetes->peers_per_zone;
   return topology::ComposePeers(self, discovery::StaticPeers(self, next.static_peers),
-                                Discovered(self, next), selection);
+                                std::move(discovered), selection);
 }
 
 void ProbeLoop::RestartKinds(const config::Config& next, const topology::Self& self,

@@ -65,9 +65,10 @@ class ProbeLoop {
   // empty before the first list succeeded or without peers.kubernetes.
   std::vector<topology::Peer> Discovered(const topology::Self& self,
                                          const config::Config& next) const;
-  // The peers of `self` under `next` (topology::ComposePeers): the static ones and, once the
-  // first list succeeded, the discovered endpoints as candidates.
-  topology::Composition PeersFor(const topology::Self& self, const config::Config& next) const;
+  // The peers of `self` under `next` (topology::ComposePeers): the static ones and the
+  // `discovered` endpoints (Discovered) as candidates.
+  topology::Composition PeersFor(const topology::Self& self, const config::Config& next,
+                                 std::vector<topology::Peer> discovered) const;
   // Every kind restarted for `next` and `self` towards `peers` (the series' labels changed).
   void RestartKinds(const config::Config& next, const topology::Self& self,
                     const std::vector<topology::Peer>& peers);
