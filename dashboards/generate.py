@@ -6,9 +6,10 @@
 
 The JSON files are what users import (committed, stable uids); this script keeps their variables,
 selectors and layout consistent. Grafana 10/11 model (schemaVersion 39); the Prometheus data
-source is the variable `datasource`. Only the Peers dashboard uses the `peer` label: the others
-keep working with `metrics: { aggregate_peers: true }`, where `peer=~"$peer"` with "All" (.*)
-also matches series without the label.
+source is the variable `datasource`. Latency histograms carry no `peer` label by default (they
+are per peer zone and path class unless metrics.per_peer_histograms), so no histogram query
+selects on $peer; counters do, and keep working with `metrics: { aggregate_peers: true }`, where
+`peer=~"$peer"` with "All" (.*) also matches series without the label.
 """
 import json
 import os
@@ -130,15 +131,15 @@ def overview():
               [('sum by (path_class) (podnet_peers{%s})' % CL, "{{path_class}}")],
               "none", 16, 0, 8, 6, "Peers each prober measures (summed over probers)."),
         panel("timeseries", "RTT p50 by path class",
-              [(quantile(0.5, rtt, "path_class", SEL_PEER), "{{path_class}}")], "s", 0, 6),
+              [(quantile(0.5, rtt, "path_class", SEL), "{{path_class}}")], "s", 0, 6),
         panel("timeseries", "RTT p99 by path class",
-              [(quantile(0.99, rtt, "path_class", SEL_PEER), "{{path_class}}")], "s", 12, 6),
+              [(quantile(0.99, rtt, "path_class", SEL), "{{path_class}}")], "s", 12, 6),
         panel("timeseries", "HTTP request p50 by path class and connection",
-              [(quantile(0.5, http, "path_class, connection", SEL_PEER),
+              [(quantile(0.5, http, "path_class, connection", SEL),
                 "{{path_class}} {{connection}}")],
               "s", 0, 14),
         panel("timeseries", "HTTP request p99 by path class and connection",
-              [(quantile(0.99, http, "path_class, connection", SEL_PEER),
+              [(quantile(0.99, http, "path_class, connection", SEL),
                 "{{path_class}} {{connection}}")],
               "s", 12, 14),
         panel("timeseries", "Packet loss by path class",
@@ -171,7 +172,8 @@ def overview():
 
 def zone_matrix():
     rtt = "podnet_rtt_seconds"
-    not_same_node = SEL_PEER + ', path_class!="same_node"'
+    # Histograms are per peer zone and path class: no peer selector on them.
+    not_same_node = SEL + ', path_class!="same_node"'
     return "podnet-zone-matrix", "podnet / Zone matrix", "zone", [
         panel("table", "RTT p50: source zone (rows) × peer zone (columns)",
               [(quantile(0.5, rtt, "source_zone, peer_zone", not_same_node, "5m"), "")], "s",
@@ -224,22 +226,29 @@ def zone_matrix():
 def peers():
     sel = SEL_PEER
     return "podnet-peers", "podnet / Peers", "peers", [
-        panel("heatmap", "RTT distribution (histogram buckets)",
-              [('sum by (le) (increase(podnet_rtt_seconds_bucket{%s}[%s]))' % (sel, RI),
-                "{{le}}")], "s", 0, 0, 24, 9, "Every RTT sample of the selected peer(s).",
-              fmt="heatmap"),
-        panel("timeseries", "RTT p50 and p99 by peer",
-              [(quantile(0.5, "podnet_rtt_seconds", "peer", sel), "p50 {{peer}}"),
-               (quantile(0.99, "podnet_rtt_seconds", "peer", sel), "p99 {{peer}}")], "s", 0, 9),
+        # Latency histograms are per (peer zone, path class) unless per_peer_histograms: the
+        # distributions are read without the peer selector; "which peer?" is read from the
+        # per-peer round gauges and counters.
+        panel("heatmap", "RTT distribution by peer zone (histogram buckets)",
+              [('sum by (le) (increase(podnet_rtt_seconds_bucket{%s}[%s]))' % (SEL, RI),
+                "{{le}}")], "s", 0, 0, 24, 9,
+              "Every RTT sample of the selected source(s), all peers (histograms are per peer "
+              "zone and path class).", fmt="heatmap"),
+        panel("timeseries", "RTT by peer: round median and minimum (exact)",
+              [('avg by (peer) (avg_over_time(podnet_rtt_round_median_seconds{%s}[%s]))'
+                % (sel, RI), "median {{peer}}"),
+               ('min by (peer) (min_over_time(podnet_rtt_round_min_seconds{%s}[%s]))'
+                % (sel, RI), "min {{peer}}")], "s", 0, 9,
+              desc="From each train's own samples (kernel stamps): a 20 µs change shows here, "
+                   "inside any histogram bucket."),
         panel("timeseries", "Packet loss by peer", [(loss("peer", sel), "{{peer}}")],
               "percentunit", 12, 9),
-        panel("timeseries", "HTTP phases p50: connect, first byte, request",
-              [(quantile(0.5, "podnet_http_connect_duration_seconds", "peer", sel),
-                "connect {{peer}}"),
-               (quantile(0.5, "podnet_http_time_to_first_byte_seconds", "peer, connection", sel),
-                "first byte {{connection}} {{peer}}"),
-               (quantile(0.5, "podnet_http_request_duration_seconds", "peer, connection", sel),
-                "request {{connection}} {{peer}}")], "s", 0, 17),
+        panel("timeseries", "HTTP request p50 by peer zone and path class",
+              [(quantile(0.5, "podnet_http_request_duration_seconds",
+                         "peer_zone, path_class, connection", SEL),
+                "{{connection}} {{path_class}} {{peer_zone}}")], "s", 0, 17,
+              desc="Time to first byte and connect time have no panel: their families are off "
+                   "by default (metrics.families)."),
         panel("timeseries", "HTTP responses by code",
               [('sum by (peer, connection, code) (rate(podnet_http_requests_total{%s}[%s]))'
                 % (sel, RI), "{{peer}} {{connection}} {{code}}")], "reqps", 12, 17),

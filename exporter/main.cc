@@ -10,6 +10,7 @@
 #include "exporter/app/cli.h"
 #include "exporter/app/early_signals.h"
 #include "exporter/app/report_run.h"
+#include "exporter/app/series_check.h"
 #include "exporter/config/config.h"
 #include "exporter/log/logging.h"
 #include "exporter/probes/dns/explain.h"
@@ -83,7 +84,8 @@ int main(int argc, char** argv) {
   if (options->mode == Options::Mode::kCheckConfig) {
     if (web) std::cout << options->web_config_file << ": OK\n";
     std::cout << options->config_file << ": OK (" << podnet::config::Summary(*loaded.config)
-              << ")\n";
+              << ")\n"
+              << podnet::app::SeriesCheck(*loaded.config);
     return 0;
   }
   if (options->mode == Options::Mode::kReport) {

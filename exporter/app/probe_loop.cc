@@ -66,6 +66,8 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   // restart as for a label change.
   bool labels_changed = prev == nullptr || self_ != self ||
                         prev->aggregate_peers != next->aggregate_peers ||
+                        prev->per_peer_histograms != next->per_peer_histograms ||
+                        prev->families_off != next->families_off ||
                         prev->kubernetes.has_value() != next->kubernetes.has_value();
   if (next->kubernetes) {
     probe_env_.burst_candidates = std::move(discovered);
@@ -112,12 +114,16 @@ topology::Composition ProbeLoop::PeersFor(const topology::Self& self, const conf
 
 void ProbeLoop::RestartKinds(const config::Config& next, const topology::Self& self,
                              const std::vector<topology::Peer>& peers) {
-  // Every series carries source labels (and the peer labels aggregate_peers picks): all
-  // probes restart under the new identity and label set, removing their old series first.
+  // Every series carries source labels (and the peer labels aggregate_peers and
+  // per_peer_histograms pick), and each family is served or not (metrics.families): all probes
+  // restart under the new identity, label sets and families, removing their old series first.
   for (const auto& kind : probes::ProbeKinds()) scheduler_.SetKind(kind.name, nullptr, {});
   probe_env_.self = self;
   probe_env_.peer_labels =
       next.aggregate_peers ? metrics::PeerLabelSet::kAggregated : metrics::PeerLabelSet::kPerPeer;
+  probe_env_.histogram_labels = next.per_peer_histograms ? metrics::PeerLabelSet::kPerPeer
+                                                         : metrics::PeerLabelSet::kAggregated;
+  probe_env_.metrics.SetFamiliesOff(next.families_off);
   for (const auto& kind : probes::ProbeKinds()) {
     scheduler_.SetKind(kind.name, MakeKind(kind, next), peers);
   }

@@ -180,11 +180,62 @@ void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
   if (ok) c.kubernetes = k;
 }
 
+// metrics.families: { NAME: true|false } over the defaults (metric_families.h).
+void DecodeMetricFamilies(Decoder& d, const YAML::Node& n, Config& c) {
+  if (n.IsNull()) return;
+  if (!n.IsMap()) {
+    d.Fail(n, "metrics.families", "must be a mapping of metric family names to true or false");
+    return;
+  }
+  std::set<std::string> seen;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const YAML::Node key = it->first;  // a copy: it->first is a temporary of yaml-cpp
+    const YAML::Node value = it->second;
+    if (!key.IsScalar()) {
+      d.Fail(key, "metrics.families", "keys must be metric family names");
+      continue;
+    }
+    const std::string& name = key.Scalar();
+    std::string path = "metrics.families." + name;
+    if (!seen.insert(name).second) {
+      d.Fail(key, path, "duplicate key");
+      continue;
+    }
+    auto families = MetricFamilies();
+    if (std::none_of(families.begin(), families.end(),
+                     [&](const MetricFamilyEntry& f) { return f.name == name; })) {
+      d.Fail(key, path,
+             "unknown metric family: the names are those of the probe kinds' families, without "
+             "_bucket, _sum or _count (README, \"Metrics\", lists them)");
+      continue;
+    }
+    if (auto on = d.Bool(value, path)) {
+      if (*on) {
+        c.families_off.erase(name);
+      } else {
+        c.families_off.insert(name);
+      }
+    }
+  }
+}
+
 void DecodeMetrics(Decoder& d, const YAML::Node& n, Config& c) {
-  if (!n.IsDefined() || n.IsNull() || !d.CheckMap(n, "metrics", {"aggregate_peers"})) return;
+  if (!n.IsDefined() || n.IsNull() ||
+      !d.CheckMap(n, "metrics", {"aggregate_peers", "per_peer_histograms", "families"})) {
+    return;
+  }
   if (const YAML::Node v = n["aggregate_peers"]; v.IsDefined()) {
     if (auto b = d.Bool(v, "metrics.aggregate_peers")) c.aggregate_peers = *b;
   }
+  if (const YAML::Node v = n["per_peer_histograms"]; v.IsDefined()) {
+    if (auto b = d.Bool(v, "metrics.per_peer_histograms")) c.per_peer_histograms = *b;
+    if (c.per_peer_histograms && c.aggregate_peers) {
+      d.Fail(v, "metrics.per_peer_histograms",
+             "cannot be true with aggregate_peers: true, which drops the peer labels from every "
+             "series");
+    }
+  }
+  if (const YAML::Node v = n["families"]; v.IsDefined()) DecodeMetricFamilies(d, v, c);
 }
 
 void DecodePeers(Decoder& d, const YAML::Node& n, Config& c) {

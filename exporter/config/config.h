@@ -3,10 +3,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "exporter/config/env.h"
+#include "exporter/config/metric_families.h"
 #include "exporter/config/probe_options.h"
 #include "exporter/config/units.h"
 #include "exporter/net/address.h"
@@ -48,6 +50,15 @@ struct Config {
   /// (source, peer zone, path class) and cardinality stays bounded on big clusters (docs/design.md,
   /// "Metrics: peer labels and buckets").
   bool aggregate_peers = false;
+  /// metrics.per_peer_histograms: latency histograms (RTT, HTTP, gRPC) carry `peer` and
+  /// `peer_node` too. Off (the default), they are per (source, peer zone, path class), while
+  /// every counter and the RTT round gauges stay per peer: a histogram costs 3 + buckets series
+  /// (buckets.h), the bulk of a Pod's series when it is per peer. Never with aggregate_peers.
+  bool per_peer_histograms = false;
+  /// The metric families turned off (metrics.families: NAME: false; metric_families.h lists the
+  /// names and which are off by default). Effective set: the defaults with the file's choices
+  /// applied.
+  std::set<std::string, std::less<>> families_off = DefaultFamiliesOff();
   std::optional<probes::rtt::RttOptions> rtt;        // probes.rtt; absent = off
   std::optional<probes::dns::DnsOptions> dns;        // probes.dns; absent = off
   std::optional<probes::burst::BurstOptions> burst;  // probes.burst; absent = off

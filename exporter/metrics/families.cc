@@ -1,20 +1,21 @@
 #include "exporter/metrics/families.h"
 
+#include "exporter/metrics/metrics.h"
+
 namespace podnet::metrics {
 
-CounterFamily& DeclareCounter(prometheus::Registry& registry, const std::string& name,
-                              const std::string& help) {
-  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+CounterFamily& DeclareCounter(Metrics& metrics, const std::string& name, const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(metrics.RegistryFor(name));
 }
 
-GaugeFamily& DeclareGauge(prometheus::Registry& registry, const std::string& name,
-                          const std::string& help) {
-  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+GaugeFamily& DeclareGauge(Metrics& metrics, const std::string& name, const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(metrics.RegistryFor(name));
 }
 
-HistogramFamily DeclareHistogram(prometheus::Registry& registry, const std::string& name,
-                                 const std::string& help, const std::vector<double>& buckets) {
-  return {prometheus::BuildHistogram().Name(name).Help(help).Register(registry), buckets};
+HistogramFamily DeclareHistogram(Metrics& metrics, const std::string& name, const std::string& help,
+                                 const std::vector<double>& buckets) {
+  return {prometheus::BuildHistogram().Name(name).Help(help).Register(metrics.RegistryFor(name)),
+          buckets};
 }
 
 }  // namespace podnet::metrics

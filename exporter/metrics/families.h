@@ -11,6 +11,8 @@
 
 namespace podnet::metrics {
 
+class Metrics;
+
 using CounterFamily = prometheus::Family<prometheus::Counter>;
 using GaugeFamily = prometheus::Family<prometheus::Gauge>;
 
@@ -22,18 +24,18 @@ struct HistogramFamily {
   const std::vector<double>& buckets;
 };
 
-/// Declares the family `name` with `help` in `registry` and returns it: the one place a metric's
-/// name, help text and (for a histogram) bucket layout are written. A second declaration of
-/// the same name and type returns the family already there (prometheus-cpp's
-/// InsertBehavior::Merge: each probe kind declares its families again when a reload rebuilds
-/// it). Throws std::invalid_argument (prometheus-cpp) for an invalid name or one declared with
-/// another type: a programmer error, seen at start-up.
-CounterFamily& DeclareCounter(prometheus::Registry& registry, const std::string& name,
-                              const std::string& help);
-GaugeFamily& DeclareGauge(prometheus::Registry& registry, const std::string& name,
-                          const std::string& help);
+/// Declares the family `name` with `help` in `metrics` and returns it: the one place a metric's
+/// name, help text and (for a histogram) bucket layout are written. A family the configuration
+/// turns off (metrics.families; Metrics::SetFamiliesOff) is declared in a registry /metrics
+/// never serves: its series are written as usual and cost their memory, but no scrape sees or
+/// serializes them. A second declaration of the same name and type returns the family already
+/// there (prometheus-cpp's InsertBehavior::Merge: each probe kind declares its families again
+/// when a reload rebuilds it). Throws std::invalid_argument (prometheus-cpp) for an invalid name
+/// or one declared with another type: a programmer error, seen at start-up. Probe loop only.
+CounterFamily& DeclareCounter(Metrics& metrics, const std::string& name, const std::string& help);
+GaugeFamily& DeclareGauge(Metrics& metrics, const std::string& name, const std::string& help);
 /// `buckets` must outlive the family (the layouts of buckets.h are static).
-HistogramFamily DeclareHistogram(prometheus::Registry& registry, const std::string& name,
-                                 const std::string& help, const std::vector<double>& buckets);
+HistogramFamily DeclareHistogram(Metrics& metrics, const std::string& name, const std::string& help,
+                                 const std::vector<double>& buckets);
 
 }  // namespace podnet::metrics

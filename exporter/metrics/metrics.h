@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -120,6 +121,25 @@ class Metrics {
 
   prometheus::Registry& registry() { return *registry_; }
 
+  /// The families the configuration turns off (metrics.families), by name: Declare* puts a
+  /// family of these in a registry that is never served. Families declared before keep their
+  /// registry, so the probe kinds must be rebuilt after a change (the probe loop does). Probe
+  /// loop only, as Declare*.
+  void SetFamiliesOff(std::set<std::string, std::less<>> names) {
+    families_off_ = std::move(names);
+  }
+  /// Where Declare* registers the family `name`: registry(), or the unserved one when it is off.
+  /// Records the name (declared()).
+  prometheus::Registry& RegistryFor(std::string_view name) {
+    bool off = families_off_.contains(name);
+    declared_.insert_or_assign(std::string(name), !off);
+    return off ? *unserved_ : *registry_;
+  }
+  /// Every family declared through Declare* so far, by name: whether it is served (not off).
+  /// prometheus-cpp's Collect leaves out a family without series, so this is the one list of
+  /// what the probe kinds declare (tests hold the metrics.families catalog to it).
+  const std::map<std::string, bool, std::less<>>& declared() const { return declared_; }
+
   /// How a /metrics body is encoded (HTTP Content-Encoding).
   enum class Encoding { kIdentity, kGzip };
 
@@ -146,6 +166,9 @@ class Metrics {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<prometheus::Registry> unserved_ = std::make_shared<prometheus::Registry>();
+  std::set<std::string, std::less<>> families_off_;
+  std::map<std::string, bool, std::less<>> declared_;
   std::shared_ptr<SeriesRefs> series_refs_ = std::make_shared<SeriesRefs>();
   mutable std::atomic<std::size_t> last_size_{0};  // of the last identity body (bytes)
   prometheus::Gauge* reload_successful_;

@@ -7,14 +7,28 @@
 namespace podnet::probes {
 
 PeerProbeBase::PeerProbeBase(ProbeEnv& env, std::string_view kind, topology::Peer peer,
-                             prometheus::Labels labels)
+                             prometheus::Labels labels,
+                             std::optional<prometheus::Labels> histogram_labels)
     : env_(env),
       kind_(kind),
       peer_(std::move(peer)),
       labels_(std::move(labels)),
       probe_labels_(labels_),
+      histogram_labels_(histogram_labels ? std::move(*histogram_labels) : labels_),
       series_(std::in_place, env.metrics.series_refs()) {
   probe_labels_["probe"] = kind_;
+  byte_labels_ = probe_labels_;
+}
+
+PeerProbeBase::PeerProbeBase(ProbeEnv& env, std::string_view kind, const topology::Peer& peer)
+    : PeerProbeBase(env, kind, peer, env.PeerLabels(peer), env.HistogramLabels(peer)) {
+  byte_labels_ = metrics::PeerLabels(env.self, peer, metrics::PeerLabelSet::kAggregated);
+  byte_labels_["probe"] = kind_;
+}
+
+std::pair<prometheus::Counter*, prometheus::Counter*> PeerProbeBase::AddByteCounters() {
+  return {&series_->Add(env_.metrics.probe_sent_bytes(), byte_labels_),
+          &series_->Add(env_.metrics.probe_received_bytes(), byte_labels_)};
 }
 
 void PeerProbeBase::Run(std::chrono::steady_clock::time_point scheduled,

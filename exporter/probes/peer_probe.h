@@ -46,12 +46,14 @@ class PeerProbeBase : public PeerProbe, public std::enable_shared_from_this<Peer
  protected:
   /// A probe of kind `kind` (the `probe` label) towards `peer`, whose series carry `labels`
   /// (metrics::PeerLabels towards a peer; none for the dns targets, whose byte and error
-  /// counters carry only probe="dns").
+  /// counters carry only probe="dns"), and whose histograms carry `histogram_labels` (when
+  /// absent: `labels`).
   PeerProbeBase(ProbeEnv& env, std::string_view kind, topology::Peer peer,
-                prometheus::Labels labels);
-  /// Towards a peer: labels = env.PeerLabels(peer).
-  PeerProbeBase(ProbeEnv& env, std::string_view kind, const topology::Peer& peer)
-      : PeerProbeBase(env, kind, peer, env.PeerLabels(peer)) {}
+                prometheus::Labels labels,
+                std::optional<prometheus::Labels> histogram_labels = std::nullopt);
+  /// Towards a peer: labels = env.PeerLabels(peer), histograms env.HistogramLabels(peer), byte
+  /// counters the peer's zone and path class (AddByteCounters).
+  PeerProbeBase(ProbeEnv& env, std::string_view kind, const topology::Peer& peer);
 
   /// Begins the kind's measurement for the round due at `scheduled` (its sends and deadlines are
   /// laid out from it). Must lead to EndRound() within the kind's own deadline, unless cancelled.
@@ -92,17 +94,28 @@ class PeerProbeBase : public PeerProbe, public std::enable_shared_from_this<Peer
     extra.insert(labels_.begin(), labels_.end());
     return series_->Add(family, extra, std::forward<Args>(args)...);
   }
-  /// The same for a histogram, with its family's bucket layout.
+  /// The same for a histogram, with its family's bucket layout and histogram_labels() in place
+  /// of labels() (per peer zone and path class unless metrics.per_peer_histograms).
   prometheus::Histogram& AddSeries(const metrics::HistogramFamily& histogram,
                                    prometheus::Labels extra) {
-    return AddSeries(histogram.family, std::move(extra), histogram.buckets);
+    extra.insert(histogram_labels_.begin(), histogram_labels_.end());
+    return series_->Add(histogram, extra);
   }
   /// The series this probe adds (and RemoveSeries removes); null after RemoveSeries.
   metrics::SeriesSet* series() { return series_ ? &*series_ : nullptr; }
   ProbeEnv& env() { return env_; }
-  /// The probe's series labels, and those plus probe=<kind> (its error and byte counters').
+  /// podnet_probe_{sent,received}_bytes_total of this probe, added at 0 (sent, received). Their
+  /// labels: probe=<kind> and, towards a peer, source_node, source_zone, peer_zone and path_class
+  /// but not the peer: the bytes are the cost model's input, whose question is per path class
+  /// and zone pair, and every peer of a kind costs the same (9 peers x 4 kinds x 2 series
+  /// would be ~70 of a Pod's series). Towards a target without peer labels: probe=<kind>.
+  std::pair<prometheus::Counter*, prometheus::Counter*> AddByteCounters();
+
+  /// The probe's series labels, and those plus probe=<kind> (its error counters').
   const prometheus::Labels& labels() const { return labels_; }
   const prometheus::Labels& probe_labels() const { return probe_labels_; }
+  /// The labels of this probe's histograms (ProbeEnv::HistogramLabels towards a peer).
+  const prometheus::Labels& histogram_labels() const { return histogram_labels_; }
 
  private:
   ProbeEnv& env_;
@@ -110,6 +123,8 @@ class PeerProbeBase : public PeerProbe, public std::enable_shared_from_this<Peer
   topology::Peer peer_;
   prometheus::Labels labels_;
   prometheus::Labels probe_labels_;
+  prometheus::Labels histogram_labels_;
+  prometheus::Labels byte_labels_;
   std::optional<metrics::SeriesSet> series_;
   // Looked up once per reason: a peer that fails every round costs no label copies and no
   // registry lookup per failure.

@@ -47,6 +47,11 @@ struct ProbeEnv {
   topology::Self self;
   /// metrics.aggregate_peers; the app restarts every probe when it changes.
   metrics::PeerLabelSet peer_labels = metrics::PeerLabelSet::kPerPeer;
+  /// The peer labels of latency histograms: kAggregated (per peer zone and path class) unless
+  /// metrics.per_peer_histograms, whose default the app applies (histograms hold most of a
+  /// Pod's series: ~57 a peer each at per-peer labels). kPerPeer here is for tests that read one
+  /// peer's histogram; the app restarts every probe when it changes.
+  metrics::PeerLabelSet histogram_labels = metrics::PeerLabelSet::kPerPeer;
   /// The cluster DNS replicas the dns probe asks directly, besides resolv.conf's nameservers
   /// (probes.dns.cluster_dns with peers.kubernetes): `name` the Pod, `address` and `port` where
   /// it answers, `node`, `zone` and `path` (from this Pod) as its EndpointSlice says. At most
@@ -73,6 +78,15 @@ struct ProbeEnv {
   /// The labels of `peer`'s series under this configuration (metrics::PeerLabels).
   prometheus::Labels PeerLabels(const topology::Peer& peer) const {
     return metrics::PeerLabels(self, peer, peer_labels);
+  }
+  /// The labels of `peer`'s latency histograms: PeerLabels under histogram_labels, never finer
+  /// than peer_labels (metrics.aggregate_peers aggregates histograms too).
+  prometheus::Labels HistogramLabels(const topology::Peer& peer) const {
+    bool per_peer = peer_labels == metrics::PeerLabelSet::kPerPeer &&
+                    histogram_labels == metrics::PeerLabelSet::kPerPeer;
+    return metrics::PeerLabels(
+        self, peer,
+        per_peer ? metrics::PeerLabelSet::kPerPeer : metrics::PeerLabelSet::kAggregated);
   }
 };
 

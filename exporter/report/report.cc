@@ -197,7 +197,7 @@ Section RttSection(const std::vector<prometheus::MetricFamily>& f, std::vector<F
   }
   s.notes.push_back(
       "p50/p90/p99 are interpolated inside podnet_rtt_seconds' buckets, as PromQL's "
-      "histogram_quantile does (adjacent bounds at most 33.4 % apart); max is the upper bound "
+      "histogram_quantile does (adjacent bounds at most 50 % apart); max is the upper bound "
       "of the highest bucket with a sample. Loss counts replies that never came within the "
       "timeout.");
   return s;

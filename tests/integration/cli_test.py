@@ -917,6 +917,35 @@ def report_inputs(exe, tmp):
           "terminal (control characters in the output: %s)" % (controls or "none"))
 
 
+def config_check_series(exe, tmp, base):
+    """--config.check's series per family follows the metrics settings: per-peer histograms
+    multiply the histogram by peers / (peer zone, path class) groups (6 peers in 3 zones: 2), a
+    family switched off is gone, the families add up to the total printed."""
+    def families(extra):
+        path = os.path.join(tmp, "series.yaml")
+        with open(base) as src, open(path, "w") as f:
+            f.write(src.read() + extra)
+        r = run(exe, "--config.file", path, "--config.check")
+        fams = {m.group(1): int(m.group(2))
+                for m in re.finditer(r"^  (podnet_\w+) (\d+)$", r.stdout, re.M)}
+        m = re.search(r"series per Pod: ~(\d+) \((\d+) of the probes", r.stdout)
+        return r, fams, (int(m.group(1)), int(m.group(2))) if m else None
+    r, grouped, total = families("")
+    check(r.returncode == 0 and total and grouped and sum(grouped.values()) == total[1]
+          and "podnet_rtt_packets_sent_total" in grouped,
+          "--config.check prints the series per family and their sum: %r" % r.stdout)
+    _, per_peer, _ = families("metrics: { per_peer_histograms: true }\n")
+    check(per_peer.get("podnet_rtt_seconds") == 2 * grouped.get("podnet_rtt_seconds", -1)
+          and per_peer.get("podnet_rtt_packets_sent_total")
+          == grouped.get("podnet_rtt_packets_sent_total"),
+          "per_peer_histograms doubles the RTT histogram's series (6 peers, 3 groups), not the "
+          "counters': %s -> %s" % (grouped.get("podnet_rtt_seconds"),
+                                   per_peer.get("podnet_rtt_seconds")))
+    _, off, _ = families("metrics: { families: { podnet_rtt_seconds: false } }\n")
+    check("podnet_rtt_seconds" not in off and off.get("podnet_rtt_packets_sent_total"),
+          "a family switched off leaves the arithmetic: %s" % sorted(off))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
@@ -979,6 +1008,7 @@ def main():
     check(r.returncode == 0 and "peers: 0 static, kubernetes service podnet/podnet (2 per zone);"
           in r.stdout and "probes: rtt;" in r.stdout,
           "--config.check names Kubernetes discovery: %r" % (r.stdout.strip() or r.stderr))
+    config_check_series(exe, tmp, k8s)
 
     bad = os.path.join(tmp, "bad.yaml")
     with open(bad, "w") as f:

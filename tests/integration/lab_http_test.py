@@ -100,6 +100,8 @@ def write_client_config(path, faults):
         port = FAULT_BASE_PORT + (offset if offset is not None else 90)
         text += ("    - { name: %s, address: %s, port: %d, node: node-a, zone: zone-a }\n"
                  % (name, ADDR["same"], port))
+    # Percentiles are read per peer (same, zone and the fault peers share a path class).
+    text += "metrics: { per_peer_histograms: true }\n"
     text += ("probes:\n  http: { interval: %ds, duration: 2s, qps: 100, connections: 4, "
              "timeout: 500ms, max_body_bytes: 64KiB, modes: [keepalive, new_connection] }\n"
              "  grpc: { interval: %ds, count: 50, spacing: 20ms, timeout: 500ms, port: 9480 }\n"

@@ -119,6 +119,7 @@ def b_config():
             "responders: { udp_echo: { listen_address: \"127.0.0.1:%d\" } }\n"
             "peers:\n  static:\n"
             "    - { name: a, address: 127.0.0.1, port: %d, node: node-a, zone: zone-a }\n"
+            "metrics: { per_peer_histograms: true }\n"  # the p99s are read by peer="a"
             "probes:\n"
             "  rtt: { protocol: udp, interval: 1s, count: 50, spacing: 10ms, timeout: 200ms }\n"
             "  http: { interval: 2s, duration: 1s, qps: 100, connections: 1, timeout: 200ms,"

@@ -183,6 +183,34 @@ def scenario(args, lab, tmp):
                        text=True, timeout=60)
     check(code == 200 and r.returncode == 0 and not (r.stdout + r.stderr).strip(),
           "promtool check metrics: no problem %s" % (r.stdout + r.stderr).strip())
+    series_arithmetic(args, tmp, body)
+
+
+def series_arithmetic(args, tmp, body):
+    """--config.check's series per family against this exporter's /metrics (same file): the
+    estimate's families together within 10 % of the real count, each within 25 %."""
+    r = subprocess.run([args.exporter, "--config.file=" + os.path.join(tmp, "client.yaml"),
+                        "--config.check"], capture_output=True, text=True, timeout=30)
+    est = {m.group(1): int(m.group(2))
+           for m in re.finditer(r"^  (podnet_\w+) (\d+)$", r.stdout, re.M)}
+    real = {}
+    text = body.decode() if isinstance(body, bytes) else body
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = re.match(r"[a-zA-Z_:][a-zA-Z0-9_:]*", line).group(0)
+        family = re.sub(r"_(bucket|sum|count)$", "", name)
+        family = family if family in est else name
+        real[family] = real.get(family, 0) + 1
+    for f in sorted(est):
+        log("series %-55s estimate %4d  real %4d" % (f, est[f], real.get(f, 0)))
+    want, got = sum(est.values()), sum(real.get(f, 0) for f in est)
+    log("series per Pod: %d in /metrics; the estimate's %d families: estimate %d, real %d"
+        % (sum(real.values()), len(est), want, got))
+    check(r.returncode == 0 and est and abs(got - want) <= 0.1 * got,
+          "--config.check's series estimate (%d) within 10 %% of /metrics (%d)" % (want, got))
+    off = [f for f in est if abs(real.get(f, 0) - est[f]) > max(2, 0.25 * est[f])]
+    check(not off, "each family's estimate within 25 %% (or 2 series): off %s" % off)
 
 
 def main():

@@ -30,7 +30,7 @@ constexpr auto kGapBetweenBursts = std::chrono::milliseconds(250);
 
 // Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct BurstFamilies {
-  prometheus::Registry& r;
+  metrics::Metrics& r;
   metrics::GaugeFamily& throughput =
       metrics::DeclareGauge(r, "podnet_burst_throughput_bytes_per_second",
                             "Goodput of the last TCP burst: bytes the receiver read / data time.");
@@ -65,7 +65,7 @@ struct BurstFamilies {
 
 // Declared only in coordinated mode (peers.kubernetes): without it there is nothing to skip.
 struct CoordinationFamilies {
-  prometheus::Registry& r;
+  metrics::Metrics& r;
   metrics::CounterFamily& skipped = metrics::DeclareCounter(
       r, "podnet_burst_pairs_skipped_total",
       "Coordinated zone pairs (period, own zone -> peer zone) this Pod did not burst on.");
@@ -95,9 +95,9 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
   BurstKind(const BurstOptions& options, ProbeEnv& env)
       : options_(options),
         env_(env),
-        families_{env.metrics.registry()},
+        families_{env.metrics},
         coordination_(coordinated() ? std::make_optional<CoordinationFamilies>(
-                                          CoordinationFamilies{env.metrics.registry()})
+                                          CoordinationFamilies{env.metrics})
                                     : std::nullopt),
         budget_(ProcessBudget()),
         wait_timer_(env.io),

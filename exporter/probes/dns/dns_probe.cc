@@ -23,7 +23,7 @@ namespace {
 
 // Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct DnsFamilies {
-  prometheus::Registry& r;
+  metrics::Metrics& r;
   metrics::HistogramFamily duration = metrics::DeclareHistogram(
       r, "podnet_dns_lookup_duration_seconds",
       "Duration of one resolver-model lookup (all its questions), seconds.",
@@ -119,8 +119,7 @@ class ServersTarget : public PeerProbeBase {
 
 class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
  public:
-  DnsKind(const DnsOptions& o, ProbeEnv& env)
-      : options_(o), env_(env), families_{env.metrics.registry()} {}
+  DnsKind(const DnsOptions& o, ProbeEnv& env) : options_(o), env_(env), families_{env.metrics} {}
 
   std::string_view name() const override { return "dns"; }
   config::Duration interval() const override { return options_.interval; }

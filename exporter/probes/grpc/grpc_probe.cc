@@ -72,7 +72,7 @@ constexpr char kCheckMethod[] = "/grpc.health.v1.Health/Check";
 
 // Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct GrpcFamilies {
-  prometheus::Registry& r;
+  metrics::Metrics& r;
   metrics::HistogramFamily duration =
       metrics::DeclareHistogram(r, "podnet_grpc_request_duration_seconds",
                                 "gRPC health check (grpc.health.v1.Health/Check) latency of calls "
@@ -85,7 +85,7 @@ struct GrpcFamilies {
 class GrpcKind : public ProbeKind, public std::enable_shared_from_this<GrpcKind> {
  public:
   GrpcKind(const GrpcOptions& options, ProbeEnv& env)
-      : options_(options), env_(env), families_{env.metrics.registry()} {}
+      : options_(options), env_(env), families_{env.metrics} {}
   std::string_view name() const override { return "grpc"; }
   config::Duration interval() const override { return options_.interval; }
   std::shared_ptr<PeerProbe> ForPeer(const topology::Peer& peer) override;
@@ -122,7 +122,7 @@ class GrpcPeerProbe : public PeerProbeBase {
     channel_ = ::grpc::CreateChannel(target, ::grpc::InsecureChannelCredentials());
     channel_->GetState(/*try_to_connect=*/true);  // connect before the first round
     stub_ = std::make_unique<::grpc::GenericStub>(channel_);
-    duration_ = &series()->Add(kind_->families().duration, labels());
+    duration_ = &AddSeries(kind_->families().duration, {});
   }
 
   ~GrpcPeerProbe() override {

@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "exporter/metrics/buckets.h"
@@ -23,7 +24,7 @@ using tcp = boost::asio::ip::tcp;
 
 // Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct HttpFamilies {
-  prometheus::Registry& r;
+  metrics::Metrics& r;
   metrics::HistogramFamily duration =
       metrics::DeclareHistogram(r, "podnet_http_request_duration_seconds",
                                 "HTTP request latency of 2xx responses, from the request's start "
@@ -60,7 +61,7 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 class HttpKind : public ProbeKind, public std::enable_shared_from_this<HttpKind> {
  public:
   HttpKind(const HttpOptions& options, ProbeEnv& env)
-      : options_(options), env_(env), families_{env.metrics.registry()} {
+      : options_(options), env_(env), families_{env.metrics} {
     // Made on the probe loop's thread: 1 µs timer slack (default 50 µs) so that paced requests
     // leave on time.
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
@@ -96,8 +97,7 @@ class HttpPeerProbe : public PeerProbeBase {
       m_[m].late = &AddSeries(f.late, l);
     }
     connect_ = &AddSeries(f.connect, {});
-    sent_bytes_ = &series()->Add(env().metrics.probe_sent_bytes(), probe_labels());
-    received_bytes_ = &series()->Add(env().metrics.probe_received_bytes(), probe_labels());
+    std::tie(sent_bytes_, received_bytes_) = AddByteCounters();
   }
 
  private:

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/metrics/families.h"
@@ -104,7 +105,7 @@ class RttPeerProbe;
 
 // Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct RttFamilies {
-  prometheus::Registry& r;
+  metrics::Metrics& r;
   metrics::HistogramFamily rtt = metrics::DeclareHistogram(
       r, "podnet_rtt_seconds",
       "Round-trip time of echo requests answered in time, from kernel TX to "
@@ -149,10 +150,7 @@ struct RttFamilies {
 class RttKind : public ProbeKind, public std::enable_shared_from_this<RttKind> {
  public:
   RttKind(const RttOptions& options, ProbeEnv& env)
-      : options_(options),
-        env_(env),
-        families_{env.metrics.registry()},
-        rng_(std::random_device{}()) {
+      : options_(options), env_(env), families_{env.metrics}, rng_(std::random_device{}()) {
     ident_ = static_cast<std::uint16_t>(rng_());
   }
 
@@ -216,8 +214,7 @@ class RttPeerProbe : public PeerProbeBase {
     m_.reordered = &AddSeries(f.reordered, protocol_);
     m_.late = &AddSeries(f.late, protocol_);
     // The round gauges appear with the first round that has an RTT (SetRoundStats).
-    m_.sent_bytes = &series()->Add(env().metrics.probe_sent_bytes(), probe_labels());
-    m_.received_bytes = &series()->Add(env().metrics.probe_received_bytes(), probe_labels());
+    std::tie(m_.sent_bytes, m_.received_bytes) = AddByteCounters();
   }
 
   // A reply matched to train `gen`, request `index`.

@@ -52,7 +52,7 @@ constexpr std::uint64_t kZoneQuietRounds = 30;
 
 // Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct ServiceFamilies {
-  prometheus::Registry& r;
+  metrics::Metrics& r;
   metrics::CounterFamily& requests =
       metrics::DeclareCounter(r, "podnet_service_requests_total",
                               "Requests to a Service answered, by the answering backend's zone and "
@@ -311,7 +311,7 @@ class TargetProbe : public PeerProbeBase {
 class ServiceKind : public ProbeKind, public std::enable_shared_from_this<ServiceKind> {
  public:
   ServiceKind(const ServiceOptions& o, ProbeEnv& env)
-      : options_(o), env_(env), families_{env.metrics.registry()}, rng_(std::random_device{}()) {}
+      : options_(o), env_(env), families_{env.metrics}, rng_(std::random_device{}()) {}
 
   std::string_view name() const override { return "service"; }
   config::Duration interval() const override { return options_.interval; }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -472,6 +473,19 @@ std::vector<InvalidCase> InvalidCases() {
        "test.yaml:5:42: peers.kubernetes.label_selector: ", "unknown key"},
       {"aggregate_peers_not_bool", kSelf + "metrics:\n  aggregate_peers: yes\n",
        "test.yaml:5:20: metrics.aggregate_peers: ", "must be true or false, got \"yes\""},
+      {"metrics_family_unknown",
+       kSelf + "metrics:\n  families: {podnet_rtt_seconds: false, podnet_rtt_second: true}\n",
+       "test.yaml:5:41: metrics.families.podnet_rtt_second: ", "unknown metric family"},
+      {"metrics_family_bucket_suffix",
+       kSelf + "metrics:\n  families:\n    podnet_rtt_seconds_bucket: false\n",
+       "test.yaml:6:5: metrics.families.podnet_rtt_seconds_bucket: ", "unknown metric family"},
+      {"metrics_family_not_bool", kSelf + "metrics:\n  families: {podnet_rtt_seconds: off}\n",
+       "test.yaml:5:34: metrics.families.podnet_rtt_seconds: ", "must be true or false"},
+      {"metrics_families_not_map", kSelf + "metrics:\n  families: [podnet_rtt_seconds]\n",
+       "test.yaml:5:13: metrics.families: ", "must be a mapping"},
+      {"per_peer_histograms_with_aggregate_peers",
+       kSelf + "metrics: {aggregate_peers: true, per_peer_histograms: true}\n",
+       "test.yaml:4:55: metrics.per_peer_histograms: ", "cannot be true with aggregate_peers"},
       {"burst_responder_fractional_duration",
        kSelf + "responders:\n  burst: {max_duration: 1500ms}\n",
        "test.yaml:5:25: responders.burst.max_duration: ", "must be whole seconds"},
@@ -802,6 +816,31 @@ TEST(ConfigTest, KubernetesPeersAndAggregation) {
   ASSERT_TRUE(plain.ok()) << Dump(plain.errors);
   EXPECT_FALSE(plain.config->kubernetes.has_value());
   EXPECT_FALSE(plain.config->aggregate_peers);
+}
+
+TEST(ConfigTest, MetricFamiliesAndPerPeerHistograms) {
+  LoadResult plain = Parse(kSelf, "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(plain.ok()) << Dump(plain.errors);
+  EXPECT_FALSE(plain.config->per_peer_histograms);
+  // Off by default: the families metric_families.cc marks so, and only those.
+  std::set<std::string, std::less<>> want_off;
+  for (const auto& f : MetricFamilies()) {
+    if (!f.on_by_default) want_off.emplace(f.name);
+  }
+  EXPECT_EQ(plain.config->families_off, want_off);
+  EXPECT_TRUE(want_off.contains("podnet_http_time_to_first_byte_seconds"));
+  EXPECT_TRUE(want_off.contains("podnet_http_connect_duration_seconds"));
+
+  LoadResult r = Parse(kSelf +
+                           "metrics:\n  per_peer_histograms: true\n  families:\n"
+                           "    podnet_http_time_to_first_byte_seconds: true\n"
+                           "    podnet_dns_server_rtt_seconds: false\n",
+                       "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(r.ok()) << Dump(r.errors);
+  EXPECT_TRUE(r.config->per_peer_histograms);
+  EXPECT_FALSE(r.config->families_off.contains("podnet_http_time_to_first_byte_seconds"));
+  EXPECT_TRUE(r.config->families_off.contains("podnet_http_connect_duration_seconds"));
+  EXPECT_TRUE(r.config->families_off.contains("podnet_dns_server_rtt_seconds"));
 }
 
 TEST(ConfigTest, LoadFileMissing) {

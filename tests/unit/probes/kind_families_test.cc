@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "exporter/config/metric_families.h"
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/registry.h"
 #include "tests/unit/testing/peers.h"
@@ -157,6 +158,7 @@ TEST(KindFamiliesTest, NamesHelpTextsLabelsAndBucketsAsTheGoldenFile) {
   metrics::Metrics metrics;
   const std::set<std::string> own = FamilyNames(metrics.Serialize());
   ProbeEnv env{io, metrics, {"probe-a", "node-1", "zone-a"}};
+  env.histogram_labels = metrics::PeerLabelSet::kAggregated;  // the default (per_peer_histograms)
   const topology::Peer peer = testing::MakePeer("peer-b", "127.0.0.1", "node-2", "zone-b",
                                                 topology::PathClass::kCrossZone, 9, 9);
   const config::Config config = EveryKind();
@@ -179,6 +181,108 @@ TEST(KindFamiliesTest, NamesHelpTextsLabelsAndBucketsAsTheGoldenFile) {
   if (!want.empty() && want.front() == '\n') want.remove_prefix(1);
   EXPECT_EQ(got, want) << "PODNET_GOLDEN_OUT=FILE writes this build's text to FILE";
   for (auto& p : probes) p->RemoveSeries();
+}
+
+// Every family the kinds declare, made as the app makes them (per peer, and with Kubernetes
+// discovery: the coordinated bursts declare their own): name -> served.
+std::map<std::string, bool> DeclaredByKinds(const std::set<std::string>& families_off = {}) {
+  std::map<std::string, bool> names;
+  for (bool coordinated : {false, true}) {
+    boost::asio::io_context io;
+    metrics::Metrics metrics;
+    metrics.SetFamiliesOff({families_off.begin(), families_off.end()});
+    ProbeEnv env{io, metrics, {"probe-a", "node-1", "zone-a"}};
+    if (coordinated) env.burst_candidates.emplace();
+    for (const ProbeKindEntry& entry : ProbeKinds()) entry.make(EveryKind(), env);
+    names.insert(metrics.declared().begin(), metrics.declared().end());
+  }
+  return names;
+}
+
+TEST(KindFamiliesTest, MetricsFamiliesNamesEveryFamilyTheKindsDeclare) {
+  std::set<std::string> catalog, declared;
+  for (const auto& f : config::MetricFamilies()) catalog.emplace(f.name);
+  for (const auto& [name, served] : DeclaredByKinds()) declared.insert(name);
+  EXPECT_EQ(declared, catalog)
+      << "exporter/config/metric_families.cc must list every family a kind declares (and no "
+         "other): metrics.families validates names against it";
+}
+
+TEST(KindFamiliesTest, AFamilyTurnedOffIsNotServed) {
+  const std::set<std::string> off = {"podnet_rtt_seconds", "podnet_http_requests_total"};
+  std::map<std::string, bool> declared = DeclaredByKinds(off);
+  for (const auto& name : off) EXPECT_FALSE(declared.at(name)) << name;
+  EXPECT_TRUE(declared.at("podnet_rtt_packets_sent_total"));
+
+  // Its series are still written (the probe does not know), into a registry never served.
+  boost::asio::io_context io;
+  metrics::Metrics metrics;
+  metrics.SetFamiliesOff({"podnet_rtt_seconds"});
+  ProbeEnv env{io, metrics, {"probe-a", "node-1", "zone-a"}};
+  std::shared_ptr<ProbeKind> rtt;
+  for (const ProbeKindEntry& entry : ProbeKinds()) {
+    if (entry.name == "rtt") rtt = entry.make(EveryKind(), env);
+  }
+  ASSERT_NE(rtt, nullptr);
+  auto probe = rtt->ForPeer(testing::MakePeer("peer-b", "127.0.0.1", "node-2", "zone-b",
+                                              topology::PathClass::kCrossZone, 9, 9));
+  std::string text = metrics.Serialize();
+  EXPECT_EQ(text.find("podnet_rtt_seconds"), std::string::npos) << text;
+  EXPECT_NE(text.find("podnet_rtt_packets_sent_total{"), std::string::npos) << text;
+  probe->RemoveSeries();
+}
+
+// The distinct label sets (le left out) of the sample lines named `sample` in `text`.
+std::set<std::string> SeriesOf(const std::string& text, const std::string& sample) {
+  std::set<std::string> sets;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(sample + "{", 0) != 0) continue;
+    std::string labels = line.substr(sample.size(), line.find('}') - sample.size() + 1);
+    std::size_t le = labels.find("le=\"");
+    if (le != std::string::npos) labels.erase(le, labels.find('"', le + 4) - le + 1);
+    sets.insert(labels);
+  }
+  return sets;
+}
+
+TEST(KindFamiliesTest, HistogramsPerPeerZoneAndPathClassCountersPerPeer) {
+  for (auto histograms : {metrics::PeerLabelSet::kAggregated, metrics::PeerLabelSet::kPerPeer}) {
+    boost::asio::io_context io;
+    metrics::Metrics metrics;
+    ProbeEnv env{io, metrics, {"probe-a", "node-1", "zone-a"}};
+    env.histogram_labels = histograms;
+    const std::vector<topology::Peer> peers = {
+        testing::MakePeer("b1", "127.0.0.1", "node-2", "zone-b", topology::PathClass::kCrossZone, 9,
+                          9),
+        testing::MakePeer("b2", "127.0.0.2", "node-3", "zone-b", topology::PathClass::kCrossZone, 9,
+                          9),
+        testing::MakePeer("a1", "127.0.0.3", "node-4", "zone-a", topology::PathClass::kSameZone, 9,
+                          9)};
+    std::vector<std::shared_ptr<ProbeKind>> kinds;
+    std::vector<std::shared_ptr<PeerProbe>> probes;
+    for (const ProbeKindEntry& entry : ProbeKinds()) {
+      if (entry.name != "rtt" && entry.name != "http" && entry.name != "grpc") continue;
+      kinds.push_back(entry.make(EveryKind(), env));
+      for (const auto& p : peers) probes.push_back(kinds.back()->ForPeer(p));
+    }
+    const std::string text = metrics.Serialize();
+    const bool aggregated = histograms == metrics::PeerLabelSet::kAggregated;
+    for (const char* h : {"podnet_rtt_seconds_bucket", "podnet_grpc_request_duration_seconds_count",
+                          "podnet_http_connect_duration_seconds_sum"}) {
+      auto sets = SeriesOf(text, h);
+      EXPECT_EQ(sets.size(), aggregated ? 2u : 3u) << h << "\n" << text;
+      for (const auto& l : sets) {
+        EXPECT_EQ(l.find("peer=") == std::string::npos, aggregated) << h << l;
+        EXPECT_NE(l.find("peer_zone="), std::string::npos) << h << l;
+      }
+    }
+    // Who is reachable, and the loss, stay per peer.
+    EXPECT_EQ(SeriesOf(text, "podnet_rtt_packets_sent_total").size(), 3u) << text;
+    EXPECT_EQ(SeriesOf(text, "podnet_http_late_requests_total").size(), 6u) << text;  // 2 modes
+    for (auto& p : probes) p->RemoveSeries();
+    EXPECT_TRUE(SeriesOf(metrics.Serialize(), "podnet_rtt_seconds_bucket").empty());
+  }
 }
 
 }  // namespace

@@ -316,7 +316,8 @@ TEST_F(HttpProbeTest, BothModesAgainstTheBeastResponder) {
   EXPECT_EQ(HistogramCount("podnet_http_time_to_first_byte_seconds", port, "new"), 10u);
   // Keep-alive: 2 connections opened before the run; new: one per request.
   EXPECT_EQ(HistogramCount("podnet_http_connect_duration_seconds", port, nullptr), 12u);
-  auto l = Labels(port);
+  // Byte counters carry the peer's zone and path class, not the peer (AddByteCounters).
+  auto l = metrics::PeerLabels(kSelf, MakePeer(port), metrics::PeerLabelSet::kAggregated);
   l["probe"] = "http";
   EXPECT_GT(CounterValue(metrics_.registry(), "podnet_probe_received_bytes_total", l), 20 * 75);
   // RemoveSeries takes every series of the peer away.

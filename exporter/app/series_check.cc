@@ -1,0 +1,69 @@
+#include "exporter/app/series_check.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "exporter/discovery/static_peers.h"
+#include "exporter/probes/dns/resolv_conf.h"
+#include "exporter/probes/series_estimate.h"
+
+namespace podnet::app {
+
+namespace {
+
+// Stand-ins for the Pods discovery would select: peers_per_zone in each assumed zone.
+std::vector<topology::Peer> AssumedKubernetesPeers(const config::Config& c) {
+  std::vector<topology::Peer> peers;
+  for (int z = 0; z < kAssumedZones; ++z) {
+    std::string zone = z == 0 ? c.self.zone : "other-zone-" + std::to_string(z);
+    for (int i = 0; i < c.kubernetes->peers_per_zone; ++i) {
+      topology::Peer p;
+      p.name = zone + "-" + std::to_string(i);
+      p.zone = zone;
+      p.path = z == 0 ? topology::PathClass::kSameZone : topology::PathClass::kCrossZone;
+      peers.push_back(std::move(p));
+    }
+  }
+  return peers;
+}
+
+}  // namespace
+
+std::string SeriesCheck(const config::Config& c) {
+  probes::SeriesShape shape;
+  shape.peers = discovery::StaticPeers(c.self, c.static_peers);
+  std::ostringstream why;
+  why << shape.peers.size() << " static peer(s)";
+  if (c.kubernetes) {
+    auto k8s = AssumedKubernetesPeers(c);
+    why << " + " << k8s.size() << " from peers.kubernetes (peers_per_zone "
+        << c.kubernetes->peers_per_zone << " x " << kAssumedZones << " zones, assumed)";
+    shape.peers.insert(shape.peers.end(), k8s.begin(), k8s.end());
+    shape.zones = kAssumedZones;
+  }
+  if (c.dns) {
+    bool readable = false;
+    auto conf = probes::dns::LoadResolvConf(c.dns->resolv_conf, probes::dns::Libc::kGlibc, {},
+                                            &readable);
+    shape.dns_servers = std::max<std::size_t>(conf.nameservers.size(), 1);
+    why << "; " << shape.dns_servers << " nameserver(s) in " << c.dns->resolv_conf
+        << (readable ? "" : " (unreadable here: 1 assumed)");
+    if (c.kubernetes && c.dns->cluster_dns) {
+      int replicas = std::min(c.dns->cluster_dns->max_servers, kAssumedClusterDnsReplicas);
+      shape.dns_servers += replicas;
+      why << " + " << replicas << " cluster DNS replica(s) (assumed)";
+    }
+  }
+  probes::SeriesEstimate e = probes::EstimateSeries(c, shape);
+  std::sort(e.families.begin(), e.families.end(),
+            [](const auto& a, const auto& b) { return a.series > b.series; });
+  std::ostringstream out;
+  out << "series per Pod: ~" << e.total + probes::kBaseSeries << " (" << e.total
+      << " of the probes + ~" << probes::kBaseSeries << " others) for " << why.str()
+      << (c.per_peer_histograms ? "; histograms per peer" : "; histograms per peer zone and path class")
+      << "\n";
+  for (const auto& f : e.families) out << "  " << f.name << " " << f.series << "\n";
+  return out.str();
+}
+
+}  // namespace podnet::app

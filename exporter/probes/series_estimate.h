@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "exporter/config/config.h"
+#include "exporter/topology/topology.h"
+
+namespace podnet::probes {
+
+/// What a Pod's series depend on besides its configuration: whom it probes and which DNS
+/// servers it asks.
+struct SeriesShape {
+  /// The peers this Pod probes (only zone and path class matter: they make the histogram
+  /// groups).
+  std::vector<topology::Peer> peers;
+  /// resolv.conf's nameservers plus the cluster DNS replicas asked directly (dns probe).
+  std::size_t dns_servers = 1;
+  /// Zones of the cluster, for the coordinated bursts' zone pairs (with peers.kubernetes).
+  std::size_t zones = 1;
+};
+
+/// One family's share of a Pod's series.
+struct FamilySeries {
+  std::string name;
+  std::size_t series = 0;
+};
+
+/// A Pod's series, per family (those the configuration serves; sorted by name) and in all.
+struct SeriesEstimate {
+  std::vector<FamilySeries> families;
+  std::size_t total = 0;
+};
+
+/// The series the probe kinds of `c` export from one Pod of `shape`, once every probe has run a
+/// round and every answer was the healthy one (an error counter, a second HTTP status code or
+/// DNS rcode add series; a peer that goes keeps none). Counts each sample line of the text
+/// exposition: a histogram is its buckets + 3 (+Inf, _sum, _count). Honours aggregate_peers,
+/// per_peer_histograms and metrics.families. Not counted: the families every Pod has whatever
+/// its probes (build info, reload, podnet_peers, process_*, Kubernetes discovery, responders):
+/// kBaseSeries estimates them. Formulas per kind in series_estimate.cc; the lab test
+/// lab_dashboards_rules checks the total against a real exporter's /metrics.
+SeriesEstimate EstimateSeries(const config::Config& c, const SeriesShape& shape);
+
+/// Series of a Pod outside the probe kinds' families, with Kubernetes discovery, every responder
+/// and 5 probe kinds on: podnet_probe_round_start_delay_seconds (10 a kind), the responders'
+/// request and drop counters (~46), discovery, process and build series (measured:
+/// bench/cluster_cost.sh at the deploy default, 935 series in all of which 815 the probes').
+inline constexpr std::size_t kBaseSeries = 120;
+
+}  // namespace podnet::probes
