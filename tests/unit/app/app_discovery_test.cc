@@ -1,8 +1,10 @@
 // The whole App with Kubernetes discovery: a fake API server lists probe Pods at loopback
 // addresses, the App selects and probes them (UDP echo to its own responder) and, when a Pod
-// leaves the Service, stops probing it and removes its series.
+// leaves the Service, stops probing it and removes its series; coordinated bursts choose among
+// the Pods it lists (real burst responders on 127.0.0.x).
 
 #include <gtest/gtest.h>
+#include <prometheus/registry.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
@@ -10,12 +12,16 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
 #include "exporter/app/app.h"
 #include "exporter/config/config.h"
+#include "exporter/probes/burst/coordination.h"
+#include "exporter/responders/burst_server.h"
+#include "exporter/topology/burst_pairs.h"
 #include "tests/unit/discovery/fake_api_server.h"
 #include "tests/unit/discovery/fixtures.h"
 #include "tests/unit/testing/loop.h"
@@ -441,6 +447,207 @@ TEST(AppDiscoveryTest, ForbiddenClusterDnsWatchLeavesPeersAndReadinessAlone) {
   }
   EXPECT_EQ(HttpGet(port, "/-/ready", &status), "Ready.\n");
   EXPECT_EQ(running.Join(), 0);
+}
+
+// One burst responder per discovered Pod, the i-th on 127.0.0.<i+1>, all on one port (the
+// peers.kubernetes.burst_port every Pod shares), each counting into a registry of its own: the
+// Pod a burst went to is the responder that served it. `port` is 0 when no port was free on
+// every address.
+struct PodResponders {
+  explicit PodResponders(std::size_t pods) {
+    for (int attempt = 0; attempt < 20 && servers.size() < pods; ++attempt) {
+      servers.clear();
+      registries.clear();
+      port = 0;
+      try {
+        for (std::size_t i = 0; i < pods; ++i) {
+          probes::burst::BurstResponderOptions o;
+          o.listen_address = {boost::asio::ip::make_address("127.0.0." + std::to_string(i + 1)),
+                              port};
+          registries.push_back(std::make_unique<prometheus::Registry>());
+          servers.push_back(std::make_unique<responders::BurstResponder>(o, *registries.back()));
+          port = servers.back()->port();
+        }
+      } catch (const boost::system::system_error&) {
+        port = 0;  // the port is taken on one of the addresses: another port
+      }
+    }
+  }
+  // Tests the i-th Pod's responder was asked for, whatever their result.
+  double Requests(std::size_t i) const {
+    double n = 0;
+    for (const auto& family : registries[i]->Collect()) {
+      if (family.name != "podnet_responder_requests_total") continue;
+      for (const auto& m : family.metric) n += m.counter.value;
+    }
+    return n;
+  }
+  double Completed(std::size_t i) const {
+    return podnet::testing::CounterValue(*registries[i], "podnet_responder_requests_total",
+                                         {{"responder", "burst"}, {"result", "completed"}});
+  }
+
+  std::uint16_t port = 0;
+  std::vector<std::unique_ptr<prometheus::Registry>> registries;  // outlive the servers
+  std::vector<std::unique_ptr<responders::BurstResponder>> servers;
+};
+
+// Coordinated bursts in the whole App: the Pod list the fake API server gives (this Pod and six
+// peers in three zones, on 127.0.0.1-7) is what the burst kind chooses among. Expected: per
+// ordered zone pair (own zone -> each zone) what topology::ChooseBurstPair picks for that very
+// list — this Pod bursts to the chosen peer where it is the prober and counts the others as
+// not_chosen — and, the Pod being in its own list, no not_listed skip. peers_per_zone: 1 keeps
+// the probed peers fewer than the Pods: the choice is among every discovered Pod, self included.
+TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
+  struct Pod {
+    std::string name, node, zone;
+  };
+  std::vector<Pod> pods = {{"", "node-s", "zone-a"},           {"podnet-a2", "node-a2", "zone-a"},
+                           {"podnet-a3", "node-a3", "zone-a"}, {"podnet-b1", "node-b1", "zone-b"},
+                           {"podnet-b2", "node-b2", "zone-b"}, {"podnet-c1", "node-c1", "zone-c"},
+                           {"podnet-c2", "node-c2", "zone-c"}};
+  // One period for the next decades: the App and this test compute the same period number.
+  constexpr std::chrono::hours kPeriod{1'000'000};
+  const std::uint64_t period =
+      probes::burst::PeriodNumber(std::chrono::system_clock::now(), kPeriod);
+  // What ChooseBurstPair picks for this Pod (pods[0]) named `self`: the peer it bursts to, by
+  // peer zone, and how many pairs another Pod probes.
+  std::vector<std::string> zones;
+  std::map<std::string, std::size_t> bursts;  // peer zone -> index into pods
+  std::size_t not_chosen = 0;
+  auto expect_for = [&](const std::string& self) {
+    pods[0].name = self;
+    std::vector<topology::Peer> list;
+    for (const auto& p : pods) {
+      list.emplace_back();
+      list.back().name = p.name;
+      list.back().node = p.node;
+      list.back().zone = p.zone;
+    }
+    zones = topology::ZonesOf(list);
+    bursts.clear();
+    not_chosen = 0;
+    for (const auto& zone : zones) {
+      auto pair = topology::ChooseBurstPair(period, pods[0].zone, zone, list);
+      if (!pair) continue;
+      if (pair->prober == 0) {
+        bursts[zone] = pair->peer;
+      } else {
+        ++not_chosen;
+      }
+    }
+  };
+  // A name for this Pod that is the prober of some of its pairs and not of others, so that
+  // both outcomes are checked (the hashes are deterministic: found by looking).
+  bool mixed = false;
+  for (int i = 0; i < 100 && !mixed; ++i) {
+    expect_for("podnet-s" + std::to_string(i));
+    mixed = !bursts.empty() && not_chosen > 0;
+  }
+  ASSERT_TRUE(mixed);
+  std::string expected = pods[0].name + " bursts to";
+  for (const auto& [zone, peer] : bursts) expected += " " + pods[peer].name;
+  SCOPED_TRACE(expected + ", not_chosen " + std::to_string(not_chosen));
+
+  PodResponders burst_responders(pods.size());
+  ASSERT_NE(burst_responders.port, 0);
+  std::vector<json> endpoints;
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    endpoints.push_back(
+        EndpointJson(pods[i].name, "127.0.0." + std::to_string(i + 1), pods[i].node, pods[i].zone));
+  }
+  std::mutex mu;
+  std::vector<std::shared_ptr<FakeStream>> watches;  // held open, never fed
+  FakeApiServer server([&](const FakeRequest& r) {
+    if (r.target.find("watch=1") != std::string::npos) {
+      std::lock_guard lock(mu);
+      watches.push_back(std::make_shared<FakeStream>());
+      return FakeResponse{200, {}, "", watches.back()};
+    }
+    return FakeResponse{200, {}, ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)})};
+  });
+  TempDir dir;
+  std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{token: t}");
+  std::uint16_t port = FreePort();
+  ASSERT_NE(port, 0);
+  std::string p = std::to_string(port);
+  // A round is 100 ms of data capped at 1 MB (loopback sends that in a few ms), within 1 s.
+  std::string config_path = dir.Write(
+      "podnet.yaml",
+      "listen_address: \"127.0.0.1:" + p + "\"\nself: {name: " + pods[0].name +
+          ", node: " + pods[0].node + ", zone: " + pods[0].zone +
+          "}\nresponders: {udp_echo: {listen_address: \"127.0.0.1:" + p +
+          "\"}}\npeers:\n  kubernetes: {namespace: podnet, service: podnet, peers_per_zone: 1, "
+          "port: " +
+          p + ", burst_port: " + std::to_string(burst_responders.port) +
+          "}\nprobes:\n  burst: {interval: 1s, duration: 100ms, streams: [1], timeout: 200ms, "
+          "coordinated: {period: " +
+          std::to_string(kPeriod.count()) + "h, max_bytes_per_burst: 1MB}}\n");
+  auto app = MakeApp(config_path, kubeconfig);
+  ASSERT_TRUE(app);
+  auto& registry = app->metrics().registry();
+  using podnet::testing::CounterValue;
+  using podnet::testing::FindSeries;
+  const prometheus::Labels not_chosen_skips{{"reason", "not_chosen"}};
+  auto burst_to = [](const std::string& zone) {
+    return prometheus::Labels{{"peer_zone", zone}, {"streams", "1"}};
+  };
+  auto rounds = [&] {
+    auto h = FindSeries(registry, "podnet_probe_round_start_delay_seconds", {{"probe", "burst"}});
+    return h ? h->histogram.sample_count : 0;
+  };
+  {
+    Running running(*app);
+    // Every pair decided: the chosen peers' responders served their burst, the skips counted.
+    bool decided = Eventually(
+        [&] {
+          for (const auto& [zone, peer] : bursts) {
+            if (burst_responders.Completed(peer) < 1 ||
+                !FindSeries(registry, "podnet_burst_sent_bytes_total", burst_to(zone))) {
+              return false;
+            }
+          }
+          return FindSeries(registry, "podnet_burst_pairs_skipped_total", not_chosen_skips)
+              .has_value();
+        },
+        8000ms);
+    // And one round more, which has nothing left to decide in this period.
+    const auto after = rounds();
+    EXPECT_TRUE(decided && Eventually([&] { return rounds() > after; }, 3000ms))
+        << "rounds " << rounds();
+    auto candidates = FindSeries(registry, "podnet_discovery_candidates", {});
+    ASSERT_TRUE(candidates);
+    EXPECT_EQ(candidates->gauge.value, static_cast<double>(pods.size()));
+    EXPECT_EQ(running.Join(), 0);
+  }
+  EXPECT_EQ(CounterValue(registry, "podnet_burst_pairs_skipped_total", not_chosen_skips),
+            static_cast<double>(not_chosen));
+  EXPECT_FALSE(
+      FindSeries(registry, "podnet_burst_pairs_skipped_total", {{"reason", "not_listed"}}));
+  for (const auto& zone : zones) {
+    auto sent = FindSeries(registry, "podnet_burst_sent_bytes_total", burst_to(zone));
+    if (!bursts.count(zone)) {
+      EXPECT_FALSE(sent) << zone;
+      continue;
+    }
+    ASSERT_TRUE(sent) << zone;
+    EXPECT_GT(sent->counter.value, 0) << zone;
+    EXPECT_LE(sent->counter.value, 1'000'000) << zone;  // max_bytes_per_burst
+  }
+  // Exactly the chosen peers were burst to, once each (one stream count, one period).
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    bool chosen = false;
+    for (const auto& [zone, peer] : bursts) chosen = chosen || peer == i;
+    EXPECT_EQ(burst_responders.Requests(i), chosen ? 1 : 0) << pods[i].name;
+    EXPECT_EQ(burst_responders.Completed(i), chosen ? 1 : 0) << pods[i].name;
+  }
+  // Per zone pair, never per peer: the series name no peer.
+  for (const auto& family : registry.Collect()) {
+    if (family.name.rfind("podnet_burst_", 0) != 0) continue;
+    for (const auto& m : family.metric) {
+      for (const auto& l : m.label) EXPECT_NE(l.name, "peer") << family.name;
+    }
+  }
 }
 
 // Every responder counts what it serves: /echo, the HTTP latency target, as
