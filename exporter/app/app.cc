@@ -36,6 +36,7 @@ int App::Run() {
   const char* listen_key = options_.listen_address ? "--web.listen-address" : "listen_address";
   if (!bounded_.wrap && !responder_.Bind(*config, listen, listen_key, tls)) return 1;
   probe_.SetWrap(bounded_.wrap);
+  probe_.SetDiscoveredHook(bounded_.discovered);
   probe_.Apply(config);
   if (bounded_.start) probe_.PostStart(bounded_.start);
   if (std::string err; !control_.StartDiscovery(&err)) {

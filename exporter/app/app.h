@@ -40,6 +40,9 @@ class App {
   struct BoundedRun {
     std::function<std::shared_ptr<probes::ProbeKind>(std::shared_ptr<probes::ProbeKind>)> wrap;
     std::function<void(boost::asio::io_context& probe_io)> start;
+    /// On the probe loop: every discovered probe Pod (peers.kubernetes, self included when
+    /// listed), at each change; empty before the first list. Null: not wanted.
+    std::function<void(const std::vector<topology::Peer>&)> discovered = nullptr;
   };
   void SetBoundedRun(BoundedRun run) { bounded_ = std::move(run); }
 

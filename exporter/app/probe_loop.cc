@@ -60,6 +60,7 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   // Every discovered Pod, self included: the candidate peers, and those the coordinated
   // bursts choose among. Converted once per Reconcile (a relist of thousands of Pods).
   std::vector<topology::Peer> discovered = Discovered(self, *next);
+  if (on_discovered_) on_discovered_(discovered);
   auto [peers, candidates, selected] = PeersFor(self, *next, discovered);
   const config::Config* prev = applied_.get();
   // Kubernetes discovery on or off changes how bursts run (coordinated or per peer): the kinds

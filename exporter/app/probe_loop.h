@@ -39,6 +39,10 @@ class ProbeLoop {
 
   /// Before Start(): every kind goes through `wrap`.
   void SetWrap(Wrap wrap) { wrap_ = std::move(wrap); }
+  /// What sees every discovered probe Pod list (App::BoundedRun::discovered).
+  using DiscoveredHook = std::function<void(const std::vector<topology::Peer>&)>;
+  /// Before Start(): `hook` gets, on the loop, each Reconcile's discovered Pods.
+  void SetDiscoveredHook(DiscoveredHook hook) { on_discovered_ = std::move(hook); }
   /// Runs the loop on its thread; Join() stops it and waits. Stop() is thread-safe.
   void Start() { thread_.Start(); }
   void Stop() { io_.stop(); }
@@ -87,6 +91,7 @@ class ProbeLoop {
   LoopThread thread_{io_, runtime::Loop::kProbe, "probe"};
   IdentityHook on_identity_;
   Wrap wrap_;
+  DiscoveredHook on_discovered_;
   scheduler::SchedulerMetrics scheduler_metrics_;
   probes::ProbeEnv probe_env_;
   scheduler::Scheduler scheduler_;

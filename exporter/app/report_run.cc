@@ -7,6 +7,7 @@
 #include <ctime>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -200,6 +201,13 @@ class GatedKind : public probes::ProbeKind {
   std::shared_ptr<Session> session_;
 };
 
+// What ProbeForReport hands to CostInputsOf: the latest discovered Pod list (probe loop only
+// while the App runs; read after Run() returned).
+struct Seen {
+  bool listed = false;
+  std::vector<topology::Peer> pods;
+};
+
 std::string UtcNow() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -268,6 +276,7 @@ int ProbeForReport(const Options& options, const config::Config& config, report:
         static_cast<int>(b.streams.size()) * (b.interval / 10 + b.duration + b.step_timeout);
   }
   auto session = std::make_shared<Session>(o.duration, burst_round, [&app] { app.Stop(); });
+  auto seen = std::make_shared<Seen>();
   app.SetBoundedRun({[&](std::shared_ptr<probes::ProbeKind> kind) {
                        // A kind this function does not cap (a newer one): the wrapper does.
                        run.interval_seconds.emplace(
@@ -275,17 +284,88 @@ int ProbeForReport(const Options& options, const config::Config& config, report:
                            std::chrono::duration<double>(kind->interval()).count());
                        return std::make_shared<GatedKind>(std::move(kind), session);
                      },
-                     [session](boost::asio::io_context& io) { session->Begin(io); }});
+                     [session](boost::asio::io_context& io) { session->Begin(io); },
+                     [seen](const std::vector<topology::Peer>& pods) {
+                       if (pods.empty()) return;  // before the first list, or none ready
+                       seen->listed = true;
+                       seen->pods = pods;
+                     }});
   spdlog::info("report: probing for {} s", run.duration_seconds);
   int rc = app.Run();
   session->Release();
   if (rc != 0) return rc;
   run.targets = session->Targets();
+  run.cluster_cost = CostInputsOf(config, seen->listed ? &seen->pods : nullptr, o.price_per_gb);
   *rep = report::Build(app.metrics().registry().Collect(), std::move(run));
   return 0;
 }
 
 }  // namespace
+
+report::CostConfig CostConfigOf(const config::Config& c) {
+  auto seconds = [](config::Duration d) { return std::chrono::duration<double>(d).count(); };
+  report::CostConfig out;
+  if (c.rtt) {
+    out.rtt = {c.rtt->protocol == probes::rtt::RttProtocol::kUdp, seconds(c.rtt->interval),
+               c.rtt->count, c.rtt->size};
+  }
+  if (c.http) {
+    const auto& h = *c.http;
+    out.http = {seconds(h.interval), seconds(h.duration), h.qps, h.connections,
+                h.keepalive,         h.new_connection,    h.path};
+  }
+  if (c.grpc) out.grpc = {seconds(c.grpc->interval), c.grpc->count};
+  if (c.dns) {
+    out.dns = report::CostConfig::Dns{seconds(c.dns->interval), c.dns->names, {}};
+    for (auto l : c.dns->resolvers) out.dns->resolvers.emplace_back(probes::dns::LibcName(l));
+  }
+  if (c.burst) {
+    const auto& b = *c.burst;
+    out.burst = {seconds(b.interval),
+                 static_cast<int>(b.streams.size()),
+                 static_cast<double>(b.max_bytes_per_hour),
+                 c.kubernetes.has_value(),
+                 seconds(b.coordinated.period),
+                 static_cast<double>(b.coordinated.max_bytes_per_burst)};
+  }
+  return out;
+}
+
+report::CostInputs CostInputsOf(const config::Config& c,
+                                const std::vector<topology::Peer>* discovered,
+                                double price_usd_per_gb) {
+  report::CostInputs in;
+  in.config = CostConfigOf(c);
+  in.price_usd_per_gb = price_usd_per_gb;
+  // The probe Pods: the discovered ones (a report Pod the Service does not select is not one of
+  // them), else the static peers and this Pod. Zones: the distinct known ones, at least one.
+  std::vector<std::pair<std::string, std::string>> pods;  // (node, zone)
+  if (c.kubernetes && discovered) {
+    for (const auto& p : *discovered) pods.emplace_back(p.node, p.zone);
+    in.source = "Kubernetes discovery";
+  } else {
+    pods.emplace_back(c.self.node, c.self.zone);
+    for (const auto& p : c.static_peers) pods.emplace_back(p.node, p.zone);
+    in.source = c.kubernetes ? "Kubernetes discovery had not listed: static peers and this Pod"
+                             : "static peers and this Pod";
+  }
+  std::set<std::string> zones;
+  std::size_t node_bytes = 0, zone_bytes = 0;
+  for (const auto& [node, zone] : pods) {
+    if (!zone.empty()) zones.insert(zone);
+    node_bytes += node.size();
+    zone_bytes += zone.size();
+  }
+  in.pods = static_cast<int>(pods.size());
+  in.zones = std::max<int>(1, static_cast<int>(zones.size()));
+  // The /echo answers carry the peers' node and zone names: their mean length.
+  in.node_name_bytes = pods.empty() ? 0 : node_bytes / pods.size();
+  in.zone_name_bytes = pods.empty() ? 0 : zone_bytes / pods.size();
+  // Series one probe Pod exports: left to the metrics module's count (another change), e.g.
+  // in.series_per_pod = metrics::SeriesPerPod(c); absent until then, and then not printed.
+  in.series_per_pod = std::nullopt;
+  return in;
+}
 
 int RunReport(const Options& options, std::shared_ptr<const config::Config> config,
               std::ostream& out, std::ostream& err) {

@@ -408,6 +408,75 @@ Section CostSection(const std::vector<prometheus::MetricFamily>& f, const RunInf
   return s;
 }
 
+// The configuration's cost for the cluster (cost.h): one row per kind and path class, then the
+// totals by class (probe "all") and over every class ("all", "all") with N, Z and, when known,
+// the series per Pod. Computed, not measured: spread 0, so any change is a change. Peers by kind
+// and class: the run's targets; DNS questions per lookup: the DNS section's.
+Section ClusterCostSection(const RunInfo& run, const Section& dns) {
+  const CostInputs& in = *run.cluster_cost;
+  Section s{
+      "cluster_cost", "Cluster-wide probe traffic and cost (from the configuration)", true, {}, {}};
+  PeersByClass peers;
+  for (const auto& t : run.targets) {
+    if (!t.path_class.empty()) ++peers[t.probe][t.path_class];
+  }
+  QuestionsPerLookup questions;
+  for (const auto& row : dns.rows) {
+    // Only a walk every lookup of which was answered: a refused or timed-out one stops early.
+    auto it = row.figures.find("queries_per_lookup");
+    auto failed = row.figures.find("failed_lookups");
+    if (row.key.size() != 3 || it == row.figures.end() || !std::isfinite(it->second.value) ||
+        failed == row.figures.end() || failed->second.value > 0) {
+      continue;
+    }
+    questions[{row.key[0].second, row.key[1].second, row.key[2].second}] = it->second.value;
+  }
+  ClusterCost cost = ComputeClusterCost(in, peers, questions);
+  Row total{{{"probe", "all"}, {"path_class", "all"}}, {}};
+  double pod = 0, month = 0;
+  for (const auto& l : cost.lines) {
+    Row row{{{"probe", l.probe}, {"path_class", l.path_class}}, {}};
+    if (l.peers) row.figures["peers"] = Fig(*l.peers, 0);
+    row.figures["pod_bytes_per_hour"] = Fig(l.pod_bytes_per_hour, 0);
+    row.figures["cluster_bytes_per_month"] = Fig(l.cluster_bytes_per_month, 0);
+    row.figures["cluster_usd_per_month"] = Fig(l.cluster_usd_per_month, 0);
+    if (l.probe == "all") {
+      pod += l.pod_bytes_per_hour;
+      month += l.cluster_bytes_per_month;
+    }
+    s.rows.push_back(std::move(row));
+  }
+  total.figures["pods"] = Fig(in.pods, 0);
+  total.figures["zones"] = Fig(in.zones, 0);
+  if (in.series_per_pod) {
+    total.figures["series_per_pod"] = Fig(static_cast<double>(*in.series_per_pod), 0);
+  }
+  total.figures["pod_bytes_per_hour"] = Fig(pod, 0);
+  total.figures["cluster_bytes_per_month"] = Fig(month, 0);
+  total.figures["cluster_usd_per_month"] = Fig(cost.cross_zone_usd_per_month, 0);
+  s.rows.push_back(std::move(total));
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "Cluster: %d probe Pods in %d zones (%s). Cross-zone probe traffic of the whole "
+                "cluster: %.1f GB a month, $%.2f at $%g per GB crossing a zone (either direction; "
+                "both ends' charges together, --price-per-gb, as the recording rule "
+                "podnet:config:cross_zone_usd_per_gb); a month is %g h.",
+                in.pods, in.zones, in.source.c_str(), cost.cross_zone_bytes_per_month / 1e9,
+                cost.cross_zone_usd_per_month, in.price_usd_per_gb, kHoursPerMonth);
+  s.notes.push_back(line);
+  if (in.series_per_pod) {
+    s.notes.push_back(
+        "Series per Pod: " + std::to_string(*in.series_per_pod) + " (cluster: " +
+        std::to_string(*in.series_per_pod * static_cast<std::size_t>(std::max(0, in.pods))) + ").");
+  }
+  for (const auto& a : cost.arithmetic) s.notes.push_back(a + ".");
+  s.notes.push_back(
+      "Computed from the configuration (exporter/report/cost.h: IP packets' bytes, both "
+      "directions, every request answered), not measured: the \"cost\" section above is what "
+      "this run's counters saw. Per Pod: this Pod's peers by class; the cluster: N Pods like it.");
+  return s;
+}
+
 std::string Fmt(double v, int decimals) {
   if (std::isnan(v)) return "–";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
@@ -470,6 +539,12 @@ const Layout& LayoutOf(const std::string& id) {
                      {"daemon_bytes_per_hour", "daemon MB/h", 1e-6, 3},
                      {"daemon_usd_per_30_days", "daemon $/30 d", 1, 4}},
                     false, false)},
+      {"cluster_cost", With({"probe", "path_class"},
+                            {{"peers", "peers", 1, 0},
+                             {"pod_bytes_per_hour", "MB/h per Pod", 1e-6, 3},
+                             {"cluster_bytes_per_month", "GB/month, cluster", 1e-9, 2},
+                             {"cluster_usd_per_month", "$/month, cluster", 1, 2}},
+                            false, false)},
   };
   static const Layout kNone;
   auto it = kLayouts.find(id);
@@ -602,6 +677,12 @@ Meaning FigureMeaning(const std::string& name) {
       {"run_bytes", {0, kInf, false, false, "bytes"}},
       {"daemon_bytes_per_hour", {0, kInf, false, false, "bytes per hour"}},
       {"daemon_usd_per_30_days", {0, kInf, false, false, "US dollars"}},
+      {"pods", {0, kInf, false, false, "a count"}},
+      {"zones", {0, kInf, false, false, "a count"}},
+      {"series_per_pod", {0, kInf, false, false, "a count"}},
+      {"pod_bytes_per_hour", {0, kInf, false, false, "bytes per hour"}},
+      {"cluster_bytes_per_month", {0, kInf, false, false, "bytes"}},
+      {"cluster_usd_per_month", {0, kInf, false, false, "US dollars"}},
   };
   auto it = kMeanings.find(name);
   if (it != kMeanings.end()) return it->second;
@@ -764,6 +845,8 @@ Report Build(const std::vector<prometheus::MetricFamily>& families, RunInfo run)
     }
     AddErrorNotes(s, families);
   }
+  // After the DNS section's rows are final: its questions per lookup feed the arithmetic.
+  if (r.run.cluster_cost) r.sections.push_back(ClusterCostSection(r.run, r.sections[4]));
   for (const auto& f : fails) {
     if (Configured(r.run, f.probe)) r.failures.push_back(f);
   }

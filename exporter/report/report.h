@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "exporter/report/cost.h"
+
 namespace podnet::report {
 
 /// `podnet-exporter report`: the benchmark report's tables, computed from what one bounded run
@@ -59,7 +61,7 @@ struct Row {
 /// One table. `configured` false: the probe kind is off in the configuration (the section is
 /// still printed, saying so).
 struct Section {
-  std::string id;  // rtt, http, grpc, burst, dns, cost
+  std::string id;  // rtt, http, grpc, burst, dns, cost, cluster_cost
   std::string title;
   bool configured = false;
   std::vector<Row> rows;
@@ -88,12 +90,19 @@ struct RunInfo {
     int rounds = 0;
   };
   std::vector<Target> targets;
+  /// The configuration and cluster the "cluster_cost" section is computed from (cost.h);
+  /// absent: no such section (a runner that does not know them).
+  std::optional<CostInputs> cluster_cost;
 };
 
 struct Report {
-  static constexpr int kVersion = 2;  // the JSON's "version"; bumped on an incompatible change
+  /// The JSON's "version"; bumped on an incompatible change (a field changing meaning or going),
+  /// not for added sections or figures: version 2 gained "cluster_cost" unchanged.
+  static constexpr int kVersion = 2;
   RunInfo run;
-  std::vector<Section> sections;  // always rtt, http, grpc, burst, dns, cost, in that order
+  /// Always rtt, http, grpc, burst, dns, cost, in that order; then cluster_cost when
+  /// run.cluster_cost is set.
+  std::vector<Section> sections;
   std::vector<Failure> failures;
   bool compared = false;  // Compare() ran
   std::string baseline_started;

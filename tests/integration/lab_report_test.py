@@ -12,6 +12,9 @@ The client runs `report` with every kind configured. Checks:
   - DNS: glibc asks 10 questions (8 NXDOMAIN) for sts.ap-northeast-2.amazonaws.com under ndots:5
     and four search domains, 2 for its absolute form (as tcpdump counts in lab_dns_truth);
   - cross-zone bytes > 0, and no cost on the same-node path;
+  - the cluster's cost from the configuration: 4 probe Pods (3 static peers and the client) in 2
+    zones, RTT bytes per Pod and hour = count x 2 x (20 + 8 + 56) x 3600 / interval towards the
+    one cross-zone peer, priced; nothing on the same-node path; no series count yet;
   - the JSON round-trips (--input prints it unchanged); compared with itself (--baseline) nothing
     is marked; with a baseline whose cross-zone p50 was doubled, exactly that figure is marked;
   - a second live run against the first as baseline prints every section (its marks are logged);
@@ -36,10 +39,11 @@ from labkit import ADDR, check, log, run, start, wait_for, http  # noqa: E402
 PREFIX = "pnrp%d" % (os.getpid() % 10000)
 NS = labkit.pod_namespaces(PREFIX)
 SEARCH = "podnet.svc.cluster.local svc.cluster.local cluster.local ap-northeast-2.compute.internal"
-SECTIONS = ["rtt", "http", "grpc", "burst", "dns", "cost"]
+SECTIONS = ["rtt", "http", "grpc", "burst", "dns", "cost", "cluster_cost"]
 TITLES = ["## RTT by path class", "## HTTP /echo: keep-alive vs new connection",
           "## gRPC health checks", "## TCP bursts: 1 and N streams", "## DNS: questions per lookup",
-          "## Cross-zone bytes and cost", "## Failures"]
+          "## Cross-zone bytes and cost",
+          "## Cluster-wide probe traffic and cost (from the configuration)", "## Failures"]
 DURATION = "8s"
 
 
@@ -184,6 +188,24 @@ def scenario(args, tmp):
           "cost: cross-zone bytes counted and priced")
     check(same is not None and same["daemon_usd_per_30_days"]["value"] == 0,
           "cost: the same-node path costs nothing")
+    # The configuration's cost: RTT { count: 10, interval: 2s }, ICMP echo of 56 bytes (ping -s).
+    total = row(rep, "cluster_cost", probe="all", path_class="all")
+    rtt_cross = row(rep, "cluster_cost", probe="rtt", path_class="cross_zone")
+    rtt_hour = 10 * 2 * (20 + 8 + 56) * 3600 / 2
+    check(total is not None and total["pods"]["value"] == 4 and total["zones"]["value"] == 2
+          and "series_per_pod" not in total,
+          "cluster_cost: 4 probe Pods in 2 zones, no series count (%s)" % total)
+    check(rtt_cross is not None and rtt_cross["peers"]["value"] == 1
+          and rtt_cross["pod_bytes_per_hour"]["value"] == rtt_hour
+          and rtt_cross["cluster_bytes_per_month"]["value"] == 4 * rtt_hour * 720
+          and abs(rtt_cross["cluster_usd_per_month"]["value"]
+                  - 4 * rtt_hour * 720 / 1e9 * 0.02) < 1e-9,
+          "cluster_cost: RTT to the cross-zone peer %s bytes an hour per Pod, priced (%s)"
+          % (rtt_hour, rtt_cross))
+    same_cost = row(rep, "cluster_cost", probe="all", path_class="same_node")
+    check(same_cost is not None and same_cost["cluster_usd_per_month"]["value"] == 0
+          and total["cluster_usd_per_month"]["value"] > 0,
+          "cluster_cost: the same-node path costs nothing, the cross-zone one does")
 
     # 2. Round trip: --input prints the saved report unchanged; against itself nothing is marked.
     rc, out, err = report(args, "--input=" + a_json, "--format=json")
