@@ -8,12 +8,18 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <tuple>
 #include <mutex>
 #include <vector>
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/metrics/families.h"
 #include "exporter/net/address.h"
+#include "exporter/net/sock_diag.h"
+#include "exporter/net/tcp_info.h"
 #include "exporter/probes/peer_probe.h"
 #include "exporter/topology/safe_text.h"
 
@@ -123,6 +129,7 @@ class GrpcPeerProbe : public PeerProbeBase {
     channel_->GetState(/*try_to_connect=*/true);  // connect before the first round
     stub_ = std::make_unique<::grpc::GenericStub>(channel_);
     duration_ = &AddSeries(kind_->families().duration, {});
+    std::tie(sent_bytes_, received_bytes_) = AddByteCounters();
   }
 
   ~GrpcPeerProbe() override {
@@ -144,6 +151,32 @@ class GrpcPeerProbe : public PeerProbeBase {
   void StopRound() override {
     timer_.cancel();
     for (auto& c : in_flight_) c->ctx.TryCancel();
+    ChargeConnections();
+  }
+
+  // gRPC owns the channel's sockets, so the probe's bytes come from the kernel's TCP_INFO of
+  // this process's connections to the peer's gRPC port (sock_diag), read at each round's end:
+  // the growth since the last reading per connection, all of a new connection's (handshake
+  // included). Not counted: what a connection moved after the last reading if gRPC closed it
+  // before the next one (a peer that went away), and its FIN exchange. Connections of another
+  // channel of this process to the same peer and port (none in the exporter) would count too.
+  void ChargeConnections() {
+    auto peer_address = net::Unmapped(peer().address);
+    auto sockets = net::OwnTcpSocketsTo(peer_address, kind_->options().port);
+    if (!sockets) {
+      SPDLOG_DEBUG("grpc: peer={} sock_diag failed: {}", peer().name, std::strerror(errno));
+      return;
+    }
+    std::map<std::uint64_t, net::WireMeter> seen;
+    net::WireBytes add;
+    for (const auto& s : *sockets) {
+      auto& meter = seen[s.inode] = meters_[s.inode];
+      add += meter.Charge(net::ConnectionWireBytes(s.info, peer_address.is_v6()));
+    }
+    meters_ = std::move(seen);
+    if (!series()) return;
+    sent_bytes_->Increment(static_cast<double>(add.sent));
+    received_bytes_->Increment(static_cast<double>(add.received));
   }
 
   void SendNext() {
@@ -181,7 +214,10 @@ class GrpcPeerProbe : public PeerProbeBase {
     in_flight_.erase(std::remove(in_flight_.begin(), in_flight_.end(), call), in_flight_.end());
     if (gen != generation()) return;
     Record(call, status, end);
-    if (++finished_ == kind_->options().count) EndRound();
+    if (++finished_ == kind_->options().count) {
+      ChargeConnections();
+      EndRound();
+    }
   }
 
   void Record(const std::shared_ptr<Call>& call, const ::grpc::Status& status,
@@ -218,6 +254,9 @@ class GrpcPeerProbe : public PeerProbeBase {
   std::shared_ptr<::grpc::Channel> channel_;
   std::unique_ptr<::grpc::GenericStub> stub_;
   prometheus::Histogram* duration_ = nullptr;  // series()'s
+  prometheus::Counter* sent_bytes_ = nullptr;  // series()'s
+  prometheus::Counter* received_bytes_ = nullptr;
+  std::map<std::uint64_t, net::WireMeter> meters_;  // by socket inode: charged so far
   std::vector<std::shared_ptr<Call>> in_flight_;
   Clock::time_point start_{};
   int sent_ = 0;

@@ -6,6 +6,7 @@
 #include <boost/beast/http.hpp>
 #include <cerrno>
 #include <sstream>
+#include <utility>
 
 #include "exporter/proto/echo.h"
 #include "podnet/version.h"
@@ -249,7 +250,23 @@ void HttpConnection::Fail(std::shared_ptr<Exchange> ex, const beast::error_code&
   done(*ex);
 }
 
+net::WireBytes HttpConnection::TakeWireBytes() {
+  if (is_open()) {
+    if (auto ti = net::ReadTcpInfo(stream_.socket().native_handle())) {
+      pending_ += meter_.Charge(net::ConnectionWireBytes(*ti, peer_.address().is_v6()));
+    }
+  }
+  return std::exchange(pending_, {});
+}
+
 void HttpConnection::Close() {
+  if (is_open()) {
+    if (auto ti = net::ReadTcpInfo(stream_.socket().native_handle())) {
+      bool v6 = peer_.address().is_v6();
+      pending_ += meter_.Charge(net::ConnectionWireBytes(*ti, v6));
+      pending_ += net::CloseWireBytes(ti->state, v6);
+    }
+  }
   beast::error_code ec;
   stream_.socket().close(ec);
 }

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "exporter/net/tcp_info.h"
+
 namespace podnet::probes::http {
 
 using Clock = std::chrono::steady_clock;
@@ -96,7 +98,16 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   /// sent bytes nobody asked for (a non-blocking MSG_PEEK: 0 = FIN, > 0 = stray bytes, an error
   /// other than EAGAIN = RST). nullopt: usable. Such a connection must not carry a request.
   std::optional<Reconnect> CheckIdle();
+  /// Closes the socket (orderly: FIN), after charging its TCP_INFO and the close's segments
+  /// (net::CloseWireBytes) for TakeWireBytes.
   void Close();
+
+  /// The connection's wire bytes (net::ConnectionWireBytes: payload plus IP + TCP headers,
+  /// handshake, ACKs and FIN included) not taken before: read from TCP_INFO now when open, plus
+  /// what Close charged. Not counted: segments a timeout's close (Beast closes the socket
+  /// itself) leaves unread since the last take, such as the SYN retransmits of a connect that
+  /// timed out.
+  net::WireBytes TakeWireBytes();
 
  private:
   void ReadResponse(std::shared_ptr<Exchange> ex, std::function<void(const Exchange&)> done);
@@ -115,6 +126,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   boost::beast::flat_buffer buffer_;
   std::string request_keepalive_;  // the request, serialized once per form
   std::string request_close_;
+  net::WireMeter meter_;    // what TCP_INFO said at the last reading
+  net::WireBytes pending_;  // charged, not yet taken
 };
 
 }  // namespace podnet::probes::http

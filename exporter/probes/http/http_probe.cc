@@ -111,10 +111,25 @@ class HttpPeerProbe : public PeerProbeBase {
 
   void StopRound() override {
     timer_.cancel();
+    CloseAll();
+  }
+
+  void CloseAll() {
     for (auto& s : slots_) {
-      if (s.conn) s.conn->Close();
+      if (!s.conn) continue;
+      s.conn->Close();
+      Charge(*s.conn);
     }
     slots_.clear();
+  }
+
+  // The probe's bytes are its connections' wire bytes from the kernel (TCP_INFO), taken after
+  // each request and at each close: request and response with headers, handshakes, ACKs, FINs.
+  void Charge(HttpConnection& c) {
+    auto w = c.TakeWireBytes();
+    if (!series()) return;
+    sent_bytes_->Increment(static_cast<double>(w.sent));
+    received_bytes_->Increment(static_cast<double>(w.received));
   }
 
   enum class SlotState { kClosed, kConnecting, kIdle, kBusy };
@@ -157,6 +172,7 @@ class HttpPeerProbe : public PeerProbeBase {
               self.connect_->Observe(Seconds(at - started));
             } else {
               s.state = SlotState::kClosed;
+              self.Charge(*s.conn);
               s.conn.reset();
               SPDLOG_DEBUG("http keep-alive connect failed peer={} reason={}", self.peer().name,
                            FailureReason(f));
@@ -247,6 +263,7 @@ class HttpPeerProbe : public PeerProbeBase {
   void ConnectAndSend(std::size_t s, long long i, Clock::time_point from,
                       Clock::time_point deadline) {
     Slot& slot = slots_[s];
+    if (slot.conn) Charge(*slot.conn);  // the closed connection this one replaces
     slot.conn = NewConnection();
     auto started = Clock::now();
     auto connected = [s, i, from, deadline, started](auto& self, Failure f, Clock::time_point at) {
@@ -278,7 +295,6 @@ class HttpPeerProbe : public PeerProbeBase {
         keepalive_, deadline,
         IfCurrent(this, [s, i, from, deadline, reused](auto& self, const Exchange& ex) {
           if (reused && Retryable(ex) && Clock::now() < deadline) {
-            self.sent_bytes_->Increment(static_cast<double>(ex.bytes_sent));
             self.CountReconnect(Reconnect::kRetried);
             self.ConnectAndSend(s, i, from, deadline);
             return;
@@ -290,8 +306,6 @@ class HttpPeerProbe : public PeerProbeBase {
   void Finish(std::size_t s, long long i, Clock::time_point from, const Exchange& ex,
               bool slot_used) {
     int m = keepalive_ ? 0 : 1;
-    sent_bytes_->Increment(static_cast<double>(ex.bytes_sent));
-    received_bytes_->Increment(static_cast<double>(ex.bytes_received));
     CodeCounter(m, ex.status)->Increment();
     if (ex.failure == Failure::kNone) m_[m].duration->Observe(Seconds(ex.done - from));
     if (ex.status != 0) m_[m].ttfb->Observe(Seconds(ex.first_byte - ex.sent));
@@ -303,10 +317,14 @@ class HttpPeerProbe : public PeerProbeBase {
       bool reuse = keepalive_ && ex.keep_alive && slot.conn && slot.conn->is_open() &&
                    (ex.failure == Failure::kNone || ex.failure == Failure::kBadStatus);
       if (!reuse) {
-        if (slot.conn) slot.conn->Close();
+        if (slot.conn) {
+          slot.conn->Close();
+          Charge(*slot.conn);
+        }
         slot.conn.reset();
         slot.state = SlotState::kClosed;
       } else {
+        Charge(*slot.conn);
         slot.state = SlotState::kIdle;
       }
       while (!queue_.empty()) {  // bounded by the run's request count
@@ -321,10 +339,7 @@ class HttpPeerProbe : public PeerProbeBase {
   }
 
   void EndMode() {
-    for (auto& s : slots_) {
-      if (s.conn) s.conn->Close();
-    }
-    slots_.clear();
+    CloseAll();
     // The next mode starts from the loop, not from inside this run's call stack.
     NextGeneration();
     boost::asio::post(env().io, IfCurrent(this, [](auto& self) { self.StartMode(Clock::now()); }));

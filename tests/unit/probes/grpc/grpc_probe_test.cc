@@ -99,6 +99,14 @@ TEST_F(GrpcProbeTest, ChecksTheHealthResponderOnLoopback) {
   EXPECT_EQ(CounterValue(responder_registry, "podnet_responder_requests_total",
                          {{"responder", "grpc"}, {"result", "answered"}}),
             5);
+  // The channel's bytes, from its socket's TCP_INFO: at least a HEADERS frame (9 bytes) and a
+  // DATA frame (9 + 5) in a 52-byte-header segment per call each way, handshake on top.
+  auto l = labels_;
+  l["probe"] = "grpc";
+  EXPECT_GT(CounterValue(metrics_.registry(), "podnet_probe_sent_bytes_total", l),
+            5 * (52 + 9 + 14));
+  EXPECT_GT(CounterValue(metrics_.registry(), "podnet_probe_received_bytes_total", l),
+            5 * (52 + 9 + 14));
   probe_->RemoveSeries();
   EXPECT_EQ(Requests("OK"), -1);
 }
