@@ -89,8 +89,10 @@ void FindsTheClientSocket(bool dual_stack) {
   // The same counters as getsockopt's, read a moment later: a delayed ACK may have gone out.
   EXPECT_GE(diag.segs_out, direct->segs_out);
   EXPECT_LE(diag.segs_out, direct->segs_out + 1);
-  EXPECT_GE(diag.segs_out, 2u);                                // the SYN, the data
-  if (diag.bytes_sent > 0) EXPECT_EQ(diag.bytes_sent, 1000u);  // kernels >= 4.19
+  EXPECT_GE(diag.segs_out, 2u);  // the SYN, the data
+  if (diag.bytes_sent > 0) {
+    EXPECT_EQ(diag.bytes_sent, 1000u);  // kernels >= 4.19
+  }
   // Wire bytes: payload plus one 20 + 32 byte header per segment (IPv4 on the wire), 8 more
   // for the SYN's and SYN-ACK's options.
   WireBytes w = ConnectionWireBytes(diag, /*v6=*/false);
