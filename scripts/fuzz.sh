@@ -36,7 +36,8 @@ if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 start=$(date +%s)
 if [[ ! -f $dir/CMakeCache.txt ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DPODNET_BUILD_TESTS=ON -DPODNET_SANITIZE=address -DPODNET_FUZZ=ON >/dev/null
+    -DPODNET_BUILD_TESTS=ON -DPODNET_SANITIZE=address -DPODNET_FUZZ=ON -DPODNET_UNITY=ON \
+    -DPODNET_PCH=ON >/dev/null  # as scripts/sanitize.sh configures it
 fi
 nice cmake --build "$dir" --parallel "$(nproc)" --target "${targets[@]/#/fuzz_}"
 echo "fuzz.sh: built in $(($(date +%s) - start)) s"

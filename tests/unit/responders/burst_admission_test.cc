@@ -10,6 +10,9 @@
 
 namespace podnet::responders {
 namespace {
+// A namespace of this file's own: the sanitizer builds compile test files together
+// (PODNET_UNITY), and the other limiters' tests have a kT0 and a Verdict of other types.
+namespace admission {
 
 using namespace std::chrono_literals;
 using Verdict = BurstAdmission::Verdict;
@@ -271,5 +274,6 @@ TEST(BurstAdmissionTest, ThirtyTwoFailingSourcesDenyAtMostTheirFirstHolds) {
   EXPECT_GE(served, 360 - 34);
 }
 
+}  // namespace admission
 }  // namespace
 }  // namespace podnet::responders

@@ -9,6 +9,9 @@
 
 namespace podnet::responders {
 namespace {
+// A namespace of this file's own: the sanitizer builds compile test files together
+// (PODNET_UNITY), and the other limiters' tests have a kT0 and a Verdict of other types.
+namespace slots {
 
 using namespace std::chrono_literals;
 using boost::asio::ip::make_address;
@@ -251,5 +254,6 @@ TEST(ConnectionSlotsTest, ThirtyTwoSourcesHoldingEverySlotDenyAProberNothing) {
   }
 }
 
+}  // namespace slots
 }  // namespace
 }  // namespace podnet::responders

@@ -48,7 +48,7 @@ std::vector<Peer> Candidates(const Cluster& c, const topology::Self& self) {
   return out;
 }
 
-std::set<std::string> Names(const std::vector<Peer>& peers) {
+std::set<std::string> NameSet(const std::vector<Peer>& peers) {
   std::set<std::string> s;
   for (const auto& p : peers) s.insert(p.name);
   return s;
@@ -138,7 +138,7 @@ TEST(SelectionTest, MembershipChangeMovesOnlyWhatItMust) {
   Cluster grown = c;
   grown.pods.push_back({"podnet-new", "node-new", "zone-c"});
   auto after = SelectPeers(self, Candidates(grown, self), kPerZone);
-  std::set<std::string> b = Names(before), a = Names(after);
+  std::set<std::string> b = NameSet(before), a = NameSet(after);
   std::vector<std::string> gone, came;
   std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(gone));
   std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(came));
@@ -155,7 +155,7 @@ TEST(SelectionTest, MembershipChangeMovesOnlyWhatItMust) {
   });
   ASSERT_NE(unchosen, shrunk.pods.end());
   shrunk.pods.erase(unchosen);
-  EXPECT_EQ(Names(SelectPeers(self, Candidates(shrunk, self), kPerZone)), b);
+  EXPECT_EQ(NameSet(SelectPeers(self, Candidates(shrunk, self), kPerZone)), b);
 
   // A probed Pod leaves: exactly it is replaced, by a Pod of the same zone.
   Cluster lost = c;
@@ -164,7 +164,7 @@ TEST(SelectionTest, MembershipChangeMovesOnlyWhatItMust) {
   lost.pods.erase(std::find_if(lost.pods.begin(), lost.pods.end(),
                                [&](const auto& p) { return p.name == victim.name; }));
   auto replaced = SelectPeers(self, Candidates(lost, self), kPerZone);
-  std::set<std::string> r = Names(replaced);
+  std::set<std::string> r = NameSet(replaced);
   EXPECT_EQ(r.size(), b.size());
   EXPECT_FALSE(r.count(victim.name));
   std::vector<std::string> fresh;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "exporter/web/basic_auth.h"
+#include "tests/unit/testing/htpasswd.h"
 
 namespace podnet::web {
 namespace {
@@ -15,9 +16,8 @@ using namespace std::chrono_literals;
 using Verdict = AuthGate::Verdict;
 using boost::asio::ip::make_address;
 
-// "correct horse" hashed by Apache's htpasswd (its own bcrypt, not libxcrypt):
-// `htpasswd -nbBC 10 alice 'correct horse'`; and "b0b:pw" at cost 5.
-constexpr char kAlice[] = "$2y$10$yvLRgfwHg35RmbzkbRjNJ.AHEv4ag.i6QwjkFMuX4mAlKidQ/ko4S";
+using testing::kAliceBcrypt;  // "correct horse"
+// "b0b:pw", hashed by htpasswd the same way at cost 5.
 constexpr char kBob[] = "$2y$05$GtTXuTJPT8t4APeW9E.kD.D4QMfuKdaOOjU0oUYLRTr7ntD9culky";
 
 const AuthGate::Clock::time_point kT0{};
@@ -51,7 +51,7 @@ bool Verify(const BasicAuth& auth, const std::string& authorization) {
 }
 
 TEST(BasicAuthTest, VerifiesHashesMadeByAnotherBcrypt) {
-  BasicAuth auth(Users{{"alice", kAlice}, {"bob", kBob}});
+  BasicAuth auth(Users{{"alice", kAliceBcrypt}, {"bob", kBob}});
   EXPECT_TRUE(Verify(auth, Basic("alice:correct horse")));
   EXPECT_TRUE(Verify(auth, Basic("bob:b0b:pw")));                       // a password may hold ':'
   EXPECT_TRUE(Verify(auth, "basic " + Basic("bob:b0b:pw").substr(6)));  // scheme in any case
@@ -67,9 +67,9 @@ TEST(BasicAuthTest, VerifiesHashesMadeByAnotherBcrypt) {
 }
 
 TEST(BasicAuthTest, UnknownUserIsCheckedAgainstAHashOfTheSameCost) {
-  BasicAuth auth(Users{{"alice", kAlice}});
+  BasicAuth auth(Users{{"alice", kAliceBcrypt}});
   const std::string& dummy = auth.HashFor({"mallory", "x"});
-  EXPECT_NE(dummy, kAlice);
+  EXPECT_NE(dummy, kAliceBcrypt);
   EXPECT_EQ(dummy.substr(0, 7), "$2b$10$");
   EXPECT_FALSE(BasicAuth::Matches("", dummy));
   // Keys differ by user, password and hash; the same pair gives the same key.
@@ -82,7 +82,7 @@ TEST(BasicAuthTest, UnknownUserIsCheckedAgainstAHashOfTheSameCost) {
 // The gate's decisions without running bcrypt: each kCheck is answered with Checked().
 class AuthGateTest : public ::testing::Test {
  protected:
-  AuthGate gate_{BasicAuth(Users{{"alice", kAlice}, {"bob", kBob}}), AuthLimits{}, kT0};
+  AuthGate gate_{BasicAuth(Users{{"alice", kAliceBcrypt}, {"bob", kBob}}), AuthLimits{}, kT0};
 
   Verdict Ask(const std::string& pair, const char* source, AuthGate::Clock::time_point at,
               std::optional<bool> outcome = false) {
@@ -96,7 +96,7 @@ TEST_F(AuthGateTest, AGoodPairIsCheckedOnceThenAllowedWithoutBcrypt) {
   auto d = gate_.Admit(Basic("alice:correct horse"), make_address("10.0.0.1"), kT0);
   ASSERT_EQ(d.verdict, Verdict::kCheck);
   EXPECT_EQ(d.password, "correct horse");
-  EXPECT_EQ(d.hash, kAlice);
+  EXPECT_EQ(d.hash, kAliceBcrypt);
   EXPECT_EQ(gate_.pending(), 1u);
   gate_.Checked(d.key, BasicAuth::Matches(d.password, d.hash));
   EXPECT_EQ(gate_.pending(), 0u);
@@ -214,7 +214,7 @@ TEST_F(AuthGateTest, CachesAreBounded) {
   limits.max_failed = 8;
   limits.checks_per_second = limits.source_checks_per_second = 1e9;
   limits.check_burst = limits.source_check_burst = 1e9;
-  AuthGate gate(BasicAuth(Users{{"alice", kAlice}}), limits, kT0);
+  AuthGate gate(BasicAuth(Users{{"alice", kAliceBcrypt}}), limits, kT0);
   for (int i = 0; i < 100; ++i) {
     auto d = gate.Admit(Basic("alice:" + std::to_string(i)), make_address("10.0.0.1"), kT0);
     ASSERT_EQ(d.verdict, Verdict::kCheck);

@@ -5,11 +5,12 @@
 
 #include <string>
 
+#include "tests/unit/testing/htpasswd.h"
+
 namespace podnet::web {
 namespace {
 
-// "correct horse" hashed by Apache's htpasswd: `htpasswd -nbBC 10 alice 'correct horse'`.
-constexpr char kAlice[] = "$2y$10$yvLRgfwHg35RmbzkbRjNJ.AHEv4ag.i6QwjkFMuX4mAlKidQ/ko4S";
+using testing::kAliceBcrypt;  // "correct horse"
 
 std::string Errors(const WebConfigResult& r) {
   std::string all;
@@ -31,7 +32,7 @@ TEST(WebConfigTest, FullFileAsExporterToolkitDocumentsIt) {
                                       "  headers: {X-Frame-Options: SAMEORIGIN}\n"
                                       "basic_auth_users:\n"
                                       "  alice: ") +
-                              kAlice + "\n",
+                              kAliceBcrypt + "\n",
                           "/etc/podnet/web/web.yml");
   ASSERT_TRUE(r.config) << Errors(r);
   const auto& tls = *r.config->tls;
@@ -43,7 +44,7 @@ TEST(WebConfigTest, FullFileAsExporterToolkitDocumentsIt) {
   EXPECT_EQ(tls.cipher_list, "ECDHE-RSA-AES128-GCM-SHA256:AES256-SHA");
   ASSERT_EQ(r.config->headers.size(), 1u);
   EXPECT_EQ(r.config->headers[0].second, "SAMEORIGIN");
-  EXPECT_EQ(r.config->users.at("alice"), kAlice);
+  EXPECT_EQ(r.config->users.at("alice"), kAliceBcrypt);
 }
 
 TEST(WebConfigTest, EmptyFileIsPlainHttpWithoutAuth) {
