@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exporter/app/app.h"
+#include "exporter/app/series_check.h"
 #include "exporter/config/read_file.h"
 #include "exporter/report/report.h"
 #include "exporter/topology/safe_text.h"
@@ -361,9 +362,9 @@ report::CostInputs CostInputsOf(const config::Config& c,
   // The /echo answers carry the peers' node and zone names: their mean length.
   in.node_name_bytes = pods.empty() ? 0 : node_bytes / pods.size();
   in.zone_name_bytes = pods.empty() ? 0 : zone_bytes / pods.size();
-  // Series one probe Pod exports: left to the metrics module's count (another change), e.g.
-  // in.series_per_pod = metrics::SeriesPerPod(c); absent until then, and then not printed.
-  in.series_per_pod = std::nullopt;
+  // Series one probe Pod exports: --config.check's arithmetic (peers_per_zone x 3 zones with
+  // Kubernetes discovery, whatever this cluster's zones).
+  in.series_per_pod = SeriesPerPod(c);
   return in;
 }
 

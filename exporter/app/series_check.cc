@@ -27,12 +27,10 @@ std::vector<topology::Peer> AssumedKubernetesPeers(const config::Config& c) {
   return peers;
 }
 
-}  // namespace
-
-std::string SeriesCheck(const config::Config& c) {
+// The shape SeriesCheck assumes for `c`, and in `why` the words that say so.
+probes::SeriesShape AssumedShape(const config::Config& c, std::ostringstream& why) {
   probes::SeriesShape shape;
   shape.peers = discovery::StaticPeers(c.self, c.static_peers);
-  std::ostringstream why;
   why << shape.peers.size() << " static peer(s)";
   if (c.kubernetes) {
     auto k8s = AssumedKubernetesPeers(c);
@@ -43,8 +41,8 @@ std::string SeriesCheck(const config::Config& c) {
   }
   if (c.dns) {
     bool readable = false;
-    auto conf = probes::dns::LoadResolvConf(c.dns->resolv_conf, probes::dns::Libc::kGlibc, {},
-                                            &readable);
+    auto conf =
+        probes::dns::LoadResolvConf(c.dns->resolv_conf, probes::dns::Libc::kGlibc, {}, &readable);
     shape.dns_servers = std::max<std::size_t>(conf.nameservers.size(), 1);
     why << "; " << shape.dns_servers << " nameserver(s) in " << c.dns->resolv_conf
         << (readable ? "" : " (unreadable here: 1 assumed)");
@@ -54,13 +52,26 @@ std::string SeriesCheck(const config::Config& c) {
       why << " + " << replicas << " cluster DNS replica(s) (assumed)";
     }
   }
-  probes::SeriesEstimate e = probes::EstimateSeries(c, shape);
+  return shape;
+}
+
+}  // namespace
+
+std::size_t SeriesPerPod(const config::Config& c) {
+  std::ostringstream why;
+  return probes::EstimateSeries(c, AssumedShape(c, why)).total + probes::kBaseSeries;
+}
+
+std::string SeriesCheck(const config::Config& c) {
+  std::ostringstream why;
+  probes::SeriesEstimate e = probes::EstimateSeries(c, AssumedShape(c, why));
   std::sort(e.families.begin(), e.families.end(),
             [](const auto& a, const auto& b) { return a.series > b.series; });
   std::ostringstream out;
   out << "series per Pod: ~" << e.total + probes::kBaseSeries << " (" << e.total
       << " of the probes + ~" << probes::kBaseSeries << " others) for " << why.str()
-      << (c.per_peer_histograms ? "; histograms per peer" : "; histograms per peer zone and path class")
+      << (c.per_peer_histograms ? "; histograms per peer"
+                                : "; histograms per peer zone and path class")
       << "\n";
   for (const auto& f : e.families) out << "  " << f.name << " " << f.series << "\n";
   return out.str();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "exporter/config/config.h"
@@ -19,5 +20,8 @@ inline constexpr int kAssumedClusterDnsReplicas = 2;
 /// probes.dns.resolv_conf as glibc reads it (one when unreadable) plus, with cluster_dns, the
 /// smaller of max_servers and kAssumedClusterDnsReplicas. Never fails.
 std::string SeriesCheck(const config::Config& c);
+
+/// SeriesCheck's total: the series a Pod of `c` exports, its own included (for `report`).
+std::size_t SeriesPerPod(const config::Config& c);
 
 }  // namespace podnet::app

@@ -88,7 +88,8 @@ void Dns(Counter& n, const dns::DnsOptions& o, std::size_t servers) {
   n.Add("podnet_dns_queries_total", 2 * targets);  // A and AAAA
   n.Add("podnet_dns_responses_total", 2 * per_form + per_form);
   if (!o.names.empty()) {
-    n.Add("podnet_dns_server_rtt_seconds", servers * Counter::Histogram(metrics::DnsLatencyBuckets()));
+    n.Add("podnet_dns_server_rtt_seconds",
+          servers * Counter::Histogram(metrics::DnsLatencyBuckets()));
   }
 }
 
@@ -98,11 +99,11 @@ void Dns(Counter& n, const dns::DnsOptions& o, std::size_t servers) {
 void Burst(Counter& n, const config::Config& c, const burst::BurstOptions& o, std::size_t zones) {
   std::size_t targets = c.kubernetes ? zones : n.peers();
   std::size_t per_stream = targets * o.streams.size();
-  for (const char* f : {"podnet_burst_throughput_bytes_per_second", "podnet_burst_tcp_rtt_seconds",
-                        "podnet_burst_snd_cwnd_bytes",
-                        "podnet_burst_interval_min_throughput_bytes_per_second",
-                        "podnet_burst_sent_bytes_total", "podnet_burst_retransmits_total",
-                        "podnet_burst_sender_cpu_seconds_total"}) {
+  for (const char* f :
+       {"podnet_burst_throughput_bytes_per_second", "podnet_burst_tcp_rtt_seconds",
+        "podnet_burst_snd_cwnd_bytes", "podnet_burst_interval_min_throughput_bytes_per_second",
+        "podnet_burst_sent_bytes_total", "podnet_burst_retransmits_total",
+        "podnet_burst_sender_cpu_seconds_total"}) {
     n.Add(f, per_stream);
   }
   n.Add("podnet_burst_path_mtu_bytes", targets);
@@ -135,7 +136,10 @@ SeriesEstimate EstimateSeries(const config::Config& c, const SeriesShape& shape)
     Http(n, *c.http);
     bytes += n.groups();
   }
-  if (c.grpc) Grpc(n);
+  if (c.grpc) {
+    Grpc(n);
+    bytes += n.groups();
+  }
   if (c.burst) {
     Burst(n, c, *c.burst, shape.zones);
     bytes += c.kubernetes ? std::min(shape.zones, n.groups()) : n.peers();

@@ -79,8 +79,8 @@ struct CostInputs {
   /// Lengths of a peer's node and zone names: the /echo answer carries both (Podnet-Node,
   /// Podnet-Zone). The report passes its own Pod's, since peers' names are like it.
   std::size_t node_name_bytes = 0, zone_name_bytes = 0;
-  /// Series one probe Pod exports under this configuration. Left absent here: the count comes
-  /// from the metrics module (another change); the section prints it whenever it is set.
+  /// Series one probe Pod exports under this configuration (--config.check's arithmetic); the
+  /// section prints it, and its cluster total, when it is set.
   std::optional<std::size_t> series_per_pod;
 };
 

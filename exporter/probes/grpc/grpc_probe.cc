@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <tuple>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "exporter/metrics/buckets.h"

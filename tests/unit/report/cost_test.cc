@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "exporter/app/report_run.h"
+#include "exporter/app/series_check.h"
 #include "exporter/config/config.h"
 #include "exporter/probes/http/http_client.h"
 #include "exporter/report/report.h"
@@ -68,7 +69,9 @@ TEST(ClusterCostTest, StaticPeersByHandFromTheConfig) {
   // N: the 4 static peers and this Pod; Z: zone-a, zone-b, zone-c.
   EXPECT_EQ(in.pods, static_cast<int>(c.static_peers.size()) + 1);
   EXPECT_EQ(in.zones, 3);
-  EXPECT_FALSE(in.series_per_pod);  // the metrics module's count, not given here
+  // --config.check's arithmetic: the same figure it prints for this configuration.
+  ASSERT_TRUE(in.series_per_pod);
+  EXPECT_EQ(*in.series_per_pod, app::SeriesPerPod(c));
   // This Pod's peers, as the run's targets would classify them: 1 same zone, 3 cross zone.
   PeersByClass peers;
   for (const char* kind : {"rtt", "http", "grpc", "burst"}) {
