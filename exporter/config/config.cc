@@ -205,8 +205,9 @@ void DecodeMetricFamilies(Decoder& d, const YAML::Node& n, Config& c) {
     if (std::none_of(families.begin(), families.end(),
                      [&](const MetricFamilyEntry& f) { return f.name == name; })) {
       d.Fail(key, path,
-             "unknown metric family: the names are those of the probe kinds' families, without "
-             "_bucket, _sum or _count (README, \"Metrics\", lists them)");
+             "unknown metric family: the names that switch are the probe kinds' families "
+             "(podnet_rtt_*, _http_*, _grpc_*, _dns_*, _burst_*, _service_*; not podnet_probe_* "
+             "or podnet_peers), without _bucket, _sum or _count (README, \"Metrics\")");
       continue;
     }
     if (auto on = d.Bool(value, path)) {
