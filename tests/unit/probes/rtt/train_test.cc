@@ -55,7 +55,7 @@ const char* ReplyName(Train::Reply r) {
   return "?";
 }
 
-class TrainTest : public testing::TestWithParam<TrainCase> {};
+class TrainTest : public ::testing::TestWithParam<TrainCase> {};
 
 TEST_P(TrainTest, Bookkeeping) {
   const auto& c = GetParam();
@@ -102,7 +102,7 @@ constexpr std::int64_t kSec = 1'000'000'000;
 
 INSTANTIATE_TEST_SUITE_P(
     Table, TrainTest,
-    testing::Values(
+    ::testing::Values(
         TrainCase{
             "all_answered",
             3,
@@ -351,7 +351,7 @@ struct StatsCase {
 
 void PrintTo(const StatsCase& c, std::ostream* os) { *os << c.name; }
 
-class SummarizeTest : public testing::TestWithParam<StatsCase> {};
+class SummarizeTest : public ::testing::TestWithParam<StatsCase> {};
 
 TEST_P(SummarizeTest, ExactMinAndMedian) {
   const auto& c = GetParam();
@@ -366,7 +366,7 @@ TEST_P(SummarizeTest, ExactMinAndMedian) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, SummarizeTest,
-    testing::Values(
+    ::testing::Values(
         StatsCase{"no_reply", {}, std::nullopt},
         StatsCase{"one_reply", {905e-6}, RoundStats{905e-6, 905e-6}},
         StatsCase{"two_replies_mean_of_both", {900e-6, 1000e-6}, RoundStats{900e-6, 950e-6}},
