@@ -51,12 +51,8 @@ import argparse
 import math
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit as lab  # noqa: E402
@@ -485,25 +481,11 @@ def main():
     args.phases = [p for p in args.phases.split(",") if p]
     if not lab.have_root():
         return lab.skip(lab.ROOT_NEEDED)
-    tmp = tempfile.mkdtemp(prefix="podnet-lab-isolation-")
-    broke = False
-    try:
-        try:
-            scenario(args, tmp)
-        except Exception as e:  # report, then clean up
-            traceback.print_exc()
-            lab.check(False, "exception: %s" % e)
-            broke = True
-        lab.stop_all()
-        subprocess.run(["ip", "netns", "del", NS], timeout=30)
-        if lab.failures:
-            lab.dump_logs(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    lab.log(lab.summary())
+    rc, broke = lab.run_namespace_test(NS, lambda tmp: scenario(args, tmp),
+                                       "podnet-lab-isolation-")
     if broke and args.bench:
         return 2  # bench/isolation.sh: it could not run (1 is a MISS)
-    return 1 if lab.failures else 0
+    return rc
 
 
 if __name__ == "__main__":

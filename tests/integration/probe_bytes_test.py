@@ -20,11 +20,8 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit as lab  # noqa: E402
@@ -178,21 +175,8 @@ def main():
         return lab.skip(lab.ROOT_NEEDED)
     if shutil.which("iptables") is None:
         return lab.skip("no iptables")
-    tmp = tempfile.mkdtemp(prefix="podnet-probe-bytes-")
-    try:
-        try:
-            scenario(args, tmp)
-        except Exception as e:  # report, then clean up
-            traceback.print_exc()
-            lab.check(False, "exception: %s" % e)
-        lab.stop_all()
-        subprocess.run(["ip", "netns", "del", NS], timeout=30)
-        if lab.failures:
-            lab.dump_logs(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    lab.log(lab.summary())
-    return 1 if lab.failures else 0
+    rc, _ = lab.run_namespace_test(NS, lambda tmp: scenario(args, tmp), "podnet-probe-bytes-")
+    return rc
 
 
 if __name__ == "__main__":

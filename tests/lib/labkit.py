@@ -492,6 +492,31 @@ class Lab:
         return False
 
 
+def run_namespace_test(ns, scenario, tmp_prefix):
+    """Runs scenario(tmp_folder) for a test that made the network namespace `ns` itself, then
+    stops every process started, deletes `ns` and the folder; an exception is a failed check. On
+    failure the tail of every log in the folder is shown. Returns (exit code, raised): 0 when
+    every check passed, after the closing "N passed, N failed" line; raised tells whether the
+    scenario ended in an exception (a bench reports that as "could not run")."""
+    tmp = tempfile.mkdtemp(prefix=tmp_prefix)
+    raised = False
+    try:
+        try:
+            scenario(tmp)
+        except Exception as e:  # report, then clean up
+            traceback.print_exc()
+            check(False, "exception: %s" % e)
+            raised = True
+        stop_all()
+        subprocess.run(["ip", "netns", "del", ns], timeout=30)
+        if failures:
+            dump_logs(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log(summary())
+    return (1 if failures else 0), raised
+
+
 def run_lab_test(lab_script, delayline, prefix, scenario, tmp_prefix="podnet-lab-"):
     """Brings the lab up, runs scenario(lab, tmp_folder), takes the lab down; an exception is a
     failed check. On failure the tail of every log in the folder is shown. Returns the exit
