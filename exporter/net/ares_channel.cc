@@ -34,7 +34,47 @@ struct AresChannel::Pending {
   Callback cb;
   OnSent on_sent;
   bool sent = false;
+  std::optional<std::uint16_t> wire_id;  // the ID on the wire (UDP)
+  std::uint16_t ares_id = 0;             // the ID c-ares knows it by (unique in the channel)
 };
+
+namespace {
+
+std::uint16_t Id(const unsigned char* m) { return static_cast<std::uint16_t>((m[0] << 8) | m[1]); }
+void SetId(unsigned char* m, std::uint16_t id) {
+  m[0] = static_cast<unsigned char>(id >> 8);
+  m[1] = static_cast<unsigned char>(id);
+}
+
+// The end of the question section of a message with one question (after its name and its
+// type and class); nullopt when the name runs past the end.
+std::optional<std::size_t> QuestionEnd(const unsigned char* m, std::size_t len) {
+  std::size_t i = 12;
+  for (int labels = 0; labels < 128 && i < len; ++labels) {
+    if (m[i] == 0) return i + 5 <= len ? std::optional(i + 5) : std::nullopt;
+    if ((m[i] & 0xc0) == 0xc0) return i + 6 <= len ? std::optional(i + 6) : std::nullopt;
+    i += 1 + m[i];
+  }
+  return std::nullopt;
+}
+
+bool SameSource(const sockaddr* from, const boost::asio::ip::udp::endpoint& ep) {
+  if (from->sa_family == AF_INET && ep.address().is_v4()) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(from);
+    auto b = ep.address().to_v4().to_bytes();
+    return ntohs(a->sin_port) == ep.port() && std::memcmp(&a->sin_addr, b.data(), 4) == 0;
+  }
+  if (from->sa_family == AF_INET6 && ep.address().is_v6()) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(from);
+    auto v6 = ep.address().to_v6();
+    auto b = v6.to_bytes();
+    return ntohs(a->sin6_port) == ep.port() && std::memcmp(&a->sin6_addr, b.data(), 16) == 0 &&
+           a->sin6_scope_id == v6.scope_id() && a->sin6_flowinfo == 0;
+  }
+  return false;
+}
+
+}  // namespace
 
 const ares_socket_functions AresChannel::kSocketFunctions = {
     &AresChannel::SockOpen, &AresChannel::SockClose, &AresChannel::SockConnect,
@@ -211,8 +251,75 @@ int AresChannel::SockConnect(ares_socket_t fd, const struct sockaddr* addr, ares
 
 ares_ssize_t AresChannel::SockRecvFrom(ares_socket_t fd, void* buf, size_t len, int flags,
                                        struct sockaddr* from, ares_socklen_t* from_len,
-                                       void* /*data*/) {
-  return ::recvfrom(fd, buf, len, flags, from, from_len);
+                                       void* data) {
+  auto* self = static_cast<AresChannel*>(data);
+  auto it = self->fds_.find(fd);
+  if (it != self->fds_.end() && it->second.stream) {
+    return ::recvfrom(fd, buf, len, flags, from, from_len);
+  }
+  // UDP: what the modelled libc would not read is dropped here, never seen by c-ares. Bounded
+  // by the socket's queue and by 64 datagrams per call (the reactor calls again while the
+  // socket stays readable).
+  ares_socklen_t from_cap = from_len ? *from_len : 0;
+  for (int i = 0; i < 64; ++i) {
+    if (from_len) *from_len = from_cap;
+    ares_ssize_t r = ::recvfrom(fd, buf, len, flags, from, from_len);
+    if (r < 0) return r;
+    r = self->Admit(static_cast<unsigned char*>(buf), len, static_cast<std::size_t>(r), from,
+                    from_len);
+    if (r >= 0) return r;
+  }
+  errno = EAGAIN;
+  return -1;
+}
+
+ares_ssize_t AresChannel::Admit(unsigned char* buf, std::size_t cap, std::size_t len,
+                                sockaddr* from, ares_socklen_t* from_len) {
+  bool connected = options_.connect_udp;
+  if (!connected && from) {
+    // musl res_msend.c: "Ignore replies from addresses we didn't send to": the whole sockaddr
+    // (address, port, scope) against each nameserver.
+    bool known =
+        options_.accept_from.empty()
+            ? SameSource(from, boost::asio::ip::udp::endpoint(options_.server, options_.port))
+            : std::any_of(options_.accept_from.begin(), options_.accept_from.end(),
+                          [&](const auto& ep) { return SameSource(from, ep); });
+    if (!known) return -1;
+    // c-ares compares the address with its one server's.
+    if (from_len && peer_len_ > 0 && *from_len >= peer_len_) {
+      std::memcpy(from, &peer_, peer_len_);
+      *from_len = peer_len_;
+    }
+  }
+  // musl reads a reply of 4 bytes or more ("Ignore non-identifiable packets"); glibc and c-ares
+  // need a header (12).
+  if (len < (options_.match_question ? 12u : 4u)) return options_.match_question ? len : -1;
+  // The ID: the latest transmission under it (a libc's retransmission reuses its buffer).
+  Pending* match = nullptr;
+  for (auto& p : pending_) {
+    if (p->sent && p->wire_id && *p->wire_id == Id(buf)) match = p.get();
+  }
+  if (!match) {
+    bool translated = std::any_of(pending_.begin(), pending_.end(),
+                                  [](const auto& p) { return p->wire_id.has_value(); });
+    return translated ? -1 : static_cast<ares_ssize_t>(len);
+  }
+  SetId(buf, match->ares_id);
+  if (options_.match_question) return static_cast<ares_ssize_t>(len);
+  // musl pairs by ID alone: give c-ares the question it asked.
+  const auto* q = reinterpret_cast<const unsigned char*>(match->question.data()) - 2;
+  auto qend = QuestionEnd(q, match->question.size() + 2);
+  if (!qend) return static_cast<ares_ssize_t>(len);  // c-ares cannot read its own question
+  std::size_t rend = len < 12 ? len : QuestionEnd(buf, len).value_or(len);
+  std::string out(reinterpret_cast<const char*>(buf), std::min<std::size_t>(len, 12));
+  out.resize(12, '\0');
+  out[4] = 0;
+  out[5] = 1;  // one question
+  out.append(reinterpret_cast<const char*>(q) + 12, *qend - 12);
+  if (rend < len) out.append(reinterpret_cast<const char*>(buf) + rend, len - rend);
+  if (out.size() > cap) return static_cast<ares_ssize_t>(len);
+  std::memcpy(buf, out.data(), out.size());
+  return static_cast<ares_ssize_t>(out.size());
 }
 
 ares_ssize_t AresChannel::SockSendv(ares_socket_t fd, const struct iovec* iov, int n, void* data) {
@@ -222,6 +329,19 @@ ares_ssize_t AresChannel::SockSendv(ares_socket_t fd, const struct iovec* iov, i
   msghdr m{};
   m.msg_iov = const_cast<iovec*>(iov);
   m.msg_iovlen = static_cast<std::size_t>(n);
+  std::string msg;
+  iovec one{};
+  if (!stream) {
+    // The caller's ID on the wire; c-ares's is kept to give replies back under it.
+    for (int i = 0; i < n; ++i)
+      msg.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+    auto* bytes = reinterpret_cast<unsigned char*>(msg.data());
+    if (Pending* p = self->Unsent(bytes, msg.size()); p && p->wire_id) SetId(bytes, *p->wire_id);
+    one.iov_base = msg.data();
+    one.iov_len = msg.size();
+    m.msg_iov = &one;
+    m.msg_iovlen = 1;
+  }
   if (!stream && !self->options_.connect_udp) {
     m.msg_name = &self->peer_;
     m.msg_namelen = self->peer_len_;
@@ -234,7 +354,8 @@ ares_ssize_t AresChannel::SockSendv(ares_socket_t fd, const struct iovec* iov, i
     // one is sent again once; the next refusal reaches c-ares's read and ends both.
     r = ::sendmsg(fd, &m, MSG_NOSIGNAL);
   }
-  if (r > 0) self->Wrote(fd, iov, n, static_cast<std::size_t>(r));
+  if (r > 0)
+    self->Wrote(fd, m.msg_iov, static_cast<int>(m.msg_iovlen), static_cast<std::size_t>(r));
   return r;
 }
 
@@ -261,17 +382,22 @@ void AresChannel::Wrote(ares_socket_t fd, const struct iovec* iov, int n, std::s
   }
 }
 
-void AresChannel::MarkSent(const unsigned char* msg, std::size_t len) {
-  if (len < 12) return;
+AresChannel::Pending* AresChannel::Unsent(const unsigned char* msg, std::size_t len) {
+  if (len < 12) return nullptr;
   for (auto& p : pending_) {
-    if (p->sent || p->question.size() + 2 != len ||
-        std::memcmp(p->question.data(), msg + 2, len - 2) != 0) {
-      continue;
+    if (!p->sent && p->question.size() + 2 == len &&
+        std::memcmp(p->question.data(), msg + 2, len - 2) == 0) {
+      return p.get();
     }
-    p->sent = true;
-    if (p->on_sent) p->on_sent(std::chrono::steady_clock::now());
-    return;
   }
+  return nullptr;
+}
+
+void AresChannel::MarkSent(const unsigned char* msg, std::size_t len) {
+  Pending* p = Unsent(msg, len);
+  if (!p) return;
+  p->sent = true;
+  if (p->on_sent) p->on_sent(std::chrono::steady_clock::now());
 }
 
 void AresChannel::Trampoline(void* arg, int status, int /*timeouts*/, unsigned char* abuf,
@@ -295,24 +421,43 @@ void AresChannel::Trampoline(void* arg, int status, int /*timeouts*/, unsigned c
 }
 
 int AresChannel::Send(const std::string& name, std::uint16_t qtype, bool edns, Callback cb,
-                      OnSent on_sent) {
+                      OnSent on_sent, std::optional<std::uint16_t> wire_id) {
   unsigned char* buf = nullptr;
   int len = 0;
   int rc = ares_create_query(name.c_str(), ns_c_in, qtype, 0, 1, &buf, &len, edns ? 1200 : 0);
   if (rc != ARES_SUCCESS) return -1;
+  std::string message(reinterpret_cast<const char*>(buf), static_cast<std::size_t>(len));
+  ares_free_string(buf);
+  return SendMessage(std::move(message), std::move(cb), std::move(on_sent), wire_id);
+}
+
+int AresChannel::SendMessage(std::string message, Callback cb, OnSent on_sent,
+                             std::optional<std::uint16_t> wire_id) {
+  if (message.size() < 12) return -1;
   auto p = std::make_unique<Pending>();
   p->owner = this;
-  p->question.assign(reinterpret_cast<const char*>(buf) + 2, static_cast<std::size_t>(len - 2));
+  // c-ares 1.18 keeps the ID it is given (ares_send.c: qid from qbuf) and pairs a reply with the
+  // first outstanding query of that ID: each gets its own (at most 64 Ki outstanding).
+  for (std::size_t i = 0; i <= pending_.size(); ++i) {
+    p->ares_id = next_ares_id_++;
+    if (std::none_of(pending_.begin(), pending_.end(),
+                     [&](const auto& q) { return q->ares_id == p->ares_id; })) {
+      break;
+    }
+  }
+  SetId(reinterpret_cast<unsigned char*>(message.data()), p->ares_id);
+  p->question = message.substr(2);
   p->cb = std::move(cb);
   p->on_sent = std::move(on_sent);
+  p->wire_id = options_.tcp ? std::nullopt : wire_id;
   Pending* raw = p.get();
   pending_.push_back(std::move(p));
   in_send_ = true;
-  ares_send(channel_, buf, len, &Trampoline, raw);
+  ares_send(channel_, reinterpret_cast<const unsigned char*>(message.data()),
+            static_cast<int>(message.size()), &Trampoline, raw);
   in_send_ = false;
-  ares_free_string(buf);
   if (*alive_) ArmTimer();
-  return len;
+  return static_cast<int>(message.size());
 }
 
 void AresChannel::Cancel() {

@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/udp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +38,11 @@ namespace podnet::net {
 ///    with `connect_udp` false, unconnected with sendto (as musl's res_msend.c: no ICMP errors);
 ///  - an IPv6 server's scope id (fe80::53%eth0) reaches connect/sendto (c-ares 1.18's server
 ///    list has no scope);
-///  - a closed socket leaves the reactor before its fd number can be reused.
+///  - a closed socket leaves the reactor before its fd number can be reused;
+///  - a UDP question goes out with the caller's DNS ID (`wire_id`; a libc sends its query
+///    buffer again unchanged, so a late reply to the first transmission answers the second),
+///    and a datagram reaches c-ares only if it passes the checks of the libc the caller models
+///    (Options::accept_from, Options::match_question); c-ares itself then sees its own IDs.
 class AresChannel {
  public:
   struct Options {
@@ -47,6 +53,15 @@ class AresChannel {
     bool connect_udp = true;
     /// c-ares's own give-up time for one question; the caller normally gives up first.
     std::chrono::milliseconds timeout{30000};
+    /// Unconnected UDP only: the sources (address, port, IPv6 scope id) whose datagrams are
+    /// read, as musl's res_msend.c compares the whole sockaddr with each nameserver's; others
+    /// are dropped. Empty: the server only. (A connected socket: the kernel's filter.)
+    std::vector<boost::asio::ip::udp::endpoint> accept_from;
+    /// true: a reply must carry its question's question section (glibc res_send.c send_dg,
+    /// __libc_res_queriesmatch; c-ares checks it). false: the ID alone pairs a reply with its
+    /// question (musl res_msend.c): the reply's question section is replaced by the question's
+    /// own before c-ares compares them, and a reply of 4 to 11 bytes is read as a header.
+    bool match_question = true;
   };
 
   /// `status` is an ARES_* code (ARES_SUCCESS with the raw response in abuf/alen,
@@ -66,13 +81,23 @@ class AresChannel {
   /// query's size in bytes (DNS message only), or -1 (then `cb` is not called) when c-ares
   /// cannot encode the name. `cb` is never called from inside Send (a failure c-ares reports
   /// at once is posted to the io_context).
+  /// `wire_id`: the DNS ID on the wire (UDP; TCP keeps c-ares's own).
   int Send(const std::string& name, std::uint16_t qtype, bool edns, Callback cb,
-           OnSent on_sent = {});
+           OnSent on_sent = {}, std::optional<std::uint16_t> wire_id = std::nullopt);
+  /// The same with a whole DNS message (its ID bytes are replaced), sent as it is even when
+  /// it is not a well-formed question (c-ares then never pairs a reply with it). Returns its
+  /// size, or -1 when it is shorter than a header.
+  int SendMessage(std::string message, Callback cb, OnSent on_sent = {},
+                  std::optional<std::uint16_t> wire_id = std::nullopt);
 
   /// Ends every outstanding question (their callbacks get ARES_ECANCELLED).
   void Cancel();
 
   const Options& options() const { return options_; }
+  /// Replaces Options::accept_from (the nameserver list changed).
+  void AcceptFrom(std::vector<boost::asio::ip::udp::endpoint> from) {
+    options_.accept_from = std::move(from);
+  }
 
  private:
   struct Socket;
@@ -90,6 +115,9 @@ class AresChannel {
   void Forget(ares_socket_t fd);
   void Wrote(ares_socket_t fd, const struct iovec* iov, int n, std::size_t bytes);
   void MarkSent(const unsigned char* msg, std::size_t len);
+  Pending* Unsent(const unsigned char* msg, std::size_t len);
+  ares_ssize_t Admit(unsigned char* buf, std::size_t cap, std::size_t len, sockaddr* from,
+                     ares_socklen_t* from_len);
   static void OnSocketState(void* data, ares_socket_t fd, int readable, int writable);
   void Watch(const std::shared_ptr<Socket>& s, bool read);
   void ArmTimer();
@@ -105,6 +133,7 @@ class AresChannel {
   std::map<ares_socket_t, FdInfo> fds_;
   std::vector<std::unique_ptr<Pending>> pending_;  // questions given to c-ares, in send order
   bool in_send_ = false;
+  std::uint16_t next_ares_id_ = 1;
   sockaddr_storage peer_{};  // the server as c-ares connects to it, with our scope id
   socklen_t peer_len_ = 0;
   boost::asio::steady_timer timer_;

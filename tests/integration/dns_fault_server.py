@@ -4,7 +4,11 @@
 Usage: dns_fault_server.py --listen ADDR --port N --mode MODE [--max-seconds S]
 ADDR may be a scoped IPv6 address (fe80::53%eth0).
 MODE: drop (never answers), servfail, refused, tc (UDP answers are empty with TC set; TCP
-answers carry one A / AAAA record), garbage (random bytes of random length), ok (one record).
+answers carry one A / AAAA record), garbage (random bytes of random length), ok (one record),
+stray (each UDP question first gets an NXDOMAIN with its ID from the same address but another
+port, then the answer from port N 150 ms later), lose-first-aaaa (an AAAA question with an ID
+not seen before for its name goes unanswered; the same ID again, a libc's retransmission, is
+answered).
 Listens on UDP and TCP; logs one line per question to stdout ("udp A name"). Exits after
 --max-seconds (default 600) so a lost test cannot leave it running.
 """
@@ -70,7 +74,8 @@ def main():
     ap.add_argument("--listen", required=True)
     ap.add_argument("--port", type=int, default=53)
     ap.add_argument("--mode", required=True,
-                    choices=["drop", "servfail", "refused", "tc", "garbage", "ok"])
+                    choices=["drop", "servfail", "refused", "tc", "garbage", "ok", "stray",
+                             "lose-first-aaaa"])
     ap.add_argument("--max-seconds", type=float, default=600)
     a = ap.parse_args()
     fam = socket.AF_INET6 if ":" in a.listen else socket.AF_INET
@@ -85,11 +90,20 @@ def main():
     tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     tcp.bind(addr)
     tcp.listen(16)
+    stray = socket.socket(fam, socket.SOCK_DGRAM)  # same address, another port
+    stray.bind((addr[0], 0) + tuple(addr[2:]))
     print("ready", flush=True)
     end = time.time() + a.max_seconds
     conns = []
+    later = []  # (due, reply, peer): the stray mode's real answers
+    seen = set()  # lose-first-aaaa: (name, id) of the AAAA questions left unanswered
     while time.time() < end:
-        r, _, _ = select.select([udp, tcp] + conns, [], [], 0.5)
+        now = time.time()
+        for item in [x for x in later if x[0] <= now]:
+            later.remove(item)
+            udp.sendto(item[1], item[2])
+        wait = min([0.5] + [max(0.0, x[0] - now) for x in later])
+        r, _, _ = select.select([udp, tcp] + conns, [], [], wait)
         for s in r:
             if s is udp:
                 msg, peer = udp.recvfrom(4096)
@@ -97,6 +111,16 @@ def main():
                 if not q:
                     continue
                 print("udp %d %s" % (q[3], q[2]), flush=True)
+                if a.mode == "stray":
+                    stray.sendto(answer(q, 3), peer)
+                    later.append((time.time() + 0.15, answer(q, 0, records=True), peer))
+                    continue
+                if a.mode == "lose-first-aaaa":
+                    if q[3] == 28 and (q[2].lower(), q[0]) not in seen:
+                        seen.add((q[2].lower(), q[0]))
+                        continue
+                    udp.sendto(answer(q, 0, records=True), peer)
+                    continue
                 out = reply_for(a.mode, q, False)
                 if out is not None:
                     udp.sendto(out, peer)

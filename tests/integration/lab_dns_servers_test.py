@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cluster DNS server locality in the lab (README "Cluster DNS server locality").
+"""Cluster DNS server locality in the lab (docs/dns.md "Cluster DNS server locality").
 
 Three real unbound resolvers, one in each lab Pod beside the prober (same node, same zone
 through a 160 us delay line, another zone through 260 us), stand for three CoreDNS replicas. A

@@ -58,6 +58,8 @@ FAULT_NAME = "faulty.example"
 PHASE1_ONLY = {"fid-names"}
 LONG_SEARCH = "search " + " ".join("d%d-long-search-domain-for-line-length.test" % i
                                    for i in range(1, 11)) + "\n"
+STRAY_NS = "127.0.0.26"
+LOSE_NS = "127.0.0.27"
 SCOPED_IF = "pnd0"
 SCOPED_NS = "fe80::53"
 FIDELITY = [
@@ -75,7 +77,21 @@ FIDELITY = [
      ["web.a.test"]),
     ("fid-names", "nameserver 127.0.0.1\nsearch a.test\n",
      ["a..b", "web..", ".".join(["x" * 62] * 4) + ".example"]),
+    # Issue 28. Reply acceptance: an NXDOMAIN with the right ID from the nameserver's address
+    # but another port, the answer 150 ms later (musl checks address and port, glibc's socket
+    # is connected).
+    ("fid-stray", "nameserver %s\noptions ndots:1\n" % STRAY_NS, ["web.stray.test"]),
+    # After a lost reply: the first AAAA of each query ID goes unanswered (glibc: the pair
+    # again, single-request-reopen, 4 questions in 1.0 s; musl: the next round at 0.5 s).
+    ("fid-lost-aaaa", "nameserver %s\noptions single-request timeout:1 attempts:2\n" % LOSE_NS,
+     ["web.lost.test"]),
+    # kubelet 1.25.0's "search ... ." (musl: "google.com.." goes out malformed, twice a round,
+    # until the timeout; glibc: "google.com." for the root entry).
+    ("fid-search-root", "nameserver 127.0.0.1\nsearch default.svc.cluster.local "
+     "svc.cluster.local cluster.local .\noptions ndots:5 timeout:1\n", ["google.com"]),
 ]
+# Cases whose lookup time is compared too (dns-explain against the libc, wall clock).
+TIMED = {"fid-stray", "fid-lost-aaaa", "fid-search-root"}
 # Results the models must report (glibc, musl).
 FAULT_RESULTS = {"drop": ("timeout", "timeout"), "servfail": ("servfail", "servfail"),
                  "refused": ("error", "timeout"), "tc": ("success", "nodata"),
@@ -149,6 +165,12 @@ class Capture:
             n = msg[i]
             labels.append(msg[i + 1:i + 1 + n].decode("ascii", "replace"))
             i += 1 + n
+        if i + 3 > len(msg) and len(msg) >= 17:
+            # A malformed name that still went out (musl's res_mkquery on "name.." leaves the
+            # second dot, 0x2e, where the terminating zero belongs, and one zero byte more):
+            # its bytes, and the type 5 bytes from the end.
+            qtype = struct.unpack("!H", msg[-5:-3])[0]
+            return ({1: "A", 28: "AAAA"}.get(qtype, str(qtype)), "malformed:" + msg[12:].hex())
         if i + 3 > len(msg):
             return None
         qtype = struct.unpack("!H", msg[i + 1:i + 3])[0]
@@ -292,6 +314,9 @@ def main():
         run("ip", "-n", NS, "link", "set", SCOPED_IF + "p", "up")
         run("ip", "-n", NS, "link", "set", SCOPED_IF, "up")
         run("ip", "-n", NS, "-6", "addr", "add", SCOPED_NS + "/64", "dev", SCOPED_IF, "nodad")
+        for mode, addr in (("stray", STRAY_NS), ("lose-first-aaaa", LOSE_NS)):
+            start(["python3", a.fault_server, "--listen", addr, "--port", "53", "--mode", mode,
+                   "--max-seconds", "600"], os.path.join(tmp, "fault-%s.log" % mode))
         start(["python3", a.fault_server, "--listen", "%s%%%s" % (SCOPED_NS, SCOPED_IF), "--port",
                "53", "--mode", "ok", "--max-seconds", "600"], os.path.join(tmp, "fault-scoped.log"))
         set_resolv_conf("nameserver 127.0.0.1\n")
@@ -316,15 +341,21 @@ def main():
             for n in names:
                 for form, qname in (("as_written", n), ("absolute", n + ".")):
                     for res, binary in (("glibc", a.glibc), ("musl", a.musl)):
-                        cnt, qs, r, _ = captured(cap, [binary, qname])
+                        cnt, qs, r, took = captured(cap, [binary, qname])
                         truth[(variant, n, form, res)] = (cnt, r.returncode == 0, qs)
                         if variant.startswith("fid-"):
-                            log("truth %s %r %s: %d questions, rc %s, %s %s"
+                            log("truth %s %r %s: %d questions, rc %s, %s, %.3f s, %s"
                                 % (variant, qname, res, cnt, r.returncode, r.stdout.strip(),
-                                   [q[:2] for q in qs]))
+                                   took, [q[:2] for q in qs]))
                         ours, oqs, er, elapsed = captured(
                             cap, [a.exporter, "dns-explain", qname, "--resolv-conf", conf_path,
                                   "--resolver", res])
+                        if variant in TIMED:
+                            # Both are whole processes timed from outside; a second of
+                            # difference is a timeout one of them had and the other not.
+                            check(abs(elapsed - took) < 0.5,
+                                  "%s %s %s: dns-explain took %.3f s, %s %.3f s"
+                                  % (variant, qname, res, elapsed, res, took))
                         check(ours == cnt and sorted(oqs) == sorted(qs),
                               "%s %s %s %s: dns-explain put %d questions on the wire, %s %d"
                               % (variant, qname, form, res, ours, res, cnt))

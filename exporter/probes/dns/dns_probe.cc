@@ -276,7 +276,7 @@ void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
   }
   for (const Server& server : RoundServers(conf)) {
     std::string err;
-    net::AresChannel* ch = pool_->Get(server.ns, false, true, &err);
+    net::AresChannel* ch = pool_->Get(conf, server.ns, false, Libc::kGlibc, 0, &err);
     if (!ch) {
       CountError("channel", err);
       continue;

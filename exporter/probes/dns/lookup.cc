@@ -2,22 +2,31 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <random>
 
 #include "exporter/net/address.h"
 
 namespace podnet::probes::dns {
 
-net::AresChannel* ChannelPool::Get(const ResolvConf::Nameserver& ns, bool tcp, bool connect_udp,
-                                   std::string* error) {
-  auto key = std::make_tuple(ns.address.to_string(), ns.port, tcp, connect_udp);
+net::AresChannel* ChannelPool::Get(const ResolvConf& conf, const ResolvConf::Nameserver& ns,
+                                   bool tcp, Libc libc, int socket, std::string* error) {
+  auto key = std::make_tuple(ns.address.to_string(), ns.port, tcp, libc, socket);
+  std::vector<boost::asio::ip::udp::endpoint> from;
+  if (libc == Libc::kMusl) {
+    for (const auto& n : conf.nameservers) from.emplace_back(n.address, n.port);
+  }
   auto& c = channels_[key];
   if (!c) {
     net::AresChannel::Options o;
     o.server = ns.address;
     o.port = ns.port;
     o.tcp = tcp;
-    o.connect_udp = connect_udp;
+    o.connect_udp = libc == Libc::kGlibc;
+    o.match_question = libc == Libc::kGlibc;
+    o.accept_from = std::move(from);
     c = net::AresChannel::Create(io_, o, error);
+  } else {
+    c->AcceptFrom(std::move(from));
   }
   return c.get();
 }
@@ -73,7 +82,7 @@ void Lookup::Apply(Actions a) {
     std::string err;
     // glibc's send_dg connects its UDP socket (ICMP errors come back as ECONNREFUSED); musl's
     // res_msend.c uses sendto on an unconnected one.
-    net::AresChannel* ch = pool_->Get(ns, q.tcp, libc_ == Libc::kGlibc, &err);
+    net::AresChannel* ch = pool_->Get(conf_, ns, q.tcp, libc_, q.socket, &err);
     QueryRecord rec;
     rec.query = q;
     rec.server = net::FormatHostPort(ns.address, ns.port);
@@ -87,17 +96,26 @@ void Lookup::Apply(Actions a) {
     outcome_.queries.push_back(rec);
     by_id_[q.id] = index;
     bool edns = libc_ == Libc::kGlibc && conf_.edns0;
-    int len = ch->Send(
-        q.name, static_cast<std::uint16_t>(q.qtype), edns,
-        [weak = weak_from_this(), index](int status, const unsigned char* abuf, int alen) {
-          if (auto l = weak.lock()) l->OnReply(index, status, abuf, alen);
-        },
-        [weak = weak_from_this(), index](std::chrono::steady_clock::time_point at) {
-          auto l = weak.lock();
-          if (!l || l->handed_over_ || index >= l->outcome_.queries.size()) return;
-          l->outcome_.queries[index].on_wire = true;
-          l->outcome_.queries[index].sent_at = at - l->start_;
-        });
+    // A new query gets a new random ID; the libc's retransmission keeps the first one's.
+    auto first = wire_ids_.find(q.same_id_as);
+    std::uint16_t wire_id =
+        first != wire_ids_.end()
+            ? first->second
+            : static_cast<std::uint16_t>(std::uniform_int_distribution<int>(0, 0xffff)(random_));
+    wire_ids_[q.id] = wire_id;
+    auto on_reply = [weak = weak_from_this(), index](int status, const unsigned char* abuf,
+                                                     int alen) {
+      if (auto l = weak.lock()) l->OnReply(index, status, abuf, alen);
+    };
+    auto on_sent = [weak = weak_from_this(), index](std::chrono::steady_clock::time_point at) {
+      auto l = weak.lock();
+      if (!l || l->handed_over_ || index >= l->outcome_.queries.size()) return;
+      l->outcome_.queries[index].on_wire = true;
+      l->outcome_.queries[index].sent_at = at - l->start_;
+    };
+    int len = q.raw.empty() ? ch->Send(q.name, static_cast<std::uint16_t>(q.qtype), edns, on_reply,
+                                       on_sent, wire_id)
+                            : ch->SendMessage(q.raw, on_reply, on_sent, wire_id);
     if (len < 0) {
       outcome_.queries.pop_back();
       outcome_.error = "c-ares cannot encode the name " + q.name;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,15 +18,18 @@
 
 namespace podnet::probes::dns {
 
-/// c-ares channels by (nameserver, port, transport), made on first use and kept for the next
-/// lookups of one target. Lookups sharing a pool must not overlap (CancelAll ends them all).
+/// c-ares channels by (nameserver, port, transport, libc, socket generation), made on first use
+/// and kept for the next lookups of one target. Lookups sharing a pool must not overlap
+/// (CancelAll ends them all).
 class ChannelPool {
  public:
   explicit ChannelPool(boost::asio::io_context& io) : io_(io) {}
-  /// nullptr and *error set when c-ares cannot make the channel.
-  /// `connect_udp`: see net::AresChannel::Options (glibc true, musl false).
-  net::AresChannel* Get(const ResolvConf::Nameserver& ns, bool tcp, bool connect_udp,
-                        std::string* error);
+  /// nullptr and *error set when c-ares cannot make the channel. The libc decides how its UDP
+  /// replies are read (net::AresChannel::Options): glibc connects its socket (res_send.c
+  /// send_dg) and matches ID and question section; musl (res_msend.c) reads replies from any
+  /// nameserver of `conf` (address and port) and matches the ID alone. `socket`: WireQuery's.
+  net::AresChannel* Get(const ResolvConf& conf, const ResolvConf::Nameserver& ns, bool tcp,
+                        Libc libc, int socket, std::string* error);
   void CancelAll();
   /// Closes the channels of every nameserver not in `keep` (a server that went away must not
   /// hold its sockets). Not from inside a c-ares callback of a channel it may close.
@@ -33,7 +37,8 @@ class ChannelPool {
 
  private:
   boost::asio::io_context& io_;
-  std::map<std::tuple<std::string, std::uint16_t, bool, bool>, std::unique_ptr<net::AresChannel>>
+  std::map<std::tuple<std::string, std::uint16_t, bool, Libc, int>,
+           std::unique_ptr<net::AresChannel>>
       channels_;
 };
 
@@ -65,8 +70,11 @@ struct LookupOutcome {
 
 /// Performs one lookup of `name` as `libc` would under `conf`: the model decides every question,
 /// c-ares sends each (one try, to the model's nameserver), and the replies and deadlines go back
-/// to the model until it says the walk is over. Bounded: the model's MaxDuration() + 1 s at most.
-/// `done` is called once, posted to `io` (never from inside a c-ares callback).
+/// to the model until it says the walk is over. Each new question gets a random DNS ID; one the
+/// libc sends again from the same buffer (WireQuery::same_id_as) keeps it, and a reply reaches
+/// the model only if the libc would read it (ChannelPool::Get). Bounded: the model's
+/// MaxDuration() + 1 s at most. `done` is called once, posted to `io` (never from inside a c-ares
+/// callback).
 class Lookup : public std::enable_shared_from_this<Lookup> {
  public:
   using Done = std::function<void(LookupOutcome)>;
@@ -89,7 +97,9 @@ class Lookup : public std::enable_shared_from_this<Lookup> {
   ResolvConf conf_;
   Libc libc_;
   std::unique_ptr<ResolverModel> model_;
-  std::map<int, std::size_t> by_id_;  // model id → index in outcome_.queries
+  std::map<int, std::size_t> by_id_;       // model id → index in outcome_.queries
+  std::map<int, std::uint16_t> wire_ids_;  // model id → its DNS ID on the wire
+  std::minstd_rand random_{std::random_device{}()};
   boost::asio::steady_timer deadline_;
   boost::asio::steady_timer guard_;
   std::chrono::steady_clock::time_point start_;

@@ -1,6 +1,7 @@
 #include "exporter/probes/dns/resolver_model.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 namespace podnet::probes::dns {
@@ -69,6 +70,34 @@ bool Encodable(std::string_view name) {
   return true;
 }
 
+std::optional<std::string> MuslQuery(std::string_view name, QType qtype) {
+  name = name.substr(0, std::min<std::size_t>(name.size(), 255));  // strnlen(dname, 255)
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);
+  if (name.size() > 253) return std::nullopt;
+  // A second trailing dot is not a label: it is never checked, and stays in the message.
+  bool dot_left = !name.empty() && name.back() == '.';
+  std::string_view labels = dot_left ? name.substr(0, name.size() - 1) : name;
+  std::string msg(12, '\0');
+  msg[2] = 0x01;  // RD (opcode QUERY); lookup_name.c clears the AD byte
+  msg[5] = 0x01;  // QDCOUNT 1
+  // Every label 1..63 bytes (an empty one, e.g. of "a..b" or ".a", is refused); the root
+  // ("" after the one trailing dot) has none.
+  for (std::size_t start = 0; !labels.empty() || dot_left;) {
+    std::size_t dot = labels.find('.', start);
+    std::size_t end = dot == std::string_view::npos ? labels.size() : dot;
+    if (end == start || end - start > 63) return std::nullopt;
+    msg += static_cast<char>(end - start);
+    msg.append(labels.substr(start, end - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  auto type = static_cast<char>(static_cast<std::uint16_t>(qtype));
+  msg += dot_left ? '.' : '\0';  // the name's end: its terminating zero, or the stray dot
+  msg += std::string{'\0', type, '\0', '\x01'};
+  if (dot_left) msg += '\0';
+  return msg;
+}
+
 namespace {
 
 NameShape Shape(const std::string& name) {
@@ -91,7 +120,9 @@ class GlibcModel : public ResolverModel {
       : conf_(conf), name_(std::move(name)), shape_(Shape(name_)) {
     qtypes_ =
         conf_.no_aaaa ? std::vector<QType>{QType::kA} : std::vector<QType>{QType::kA, QType::kAAAA};
-    sequential_ = qtypes_.size() > 1 && (conf_.single_request || conf_.single_request_reopen);
+    single_request_ = conf_.single_request || conf_.single_request_reopen;
+    reopen_ = conf_.single_request_reopen;
+    sequential_ = qtypes_.size() > 1 && single_request_;
   }
 
   Actions Start() override {
@@ -114,7 +145,7 @@ class GlibcModel : public ResolverModel {
     }
     if (reply.kind == Reply::Kind::kNoAnswer) {  // lost: as if its time ran out
       got_somewhere_ = true;
-      return pending_.empty() ? ServerFailedOrPartial() : Actions{};
+      return pending_.empty() ? WindowOver() : Actions{};
     }
     got_somewhere_ = true;
     got_answer_ = true;
@@ -127,8 +158,15 @@ class GlibcModel : public ResolverModel {
     bool bad = reply.rcode == kServFail || reply.rcode == kNotImp || reply.rcode == kRefused;
     if (!bad) replies_[qt] = reply;
     answered_.push_back(qt);
+    if (sequential_ && bad && answered_.size() == 1) {
+      // send_dg "next_ns" with a second query to come: recvresp1 is set but the socket is not
+      // polled for writing again, so the second question never goes out; the window runs out.
+      return {};
+    }
     if (sequential_ && qt == qtypes_.front() && answered_.size() == 1) {
-      // single-request: the second question goes out once the first is answered.
+      // single-request: the second question goes out once the first is answered;
+      // single-request-reopen: on a new socket (send_dg: __res_iclose, reopen).
+      if (reopen_) ++socket_;
       a.send.push_back(Make(qtypes_[1]));
       return a;
     }
@@ -139,8 +177,7 @@ class GlibcModel : public ResolverModel {
 
   Actions OnDeadline() override {
     if (done_) return {};
-    got_somewhere_ = true;  // send_dg: a timeout sets *gotsomewhere
-    return ServerFailedOrPartial();
+    return WindowOver();
   }
 
   Result result() const override { return result_; }
@@ -149,9 +186,11 @@ class GlibcModel : public ResolverModel {
   milliseconds MaxDuration() const override {
     // Every name tried: as-is + search list (+ as-is); each costs attempts × Σ server timeouts
     // (×2 with single-request, the second question starting after the first's timeout).
+    // A lost reply of a pair runs a server's window up to 3 times (parallel, single-request,
+    // single-request-reopen).
     milliseconds per_name{0};
     for (int ns = 0; ns < Nscount(); ++ns) per_name += ServerTimeout(ns);
-    per_name *= conf_.attempts * (sequential_ ? 2 : 1);
+    per_name *= conf_.attempts * (qtypes_.size() > 1 ? 3 : 1);
     return per_name * static_cast<int>(conf_.search.size() + 1);
   }
 
@@ -170,7 +209,17 @@ class GlibcModel : public ResolverModel {
   }
 
   WireQuery Make(QType qt) {
-    WireQuery q{next_id_++, current_, qt, ns_, tcp_ || conf_.use_vc};
+    WireQuery q;
+    q.id = next_id_++;
+    q.name = current_;
+    q.qtype = qt;
+    q.server = ns_;
+    q.tcp = tcp_ || conf_.use_vc;
+    // res_send.c sends the buffers __res_context_query made for this name on every try,
+    // server and retry: one DNS ID per (name, type).
+    auto [first, fresh] = first_id_.emplace(qt, q.id);
+    if (!fresh) q.same_id_as = first->second;
+    q.socket = socket_;
     pending_[q.id] = qt;
     return q;
   }
@@ -181,6 +230,7 @@ class GlibcModel : public ResolverModel {
     try_ = 0;
     ns_ = 0;
     tcp_ = false;
+    first_id_.clear();
     if (!Encodable(current_)) {
       // res_mkquery.c → ns_name.c ns_name_pton refuses it (EMSGSIZE): __res_context_query sets
       // NO_RECOVERY without sending (getaddrinfo, measured: EAI_NONAME).
@@ -214,12 +264,26 @@ class GlibcModel : public ResolverModel {
     return a;
   }
 
-  // The server's time is up, or its last outstanding question was lost: a reply in hand is
-  // used as it is (send_dg: "one of them was received"), otherwise the next server.
-  Actions ServerFailedOrPartial() {
+  // res_send.c send_dg, poll timed out (or the last outstanding question was lost). With one
+  // usable reply of the pair in hand ("resplen > 1 && (recvresp1 || recvresp2)"): the first
+  // time, switch to single-request (RES_SNGLKUP) and send the pair again, one after the other,
+  // on the same socket with the same IDs and a fresh window ("goto retry"); the second time,
+  // switch to single-request-reopen (RES_SNGLKUPREOP) and do it again on a new socket ("goto
+  // retry_reopen"); the third time, use the one reply ("*resplen2 = 1"). The switch stays in
+  // the resolver state (statp->options) for the rest of the walk. Otherwise: the next server.
+  Actions WindowOver() {
+    got_somewhere_ = true;  // send_dg: a timeout sets *gotsomewhere
     pending_.clear();
-    if (!replies_.empty()) return NameAnswered();
-    return NextServer();
+    if (replies_.empty()) return NextServer();
+    // send_vc (TCP) has no such retry (nor a read timeout: the model's window stands in).
+    if (qtypes_.size() < 2 || reopen_ || tcp_ || conf_.use_vc) return NameAnswered();
+    if (single_request_) {
+      reopen_ = true;
+      ++socket_;
+    }
+    single_request_ = true;
+    sequential_ = true;
+    return SendToServer();
   }
 
   Actions NextServer() {
@@ -373,6 +437,9 @@ class GlibcModel : public ResolverModel {
   NameShape shape_;
   std::vector<QType> qtypes_;
   bool sequential_ = false;
+  bool single_request_ = false, reopen_ = false;  // RES_SNGLKUP, RES_SNGLKUPREOP
+  int socket_ = 0;
+  std::map<QType, int> first_id_;
 
   Phase phase_ = Phase::kSearch;
   std::size_t domain_index_ = 0;
@@ -474,7 +541,18 @@ class MuslModel : public ResolverModel {
 
  private:
   WireQuery Make(std::size_t q, int server) {
-    WireQuery w{next_id_++, candidates_[index_], q == 0 ? QType::kA : QType::kAAAA, server, false};
+    WireQuery w;
+    w.id = next_id_++;
+    w.name = candidates_[index_];
+    w.qtype = q == 0 ? QType::kA : QType::kAAAA;
+    w.server = server;
+    // res_msend.c sends the same query buffers in every round and to every server: one ID.
+    if (first_id_[q] != 0) {
+      w.same_id_as = first_id_[q];
+    } else {
+      first_id_[q] = w.id;
+    }
+    w.raw = raw_[q];
     sent_[w.id] = {q, server};
     return w;
   }
@@ -482,8 +560,19 @@ class MuslModel : public ResolverModel {
   Actions BeginName() {
     answers_.assign(2, std::nullopt);
     sent_.clear();
+    first_id_ = {0, 0};
     elapsed_ = milliseconds(0);
-    if (!Encodable(candidates_[index_])) {
+    const std::string& c = candidates_[index_];
+    // A candidate ending in two dots (a search entry "." or "x.") is a malformed question that
+    // still goes out byte for byte; res_mkquery refuses the others that are not names.
+    bool malformed = c.size() >= 2 && c.ends_with("..");
+    bool refused = false;
+    for (std::size_t q = 0; q < 2; ++q) {
+      auto msg = MuslQuery(c, q == 0 ? QType::kA : QType::kAAAA);
+      refused = !msg;
+      raw_[q] = msg && malformed ? *msg : std::string();
+    }
+    if (refused) {
       // res_mkquery.c returns -1; name_from_dns returns EAI_NONAME, which ends the walk.
       note_ = "musl cannot put " + candidates_[index_] +
               " in a question (src/network/res_mkquery.c), nothing sent: Name does not resolve";
@@ -550,6 +639,8 @@ class MuslModel : public ResolverModel {
   milliseconds total_{0}, retry_{0}, elapsed_{0};
   std::vector<std::optional<Reply>> answers_;
   std::map<int, std::pair<std::size_t, int>> sent_;  // id → (question, server)
+  std::array<int, 2> first_id_{0, 0};                // the id each query buffer first went as
+  std::array<std::string, 2> raw_;                   // WireQuery::raw of A and AAAA
   int servfail_retry_ = 0;
   bool saw_servfail_ = false;
   bool refused_ = false;

@@ -36,6 +36,18 @@ struct WireQuery {
   QType qtype = QType::kA;
   int server = 0;
   bool tcp = false;
+  /// The libc sends its query buffer again unchanged, so with the same DNS ID: the `id` of the
+  /// first question that buffer went out as (glibc resolv/res_send.c: every try, server and
+  /// retry of one __res_context_query; musl src/network/res_msend.c: every round); 0: a new
+  /// query, a new ID.
+  int same_id_as = 0;
+  /// glibc's socket generation: res_send.c send_dg closes and reopens its socket under
+  /// single-request-reopen (before the second question, and when a lost reply switches to it);
+  /// a reply to the old socket is never read.
+  int socket = 0;
+  /// The DNS message byte for byte (ID bytes zero) when the libc builds one that is not a
+  /// well-formed question (MuslQuery on a name ending in two dots); empty otherwise.
+  std::string raw;
 };
 
 /// What came back for one WireQuery.
@@ -71,7 +83,8 @@ const char* ResultName(Result r);  // "success" | "nxdomain" | "nodata" | "servf
 /// models are tested table-driven with scripted replies.
 ///
 /// Scope of the models: a process that performs this one lookup (glibc's "switch to
-/// single-request after a lost reply" is per process and is not carried between lookups);
+/// single-request after a lost reply" is per process: it holds for the rest of one lookup's walk
+/// and is not carried between lookups);
 /// /etc/hosts and nsswitch are not consulted; `rotate` starts at nameserver 0.
 class ResolverModel {
  public:
@@ -94,6 +107,14 @@ class ResolverModel {
 /// labels of 1..63 bytes (no empty label).
 bool Encodable(std::string_view name);
 
+/// The DNS query musl 1.2.3 builds for `name` (src/network/res_mkquery.c __res_mkquery, as
+/// src/network/lookup_name.c name_from_dns calls it: class IN, RD, no AD), ID bytes zero; or
+/// std::nullopt where it returns -1 (over 253 bytes after one trailing dot, an empty label, a
+/// label over 63 bytes). One trailing dot is dropped; a second one is not checked: it stays as
+/// the byte 0x2e where the name's terminating zero belongs, and the message is one byte longer
+/// (a malformed question that still goes out: "google.com." + a search entry ".").
+std::optional<std::string> MuslQuery(std::string_view name, QType qtype);
+
 /// glibc 2.36 (Debian 12) getaddrinfo → nss_dns → resolv/res_query.c __res_context_search →
 /// __res_context_querydomain → __res_context_query (A and AAAA as one T_QUERY_A_AND_AAAA
 /// exchange) → resolv/res_send.c __res_context_send / send_dg / send_vc:
@@ -107,7 +128,14 @@ bool Encodable(std::string_view name);
 ///    SERVFAIL / NOTIMP / REFUSED, or that does not answer within its timeout
 ///    (timeout << ns / nscount for the ns-th server, at least 1 s), passes the query on to the
 ///    next; a truncated UDP answer makes glibc re-ask the same server over TCP (both types);
-///    one answer of the pair with the other lost is used as it is;
+///  - one usable answer of the pair and the other lost (send_dg's poll times out): the pair is
+///    sent again to the same server with the same IDs and a fresh window, one question after the
+///    other: the first time on the same socket (switching to single-request), the second time
+///    on a new socket (switching to single-request-reopen); the third time the one answer is
+///    used. The switch holds for the rest of the walk. single-request-reopen puts the second
+///    question of each pair on a new socket. A reply is read only from the socket's server
+///    (connected), with the ID and question section of a question outstanding (send_dg,
+///    __libc_res_queriesmatch);
 ///  - attempts <= 0: no question at all (res_send.c's try loop never runs; ECONNREFUSED ends
 ///    the walk); timeout <= 0: 1 s per try (send_dg's floor);
 ///  - a candidate name that cannot be a question (Encodable) sends nothing: NO_RECOVERY for
@@ -123,13 +151,19 @@ std::unique_ptr<ResolverModel> MakeGlibcModel(const ResolvConf& conf, std::strin
 ///  - per name: A and AAAA to every nameserver at once; the first NOERROR or NXDOMAIN answer of
 ///    each type is taken; a SERVFAIL answer is re-asked at once (at most 2×questions times per
 ///    round, as measured on the wire), other rcodes are ignored; unanswered questions are sent
-///    again every timeout/attempts until `timeout` has passed. No TCP: a truncated answer is used
-///    as is;
+///    again (same IDs) every timeout/attempts until `timeout` has passed. No TCP: a truncated
+///    answer is used as is. A reply is read when its source address and port are a
+///    nameserver's, it has 4 bytes or more and the ID of an unanswered question; its question
+///    section is not looked at;
+///  - a candidate is name + "." + search entry as written: an entry "." or one ending in a dot
+///    gives a name ending in two dots, which res_mkquery sends as a malformed question
+///    (MuslQuery) that no server answers usefully: retransmitted until the timeout, then the
+///    walk ends (EAI_AGAIN, result timeout);
 ///  - timeout:0 sends nothing (the send loop never runs: EAI_AGAIN, result timeout);
 ///    attempts:0 sends nothing (musl 1.2.3 divides by zero: SIGFPE; result error);
-///  - a name of 0 or 255+ bytes or with two trailing dots, or a candidate that cannot be a
-///    question (res_mkquery.c), sends nothing and ends the walk (EAI_NONAME, result error); a
-///    search domain is tried only when name + domain fit in 255 bytes.
+///  - a name of 0 or 255+ bytes or with two trailing dots, or a candidate res_mkquery.c refuses
+///    (MuslQuery), sends nothing and ends the walk (EAI_NONAME, result error); a search domain
+///    is tried only when name + domain fit in 255 bytes.
 std::unique_ptr<ResolverModel> MakeMuslModel(const ResolvConf& conf, std::string name);
 
 std::unique_ptr<ResolverModel> MakeModel(Libc libc, const ResolvConf& conf, std::string name);

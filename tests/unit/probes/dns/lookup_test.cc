@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/probes/dns/run_lookup.h"
 #include "tests/unit/testing/loop.h"
 #include "tests/unit/testing/loopback_dns.h"
 
@@ -18,20 +19,6 @@ ResolvConf Conf(std::uint16_t port, const std::string& text) {
   ResolvConf c = ParseResolvConf(text, Libc::kGlibc, {});
   c.nameservers = {{boost::asio::ip::make_address("127.0.0.1"), port}};
   return c;
-}
-
-LookupOutcome RunLookup(boost::asio::io_context& io, const ResolvConf& conf, Libc libc,
-                        const std::string& name) {
-  auto pool = std::make_shared<ChannelPool>(io);
-  LookupOutcome out;
-  bool done = false;
-  auto l = Lookup::Start(io, pool, conf, libc, name, [&](LookupOutcome o) {
-    out = std::move(o);
-    done = true;
-  });
-  for (int i = 0; !done && i < 1000; ++i) io.run_one_for(std::chrono::milliseconds(50));
-  EXPECT_TRUE(done);
-  return out;
 }
 
 TEST(LookupTest, SearchWalkOnTheWire) {
@@ -125,6 +112,49 @@ TEST(LookupTest, RefusedTcpConnectionSendsNothing) {
   EXPECT_EQ(o.result, Result::kError);
   EXPECT_TRUE(o.queries.empty());
   EXPECT_EQ(o.not_sent, 2);
+}
+
+// Which replies each libc reads (issue 28). glibc's connected socket hears only its server's
+// port, and send_dg matches ID and question section (__libc_res_queriesmatch); musl's
+// res_msend.c reads from any nameserver address and port, matching the ID alone. Real musl 1.2.3
+// and glibc 2.36 with the stray-port decoy: the answer after 151 ms (lab_dns_truth fid-stray).
+TEST(LookupTest, RepliesEachLibcReads) {
+  boost::asio::io_context io;
+  for (bool stray_port : {true, false}) {
+    LoopbackDns dns(
+        io, {"web.a.test"}, false,
+        stray_port ? podnet::testing::Decoy::kStrayPort : podnet::testing::Decoy::kOtherQuestion);
+    for (Libc libc : {Libc::kGlibc, Libc::kMusl}) {
+      ResolvConf conf = ParseResolvConf("options timeout:2 attempts:1\n", libc, {});
+      conf.nameservers = {{boost::asio::ip::make_address("127.0.0.1"), dns.port()}};
+      LookupOutcome o = RunLookup(io, conf, libc, "web.a.test.");
+      std::string what = std::string(LibcName(libc)) + (stray_port ? " stray port" : " question");
+      EXPECT_EQ(o.queries.size(), 2u) << what;
+      // The decoy is read only by musl, and only when it comes from the server's port.
+      bool decoy_read = libc == Libc::kMusl && !stray_port;
+      EXPECT_EQ(o.result, decoy_read ? Result::kNxDomain : Result::kSuccess) << what;
+      if (decoy_read) {
+        EXPECT_LT(o.duration, std::chrono::milliseconds(100)) << what;
+      } else {
+        EXPECT_GE(o.duration, std::chrono::milliseconds(95)) << what;
+      }
+    }
+  }
+}
+
+// A and AAAA outstanding on one socket, answered AAAA first: both are read at once, each
+// paired with its own question through the wire-ID mapping.
+TEST(LookupTest, PairAnsweredOutOfOrder) {
+  boost::asio::io_context io;
+  LoopbackDns dns(io, {"web.a.test"}, false, podnet::testing::Decoy::kReversed);
+  ResolvConf conf = ParseResolvConf("options timeout:2 attempts:1\n", Libc::kGlibc, {});
+  conf.nameservers = {{boost::asio::ip::make_address("127.0.0.1"), dns.port()}};
+  LookupOutcome o = RunLookup(io, conf, Libc::kGlibc, "web.a.test.");
+  EXPECT_EQ(o.result, Result::kSuccess);
+  ASSERT_EQ(o.queries.size(), 2u);
+  EXPECT_TRUE(o.queries[0].reply.has_value());
+  EXPECT_TRUE(o.queries[1].reply.has_value());
+  EXPECT_LT(o.duration, std::chrono::milliseconds(1000));
 }
 
 }  // namespace

@@ -17,7 +17,18 @@ const char* kSearch =
     "ap-northeast-2.compute.internal\n";
 
 // What a nameserver does with one question.
-enum class Behaviour { kZone, kDrop, kServFail, kRefused, kTruncateUdp, kConnRefused };
+// kLoseFirstAaaa: the zone, but the first AAAA question of each name goes unanswered;
+// kLoseAaaa: every AAAA question does.
+enum class Behaviour {
+  kZone,
+  kDrop,
+  kServFail,
+  kRefused,
+  kTruncateUdp,
+  kConnRefused,
+  kLoseFirstAaaa,
+  kLoseAaaa
+};
 
 struct Zone {
   // name (no trailing dot) → the types it has.
@@ -30,10 +41,20 @@ struct Zone {
       {"web.d10-long-search-domain-for-line-length.test", {QType::kA}},
   };
   std::vector<Behaviour> servers = {Behaviour::kZone};
+  mutable std::set<std::string> lost_aaaa;
 
   std::optional<Reply> Answer(const WireQuery& q) const {
     Behaviour b = servers.at(static_cast<std::size_t>(q.server));
     Reply r;
+    if (!q.raw.empty()) {  // a malformed question (musl, a search entry "."): FORMERR
+      r.rcode = kFormErr;
+      return r;
+    }
+    if (q.qtype == QType::kAAAA &&
+        (b == Behaviour::kLoseAaaa ||
+         (b == Behaviour::kLoseFirstAaaa && lost_aaaa.insert(q.name).second))) {
+      return std::nullopt;
+    }
     switch (b) {
       case Behaviour::kDrop:
         return std::nullopt;
@@ -54,6 +75,8 @@ struct Zone {
         r.ancount = 1;
         return r;
       case Behaviour::kZone:
+      case Behaviour::kLoseFirstAaaa:
+      case Behaviour::kLoseAaaa:
         break;
     }
     std::string n = q.name;
@@ -146,6 +169,11 @@ std::string Ndots(int n) {
   return std::string(kSearch) + "options ndots:" + std::to_string(n) + "\n";
 }
 
+const char* kK8sSearchRoot =
+    "search default.svc.cluster.local svc.cluster.local cluster.local .\noptions ndots:5\n";
+
+const std::string kLost = "options timeout:1 attempts:2 ";
+
 const Libc G = Libc::kGlibc;
 const Libc M = Libc::kMusl;
 using B = Behaviour;
@@ -206,7 +234,22 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"glibc_single_request", Ndots(5) + "options single-request\n", "www.amazon.com", G,
              10, Result::kSuccess},
         Case{"glibc_root_in_search", "search . a.test\noptions ndots:2\n", "nope.example", G, 4,
-             Result::kNxDomain}),
+             Result::kNxDomain},
+        // kubelet 1.25.0's "search ... ." (kubernetes#112135), ndots:5, google.com NXDOMAIN:
+        // glibc asks google.com. for the "." entry and not again as is (8); musl asks
+        // "google.com.." — a malformed question (MuslQuery) no server answers — every 2.5 s
+        // until the 5 s timeout (4), and the walk ends there (10, EAI_AGAIN). Real glibc 2.36
+        // and musl 1.2.3 on the wire: 8 and 10 (issue 28; lab_dns_truth fid-search-root).
+        Case{"glibc_search_root_entry", kK8sSearchRoot, "google.com", G, 8, Result::kNxDomain},
+        Case{"musl_search_root_entry", kK8sSearchRoot, "google.com", M, 10, Result::kTimeout},
+        // An entry ending in a dot is an absolute domain for both: one question per type.
+        Case{"glibc_search_entry_dot", "search a.test. b.test\n", "web", G, 4, Result::kSuccess},
+        Case{"musl_search_entry_dot", "search a.test. b.test\n", "web", M, 2, Result::kNoData},
+        // An entry ".." gives "web..."/"web..": glibc's ns_name_pton refuses it (NO_RECOVERY
+        // ends the search; "web" is still asked as is), musl's res_mkquery refuses it and the
+        // walk ends (res_query.c __res_context_search, lookup_name.c name_from_dns).
+        Case{"glibc_search_entry_two_dots", "search .. b.test\n", "web", G, 2, Result::kNxDomain},
+        Case{"musl_search_entry_two_dots", "search .. b.test\n", "web", M, 0, Result::kError}),
     [](const auto& info) { return info.param.label; });
 
 INSTANTIATE_TEST_SUITE_P(
@@ -248,7 +291,32 @@ INSTANTIATE_TEST_SUITE_P(
         // ECONNREFUSED from every server and attempt: the as-is try just fails (its h_errno is
         // saved), the first search domain aborts the walk.
         Case{"glibc_connrefused", "search lab.test\nsearch lab.test other.test\noptions attempts:2\n",
-             "faulty.example", G, 8, Result::kError, {B::kConnRefused}}),
+             "faulty.example", G, 8, Result::kError, {B::kConnRefused}},
+        // A lost AAAA reply (res_send.c send_dg: the pair again, single-request, then
+        // single-request-reopen, then the one answer; res_msend.c: the next round). Real glibc
+        // 2.36, single-request timeout:1 attempts:2, first AAAA lost: A, AAAA, A, AAAA, both
+        // addresses after 1.0 s (issue 28; lab_dns_truth fid-lost-aaaa).
+        Case{"glibc_single_request_lose_first_aaaa", kLost + "single-request\n",
+             "www.amazon.com.", G, 4, Result::kSuccess, {B::kLoseFirstAaaa}},
+        Case{"glibc_lose_first_aaaa", kLost + "\n", "www.amazon.com.", G, 4, Result::kSuccess,
+             {B::kLoseFirstAaaa}},
+        Case{"musl_lose_first_aaaa", kLost + "\n", "www.amazon.com.", M, 3, Result::kSuccess,
+             {B::kLoseFirstAaaa}},
+        Case{"glibc_lose_aaaa", kLost + "\n", "www.amazon.com.", G, 6, Result::kSuccess,
+             {B::kLoseAaaa}},
+        Case{"glibc_single_request_lose_aaaa", kLost + "single-request\n", "www.amazon.com.", G,
+             4, Result::kSuccess, {B::kLoseAaaa}},
+        Case{"glibc_single_request_reopen_lose_aaaa", kLost + "single-request-reopen\n",
+             "www.amazon.com.", G, 2, Result::kSuccess, {B::kLoseAaaa}},
+        Case{"glibc_use_vc_no_udp_retry", kLost + "use-vc\n", "www.amazon.com.", G, 2,
+             Result::kSuccess, {B::kLoseAaaa}},
+        Case{"glibc_no_aaaa_nothing_lost", kLost + "no-aaaa\n", "www.amazon.com.", G, 1,
+             Result::kSuccess, {B::kLoseAaaa}},
+        Case{"musl_lose_aaaa", kLost + "\n", "www.amazon.com.", M, 3, Result::kTimeout,
+             {B::kLoseAaaa}},
+        // The switch holds for the rest of the walk: nope.lab.test 2 + 2, nope 2 + 2.
+        Case{"glibc_lost_aaaa_switch_holds", "search lab.test\n" + kLost + "\n", "nope", G, 8,
+             Result::kNxDomain, {B::kLoseFirstAaaa}}),
     [](const auto& info) { return info.param.label; });
 // clang-format on
 
@@ -314,12 +382,75 @@ TEST(EncodableTest, LabelsAndLength) {
   EXPECT_FALSE(Encodable(n253 + "d"));
 }
 
+// Which socket and which ID each question of a lost-reply retry goes with (res_send.c send_dg:
+// "goto retry" keeps the socket, "goto retry_reopen" and single-request-reopen's second question
+// take a new one; the query buffers, so the IDs, stay).
+TEST(ModelRetryTest, SocketsAndIds) {
+  struct Want {
+    std::string options;
+    std::vector<int> sockets;
+    std::vector<int> same_id_as;  // index of the question whose ID it reuses + 1; 0: new
+  };
+  for (const Want& w : {
+           Want{"", {0, 0, 0, 0}, {0, 0, 1, 2}},
+           Want{"single-request", {0, 0, 1, 2}, {0, 0, 1, 2}},
+       }) {
+    ResolvConf conf = ParseResolvConf(kLost + w.options + "\n", Libc::kGlibc, {});
+    Zone zone;
+    zone.servers = {B::kLoseFirstAaaa};
+    auto m = MakeGlibcModel(conf, "www.amazon.com.");
+    Walk walk = Drive(*m, zone);
+    ASSERT_EQ(walk.sent.size(), w.sockets.size()) << w.options;
+    for (std::size_t i = 0; i < walk.sent.size(); ++i) {
+      const WireQuery& q = walk.sent[i];
+      EXPECT_EQ(q.socket, w.sockets[i]) << w.options << " question " << i;
+      int want = w.same_id_as[i] ? walk.sent[static_cast<std::size_t>(w.same_id_as[i] - 1)].id : 0;
+      EXPECT_EQ(q.same_id_as, want) << w.options << " question " << i;
+    }
+    EXPECT_EQ(walk.sent[2].qtype, QType::kA);
+    EXPECT_EQ(walk.sent[3].qtype, QType::kAAAA);
+  }
+}
+
+// musl 1.2.3 src/network/res_mkquery.c, byte for byte (the layout a capture of real musl shows
+// for "google.com.." in lab_dns_truth fid-search-root).
+TEST(MuslQueryTest, Bytes) {
+  auto hex = [](const std::optional<std::string>& m) {
+    std::string out;
+    for (unsigned char c : m.value_or(""))
+      out += "0123456789abcdef"[c >> 4], out += "0123456789abcdef"[c & 15];
+    return out;
+  };
+  const std::string header = "000001000001000000000000";
+  EXPECT_EQ(hex(MuslQuery("google.com", QType::kA)), header +
+                                                         "06676f6f676c6503636f6d00"
+                                                         "00010001");
+  EXPECT_EQ(hex(MuslQuery("google.com.", QType::kAAAA)), header +
+                                                             "06676f6f676c6503636f6d00"
+                                                             "001c0001");
+  // The second trailing dot stays where the terminating zero belongs, one zero byte more.
+  EXPECT_EQ(hex(MuslQuery("google.com..", QType::kA)), header +
+                                                           "06676f6f676c6503636f6d2e"
+                                                           "000100"
+                                                           "0100");
+  EXPECT_FALSE(MuslQuery("google.com...", QType::kA));
+  EXPECT_FALSE(MuslQuery("a..b", QType::kA));
+  EXPECT_FALSE(MuslQuery(".a", QType::kA));
+  EXPECT_FALSE(MuslQuery("..", QType::kA));
+  EXPECT_FALSE(MuslQuery(std::string(64, 'x'), QType::kA));
+  EXPECT_TRUE(MuslQuery(std::string(63, 'x') + "..", QType::kA));
+  EXPECT_EQ(hex(MuslQuery(".", QType::kA)), header +
+                                                "00"
+                                                "00010001");
+}
+
 TEST(ModelBoundTest, MaxDuration) {
   ResolvConf conf = ParseResolvConf(
       "nameserver 10.0.0.1\nnameserver 10.0.0.2\nsearch a b\noptions timeout:2 attempts:3\n",
       Libc::kGlibc, {});
-  // glibc: per name attempts × (2 s + 2·2/2 s) = 3 × 4 s; 3 names.
-  EXPECT_EQ(MakeGlibcModel(conf, "x")->MaxDuration(), std::chrono::seconds(36));
+  // glibc: per name attempts × (2 s + 2·2/2 s) = 3 × 4 s, up to 3 windows each (a lost reply
+  // of the pair: parallel, single-request, single-request-reopen); 3 names.
+  EXPECT_EQ(MakeGlibcModel(conf, "x")->MaxDuration(), std::chrono::seconds(108));
   // musl: timeout per name; 3 names (2 search + bare).
   EXPECT_EQ(MakeMuslModel(conf, "x")->MaxDuration(), std::chrono::seconds(6));
 }
