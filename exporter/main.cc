@@ -41,10 +41,14 @@ int main(int argc, char** argv) {
       std::cout << "podnet-exporter, version " << podnet::kVersion << " (revision "
                 << podnet::kRevision << ")\n";
       return 0;
-    case Options::Mode::kDnsExplain:
-      return podnet::probes::dns::ExplainLookup(options->dns_name, options->resolv_conf,
-                                                *podnet::probes::dns::ParseLibc(options->resolver),
+    case Options::Mode::kDnsExplain: {
+      // Both C libraries unless --resolver names one.
+      std::vector<podnet::probes::dns::Libc> libcs = {podnet::probes::dns::Libc::kGlibc,
+                                                      podnet::probes::dns::Libc::kMusl};
+      if (!options->resolver.empty()) libcs = {*podnet::probes::dns::ParseLibc(options->resolver)};
+      return podnet::probes::dns::ExplainLookup(options->dns_name, options->resolv_conf, libcs,
                                                 std::cout);
+    }
     case Options::Mode::kReport:
       if (!options->report.input.empty()) {  // a saved report: no configuration, no probing
         return podnet::app::RunReport(*options, nullptr, std::cout, std::cerr);
@@ -59,7 +63,8 @@ int main(int argc, char** argv) {
   for (const auto& w : loaded.warnings) std::cerr << "warning: " << w.ToString() << "\n";
   if (!loaded.ok()) {
     for (const auto& e : loaded.errors) std::cerr << e.ToString() << "\n";
-    std::cerr << "podnet-exporter: " << loaded.errors.size() << " problem(s) in "
+    const std::size_t n = loaded.problem_count();
+    std::cerr << "podnet-exporter: " << n << (n == 1 ? " problem in " : " problems in ")
               << options->config_file << "\n";
     return 2;
   }
@@ -68,7 +73,8 @@ int main(int argc, char** argv) {
     auto w = podnet::web::LoadWebConfig(options->web_config_file);
     for (const auto& e : w.errors) std::cerr << e.ToString() << "\n";
     if (!w.config) {
-      std::cerr << "podnet-exporter: " << w.errors.size() << " problem(s) in "
+      std::cerr << "podnet-exporter: " << w.errors.size()
+                << (w.errors.size() == 1 ? " problem in " : " problems in ")
                 << options->web_config_file << "\n";
       return 2;
     }

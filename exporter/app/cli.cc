@@ -33,10 +33,12 @@ flags:
   --version                      print the version and exit
   -h, --help                     print this help and exit
 
-dns-explain: performs one lookup of NAME the way the C library would (glibc, the default, or
-musl) under the resolv.conf (default /etc/resolv.conf) and prints every question it sends, its
-answer and timing, and the result. Exit codes: 0 the name was found, 1 it was not (NXDOMAIN,
-NODATA, SERVFAIL, timeout, refused, or a name the C library refuses to send), 2 bad flags.
+dns-explain: performs one lookup of NAME the way each C library would (glibc and musl, or the
+one --resolver names) under the resolv.conf (default /etc/resolv.conf) and prints every question
+it sends with the rule that sent it (dots vs ndots, the search list, retries), its answer and
+timing, the result, and what a trailing dot or a lower ndots would cost in questions; with both,
+a side-by-side summary. Exit codes: 0 the name was found, 1 it was not (by either C library:
+NXDOMAIN, NODATA, SERVFAIL, timeout, refused, or a name it refuses to send), 2 bad flags.
 
 report: one bounded run of every configured probe kind towards the configured (or discovered)
 peers, then the tables: RTT per path class, HTTP keep-alive vs new connection, gRPC, bursts

@@ -27,7 +27,7 @@ struct Options {
   // dns-explain NAME [--resolv-conf=PATH] [--resolver=glibc|musl]
   std::string dns_name;
   std::string resolv_conf = "/etc/resolv.conf";
-  std::string resolver = "glibc";
+  std::string resolver;  // "glibc" or "musl"; empty: both
   // report [--config.file=PATH] [--duration=60s] [--format=markdown|json] [--baseline=FILE]
   //        [--price-per-gb=USD] [--input=FILE] (report_run.h)
   struct Report {

@@ -992,6 +992,31 @@ def main():
                                                             % questions, r.stdout)
               and took < 6, "dns-explain %s prints the walk (%d questions) in %.1f s:\n%s"
               % (res, questions, took, r.stdout))
+    # By default both C libraries, then side by side; every question with the rule that sent
+    # it; what a trailing dot costs equals the questions of really looking the dotted name up.
+    t0 = time.time()
+    r = run(exe, "dns-explain", "nothing.invalid", "--resolv-conf", rc)
+    took = time.time() - t0
+    lines = r.stdout.splitlines()
+    rows = [l for l in lines if re.match(r"\s+\d+\.\d{3}\s", l)]
+    whys = [l for l in lines if re.match(r"\s+why: \S", l)]
+    costs = re.findall(r"^with a trailing dot \(nothing\.invalid\.\): (\d+) questions?\b",
+                       r.stdout, re.M)
+    check(r.returncode == 1 and r.stdout.index("as glibc reads it") < r.stdout.index(
+              "as musl reads it") and re.search(r"^nothing\.invalid\s+glibc\s+musl\s*$",
+                                                r.stdout, re.M)
+          and len(rows) == len(whys) == 4 + 2 and len(costs) == 2 and took < 8,
+          "dns-explain without --resolver: glibc, musl, side by side, a why: per question "
+          "(%.1f s):\n%s" % (took, r.stdout))
+    check(not re.search(r"\b1 (answers|questions|dots|bytes)\b", r.stdout)
+          and not re.search(r"\b(0|[2-9]|\d\d+) (answer|question|dot)\b", r.stdout),
+          "dns-explain: singular and plural right")
+    for res, cost in zip(("glibc", "musl"), costs):
+        d = run(exe, "dns-explain", "nothing.invalid.", "--resolv-conf", rc, "--resolver", res)
+        m = re.search(r"result \w+: (\d+) questions?\b", d.stdout)
+        check(m and m.group(1) == cost and "the name is absolute already" in d.stdout,
+              "dns-explain %s: the trailing dot's cost (%s) is the dotted name's walk (%s)"
+              % (res, cost, m and m.group(1)))
 
     default = os.path.join(a.config_dir, "podnet.yaml")
     r = run(exe, "--config.file", default, "--config.check")
