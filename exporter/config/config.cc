@@ -51,10 +51,15 @@ void DecodeSelf(Decoder& d, const YAML::Node& root, const YAML::Node& n, Config&
                          Field{"zone", &c.self.zone, false}}) {
     std::string path = std::string("self.") + f.key;
     const YAML::Node v = n[f.key];
+    bool bad = false;  // String said why: no second problem for the same value
     if (v.IsDefined() && !v.IsNull()) {
-      if (auto s = d.String(v, path)) *f.out = *s;
+      if (auto s = d.String(v, path)) {
+        *f.out = *s;
+      } else {
+        bad = true;
+      }
     }
-    if (f.required && f.out->empty()) {
+    if (f.required && f.out->empty() && !bad) {
       d.Fail(v.IsDefined() ? v : n, path, "required and must not be empty");
     }
   }
@@ -207,7 +212,7 @@ void DecodeMetricFamilies(Decoder& d, const YAML::Node& n, Config& c) {
       d.Fail(key, path,
              "unknown metric family: the names that switch are the probe kinds' families "
              "(podnet_rtt_*, _http_*, _grpc_*, _dns_*, _burst_*, _service_*; not podnet_probe_* "
-             "or podnet_peers), without _bucket, _sum or _count (README, \"Metrics\")");
+             "or podnet_peers), without _bucket, _sum or _count (docs/metrics.md)");
       continue;
     }
     if (auto on = d.Bool(value, path)) {
@@ -850,6 +855,11 @@ void DecodeProbes(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
 }  // namespace
 
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env) {
+  return Parse(text, file, env, nullptr);
+}
+
+LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env,
+                 std::set<std::string>* known_keys) {
   LoadResult result;
   auto loaded = LoadYaml(text, file, &result.errors);
   if (!loaded) return result;
@@ -857,6 +867,7 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
   auto c = std::make_shared<Config>();
   c->file = file;
   Decoder d(file, env, &result.errors, &result.warnings);
+  d.RecordKnownKeys(known_keys);
   try {
     if (!root.IsMap() && !root.IsNull()) {
       d.Fail(root, "", "the configuration must be a mapping at the top level");
@@ -883,9 +894,12 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
   };
   std::stable_sort(result.errors.begin(), result.errors.end(), by_place);
   std::stable_sort(result.warnings.begin(), result.warnings.end(), by_place);
+  result.not_shown = d.not_shown();
   if (d.not_shown() > 0) {  // after the sort: last, whatever its line
-    result.errors.push_back(
-        Error{file, 0, 0, "", std::to_string(d.not_shown()) + " more problem(s) not shown"});
+    result.errors.push_back(Error{file, 0, 0, "",
+                                  std::to_string(d.not_shown()) +
+                                      (d.not_shown() == 1 ? " more problem" : " more problems") +
+                                      " not shown"});
   }
   if (result.errors.empty()) result.config = std::move(c);
   return result;

@@ -88,17 +88,21 @@ struct LoadResult {
   std::shared_ptr<const Config> config;
   std::vector<Error> errors;
   std::vector<Error> warnings;
+  /// Problems found beyond the 100 listed in `errors` (whose last entry then says how many).
+  std::size_t not_shown = 0;
   bool ok() const { return config != nullptr; }
+  /// Every problem found, listed or not (not counting the "N more" line).
+  std::size_t problem_count() const { return errors.size() - (not_shown > 0 ? 1 : 0) + not_shown; }
 };
 
-/// Parses and validates YAML text as a podnet-exporter configuration (schema: README
-/// "Configuration", config/podnet.yaml; docs/design.md "Configuration"). Scalars have `${VAR}`
-/// expanded from `env` (see ExpandEnv) before they are interpreted. Unknown keys, duplicate keys,
-/// wrong types and out-of-range values are errors. Never throws.
+/// Parses and validates YAML text as a podnet-exporter configuration (schema:
+/// docs/configuration.md, config/podnet.yaml; docs/design.md "Configuration"). Scalars have
+/// `${VAR}` expanded from `env` (see ExpandEnv) before they are interpreted. Unknown keys,
+/// duplicate keys, wrong types and out-of-range values are errors. Never throws.
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
-/// The probe kinds `c` turns on, in the order the README lists them: rtt, http, grpc, burst,
-/// dns, service.
+/// The probe kinds `c` turns on, in the order the README's table lists them: rtt, http, grpc,
+/// burst, dns, service.
 std::vector<std::string> EnabledProbes(const Config& c);
 
 /// One line for --config.check: who this is, every peer source (static count, the Kubernetes

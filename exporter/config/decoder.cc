@@ -2,6 +2,32 @@
 
 namespace podnet::config {
 
+namespace {
+
+// Line `index` (0-based) of `text`, without its newline; empty past the end.
+std::string_view LineAt(std::string_view text, int index) {
+  std::size_t begin = 0;
+  for (int i = 0; i < index; ++i) {
+    begin = text.find('\n', begin);
+    if (begin == std::string_view::npos) return {};
+    ++begin;
+  }
+  return text.substr(begin, text.find('\n', begin) - begin);
+}
+
+// Whether `line` holds an unquoted "[...]:" (a bracketed IPv6 address with a port, which YAML
+// reads as the start of a flow sequence): only then is the quoting hint worth printing.
+bool UnquotedBracketedAddress(std::string_view line) {
+  for (std::size_t at = line.find('['); at != std::string_view::npos; at = line.find('[', at + 1)) {
+    std::size_t close = line.find("]:", at);
+    if (close == std::string_view::npos) return false;
+    if (at == 0 || (line[at - 1] != '"' && line[at - 1] != '\'')) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<YAML::Node> LoadYaml(const std::string& text, const std::string& file,
                                    std::vector<Error>* errors) {
   if (auto bad = FindInvalidUtf8(text)) {
@@ -34,7 +60,8 @@ std::optional<YAML::Node> LoadYaml(const std::string& text, const std::string& f
     }
     if (e.msg.find("flow") != std::string::npos && text.find("${") != std::string::npos) {
       err.message += " (inside { } or [ ], quote values with ${VAR}: \"${VAR}\")";
-    } else if (text.find(": [") != std::string::npos && text.find("]:") != std::string::npos) {
+    } else if (UnquotedBracketedAddress(LineAt(text, e.mark.line)) ||
+               UnquotedBracketedAddress(LineAt(text, e.mark.line - 1))) {
       err.message += " (quote bracketed IPv6 addresses: \"[::]:9479\")";
     }
     errors->push_back(std::move(err));

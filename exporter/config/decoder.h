@@ -53,6 +53,10 @@ class Decoder {
   }
   std::size_t not_shown() const { return not_shown_; }
 
+  /// From now on, each CheckMap adds the dotted path of every key it knows to `*out`, list
+  /// indices written as [] ("peers.static[].port"): the schema of the sections a parse reached.
+  void RecordKnownKeys(std::set<std::string>* out) { known_keys_ = out; }
+
   void Warn(const YAML::Node& at, const std::string& path, std::string message) {
     warnings_->push_back(At(at, path, std::move(message)));
   }
@@ -76,6 +80,9 @@ class Decoder {
   // none repeated. Returns false when it is not a mapping at all.
   bool CheckMap(const YAML::Node& node, const std::string& path,
                 std::initializer_list<std::string_view> known) {
+    if (known_keys_ != nullptr) {
+      for (auto k : known) known_keys_->insert(WithoutIndices(Join(path, std::string(k))));
+    }
     if (node.IsNull()) return true;
     if (!node.IsMap()) {
       Fail(node, path, "must be a mapping");
@@ -117,6 +124,16 @@ class Decoder {
       // become label values, which must be UTF-8.
       Fail(node, path, "is not valid UTF-8 after ${VAR} expansion");
       return std::nullopt;
+    }
+    if (v) {
+      if (auto at = FindControlCharacter(*v)) {
+        // Values become label values, log text and /podnet/info: a NUL, a newline or a terminal
+        // escape there is never meant (the Kubernetes strings get the same treatment).
+        Fail(node, path,
+             "must not contain control characters, found " + at->first + " at byte " +
+                 std::to_string(at->second));
+        return std::nullopt;
+      }
     }
     for (const auto& name : unset) {
       Warn(node, path, "environment variable " + name + " is not set; it expanded to \"\"");
@@ -182,12 +199,33 @@ class Decoder {
     return path.empty() ? key : path + "." + key;
   }
 
+  /// `path` with every list index dropped: "peers.static[2].port" -> "peers.static[].port".
+  static std::string WithoutIndices(const std::string& path) {
+    std::string out;
+    bool in_index = false;
+    for (char ch : path) {
+      if (ch == '[') in_index = true;
+      if (ch == ']') in_index = false;
+      if (!in_index || ch == '[') out += ch;
+    }
+    return out;
+  }
+
  private:
   std::string file_;
   const EnvLookup& env_;
   std::vector<Error>* errors_;
   std::vector<Error>* warnings_;
   std::size_t not_shown_ = 0;
+  std::set<std::string>* known_keys_ = nullptr;
 };
+
+/// config::Parse, also adding to `*known_keys` every key the parser accepts in each mapping it
+/// reached in `text`, as a dotted path with list indices written [] ("peers.static[].port",
+/// "probes.dns.cluster_dns.max_servers"); `metrics.families` is one key (its names are
+/// MetricFamilies()). A text that reaches every section yields the whole schema:
+/// tests/unit/config/reference_docs_test.cc checks docs/configuration.md against it.
+LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env,
+                 std::set<std::string>* known_keys);
 
 }  // namespace podnet::config

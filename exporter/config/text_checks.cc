@@ -1,5 +1,6 @@
 #include "exporter/config/text_checks.h"
 
+#include <cstdio>
 #include <vector>
 
 namespace podnet::config {
@@ -117,6 +118,25 @@ Nesting ScanNesting(std::string_view text, int max_depth) {
   }
   if (!flow.empty() && !out.too_deep) out.unclosed = flow.back();
   return out;
+}
+
+std::optional<std::pair<std::string, std::size_t>> FindControlCharacter(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    unsigned code = 0x100;  // none
+    if (b < 0x20 || b == 0x7f) {
+      code = b;
+    } else if (b == 0xc2 && i + 1 < text.size()) {  // U+0080-U+009F are C2 80 - C2 9F
+      const auto next = static_cast<unsigned char>(text[i + 1]);
+      if (next >= 0x80 && next <= 0x9f) code = next;
+    }
+    if (code != 0x100) {
+      char name[8];
+      std::snprintf(name, sizeof name, "U+%04X", code);
+      return std::make_pair(std::string(name), i);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace podnet::config

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace podnet::config {
 
@@ -22,6 +23,12 @@ struct TextPlace {
 /// Prometheus label values, which must be UTF-8 (exposition format).
 std::optional<TextPlace> FindInvalidUtf8(std::string_view text);
 inline bool IsValidUtf8(std::string_view text) { return !FindInvalidUtf8(text).has_value(); }
+
+/// The first control character of UTF-8 `text` (Unicode category Cc: U+0000–U+001F, U+007F,
+/// U+0080–U+009F) as ("U+001B", its 0-based byte offset); std::nullopt when there is none.
+/// Configuration values become label values, log text and /podnet/info, where a NUL, a newline
+/// or a terminal escape sequence is never meant.
+std::optional<std::pair<std::string, std::size_t>> FindControlCharacter(std::string_view text);
 
 /// Nesting found by a light scan of YAML text: flow collections ([ ], { }) outside quoted
 /// scalars and comments, and block nesting by indentation and "- " entries.

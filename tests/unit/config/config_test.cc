@@ -884,6 +884,18 @@ TEST(ConfigTest, UnquotedBracketedIpv6GetsAHint) {
       << r.errors[0].message;
 }
 
+TEST(ConfigTest, OtherYamlErrorsGetNoIpv6Hint) {
+  // A quoted bracketed address elsewhere in the file, and a flow sequence: a mis-indented key
+  // is not an IPv6 problem (the hint used to follow every syntax error of such a file).
+  LoadResult r = Parse(
+      "listen_address: \"[::]:9479\"\nself: {name: a, node: n}\nprobes:\n  dns: {names: [a]}\n"
+      "   rtt: {}\n",
+      "test.yaml", FakeEnv({}));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].message.find("malformed YAML"), std::string::npos) << r.errors[0].message;
+  EXPECT_EQ(r.errors[0].message.find("IPv6"), std::string::npos) << r.errors[0].message;
+}
+
 TEST(ConfigTest, LoadFileReadsAndNamesTheFile) {
   char path[] = "/tmp/podnet-config-test-XXXXXX";
   int fd = mkstemp(path);

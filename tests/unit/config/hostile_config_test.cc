@@ -118,8 +118,46 @@ TEST(HostileConfigTest, ManyUnknownKeysAreBoundedInProblems) {
   for (int i = 0; text.size() < kMaxFileBytes - 16; ++i) text += "k" + std::to_string(i) + ": 1\n";
   LoadResult r = Parse(text, "test.yaml", NoEnv());
   ASSERT_EQ(r.errors.size(), 101u);
-  EXPECT_NE(r.errors.back().message.find("more problem(s) not shown"), std::string::npos)
+  // Every top-level key after self is unknown: one problem each, 100 listed.
+  std::size_t keys = 0;
+  for (std::size_t at = text.find("\nk"); at != std::string::npos; at = text.find("\nk", at + 1))
+    ++keys;
+  EXPECT_EQ(r.problem_count(), keys);
+  EXPECT_EQ(r.not_shown, keys - 100);
+  EXPECT_EQ(r.errors.back().message, std::to_string(keys - 100) + " more problems not shown")
       << r.errors.back().ToString();
+}
+
+TEST(HostileConfigTest, ControlCharactersInValuesAreErrors) {
+  // Values become label values, log text and /podnet/info: a BEL, an escape sequence, a C1
+  // control or a NUL from ${VAR} is refused with its place, whichever way it was written.
+  EXPECT_FALSE(FindControlCharacter("plain \xc3\xa9 \xe2\x82\xac text"));
+  EXPECT_EQ(FindControlCharacter("ab\x1b[31m"), std::make_pair(std::string("U+001B"), 2ul));
+  EXPECT_EQ(FindControlCharacter("z\xc2\x9b"), std::make_pair(std::string("U+009B"), 1ul));
+  EXPECT_EQ(FindControlCharacter("x\x7f"), std::make_pair(std::string("U+007F"), 1ul));
+  LoadResult r = Parse(
+      "self:\n  name: \"pod\\e[31mred\"\n  node: \"node\\ax\"\n"
+      "  zone: \"z\\u0085\"\n",
+      "test.yaml", NoEnv());
+  ASSERT_EQ(r.errors.size(), 3u) << Dump(r.errors);
+  EXPECT_EQ(
+      r.errors[0].ToString(),
+      "test.yaml:2:9: self.name: must not contain control characters, found U+001B at byte 3");
+  EXPECT_EQ(
+      r.errors[1].ToString(),
+      "test.yaml:3:9: self.node: must not contain control characters, found U+0007 at byte 4");
+  EXPECT_EQ(
+      r.errors[2].ToString(),
+      "test.yaml:4:9: self.zone: must not contain control characters, found U+0085 at byte 1");
+  EnvLookup env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "POD_NAME") return std::string("a\nb", 3);
+    return std::nullopt;
+  };
+  r = Parse("self:\n  name: ${POD_NAME}\n  node: n\n", "test.yaml", env);
+  ASSERT_EQ(r.errors.size(), 1u) << Dump(r.errors);
+  EXPECT_EQ(
+      r.errors[0].ToString(),
+      "test.yaml:2:9: self.name: must not contain control characters, found U+000A at byte 1");
 }
 
 TEST(HostileConfigTest, UnclosedBracketIsReportedWhereItOpens) {
