@@ -61,6 +61,7 @@ bool ControlLoop::LoadTls(std::shared_ptr<web::TlsContextSource>* tls) {
 
 void ControlLoop::CatchSignals() {
   signals_.emplace(io_, SIGHUP, SIGINT, SIGTERM);
+  PinSignalHandlers();  // destroying signals_ later must not put SIG_DFL back
   WaitForSignal();
   if (tls_) ArmTlsRefresh();
   // A SIGHUP that came while we were starting (main() made it harmless) may mean the file
@@ -92,14 +93,9 @@ void ControlLoop::Run() {
   UpdateReady();
   watches_.Stop();
   tls_refresh_.cancel();
-  // Removing the set gives the signals their default action back (signal(7): terminate):
-  // a SIGHUP or a second SIGTERM while the other loops stop would end the process by the
-  // signal instead of exit 0. From here on they are dropped: held before the set goes (asio's
-  // handler replaced) and again after (asio has put SIG_DFL back), so the default action is
-  // in place only between two system calls.
-  HoldSignalsWhileStopping();
+  // asio's handler stays (PinSignalHandlers): a SIGHUP or a second SIGTERM while the other
+  // loops stop is written to asio's pipe and read by no one, so the process exits 0.
   signals_.reset();
-  HoldSignalsWhileStopping();
 }
 
 void ControlLoop::WaitForSignal() {

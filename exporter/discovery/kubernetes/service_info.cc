@@ -175,8 +175,8 @@ class ServiceInfoPoller::Impl : public std::enable_shared_from_this<Impl> {
                               {"service_name", ref.name},
                               {"traffic_distribution", locality->traffic_distribution},
                               {"internal_traffic_policy", locality->internal_traffic_policy},
-                              {"zone_hints", locality->zone_hints ? "true" : "false"}});
-    s.series->Set(1);
+                              {"zone_hints", locality->zone_hints ? "true" : "false"}},
+                             1.0);  // born at 1: a scrape (another thread) never sees it at 0
     spdlog::info(
         "service info {}: {}/{} trafficDistribution={} internalTrafficPolicy={} zone hints={}",
         ref.target, ref.namespace_name, ref.name, locality->traffic_distribution,
