@@ -49,23 +49,8 @@ if ! command -v mmdebstrap >/dev/null 2>&1; then
     >/dev/null
 fi
 
-# This machine's Debian sources for bookworm (main, updates, security, backports), as apt itself
-# resolves them from sources.list and sources.list.d; third-party repositories are left out.
-mapfile -t sources < <(
-  apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 'Created-By: Packages' |
-    awk '$2 ~ /^bookworm(-updates|-security|-backports)?$/ { c[$1" "$2] = c[$1" "$2] " " $3 }
-         END { for (k in c) { n = split(c[k], a, " "); delete seen; s = "";
-                 for (i = 1; i <= n; i++) if (!(a[i] in seen)) { seen[a[i]]; s = s " " a[i] }
-                 print "deb " k s } }' | sort)
-if ((${#sources[@]} == 0)); then
-  echo "fresh-root-check: no Debian bookworm apt source configured on this machine" >&2
-  exit 1
-fi
-# How this machine reaches those sources (a proxy, a snapshot mirror's stale Valid-Until).
-aptopts=()
-while IFS= read -r line; do
-  aptopts+=("--aptopt=$line")
-done < <(apt-config dump | grep -E '^Acquire::(https?::Proxy|Check-Valid-Until|Check-Date) ' || true)
+# This machine's Debian bookworm sources and how it reaches them: debian_sources, debian_aptopts.
+source "$repo/scripts/lib/debian-sources.sh"
 
 work=$(mktemp -d /var/tmp/podnet-fresh-root.XXXXXX)
 root=$work/root
@@ -90,8 +75,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-step "mmdebstrap --variant=minbase bookworm (${#sources[@]} sources)"
-mmdebstrap --quiet --variant=minbase --mode=root "${aptopts[@]}" bookworm "$root" "${sources[@]}"
+step "mmdebstrap --variant=minbase bookworm (${#debian_sources[@]} sources)"
+mmdebstrap --quiet --variant=minbase --mode=root "${debian_aptopts[@]}" bookworm "$root" \
+  "${debian_sources[@]}"
 
 step "cloning HEAD ($(git -C "$repo" rev-parse --short=12 HEAD)) into the root"
 mkdir -p "$root/src"

@@ -28,6 +28,9 @@ test_pkgs=(
   nodejs         # npm-pinned validators: tests/deploy (kubernetes-models), tests/dashboards (@grafana/schema)
   clang-format   # ctest clang_format (scripts/format.sh --check)
   iptables conntrack  # lab_service: a Service VIP as kube-proxy's iptables mode builds it
+  # ctest image: scripts/build-image.sh (mmdebstrap, umoci), skopeo copy, and the image run by
+  # podman (runc: Debian 12's crun cannot start it on cgroup v1), else by bubblewrap
+  mmdebstrap umoci skopeo podman runc bubblewrap
 )
 # scripts/sanitize.sh and scripts/fuzz.sh (--sanitize): clang with its runtimes (ASan, UBSan,
 # TSan and libFuzzer live in libclang-rt-14-dev), on top of the test packages.
