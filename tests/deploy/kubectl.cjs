@@ -9,7 +9,7 @@ function requireKubectl(kubectl) {
   const r = spawnSync(kubectl, ["version", "--client"], { encoding: "utf8", timeout: 30000 });
   if (!r.error && r.status === 0) return;
   const why = `kubectl (${kubectl}) cannot run: ${r.error ? r.error.message : r.stderr.trim()}; ` +
-    "kubectl is not a Debian package (see README, Deploying)";
+    "kubectl is not a Debian package (see README, Quick start)";
   if (process.env.CI === "true") {
     console.log(`FAILED ${why} (CI=true: a missing kubectl fails)`);
     process.exit(1);

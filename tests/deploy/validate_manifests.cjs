@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // deploy/kubernetes as a cluster would receive it: `kubectl kustomize` renders the base, the
-// prometheus-operator overlay, the TLS overlay and the grafana-dashboards overlay; every object
+// prometheus-operator overlay, the TLS, grafana-dashboards, report and networkpolicy overlays; every object
 // (and the TLS overlay's cert-manager Certificate example) is validated offline against the
 // Kubernetes, prometheus-operator and cert-manager schemas (kubernetes-models: JSON schema with
 // types, enums and formats; TypeScript over the same models' types: unknown fields, as the API
@@ -9,12 +9,14 @@
 // sysctl, probes, ports, the ConfigMap at the path the image reads; with TLS: the web
 // configuration's files inside read-only Secret mounts, an HTTPS PodMonitor that verifies the
 // certificate, probes still plain HTTP; the PrometheusRules equal deploy/prometheus's rule files
-// and pass promtool; the dashboard ConfigMaps are dashboards/*.json for Grafana's sidecar). Every
+// and pass promtool; the dashboard ConfigMaps are dashboards/*.json for Grafana's sidecar; the
+// NetworkPolicies admit exactly the probe ports, the scrape, DNS and the API server, and the
+// patches their comments document apply). Every
 // check is also run against mutated copies, which it must reject: a check that cannot fail would
 // pass anything.
 //
 // The TLS overlay's web configuration is also checked by exporter-toolkit itself (`promtool check
-// web-config`), with the Secret podnet-tls made by the README's openssl commands in place.
+// web-config`), with the Secret podnet-tls made by docs/deploy.md's openssl commands in place.
 //
 // Usage: node validate_manifests.cjs --kubectl KUBECTL --deploy DEPLOY_DIR --dockerfile FILE
 //                                    --modules NPM_DIR --promtool PROMTOOL [--exporter BIN]
@@ -83,10 +85,16 @@ check(!withDash.error, "kubectl kustomize .../grafana-dashboards renders" +
 const withReport = render(path.join(kubeDir, "report"));
 check(!withReport.error, "kubectl kustomize .../report renders" +
   (withReport.error ? `: ${withReport.error}` : ""));
-if (base.error || withPm.error || withTls.error || withDash.error || withReport.error) finish();
+const withNetpol = render(path.join(kubeDir, "networkpolicy"));
+check(!withNetpol.error, "kubectl kustomize .../networkpolicy renders" +
+  (withNetpol.error ? `: ${withNetpol.error}` : ""));
+if (base.error || withPm.error || withTls.error || withDash.error || withReport.error ||
+  withNetpol.error) finish();
 const get = (objs, kind) => objs.find((o) => o.kind === kind);
 // The report overlay's own objects (the rest is the base).
 const reportOnly = withReport.objects.filter((o) => !base.objects.some((q) => deepEqual(q, o)));
+// The networkpolicy overlay's own objects.
+const netpolOnly = withNetpol.objects.filter((o) => !base.objects.some((q) => deepEqual(q, o)));
 
 // ---------------------------------------------------------------------------------------------
 // The configuration as deployed, checked by the exporter itself.
@@ -132,6 +140,7 @@ const kModules = {
   "apps/v1": "kubernetes-models/apps/v1",
   "batch/v1": "kubernetes-models/batch/v1",
   "rbac.authorization.k8s.io/v1": "kubernetes-models/rbac.authorization.k8s.io/v1",
+  "networking.k8s.io/v1": "kubernetes-models/networking.k8s.io/v1",
   "monitoring.coreos.com/v1": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1",
   "cert-manager.io/v1": "@kubernetes-models/cert-manager/cert-manager.io/v1",
 };
@@ -163,7 +172,7 @@ const certificate = YAML.parse(fs.readFileSync(path.join(tlsDir, "certificate.ex
 const tlsChanged = withTls.objects.filter((o) => !withPm.objects.some((q) => deepEqual(q, o)));
 for (const [where, o] of [...withPm.objects.map((o) => ["", o]), ...tlsChanged.map((o) => ["tls: ", o]),
   ["tls/certificate.example.yaml: ", certificate], ...withDash.objects.map((o) => ["grafana-dashboards: ", o]),
-  ...reportOnly.map((o) => ["report: ", o])]) {
+  ...reportOnly.map((o) => ["report: ", o]), ...netpolOnly.map((o) => ["networkpolicy: ", o])]) {
   const err = schemaErrors(o);
   check(!err, `${where}${objName(o)} (${o.apiVersion}) validates against its schema` + (err ? `: ${err}` : ""));
 }
@@ -194,13 +203,14 @@ function tsSource(objects) {
     PodMonitor: (o) => { o.spec.podMetricsEndpoints[0].pathh = "/metrics"; },
     PrometheusRule: (o) => { o.spec.groups[0].rules[0].expresion = "vector(1)"; },
     Job: (o) => { o.spec.backofLimit = 0; },
+    NetworkPolicy: (o) => { o.spec.ingress[0].form = o.spec.ingress[0].from; },
   };
   for (const kind of Object.keys(typos)) {  // the first object of each kind
-    const m = clone([...withPm.objects, ...reportOnly].find((o) => o.kind === kind));
+    const m = clone([...withPm.objects, ...reportOnly, ...netpolOnly].find((o) => o.kind === kind));
     if (m.kind) { typos[kind](m); mutants.push(m); }
   }
   fs.writeFileSync(path.join(dir, "rendered.ts"), tsSource([...withPm.objects, ...tlsChanged, certificate,
-    ...withDash.objects, ...reportOnly]));
+    ...withDash.objects, ...reportOnly, ...netpolOnly]));
   fs.writeFileSync(path.join(dir, "mutants.ts"), tsSource(mutants));
   fs.writeFileSync(path.join(dir, "package.json"), '{"type": "commonjs"}\n');
   const tsc = require.resolve("typescript/bin/tsc", { paths: [modules] });
@@ -800,13 +810,13 @@ let withOptions = null;  // the rendered objects, for the web-config check below
 // ---------------------------------------------------------------------------------------------
 // The web configuration as a Pod sees it, checked by exporter-toolkit (promtool check web-config
 // loads the key pair and rejects unknown keys and values). The Secret podnet-tls comes from the
-// openssl commands of README.md's "TLS and basic auth", run as written; its certificate must
+// openssl commands of docs/deploy.md's "TLS and basic auth", run as written; its certificate must
 // carry the PodMonitor's serverName. The Pod's Secret mounts are laid out under a temporary
 // root, and the web configuration's file paths moved under it.
 {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "podnet-web-config-"));
-  const readme = fs.readFileSync(path.join(args.deploy, "..", "README.md"), "utf8");
-  const section = readme.split(/^### TLS and basic auth$/m)[1] || "";
+  const deployDoc = fs.readFileSync(path.join(args.deploy, "..", "docs", "deploy.md"), "utf8");
+  const section = deployDoc.split(/^### TLS and basic auth$/m)[1] || "";
   const block = (/```sh\n([\s\S]*?)```/.exec(section) || [])[1] || "";
   const openssl = block.split(/\n(?=\S)/).filter((cmd) => cmd.startsWith("openssl "));
   const certDir = path.join(dir, "certs");
@@ -815,7 +825,7 @@ let withOptions = null;  // the rendered objects, for the web-config check below
     { cwd: certDir, encoding: "utf8", timeout: 60000 });
   const keys = Object.values(tlsKeyOf);
   check(made.status === 0 && openssl.length >= 3 && keys.every((k) => fs.existsSync(path.join(certDir, k))),
-    `README's ${openssl.length} openssl commands make ${keys.join(", ")}` + (made.status ? `:\n${made.stderr}` : ""));
+    `docs/deploy.md's ${openssl.length} openssl commands make ${keys.join(", ")}` + (made.status ? `:\n${made.stderr}` : ""));
   const serverName = endpoint(withTls.objects).tlsConfig.serverName;
   const verify = spawnSync("openssl", ["verify", "-CAfile", "ca.crt", "-purpose", "sslserver",
     "-verify_hostname", serverName, "tls.crt"], { cwd: certDir, encoding: "utf8", timeout: 30000 });
@@ -938,6 +948,141 @@ function reportProblems(objects) {
   }).map(([what]) => what);
   check(missed.length === 0, `each of ${Object.keys(mutants).length} broken report Job promises is caught` +
     (missed.length ? `: missed ${missed.join(", ")}` : ""));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The networkpolicy overlay: the base plus NetworkPolicies selecting the probe Pods that admit
+// exactly what they need: from and to the probe Pods the DaemonSet's containerPorts (and, with
+// probes.rtt.protocol icmp, every protocol: the one way to admit ICMP), TCP 9479 from a
+// Prometheus selector (a namespace and a Pod selector), egress to the CoreDNS Pods of the
+// cluster_dns namespace on UDP and TCP 53 and to the API server on TCP 443 and 6443. Nothing
+// else: no rule without a peer but the API server's, no ipBlock.
+function netpolProblems(objects, { icmp = true } = {}) {
+  const p = [];
+  const need = (ok, what) => { if (!ok) p.push(what); };
+  const own = objects.filter((o) => !base.objects.some((q) => deepEqual(q, o)));
+  const pols = own.filter((o) => o.kind === "NetworkPolicy");
+  need(pols.length === own.length && objects.length === base.objects.length + (icmp ? 2 : 1),
+    `the networkpolicy overlay is the base plus ${icmp ? 2 : 1} NetworkPolicies (${own.map(objName)})`);
+  const ds = get(objects, "DaemonSet"), svc = get(objects, "Service"), cm = get(objects, "ConfigMap");
+  if (!ds || !svc || !cm) return [...p, "no DaemonSet, Service or ConfigMap"];
+  const conf = YAML.parse(Object.values(cm.data)[0]);
+  const podLabels = ds.spec.template.metadata.labels;
+  const probeSel = svc.spec.selector;  // the peers: what the Service (peer discovery) selects
+  const isProbes = (peer) => deepEqual(Object.keys(peer), ["podSelector"]) &&
+    deepEqual(peer.podSelector, { matchLabels: probeSel });
+  const key = (q) => `${q.protocol || "TCP"}/${q.port}`;
+  const portSet = (l) => (l || []).map(key).sort();
+  const containerPorts = [...new Set(ds.spec.template.spec.containers[0].ports
+    .map((q) => `${q.protocol || "TCP"}/${q.containerPort}`))].sort();
+  const metricsPort = ds.spec.template.spec.containers[0].ports.find((q) => q.name === "http");
+  for (const np of pols) {
+    need(np.metadata.namespace === ds.metadata.namespace, `${objName(np)} is in the DaemonSet's namespace`);
+    need(deepEqual(np.spec.podSelector, { matchLabels: probeSel }) && subset(probeSel, podLabels),
+      `${objName(np)} selects the probe Pods`);
+    need(deepEqual([...(np.spec.policyTypes || [])].sort(), ["Egress", "Ingress"]),
+      `${objName(np)} restricts ingress and egress`);
+  }
+  const main = pols.find((o) => o.metadata.name === ds.metadata.name);
+  const icmpPol = pols.find((o) => o !== main);
+  need(main, `a NetworkPolicy named ${ds.metadata.name}`);
+  need(!icmp === !icmpPol, icmp ? "a policy for ICMP" : "no policy for ICMP");
+  need(conf.probes.rtt.protocol === "icmp" ? icmp : true,
+    `probes.rtt.protocol is ${conf.probes.rtt.protocol}: ICMP between the probe Pods is admitted`);
+  if (!main) return p;
+  const ing = main.spec.ingress || [], eg = main.spec.egress || [];
+  need(ing.every((r) => r.from && r.from.length > 0 && r.ports && r.ports.length > 0),
+    "every ingress rule names its sources and ports");
+  need(eg.every((r) => r.ports && r.ports.length > 0), "every egress rule names its ports");
+  need([...ing, ...eg].every((r) => [...(r.from || []), ...(r.to || [])].every((q) => !q.ipBlock)),
+    "no ipBlock");
+  const peersIn = ing.filter((r) => (r.from || []).every(isProbes));
+  need(peersIn.length === 1 && deepEqual(portSet(peersIn[0].ports), containerPorts),
+    `ingress from the probe Pods on exactly the containerPorts ${containerPorts}`);
+  const prom = ing.filter((r) => !(r.from || []).every(isProbes));
+  need(prom.length === 1 && prom[0].from?.length === 1 &&
+    Object.keys(prom[0].from[0].namespaceSelector?.matchLabels || {}).length > 0 &&
+    Object.keys(prom[0].from[0].podSelector?.matchLabels || {}).length > 0 &&
+    deepEqual(portSet(prom[0].ports), [`TCP/${metricsPort.containerPort}`]),
+    `ingress from one Prometheus (a namespace and a Pod selector) on TCP ${metricsPort.containerPort} only`);
+  const peersOut = eg.filter((r) => r.to && r.to.every(isProbes));
+  need(peersOut.length === 1 && deepEqual(portSet(peersOut[0].ports), containerPorts),
+    `egress to the probe Pods on exactly the containerPorts ${containerPorts}`);
+  const dnsNs = conf.probes.dns.cluster_dns.namespace;
+  const dns = eg.filter((r) => r.to && deepEqual(r.to, [{
+    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": dnsNs } },
+    podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }]));
+  need(dns.length === 1 && deepEqual(portSet(dns[0].ports), ["TCP/53", "UDP/53"]),
+    `egress to the CoreDNS Pods (${dnsNs}, k8s-app: kube-dns) on UDP and TCP 53`);
+  const api = eg.filter((r) => !r.to);
+  need(api.length === 1 && deepEqual(portSet(api[0].ports), ["TCP/443", "TCP/6443"]),
+    "egress to the API server: TCP 443 and 6443 only");
+  need(eg.length === 3 && ing.length === 2, `no other rule (${ing.length} ingress, ${eg.length} egress)`);
+  if (icmpPol) {
+    need(deepEqual(icmpPol.spec.ingress, [{ from: [{ podSelector: { matchLabels: probeSel } }] }]) &&
+      deepEqual(icmpPol.spec.egress, [{ to: [{ podSelector: { matchLabels: probeSel } }] }]),
+    `${objName(icmpPol)}: every protocol from and to the probe Pods only (ICMP has no port rule)`);
+  }
+  return p;
+}
+{
+  const p = netpolProblems(withNetpol.objects);
+  check(p.length === 0, "the networkpolicy overlay keeps its promises" + (p.length ? `: ${p.join("; ")}` : ""));
+  const pol = (objs, name) => objs.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === name);
+  const mutants = {
+    "a probe port closed": (o) => { pol(o, "podnet-exporter").spec.ingress[0].ports.pop(); },
+    "an extra ingress port": (o) => { pol(o, "podnet-exporter").spec.ingress[0].ports.push({ protocol: "TCP", port: 22 }); },
+    "ingress from anywhere": (o) => { delete pol(o, "podnet-exporter").spec.ingress[0].from; },
+    "scrapes from every namespace": (o) => { delete pol(o, "podnet-exporter").spec.ingress[1].from[0].namespaceSelector; },
+    "DNS over UDP only": (o) => { pol(o, "podnet-exporter").spec.egress[1].ports.pop(); },
+    "egress anywhere on any port": (o) => { delete pol(o, "podnet-exporter").spec.egress[2].ports; },
+    "an ipBlock 0.0.0.0/0": (o) => { pol(o, "podnet-exporter").spec.egress[2].to = [{ ipBlock: { cidr: "0.0.0.0/0" } }]; },
+    "ingress only": (o) => { pol(o, "podnet-exporter").spec.policyTypes = ["Ingress"]; },
+    "selects other Pods": (o) => { pol(o, "podnet-exporter").spec.podSelector.matchLabels["app.kubernetes.io/component"] = "report"; },
+    "ICMP from any Pod of the namespace": (o) => { pol(o, "podnet-exporter-icmp").spec.ingress[0].from[0].podSelector = {}; },
+    "no ICMP policy": (o) => { o.splice(o.indexOf(pol(o, "podnet-exporter-icmp")), 1); },
+  };
+  const missed = Object.entries(mutants).filter(([, mutate]) => {
+    const objs = clone(withNetpol.objects);
+    mutate(objs);
+    return netpolProblems(objs).length === 0;
+  }).map(([what]) => what);
+  check(missed.length === 0, `each of ${Object.keys(mutants).length} broken NetworkPolicy promises is caught` +
+    (missed.length ? `: missed ${missed.join(", ")}` : ""));
+  // The patches the overlay documents in its comments, applied as written in an overlay of it:
+  // the Prometheus selector replaced (and nothing else), the ICMP policy deleted.
+  const npDir = path.join(kubeDir, "networkpolicy");
+  const documented = (file, from) => {  // the commented "patches:" block after `from`
+    const lines = fs.readFileSync(path.join(npDir, file), "utf8").split("\n");
+    const i = lines.findIndex((l, k) => k > lines.findIndex((q) => q.includes(from)) && /^#\s+patches:/.test(l));
+    const indent = /^#(\s+)/.exec(lines[i])[1].length;
+    const out = [lines[i]];
+    for (let k = i + 1; k < lines.length && /^#/.test(lines[k]) &&
+      /^#(\s*)/.exec(lines[k])[1].length > indent; k++) out.push(lines[k]);
+    return out.map((l) => l.slice(1 + indent)).join("\n");
+  };
+  for (const [file, from, expect] of [["kustomization.yaml", "PROMETHEUS", "prometheus"],
+    ["networkpolicy.yaml", "delete this policy", "icmp"]]) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "podnet-netpol-"));
+    let patches = "";
+    try { patches = documented(file, from); } catch (e) { patches = ""; }
+    fs.writeFileSync(path.join(dir, "kustomization.yaml"), "apiVersion: kustomize.config.k8s.io/v1beta1\n" +
+      `kind: Kustomization\nresources:\n  - ${path.relative(dir, path.resolve(npDir))}\n${patches}\n`);
+    const r = render(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+    let ok = !r.error && patches !== "";
+    if (ok && expect === "prometheus") {
+      const before = pol(withNetpol.objects, "podnet-exporter"), after = pol(r.objects, "podnet-exporter");
+      const changed = clone(after); changed.spec.ingress[1] = before.spec.ingress[1];
+      ok = netpolProblems(r.objects).length === 0 && deepEqual(changed, before) &&
+        !deepEqual(after.spec.ingress[1], before.spec.ingress[1]);
+    } else if (ok) {
+      ok = netpolProblems(r.objects, { icmp: false }).length === 1 && !pol(r.objects, "podnet-exporter-icmp") &&
+        r.objects.length === withNetpol.objects.length - 1;  // the one problem: rtt.protocol is icmp
+    }
+    check(ok, `the ${expect} patch documented in networkpolicy/${file} applies as written` +
+      (r.error ? `: ${r.error}` : ""));
+  }
 }
 
 finish();
