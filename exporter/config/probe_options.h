@@ -2,7 +2,7 @@
 
 // The options of every probe kind and of the burst responder: the part of the configuration's
 // schema each kind reads (config.h holds them; probes/<kind>/ holds the behaviour). They keep
-// their kind's namespace. The defaults below are the documented ones (README, "Configuration").
+// their kind's namespace. The defaults below are the documented ones (docs/configuration.md).
 
 #include <chrono>
 #include <cstdint>

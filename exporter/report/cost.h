@@ -125,7 +125,8 @@ double GrpcRoundBytes(const CostConfig::Grpc& grpc);
 double DnsRoundBytes(const CostConfig::Dns& dns, const QuestionsPerLookup& questions);
 
 /// Bytes on the wire per payload byte of a burst: IP and TCP headers ~3.6 % at a 1448-byte MSS,
-/// the receiver's ACKs ~1.8 %, the control connection a few kB (README, "Throughput bursts").
+/// the receiver's ACKs ~1.8 %, the control connection a few kB (docs/probes.md, "Throughput
+/// bursts").
 inline constexpr double kBurstWireFactor = 1.06;
 
 /// One line of the section: a probe kind (or "all") towards one path class.

@@ -4,8 +4,8 @@
 
 namespace podnet::runtime {
 
-/// The event loops of a running exporter, each on a thread of its own (README, "Architecture":
-/// the thread model). Which loop owns what:
+/// The event loops of a running exporter, each on a thread of its own (docs/design.md, "Thread
+/// model"). Which loop owns what:
 ///  - kResponder: answers what peers measure — the UDP echo responder and the HTTP server's
 ///    sockets (accept, parse, write; /echo, /-/healthy, /-/ready and / are answered here). Nothing
 ///    else: no metric collection or serialization, configuration parsing, discovery or bulk

@@ -33,6 +33,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import labkit as lab  # noqa: E402  (shared helpers: run, in_ns, http, start, check, ...)
+import doc_tables  # noqa: E402
 
 PREFIX = "pnht%d" % (os.getpid() % 10000)
 NS = lab.pod_namespaces(PREFIX)
@@ -153,6 +154,8 @@ def scenario(args, tmp):
     check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
           "promtool check metrics: no problem %s" % (r.stdout + r.stderr).strip())
     first = lab.parse_metrics(body)
+    # The HTTP and gRPC families (lab_obs runs no gRPC) as docs/metrics.md lists them.
+    doc_tables.check_exposed([body], check, per_peer_histograms=True, every_probe=False)
 
     ka, new = {}, {}
     for name, path in PATH_OF.items():

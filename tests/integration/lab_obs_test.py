@@ -13,7 +13,11 @@ cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
     twice: with the variables at "All" and at the lab's own values (cluster, zone, node, peer,
     name, resolver), so a renamed metric or label fails;
   - every dashboard variable (label_values) finds values;
-  - `promtool check metrics` finds nothing to say about the exporter's /metrics.
+  - `promtool check metrics` finds nothing to say about the exporter's /metrics;
+  - docs/metrics.md lists every family of the client's and a responder peer's /metrics, with its
+    type and label names, and each family it lists that neither shows is one whose "present"
+    column names a condition this lab does not meet (a section it leaves off, or "from the
+    first" event of a kind that did not happen).
 
 Usage: lab_obs_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
 Needs root (exit 77 otherwise). Traffic stays in the lab's namespaces; every wait is bounded.
@@ -28,6 +32,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import doc_tables  # noqa: E402
 import labkit  # noqa: E402
 import obs_queries as oq  # noqa: E402
 from labkit import ADDR, check, log  # noqa: E402
@@ -184,6 +189,25 @@ def scenario(args, lab, tmp):
     check(code == 200 and r.returncode == 0 and not (r.stdout + r.stderr).strip(),
           "promtool check metrics: no problem %s" % (r.stdout + r.stderr).strip())
     series_arithmetic(args, tmp, body)
+    _, peer_body = labkit.http(ns["cross"], "http://127.0.0.1:9479/metrics")
+    metrics_doc(tmp, [body, peer_body])
+
+
+def metrics_doc(tmp, bodies):
+    """docs/metrics.md against the /metrics of this run (the client and a responder peer)."""
+    seen, doc = doc_tables.check_exposed(bodies, check)
+    with open(os.path.join(tmp, "client.yaml")) as f:
+        on = {"probes." + k for k in re.findall(r"^  (\w+): ", f.read(), re.M)}
+    on |= {"responders.burst"}  # the peers'
+    unseen = []
+    for name, (_, _, present) in sorted(doc.items()):
+        if name in seen:
+            continue
+        keys = set(re.findall(r"`([a-z_]+(?:\.[a-z_]+)+|basic_auth_users)`", present))
+        if not (keys - on) and "from the first" not in present:
+            unseen.append(name)
+    check(not unseen, "docs/metrics.md: every family absent from this run says why (present "
+          "with a section the lab leaves off, or from the first event): not so %s" % unseen)
 
 
 def series_arithmetic(args, tmp, body):
@@ -193,10 +217,16 @@ def series_arithmetic(args, tmp, body):
                         "--config.check"], capture_output=True, text=True, timeout=30)
     est = {m.group(1): int(m.group(2))
            for m in re.finditer(r"^  (podnet_\w+) (\d+)$", r.stdout, re.M)}
-    real = {}
+    real, failures = {}, 0
     text = body.decode() if isinstance(body, bytes) else body
     for line in text.splitlines():
         if not line or line.startswith("#"):
+            continue
+        if 'code="error"' in line:
+            # A request without a response: a series the estimate (the steady state) leaves
+            # out. On a loaded CI machine a 500 ms timeout now and then adds one per peer and
+            # connection mode (seen once here beside the ASan build).
+            failures += 1
             continue
         name = re.match(r"[a-zA-Z_:][a-zA-Z0-9_:]*", line).group(0)
         family = re.sub(r"_(bucket|sum|count)$", "", name)
@@ -205,8 +235,8 @@ def series_arithmetic(args, tmp, body):
     for f in sorted(est):
         log("series %-55s estimate %4d  real %4d" % (f, est[f], real.get(f, 0)))
     want, got = sum(est.values()), sum(real.get(f, 0) for f in est)
-    log("series per Pod: %d in /metrics; the estimate's %d families: estimate %d, real %d"
-        % (sum(real.values()), len(est), want, got))
+    log("series per Pod: %d in /metrics (and %d of failed requests); the estimate's %d "
+        "families: estimate %d, real %d" % (sum(real.values()), failures, len(est), want, got))
     check(r.returncode == 0 and est and abs(got - want) <= 0.1 * got,
           "--config.check's series estimate (%d) within 10 %% of /metrics (%d)" % (want, got))
     off = [f for f in est if abs(real.get(f, 0) - est[f]) > max(2, 0.25 * est[f])]

@@ -10,7 +10,7 @@
   - rules: no rule needs `peer` or `peer_node` (aggregate_peers drops them); every alert has a
     severity, a summary, a description and a runbook_url whose anchor is a heading of
     docs/runbooks.md, a promtool test that fires it and one that keeps it quiet, and a row in
-    README.md's table of alerts;
+    docs/deploy.md's table of alerts;
   - the job the alerts select (`up{job="..."}`) is the job both documented ways of scraping
     produce: the scrape-config example's job_name and the PodMonitor's job relabeling.
 
@@ -112,8 +112,8 @@ def check_dashboards():
 def check_rules():
     with open(oq.RUNBOOKS, encoding="utf-8") as f:
         anchors = {github_anchor(m) for m in re.findall(r"^#+\s+(.*)$", f.read(), re.M)}
-    with open(os.path.join(oq.ROOT, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
+    with open(os.path.join(oq.ROOT, "docs", "deploy.md"), encoding="utf-8") as f:
+        deploy_doc = f.read()
     tests = []
     for name in ("podnet-rules-test.yml", "podnet-rules-test-week.yml"):
         with open(os.path.join(oq.RULES, name), encoding="utf-8") as f:
@@ -136,8 +136,8 @@ def check_rules():
         mine = [t for t in tests if t["alertname"] == name]
         check(any(t.get("exp_alerts") for t in mine) and any(not t.get("exp_alerts") for t in mine),
               "%s: promtool tests that fire it and keep it quiet" % name)
-        check(re.search(r"^\|\s*`%s`" % name, readme, re.M) is not None,
-              "%s: a row in README.md's table of alerts" % name)
+        check(re.search(r"^\|\s*`%s`" % name, deploy_doc, re.M) is not None,
+              "%s: a row in docs/deploy.md's table of alerts" % name)
 
 
 def check_job_name():

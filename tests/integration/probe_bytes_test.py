@@ -155,7 +155,7 @@ def scenario(args, tmp):
             check(k > 0 and abs(e - k) <= TOLERANCE * k,
                   "%s %s: exporter %d B, kernel %d B (ratio %.3f, tolerance %.0f %%)"
                   % (kind, way, e, k, ratio, 100 * TOLERANCE))
-        # The audit's figures (README, bench/README "Cluster cost"): the deploy default's rounds
+        # The audit's figures (docs/probes.md, bench/README "Cluster cost"): the deploy default's rounds
         # are the same work at any interval, so bytes an hour = bytes a round x 3600 / interval.
         rounds = exporter[(kind, "rounds")]
         if rounds:

@@ -1,45 +1,34 @@
 #!/usr/bin/env python3
 """The module map holds in the build: for every pair of modules (A, B), a file of A that includes
 a header of B preprocesses with A's include directories (as CMake gives them to A's sources)
-exactly when the README's module map lets A reach B: B is A itself, a module A lists, or a module
-one of those lists as public (public edges carry on). So an include across an edge the map does
-not have fails to compile, and the map cannot drift from CMakeLists.txt.
+exactly when the module map (exporter/modules.json) lets A reach B: B is A itself, a module A
+lists, or a module one of those lists as public (public edges carry on). So an include across an
+edge the map does not have fails to compile: CMakeLists.txt links the modules from the same file,
+and a module linked by hand past the map, or a header reachable without linking, fails here.
 
-Usage: module_boundaries.py --cxx C++ --readme README.md --module NAME=DIR:DIR... (one per module)
+Usage: module_boundaries.py --cxx C++ --map exporter/modules.json --source-dir DIR
+                            --module NAME=DIR:DIR... (one per module)
 Exit 0 when every pair agrees; 1 with the pairs that do not.
 """
 import argparse
+import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
 
-def parse_map(readme):
-    """{module: (public set, private set)} from the README's module map table."""
-    text = open(readme, encoding="utf-8").read()
-    start = text.index("**Module map.**")
-    rows = re.findall(r"^\| ([a-z, ]+) \| (.+) \|$", text[start:start + 4000], re.M)
-    deps = {}
-    for names, cell in rows:
-        if names.strip() == "module":
-            continue
-        public, private = set(), set()
-        if not cell.startswith("nothing of ours"):
-            if cell.startswith("private:"):  # private edges only
-                cell = "; " + cell
-            pub, _, priv = cell.partition("; private:")
-            public = {m.strip() for m in pub.split(",") if m.strip()}
-            private = {re.sub(r" \(.*\)$", "", m.strip()) for m in priv.split(",") if m.strip()}
-        for name in names.split(","):
-            deps[name.strip()] = (public, private)
-    return deps
+def parse_map(path):
+    """{module: (public set, private set, folder)} from the module map (exporter/modules.json)."""
+    with open(path, encoding="utf-8") as f:
+        modules = json.load(f)["modules"]
+    return {name: (set(m["public"]), set(m["private"]), m["folder"])
+            for name, m in modules.items()}
 
 
 def reachable(deps, module):
     """What `module` may include: itself, its edges, and the public edges of those, onwards."""
-    public, private = deps[module]
+    public, private, _ = deps[module]
     seen, todo = {module}, list(public | private)
     while todo:
         m = todo.pop()
@@ -53,23 +42,23 @@ def reachable(deps, module):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cxx", required=True)
-    ap.add_argument("--readme", required=True)
+    ap.add_argument("--map", required=True)
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--module", action="append", default=[], help="NAME=DIR:DIR...")
     a = ap.parse_args()
-    deps = parse_map(a.readme)
+    deps = parse_map(a.map)
     includes = {}
     for spec in a.module:
         name, _, dirs = spec.partition("=")
         includes[name] = [d for d in dirs.split(":") if d]
     problems = []
     if set(deps) != set(includes):
-        problems.append("modules in the README's map %s, in the build %s"
+        problems.append("modules in the map %s, in the build %s"
                         % (sorted(deps), sorted(includes)))
     # One header per module: its smallest, so that preprocessing stays cheap.
     header = {}
     for m in includes:
-        folder = os.path.join(a.source_dir, "exporter", m)
+        folder = os.path.join(a.source_dir, deps[m][2] if m in deps else "exporter/" + m)
         hs = [h for h in os.listdir(folder) if h.endswith(".h")]
         header[m] = min(hs, key=lambda h: os.path.getsize(os.path.join(folder, h)))
     checked = 0
@@ -93,8 +82,8 @@ def main():
                                        "allowed" if b_mod in allowed else "forbidden", why))
     for p in problems:
         print("FAILED " + p)
-    print("%d module pairs checked, %d disagree with the README's module map"
-          % (checked, len(problems)))
+    print("%d module pairs checked, %d disagree with the module map %s"
+          % (checked, len(problems), a.map))
     return 1 if problems else 0
 
 

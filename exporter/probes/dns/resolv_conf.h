@@ -17,7 +17,7 @@ namespace podnet::probes::dns {
 /// before its '\n' is skipped whole (src/network/resolvconf.c).
 inline constexpr std::size_t kMuslLineMax = 254;
 
-/// /etc/resolv.conf as one C library sees it, byte for byte. The README's table "resolv.conf as
+/// /etc/resolv.conf as one C library sees it, byte for byte. docs/dns.md's table "resolv.conf as
 /// each model reads it" lists every option, bound and limit with its source line.
 ///
 /// glibc 2.36 (resolv/res_init.c: __res_vinit, res_setoptions; resolv/resolv_conf.c):
