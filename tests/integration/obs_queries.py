@@ -69,6 +69,20 @@ def rules():
     return out
 
 
+def history_rules():
+    """Recording rules that compare with the past (`offset`), directly or through another such
+    rule: without that much history they have no data."""
+    recorded = {r["record"]: r["expr"] for _, r in rules() if "record" in r}
+    past = set()
+    while True:
+        more = {name for name, expr in recorded.items() if name not in past and (
+            re.search(r"\boffset\b", expr) or any(
+                re.search(r"(?<![\w:])%s(?![\w:])" % re.escape(p), expr) for p in past))}
+        if not more:
+            return past
+        past |= more
+
+
 def substitute(expr, values=None):
     """Expands $var, ${var} and [[var]] as Grafana would; `values` overrides the defaults
     (built-ins as above, every dashboard variable ".*", i.e. "All")."""

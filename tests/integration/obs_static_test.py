@@ -7,7 +7,9 @@
   - dashboards: stable unique uids, current schemaVersion, the Prometheus data source is the
     variable `datasource` everywhere, the variables cluster/zone/node/peer (DNS: cluster, name,
     resolver), unique panel ids, and only the Peers dashboard groups by `peer`;
-  - rules: no rule needs `peer` or `peer_node` (aggregate_peers drops them); every alert has a
+  - rules: no rule needs `peer` (aggregate_peers drops it), and only the fault-location rules
+    read `peer_node` (their peer-node view is empty with aggregate_peers, documented), as does
+    PodnetPeerUnreachable to hold its per-path alerts back for a located fault; every alert has a
     severity, a summary, a description and a runbook_url whose anchor is a heading of
     docs/runbooks.md, a promtool test that fires it and one that keeps it quiet, and a row in
     docs/deploy.md's table of alerts;
@@ -32,6 +34,8 @@ import obs_queries as oq  # noqa: E402
 
 check = labkit.check
 SCHEMA_VERSION = 39
+# Fault location needs to know which node a path leads to: these groups may read peer_node.
+FAULT_GROUPS = ("podnet.fault", "podnet.alerts.fault")
 
 
 def github_anchor(heading):
@@ -119,10 +123,13 @@ def check_rules():
         with open(os.path.join(oq.RULES, name), encoding="utf-8") as f:
             for t in yaml.safe_load(f)["tests"]:
                 tests += t.get("alert_rule_test", [])
-    peer_label = re.compile(r"\bpeer(_node)?\b")
+    peer_label = re.compile(r"\bpeer\b")
+    peer_node = re.compile(r"\bpeer_node\b")
     for group, r in oq.rules():
         name = r.get("record") or r.get("alert")
-        check(not peer_label.search(r["expr"]), "%s: needs no peer/peer_node label" % name)
+        check(not peer_label.search(r["expr"]), "%s: needs no peer label" % name)
+        if group not in FAULT_GROUPS and name != "PodnetPeerUnreachable":
+            check(not peer_node.search(r["expr"]), "%s: needs no peer_node label" % name)
         if "alert" not in r:
             continue
         a = r.get("annotations", {})
