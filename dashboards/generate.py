@@ -10,9 +10,15 @@ source is the variable `datasource`. Latency histograms carry no `peer` label by
 are per peer zone and path class unless metrics.per_peer_histograms), so no histogram query
 selects on $peer; counters do, and keep working with `metrics: { aggregate_peers: true }`, where
 `peer=~"$peer"` with "All" (.*) also matches series without the label.
+
+At a glance: latency and DNS panels draw the same figure 1 day and 1 week earlier (with_past:
+PromQL `offset`, dashed and dotted lines); every dashboard marks firing podnet alerts (the
+annotation "podnet alerts" on ALERTS); cluster-wide latency panels read the recording rules'
+per-zone-pair buckets, not the raw `_bucket` series (the Peers dashboard keeps those, per node).
 """
 import json
 import os
+import re
 import sys
 
 SCHEMA_VERSION = 39
@@ -23,6 +29,31 @@ SEL_PEER = SEL + ', peer=~"$peer"'
 CL = 'cluster=~"$cluster"'
 DNS_SEL = 'cluster=~"$cluster", name=~"$name", resolver=~"$resolver"'
 RI = "$__rate_interval"
+# Recorded per-zone-pair histograms (podnet-recording-rules.yml): what cluster-wide latency
+# panels read instead of the raw buckets (~150 k RTT, ~300 k HTTP series at 300 nodes).
+RTT_RATE = "path_class_zone:podnet_rtt_seconds_bucket:rate5m"
+HTTP_RATE = "path_class_zone:podnet_http_request_duration_seconds_bucket:rate5m"
+ZONE_SEL = 'cluster=~"$cluster", source_zone=~"$zone"'
+# The figure beside the current one: (PromQL offset, legend suffix, line style).
+PAST = (("1d", "1d ago", {"fill": "dash", "dash": [10, 10]}),
+        ("1w", "1w ago", {"fill": "dot", "dash": [0, 10]}))
+SELECTOR = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\{[^{}]*\}(\[[^\]]+\])?")
+
+
+def shifted(expr, offset):
+    """expr with every series selector read `offset` earlier (PromQL's offset modifier)."""
+    out, n = SELECTOR.subn(lambda m: m.group(0) + " offset " + offset, expr)
+    if n == 0 or n != expr.count("{"):  # every selector has braces: none may stay unshifted
+        raise ValueError("cannot shift every selector of: " + expr)
+    return out
+
+
+def with_past(exprs):
+    """[(expr, legend)] followed by the same 1 day and 1 week earlier."""
+    out = list(exprs)
+    for offset, suffix, _ in PAST:
+        out += [(shifted(e, offset), (legend + " " + suffix).strip()) for e, legend in exprs]
+    return out
 
 
 def q(var, label, metric, label_name=None, multi=True):
@@ -70,6 +101,11 @@ def panel(kind, title, exprs, unit, x, y, w=12, h=8, desc="", **extra):
         p["fieldConfig"]["defaults"]["custom"] = {"drawStyle": "line", "lineWidth": 1,
                                                   "fillOpacity": 0, "showPoints": "never",
                                                   "spanNulls": False}
+        for _, suffix, style in PAST:  # the past figures of with_past, dashed and dotted
+            if any(legend.endswith(suffix) for _, legend in exprs):
+                p["fieldConfig"]["overrides"].append(
+                    {"matcher": {"id": "byRegexp", "options": ".*%s$" % suffix},
+                     "properties": [{"id": "custom.lineStyle", "value": style}]})
         p["options"] = {"legend": {"displayMode": "table", "placement": "bottom",
                                    "showLegend": True, "calcs": ["lastNotNull", "max"]},
                         "tooltip": {"mode": "multi", "sort": "desc"}}
@@ -81,6 +117,9 @@ def panel(kind, title, exprs, unit, x, y, w=12, h=8, desc="", **extra):
         p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
                         "orientation": "horizontal", "displayMode": "gradient",
                         "showUnfilled": True}
+        if "minmax" in extra:
+            p["fieldConfig"]["defaults"]["min"], p["fieldConfig"]["defaults"]["max"] = \
+                extra["minmax"]
     elif kind == "heatmap":
         p["options"] = {"calculate": False, "cellGap": 1,
                         "color": {"mode": "scheme", "scheme": "Oranges", "fill": "dark-orange",
@@ -111,96 +150,146 @@ def quantile(q_, metric, by, sel, window=RI):
         q_, by, metric, sel, window)
 
 
+def recorded_quantile(q_, rate_rule, by, sel):
+    """The quantile from a recorded bucket rate (path_class_zone:*_bucket:rate5m)."""
+    return "histogram_quantile(%s, sum by (%s, le) (%s{%s}))" % (q_, by, rate_rule, sel)
+
+
+def row(title, y):
+    return {"type": "row", "title": title, "collapsed": False, "panels": [],
+            "gridPos": {"x": 0, "y": y, "w": 24, "h": 1}}
+
+
 def loss(by, sel):
     return ("1 - sum by ({by}) (rate(podnet_rtt_packets_received_total{{{sel}}}[{ri}]))\n"
             "  / (sum by ({by}) (rate(podnet_rtt_packets_sent_total{{{sel}}}[{ri}])) > 0)"
             .format(by=by, sel=sel, ri=RI))
 
 
+def where_is_the_fault(y):
+    """The row "Where is the fault" (podnet.fault recording rules; alerts PodnetPeerNodeFault,
+    PodnetProberFault, PodnetZonePairFault): 1 + 8 high from y."""
+    zone_pair = 'zone_pair:podnet_rtt_round_median_seconds:median_avg5m{%s}' % ZONE_SEL
+    return [
+        row("Where is the fault", y),
+        panel("bargauge", "Nodes: share of their probers that see them bad (top 10)",
+              [('topk(10, peer_node:podnet_path_bad:ratio{%s})' % CL,
+                "{{peer_node}} ({{peer_zone}})")], "percentunit", 0, y + 1, 6, 8,
+              "Per peer node: the share of the probers probing it whose path to it is bad (loss "
+              "or RTT far above its path class's normal). More than half, of at least 3 probers: "
+              "PodnetPeerNodeFault names the node. Empty with metrics.aggregate_peers.",
+              minmax=(0, 1)),
+        panel("bargauge", "Probers: share of their peers they see bad (top 10)",
+              [('topk(10, source_node:podnet_path_bad:ratio{%s})' % ZONE_SEL,
+                "{{source_node}} ({{source_zone}})")], "percentunit", 6, y + 1, 6, 8,
+              "Per prober: the share of its peers (peer nodes) it sees bad. More than half, of "
+              "at least 3, while the others see them fine: PodnetProberFault names the prober.",
+              minmax=(0, 1)),
+        panel("timeseries", "Zone pairs: RTT now ÷ 1 day ago, and the regression ratio",
+              [('%s / %s' % (zone_pair, shifted(zone_pair, "1d")),
+                "{{source_zone}} → {{peer_zone}} {{path_class}}"),
+               ("podnet:config:rtt_regression_ratio", "regression ratio (setting)")],
+              "none", 12, y + 1, 12, 8,
+              "Median over each zone pair's paths of their exact round medians, against the "
+              "same time yesterday. One pair above the ratio while the others stay near 1: "
+              "PodnetZonePairFault; all of them: a cluster-wide change."),
+    ]
+
+
 def overview():
-    rtt = "podnet_rtt_seconds"
-    http = "podnet_http_request_duration_seconds"
+    fault = where_is_the_fault(6)
+    below = 6 + 9 + 1  # below the row and its panels, under a row of their own
     return "podnet-overview", "podnet / Overview: the latency ladder", "overview", [
         panel("bargauge", "RTT p50 by path class (recorded, last 5m)",
-              [('path_class:podnet_rtt_seconds:p50{%s}' % CL, "{{path_class}}")], "s", 0, 0, 8, 6,
-              "The ladder: same_node < same_zone < cross_zone. From the recording rules."),
+              with_past([('path_class:podnet_rtt_seconds:p50{%s}' % CL, "{{path_class}}")]),
+              "s", 0, 0, 8, 6,
+              "The ladder: same_node < same_zone < cross_zone, and the same 1 day and 1 week "
+              "ago. From the recording rules."),
         panel("bargauge", "HTTP p50 by path class and connection (recorded)",
-              [('path_class:podnet_http_request_duration_seconds:p50{%s}' % CL,
-                "{{path_class}} {{connection}}")], "s", 8, 0, 8, 6),
+              with_past([('path_class:podnet_http_request_duration_seconds:p50{%s}' % CL,
+                          "{{path_class}} {{connection}}")]), "s", 8, 0, 8, 6),
         panel("stat", "Peers by path class",
               [('sum by (path_class) (podnet_peers{%s})' % CL, "{{path_class}}")],
               "none", 16, 0, 8, 6, "Peers each prober measures (summed over probers)."),
-        panel("timeseries", "RTT p50 by path class",
-              [(quantile(0.5, rtt, "path_class", SEL), "{{path_class}}")], "s", 0, 6),
-        panel("timeseries", "RTT p99 by path class",
-              [(quantile(0.99, rtt, "path_class", SEL), "{{path_class}}")], "s", 12, 6),
-        panel("timeseries", "HTTP request p50 by path class and connection",
-              [(quantile(0.5, http, "path_class, connection", SEL),
-                "{{path_class}} {{connection}}")],
-              "s", 0, 14),
-        panel("timeseries", "HTTP request p99 by path class and connection",
-              [(quantile(0.99, http, "path_class, connection", SEL),
-                "{{path_class}} {{connection}}")],
-              "s", 12, 14),
+        *fault,
+        row("Latency, loss and the exporter over time", below - 1),
+        panel("timeseries", "RTT p50 by path class (recorded, by source zone)",
+              with_past([(recorded_quantile(0.5, RTT_RATE, "path_class", ZONE_SEL),
+                          "{{path_class}}")]), "s", 0, below,
+              desc="From the per-zone-pair bucket rates of the recording rules: follows the "
+                   "zone variable, not node (Peers has one node's view)."),
+        panel("timeseries", "RTT p99 by path class (recorded, by source zone)",
+              with_past([(recorded_quantile(0.99, RTT_RATE, "path_class", ZONE_SEL),
+                          "{{path_class}}")]), "s", 12, below),
+        panel("timeseries", "HTTP request p50 by path class and connection (recorded)",
+              with_past([(recorded_quantile(0.5, HTTP_RATE, "path_class, connection", ZONE_SEL),
+                          "{{path_class}} {{connection}}")]),
+              "s", 0, below + 8),
+        panel("timeseries", "HTTP request p99 by path class and connection (recorded)",
+              with_past([(recorded_quantile(0.99, HTTP_RATE, "path_class, connection",
+                                            ZONE_SEL), "{{path_class}} {{connection}}")]),
+              "s", 12, below + 8),
         panel("timeseries", "Packet loss by path class",
               [(loss("path_class", SEL_PEER), "{{path_class}}")],
-              "percentunit", 0, 22),
+              "percentunit", 0, below + 16),
         panel("timeseries", "Probe errors by probe and reason",
               [('sum by (probe, reason) (rate(podnet_probe_errors_total{%s}[%s]))' % (CL, RI),
-                "{{probe}} {{reason}}")], "ops", 12, 22),
+                "{{probe}} {{reason}}")], "ops", 12, below + 16),
         # The exporter's own health: what it costs, and whether it keeps its schedule and answers
         # its peers (alerts PodnetProbeRoundsSkipped, PodnetResponderDropping).
         panel("timeseries", "Exporter health: CPU (cores) and resident memory by instance",
               [('rate(process_cpu_seconds_total{%s, job=~".*podnet.*"}[%s])' % (CL, RI),
                 "{{instance}} CPU"),
                ('process_resident_memory_bytes{%s, job=~".*podnet.*"} / 2^30' % CL,
-                "{{instance}} RSS GiB")], "none", 0, 30, 8, 8,
+                "{{instance}} RSS GiB")], "none", 0, below + 24, 8, 8,
               "process_* metrics of each exporter: CPU in cores, resident memory in GiB."),
         panel("timeseries", "Exporter health: round start delay p99 by probe",
               [(quantile(0.99, "podnet_probe_round_start_delay_seconds", "probe", CL),
-                "{{probe}}")], "s", 8, 30, 8, 8,
+                "{{probe}}")], "s", 8, below + 24, 8, 8,
               "How late probe rounds start: a busy or throttled probe loop shows here first."),
         panel("timeseries", "Exporter health: skipped rounds and responder drops",
               [('sum by (probe) (rate(podnet_probe_rounds_skipped_total{%s}[%s]))' % (CL, RI),
                 "skipped {{probe}}"),
                ('sum by (responder, reason) (rate(podnet_responder_dropped_total{%s}[%s]))'
-                % (CL, RI), "dropped {{responder}} {{reason}}")], "ops", 16, 30, 8, 8,
+                % (CL, RI), "dropped {{responder}} {{reason}}")], "ops", 16, below + 24, 8, 8,
               "Rounds skipped (a round outlasted its interval) and requests the responders did "
               "not answer (rate limit, malformed)."),
     ]
 
 
 def zone_matrix():
-    rtt = "podnet_rtt_seconds"
-    # Histograms are per peer zone and path class: no peer selector on them.
-    not_same_node = SEL + ', path_class!="same_node"'
+    # The recorded per-zone-pair bucket rates (no peer and no node label on them).
+    not_same_node = ZONE_SEL + ', path_class!="same_node"'
+    rtt_p50 = recorded_quantile(0.5, RTT_RATE, "source_zone, peer_zone", not_same_node)
     return "podnet-zone-matrix", "podnet / Zone matrix", "zone", [
         panel("table", "RTT p50: source zone (rows) × peer zone (columns)",
-              [(quantile(0.5, rtt, "source_zone, peer_zone", not_same_node, "5m"), "")], "s",
-              0, 0, 12, 8, "Same-node pairs left out, so the diagonal is the same-zone RTT.",
+              [(rtt_p50, "")], "s",
+              0, 0, 12, 8, "Same-node pairs left out, so the diagonal is the same-zone RTT. "
+              "From the recording rules (5-minute rates).",
               instant=True, fmt="table"),
         panel("table", "RTT p99: source zone × peer zone",
-              [(quantile(0.99, rtt, "source_zone, peer_zone", not_same_node, "5m"), "")], "s",
-              12, 0, 12, 8, instant=True, fmt="table", warn=0.002, crit=0.005),
+              [(recorded_quantile(0.99, RTT_RATE, "source_zone, peer_zone", not_same_node), "")],
+              "s", 12, 0, 12, 8, instant=True, fmt="table", warn=0.002, crit=0.005),
         panel("table", "Packet loss: source zone × peer zone",
               [(loss("source_zone, peer_zone", SEL_PEER).replace(RI, "5m"), "")], "percentunit",
               0, 8, 12, 8, instant=True, fmt="table", warn=0.001, crit=0.01),
         panel("table", "HTTP keep-alive p50: source zone × peer zone",
-              [(quantile(0.5, "podnet_http_request_duration_seconds", "source_zone, peer_zone",
-                         not_same_node + ', connection="keepalive"', "5m"), "")], "s",
+              [(recorded_quantile(0.5, HTTP_RATE, "source_zone, peer_zone",
+                                  not_same_node + ', connection="keepalive"'), "")], "s",
               12, 8, 12, 8, instant=True, fmt="table"),
         panel("timeseries", "RTT p50 by zone pair and path class (recorded)",
-              [('path_class_zone:podnet_rtt_seconds:p50{%s, source_zone=~"$zone"}' % CL,
-                "{{source_zone}} → {{peer_zone}} {{path_class}}")], "s", 0, 16),
+              with_past([('path_class_zone:podnet_rtt_seconds:p50{%s}' % ZONE_SEL,
+                          "{{source_zone}} → {{peer_zone}} {{path_class}}")]), "s", 0, 16),
         panel("timeseries", "RTT p99 by zone pair and path class (recorded)",
-              [('path_class_zone:podnet_rtt_seconds:p99{%s, source_zone=~"$zone"}' % CL,
-                "{{source_zone}} → {{peer_zone}} {{path_class}}")], "s", 12, 16),
+              with_past([('path_class_zone:podnet_rtt_seconds:p99{%s}' % ZONE_SEL,
+                          "{{source_zone}} → {{peer_zone}} {{path_class}}")]), "s", 12, 16),
         panel("timeseries", "Loss by zone pair and path class (recorded)",
               [('path_class_zone:podnet_rtt_loss:ratio_rate5m{%s, source_zone=~"$zone"}' % CL,
                 "{{source_zone}} → {{peer_zone}} {{path_class}}")], "percentunit", 0, 24),
         panel("timeseries", "HTTP p99 by zone pair and connection (recorded)",
-              [('path_class_zone:podnet_http_request_duration_seconds:p99{%s, source_zone=~"$zone"}'
-                % CL, "{{source_zone}} → {{peer_zone}} {{connection}}")], "s", 12, 24),
+              with_past([('path_class_zone:podnet_http_request_duration_seconds:p99{%s}'
+                          % ZONE_SEL, "{{source_zone}} → {{peer_zone}} {{connection}}")]),
+              "s", 12, 24),
         # Service locality (probes.service): does traffic through a Service address stay in
         # the zone? The path class here is the prober's → the backend that answered.
         panel("timeseries", "Service answers kept in the zone (recorded)",
@@ -215,11 +304,20 @@ def zone_matrix():
                 "{{service}} {{source_zone}} → {{backend_zone}} {{path_class}}")], "reqps", 12, 32,
               desc="Each request is a flow of its own, so this is how the dataplane spreads "
                    "flows over the backends. path_class=unknown: the answer carried no identity."),
-        panel("timeseries", "Service request p50 by path class",
-              [(quantile(0.5, "podnet_service_rtt_seconds", "service, path_class", SEL),
-                "{{service}} {{path_class}}")], "s", 0, 40, 24, 8,
+        panel("timeseries", "Service request p50 by source zone and path class (recorded)",
+              with_past([('service_zone:podnet_service_rtt_seconds:p50{%s}' % ZONE_SEL,
+                          "{{service}} {{source_zone}} {{path_class}}")]), "s", 0, 40, 24, 8,
               desc="Through the Service address: a new flow each time (UDP: one echo; HTTP: "
                    "connect and one request)."),
+        # The matrix against the past: 1 = as then; the regression alerts' ratio is 1.5.
+        panel("table", "RTT p50 now ÷ 1 day ago: source zone × peer zone",
+              [("%s / %s" % (rtt_p50, shifted(rtt_p50, "1d")), "")], "none", 0, 48, 12, 8,
+              "The p50 matrix above against the same time yesterday.",
+              instant=True, fmt="table", warn=1.2, crit=1.5),
+        panel("table", "RTT p50 now ÷ 1 week ago: source zone × peer zone",
+              [("%s / %s" % (rtt_p50, shifted(rtt_p50, "1w")), "")], "none", 12, 48, 12, 8,
+              "The p50 matrix above against the same time a week ago.",
+              instant=True, fmt="table", warn=1.2, crit=1.5),
     ]
 
 
@@ -235,18 +333,18 @@ def peers():
               "Every RTT sample of the selected source(s), all peers (histograms are per peer "
               "zone and path class).", fmt="heatmap"),
         panel("timeseries", "RTT by peer: round median and minimum (exact)",
-              [('avg by (peer) (avg_over_time(podnet_rtt_round_median_seconds{%s}[%s]))'
-                % (sel, RI), "median {{peer}}"),
-               ('min by (peer) (min_over_time(podnet_rtt_round_min_seconds{%s}[%s]))'
-                % (sel, RI), "min {{peer}}")], "s", 0, 9,
+              with_past([('avg by (peer) (avg_over_time(podnet_rtt_round_median_seconds{%s}[%s]))'
+                          % (sel, RI), "median {{peer}}"),
+                         ('min by (peer) (min_over_time(podnet_rtt_round_min_seconds{%s}[%s]))'
+                          % (sel, RI), "min {{peer}}")]), "s", 0, 9,
               desc="From each train's own samples (kernel stamps): a 20 µs change shows here, "
                    "inside any histogram bucket."),
         panel("timeseries", "Packet loss by peer", [(loss("peer", sel), "{{peer}}")],
               "percentunit", 12, 9),
         panel("timeseries", "HTTP request p50 by peer zone and path class",
-              [(quantile(0.5, "podnet_http_request_duration_seconds",
-                         "peer_zone, path_class, connection", SEL),
-                "{{connection}} {{path_class}} {{peer_zone}}")], "s", 0, 17,
+              with_past([(quantile(0.5, "podnet_http_request_duration_seconds",
+                                   "peer_zone, path_class, connection", SEL),
+                          "{{connection}} {{path_class}} {{peer_zone}}")]), "s", 0, 17,
               desc="Time to first byte and connect time have no panel: their families are off "
                    "by default (metrics.families)."),
         panel("timeseries", "HTTP responses by code",
@@ -267,36 +365,35 @@ def peers():
 def dns():
     sel = DNS_SEL
     by = "name, form, resolver"
+    # Every panel beside the same figure 1 day and 1 week ago (with_past): a search list or
+    # ndots that changed shows as the line leaving its past.
     return "podnet-dns", "podnet / DNS amplification", "dns", [
         panel("timeseries", "Queries per lookup (last lookup)",
-              [('max by (%s) (podnet_dns_queries_per_lookup{%s})' % (by, sel),
-                "{{name}} {{form}} {{resolver}}")], "none", 0, 0,
+              with_past([('max by (%s) (podnet_dns_queries_per_lookup{%s})' % (by, sel),
+                          "{{name}} {{form}} {{resolver}}")]), "none", 0, 0,
               desc="Questions on the wire for one lookup: the search-list walk as written, "
                    "against the name with a trailing dot (absolute)."),
         panel("timeseries", "Amplification: as written / absolute (recorded)",
-              [('name:podnet_dns_amplification:ratio{%s}' % sel, "{{name}} {{resolver}}")],
-              "none", 12, 0),
-        panel("timeseries", "NXDOMAIN share of responses",
-              [('(sum by (%s) (rate(podnet_dns_responses_total{%s, rcode="NXDOMAIN"}[%s]))\n'
-                '  or 0 * sum by (%s) (rate(podnet_dns_responses_total{%s}[%s])))\n'
-                '  / (sum by (%s) (rate(podnet_dns_responses_total{%s}[%s])) > 0)'
-                % (by, sel, RI, by, sel, RI, by, sel, RI), "{{name}} {{form}} {{resolver}}")],
-              "percentunit", 0, 8),
-        panel("timeseries", "Lookup latency p50: as written against absolute",
-              [(quantile(0.5, "podnet_dns_lookup_duration_seconds", by, sel),
-                "{{name}} {{form}} {{resolver}}")], "s", 12, 8),
+              with_past([('name:podnet_dns_amplification:ratio{%s}' % sel,
+                          "{{name}} {{resolver}}")]), "none", 12, 0),
+        panel("timeseries", "NXDOMAIN share of responses (recorded)",
+              with_past([('name:podnet_dns_nxdomain:ratio_rate5m{%s}' % sel,
+                          "{{name}} {{form}} {{resolver}}")]), "percentunit", 0, 8),
+        panel("timeseries", "Lookup latency p50: as written against absolute (recorded)",
+              with_past([('name:podnet_dns_lookup_duration_seconds:p50{%s}' % sel,
+                          "{{name}} {{form}} {{resolver}}")]), "s", 12, 8),
         panel("timeseries", "Lookups by result",
-              [('sum by (name, resolver, result) (rate(podnet_dns_lookups_total{%s}[%s]))'
-                % (sel, RI), "{{name}} {{resolver}} {{result}}")], "ops", 0, 16),
+              with_past([('sum by (name, resolver, result) (rate(podnet_dns_lookups_total{%s}[%s]))'
+                          % (sel, RI), "{{name}} {{resolver}} {{result}}")]), "ops", 0, 16),
         panel("timeseries", "Queries by type and form",
-              [('sum by (resolver, form, qtype) (rate(podnet_dns_queries_total{%s}[%s]))'
-                % (sel, RI), "{{resolver}} {{form}} {{qtype}}")], "qps", 12, 16),
+              with_past([('sum by (resolver, form, qtype) (rate(podnet_dns_queries_total{%s}[%s]))'
+                          % (sel, RI), "{{resolver}} {{form}} {{qtype}}")]), "qps", 12, 16),
         panel("timeseries", "Lookup p99 (recorded)",
-              [('name:podnet_dns_lookup_duration_seconds:p99{%s}' % sel,
-                "{{name}} {{form}} {{resolver}}")], "s", 0, 24),
+              with_past([('name:podnet_dns_lookup_duration_seconds:p99{%s}' % sel,
+                          "{{name}} {{form}} {{resolver}}")]), "s", 0, 24),
         panel("timeseries", "Failed lookups share (recorded)",
-              [('name:podnet_dns_lookup_failures:ratio_rate5m{%s}' % sel,
-                "{{name}} {{form}} {{resolver}}")], "percentunit", 12, 24),
+              with_past([('name:podnet_dns_lookup_failures:ratio_rate5m{%s}' % sel,
+                          "{{name}} {{form}} {{resolver}}")]), "percentunit", 12, 24),
     ]
 
 
@@ -311,8 +408,8 @@ def throughput_cost():
                 % sel,
                 "{{path_class}} {{streams}} streams")], "none", 12, 0),
         panel("timeseries", "Sender TCP RTT during bursts (tcpi_rtt)",
-              [('avg by (path_class, streams) (podnet_burst_tcp_rtt_seconds{%s})' % sel,
-                "{{path_class}} {{streams}} streams")], "s", 0, 8),
+              with_past([('avg by (path_class, streams) (podnet_burst_tcp_rtt_seconds{%s})' % sel,
+                          "{{path_class}} {{streams}} streams")]), "s", 0, 8),
         panel("timeseries", "Congestion window at the end of a burst",
               [('avg by (path_class, streams) (podnet_burst_snd_cwnd_bytes{%s})' % sel,
                 "{{path_class}} {{streams}} streams")], "bytes", 12, 8),
@@ -339,6 +436,19 @@ def throughput_cost():
     ]
 
 
+# Firing podnet alerts on every panel (Prometheus' ALERTS series; a region while it fires). The
+# query in `target`, the event's title, text and tags as the Prometheus data source reads them.
+ALERT_ANNOTATION = {
+    "datasource": DS, "enable": True, "hide": False, "iconColor": "red", "name": "podnet alerts",
+    "target": {"refId": "Anno", "interval": "60s",
+               "expr": 'ALERTS{alertname=~"Podnet.*", alertstate="firing", %s}' % CL},
+    "titleFormat": "{{alertname}}",
+    "textFormat": "{{severity}}: {{source_zone}} {{peer_zone}} {{source_node}} {{peer_node}} "
+                  "{{name}} {{instance}}",
+    "tagKeys": "alertname,severity,path_class,source_zone,peer_zone,source_node,peer_node",
+    "useValueForTime": False}
+
+
 def dashboard(uid, title, kind, panels):
     for i, p in enumerate(panels, 1):
         p["id"] = i
@@ -354,7 +464,8 @@ def dashboard(uid, title, kind, panels):
                    "targetBlank": False, "tooltip": "", "url": ""}],
         "annotations": {"list": [{"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
                                   "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
-                                  "name": "Annotations & Alerts", "type": "dashboard"}]},
+                                  "name": "Annotations & Alerts", "type": "dashboard"},
+                                 ALERT_ANNOTATION]},
         "templating": {"list": variables(kind)},
         "panels": panels,
     }

@@ -40,10 +40,22 @@ type Json<T> = T extends string ? `${T}`
   : T extends readonly (infer U)[] ? Json<U>[]
   : T extends object ? { [K in keyof T]: Json<T[K]> }
   : T;
+
+// Prometheus annotations (dashboards/generate.py: alert firings on the panels). @grafana/schema
+// types an annotation's query (`target`) by its data source's own query type, and ships none
+// for Prometheus: that type (PromQuery of Grafana's Prometheus data source) holds the PromQL in
+// `expr`, and the data source reads the event's title, text and tags from the annotation's
+// titleFormat, textFormat, tagKeys and useValueForTime (grafana-prometheus, annotations.ts,
+// processEvents). Only these keys are added; everything else stays as closed as the schema.
+type PromQuery = import("@grafana/schema").DataQuery & { expr: string; interval?: string };
+type PromAnnotation = import("@grafana/schema").AnnotationQuery<PromQuery> & {
+  titleFormat?: string; textFormat?: string; tagKeys?: string; useValueForTime?: boolean };
+type PodnetDashboard = Omit<import("@grafana/schema").Dashboard, "annotations"> & {
+  annotations?: { list?: PromAnnotation[] } };
 EOF
 
-to_ts() {  # json file -> a TypeScript module typing it as Dashboard
-  printf 'import type { Dashboard } from "@grafana/schema";\nconst dashboard: Json<Dashboard> = '
+to_ts() {  # json file -> a TypeScript module typing it as Dashboard (PodnetDashboard above)
+  printf 'export {};\nconst dashboard: Json<PodnetDashboard> = '
   cat "$1"
   printf ';\nexport default dashboard;\n'
 }

@@ -13,7 +13,9 @@ cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
   - every dashboard query returns data with a finite value, and every label its legend (or its
     matrix table) shows,
     twice: with the variables at "All" and at the lab's own values (cluster, zone, node, peer,
-    name, resolver), so a renamed metric or label fails;
+    name, resolver), so a renamed metric or label fails; a query that reads the past (`offset
+    1d`, `offset 1w`) is checked so with its offsets removed, and must evaluate as written;
+  - the dashboards' alert annotation (ALERTS) evaluates; no alert is expected to fire here;
   - every dashboard variable (label_values) finds values;
   - `promtool check metrics` finds nothing to say about the exporter's /metrics;
   - docs/metrics.md lists every family of the client's and a responder peer's /metrics, with its
@@ -191,11 +193,19 @@ def scenario(args, lab, tmp):
         subst = dict(values, __rate_interval=RATE_INTERVAL)
         for where, expr, panel in oq.panel_queries():
             legend = next(t["legendFormat"] for t in panel["targets"] if t["expr"] == expr)
-            res = labkit.promql(ns["client"], oq.substitute(expr, subst))
+            now = oq.without_offsets(expr)
+            if now != expr:  # reads the past: evaluates as written, has data read now
+                labkit.promql(ns["client"], oq.substitute(expr, subst))  # raises on an error
+                where += " (offsets removed)"
+            res = labkit.promql(ns["client"], oq.substitute(now, subst))
             lacking = missing_labels(panel, legend, res)
             check(bool(finite(res)) and not lacking,
                   "%s (%s): %d series%s" % (where, label, len(finite(res)),
                                             ", missing labels %s" % lacking if lacking else ""))
+        for where, expr in oq.annotation_queries():
+            res = labkit.promql(ns["client"], oq.substitute(expr, subst))  # raises on an error
+            check(True, "%s (%s): evaluates (%d alerts firing; none expected here)"
+                  % (where, label, len(res)))
     for where, sel, lbl in oq.variable_queries():
         res = labkit.promql(ns["client"], "count by (%s) (%s)" % (lbl, oq.substitute(sel)))
         values = sorted(r["metric"].get(lbl, "") for r in res)

@@ -44,6 +44,17 @@ def panel_queries():
     return out
 
 
+def annotation_queries():
+    """[(where, expr)] for every dashboard annotation that queries Prometheus."""
+    out = []
+    for name, d in dashboards():
+        for a in d.get("annotations", {}).get("list", []):
+            expr = a.get("target", {}).get("expr")
+            if expr:
+                out.append(("%s: annotation %s" % (name, a["name"]), expr))
+    return out
+
+
 def variable_queries():
     """[(where, series selector, label)] for every label_values() variable."""
     out = []
@@ -81,6 +92,11 @@ def history_rules():
         if not more:
             return past
         past |= more
+
+
+def without_offsets(expr):
+    """expr read at the evaluation time: every `offset` modifier removed."""
+    return re.sub(r"\s+offset\s+\w+", "", expr)
 
 
 def substitute(expr, values=None):

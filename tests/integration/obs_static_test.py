@@ -55,6 +55,7 @@ def check_parse(promtool):
     exprs = [(w, oq.substitute(e)) for w, e, _ in oq.panel_queries()]
     exprs += [(w, "count by (%s) (%s)" % (label, oq.substitute(sel)))
               for w, sel, label in oq.variable_queries()]
+    exprs += [(w, oq.substitute(e)) for w, e in oq.annotation_queries()]
     exprs += [("rule %s" % (r.get("record") or r.get("alert")), r["expr"]) for _, r in oq.rules()]
     check(len(exprs) > 50, "%d expressions found to parse" % len(exprs))
     doc = {"groups": [{"name": "parse-check", "rules": [
@@ -98,6 +99,8 @@ def check_dashboards():
         ids, refs = [], []
         for p in oq.panels(d):
             ids.append(p.get("id"))
+            if p.get("type") == "row":  # a row holds panels, not queries
+                continue
             refs.append(p.get("datasource", {}).get("uid"))
             refs += [t.get("datasource", {}).get("uid") for t in p.get("targets", [])]
             check(bool(p.get("targets")) and all(t.get("expr") for t in p["targets"]),
