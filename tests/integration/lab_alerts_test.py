@@ -30,7 +30,9 @@ Why X_US = 400: the cross-zone paths are ~0.6 ms (node-a <-> node-c, one delay l
 p50 (from the RTT histogram, buckets ... 0.47, 0.68, 1, 1.5, 2.2 ms) goes from ~0.6 ms to
 ~1.3 ms: more than podnet:config:rtt_regression_ratio (1.5) times the past figure and more than
 podnet:config:rtt_regression_min_increase_seconds (100 µs) above it, while staying under
-podnet:config:cross_zone_rtt_high_seconds (2 ms), so only the regression alert speaks.
+podnet:config:cross_zone_rtt_high_seconds (2 ms), so only the regression alert speaks
+(PodnetCrossZoneRTTHigh is allowed in phase 2 all the same: a loaded machine's delay line can
+add the last 0.3 ms).
 
 What cannot happen here, by design of the rules: PodnetZonePairFault needs no more than half of
 the cluster's zone pairs regressed; the lab has 3 (zone-a->zone-a, zone-a->zone-b,
@@ -102,7 +104,13 @@ PHASE4_ALLOWED = {
     "PodnetExporterDown",   # the stopped exporter is not scraped either (its instance)
     "PodnetPacketLoss",     # per zone pair, names no node: the probes to node-b are lost
 }
-PHASE2_ALLOWED = {"PodnetCrossZoneRTTRegression", "PodnetZonePairFault"}
+PHASE2_ALLOWED = {
+    "PodnetCrossZoneRTTRegression",  # the one asserted
+    "PodnetZonePairFault",           # cannot fire here (see above), allowed where it could
+    # The delayed p50 (~1.3-1.7 ms) stays under its 2 ms, but a loaded machine's user-space
+    # delay line can push it over: the same symptom, so allowed, not required.
+    "PodnetCrossZoneRTTHigh",
+}
 
 
 def scaled_rules(tmp):
