@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <initializer_list>
+#include <map>
 #include <string_view>
 
 #include "exporter/config/units.h"
@@ -13,8 +14,9 @@ std::string Usage() {
   return R"(usage: podnet-exporter --config.file=PATH [flags]
        podnet-exporter --config.file=PATH --config.check
        podnet-exporter dns-explain NAME [--resolv-conf=PATH] [--resolver=glibc|musl]
-       podnet-exporter report [--config.file=PATH] [--duration=60s] [--format=markdown|json]
-                              [--baseline=FILE.json] [--price-per-gb=USD] [--input=FILE.json]
+       podnet-exporter report [--config.file=PATH] [--duration=60s]
+                              [--format=markdown|json] [--baseline=FILE.json]
+                              [--fail-on-change] [--price-per-gb=USD] [--input=FILE.json]
        podnet-exporter --version
 
 Measures Pod-to-Pod network latency by path class (same_node, same_zone, cross_zone) and
@@ -44,13 +46,17 @@ report: one bounded run of every configured probe kind towards the configured (o
 peers, then the tables: RTT per path class, HTTP keep-alive vs new connection, gRPC, bursts
 with 1 and N streams, DNS questions per lookup, cross-zone bytes and cost. Probe rounds start
 within --duration (default 60s; each kind's interval is capped at it, so every kind runs at
-least once), then running rounds are waited for. --format=json prints the versioned schema of
-docs/design.md; --baseline=FILE.json shows each figure's change against an earlier JSON report,
-marking with ! a change larger than either run's spread; --price-per-gb (default 0.02, as the
-recording rules) prices cross-zone bytes; --input=FILE.json prints a saved report instead of
-probing (with --baseline: compares two saved reports). --config.file defaults to
-/etc/podnet-exporter/podnet.yaml. Exit codes: 0 every probe got answers, 1 a probe failed (each named
-in the output and on stderr), 2 bad flags, configuration or baseline.
+least once), then running rounds are waited for. Percentiles are left out ("n<N") below the
+samples that carry them: p50 6, p90 29, p99 299. --format=json prints the versioned schema of
+docs/design.md. --baseline=FILE.json starts with a one-line verdict (how many figures
+changed beyond their run-to-run spread, the largest named) and shows each figure's change
+against an earlier JSON report, marking with ! a change larger than either run's spread;
+--fail-on-change (needs --baseline) makes such a change exit 3; --price-per-gb (default 0.02, as
+the recording rules) prices cross-zone bytes; --input=FILE.json prints a saved report instead
+of probing (with --baseline: compares two saved reports). --config.file defaults to
+/etc/podnet-exporter/podnet.yaml. Exit codes: 0 every probe got answers (and, with
+--fail-on-change, no change), 1 a probe failed (each named in the output and on stderr; before
+3), 2 bad flags, configuration or baseline, 3 --fail-on-change and a change beyond the spread.
 
 exit codes: 0 ok, 1 a listener cannot be bound, 2 bad flags or bad configuration.
 SIGHUP or POST /-/reload reloads the configuration; a bad file keeps the running one.
@@ -161,6 +167,10 @@ std::optional<Options> ParseReport(const std::vector<std::string>& args, std::st
       o.mode = Options::Mode::kHelp;
       return o;
     }
+    if (arg == "--fail-on-change") {
+      o.report.fail_on_change = true;
+      continue;
+    }
     std::string name, value;
     if (!TakeFlag(args, &i,
                   {"--config.file", "--duration", "--format", "--baseline", "--price-per-gb",
@@ -178,11 +188,15 @@ std::optional<Options> ParseReport(const std::vector<std::string>& args, std::st
       }
       o.report.duration = *d;
     } else if (name == "--format") {
-      if (value != "markdown" && value != "json") {
+      using Format = Options::Report::Format;
+      static const std::map<std::string, Format> kFormats = {{"markdown", Format::kMarkdown},
+                                                             {"json", Format::kJson}};
+      auto it = kFormats.find(value);
+      if (it == kFormats.end()) {
         *error = "--format must be markdown or json, got \"" + value + "\"";
         return std::nullopt;
       }
-      o.report.json = value == "json";
+      o.report.format = it->second;
     } else if (name == "--baseline") {
       o.report.baseline = value;
     } else if (name == "--input") {
@@ -196,6 +210,10 @@ std::optional<Options> ParseReport(const std::vector<std::string>& args, std::st
       }
       o.report.price_per_gb = price;
     }
+  }
+  if (o.report.fail_on_change && o.report.baseline.empty()) {
+    *error = "--fail-on-change needs --baseline=FILE.json (a change against what?)";
+    return std::nullopt;
   }
   if (o.config_file.empty()) o.config_file = "/etc/podnet-exporter/podnet.yaml";
   return o;

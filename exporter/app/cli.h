@@ -32,10 +32,11 @@ struct Options {
   //        [--price-per-gb=USD] [--input=FILE] (report_run.h)
   struct Report {
     std::chrono::nanoseconds duration = std::chrono::seconds(60);  // rounds start within it
-    bool json = false;                                             // --format=json
-    std::string baseline;        // an earlier --format=json report; "" = none
-    std::string input;           // print this saved report instead of probing; "" = probe
-    double price_per_gb = 0.02;  // USD per GB (10^9 bytes) crossing a zone, both ends
+    enum class Format { kMarkdown, kJson, kHtml } format = Format::kMarkdown;  // --format
+    bool fail_on_change = false;  // --fail-on-change: exit 3 when the verdict names a change
+    std::string baseline;         // an earlier --format=json report; "" = none
+    std::string input;            // print this saved report instead of probing; "" = probe
+    double price_per_gb = 0.02;   // USD per GB (10^9 bytes) crossing a zone, both ends
   } report;
 };
 

@@ -381,8 +381,13 @@ int RunReport(const Options& options, std::shared_ptr<const config::Config> conf
   } else if (int rc = ProbeForReport(options, *config, &rep); rc != 0) {
     return rc;
   }
-  if (baseline) report::Compare(rep, *baseline);
-  if (o.json) {
+  report::Verdict verdict;
+  if (baseline) {
+    report::Compare(rep, *baseline);
+    verdict = report::VerdictOf(rep);
+  }
+  using Format = Options::Report::Format;
+  if (o.format == Format::kJson) {
     out << report::ToJson(rep).dump(2) << "\n";
   } else {
     out << report::ToMarkdown(rep);
@@ -392,7 +397,10 @@ int RunReport(const Options& options, std::shared_ptr<const config::Config> conf
     err << "podnet-exporter: report: probe failed: " << f.probe << " -> " << f.target << ": "
         << f.reason << "\n";
   }
-  return rep.failures.empty() ? 0 : 1;
+  // The verdict on stderr too: a CI job's log shows it whatever it does with the report.
+  if (baseline) err << "podnet-exporter: report: verdict: " << verdict.line << "\n";
+  if (!rep.failures.empty()) return 1;
+  return o.fail_on_change && !verdict.changed.empty() ? 3 : 0;
 }
 
 }  // namespace podnet::app

@@ -25,8 +25,11 @@ namespace podnet::app {
 /// counts × (jitter + probes.burst.duration + step_timeout) (a round still running then is not
 /// counted).
 ///
-/// Returns the exit code: 0 every configured probe got answers from every target, 1 one did not
-/// (named in the report and on `err`), 2 a baseline or --input file that cannot be read or is
+/// Returns the exit code: 0 every configured probe got answers from every target (and, with
+/// --fail-on-change, the verdict against --baseline names no change), 1 one did not (named in
+/// the report and on `err`; it comes before 3), 3 --fail-on-change and at least one figure
+/// changed beyond its run-to-run spread (report::VerdictOf; its line is also on `err` whenever
+/// there is a baseline), 2 a baseline or --input file that cannot be read or is
 /// not a report: not a regular file (a directory, a FIFO — never waited on —, a device), larger
 /// than report::kMaxReportBytes, not JSON, or a value outside its meaning (report::FromJson);
 /// `err` names the file and the reason, with the value's JSON path.

@@ -117,6 +117,10 @@ double BucketWidthAt(double x, const Buckets& b) {
   return 0;
 }
 
+// The percentile figures and their q.
+constexpr std::pair<const char*, double> kPercentiles[] = {
+    {"p50_seconds", 0.5}, {"p90_seconds", 0.9}, {"p99_seconds", 0.99}};
+
 // Latency figures of one row: p50/p90/p99 interpolated in buckets, the max bucket bound, and
 // their spreads (docs/design.md, "One-shot report"): p90 − p50 for p50 and p90, p99 − p50 for
 // p99 and max — how far the samples of this very run lie apart — and never less than the
@@ -130,6 +134,11 @@ void AddLatency(Row& row, const Buckets& b) {
   row.figures["p99_seconds"] = at(p99, tail);
   row.figures["max_seconds"] = at(max, tail);
   row.figures["samples"] = Fig(b.count, std::sqrt(b.count));
+  // A percentile the samples cannot carry is left out; its spread (the others' too) stays as
+  // computed, the bucket still bounds it.
+  for (auto [name, q] : kPercentiles) {
+    if (b.count < MinSamplesFor(q)) row.figures[name].value = kNaN;
+  }
 }
 
 // A count's spread: Poisson's standard deviation, at least one.
@@ -551,6 +560,53 @@ const Layout& LayoutOf(const std::string& id) {
   return it == kLayouts.end() ? kNone : it->second;
 }
 
+// A section's name in the verdict's line.
+std::string SectionShort(const std::string& id) {
+  static const std::map<std::string, std::string> kNames = {{"rtt", "RTT"},
+                                                            {"http", "HTTP"},
+                                                            {"grpc", "gRPC"},
+                                                            {"burst", "burst"},
+                                                            {"dns", "DNS"},
+                                                            {"cost", "cost"},
+                                                            {"cluster_cost", "cluster cost"},
+                                                            {"zones", "RTT"}};
+  auto it = kNames.find(id);
+  return it == kNames.end() ? id : it->second;
+}
+
+// A "±d" at a column's precision, "" when it rounds to zero there.
+std::string Signed(double d, int decimals) {
+  std::string s = Fmt(d, decimals);
+  if (s.find_first_not_of("-0.") == std::string::npos) return "";
+  return (d >= 0 ? "+" : "") + s;
+}
+
+// One Markdown cell: the value; a percentile the samples cannot carry "n<N"; after Compare(),
+// its change when it moved at the column's precision ("(+0.226, +41% !)", ! beyond spread).
+std::string Cell(const Row& row, const Column& c) {
+  const Figure& f = row.figures.at(c.figure);
+  std::string out = Fmt(f.value * c.scale, c.decimals);
+  auto samples = row.figures.find("samples");
+  if (std::isnan(f.value) && samples != row.figures.end()) {
+    for (auto [name, q] : kPercentiles) {
+      if (c.figure == std::string(name) && samples->second.value < MinSamplesFor(q)) {
+        out = "n<" + std::to_string(MinSamplesFor(q));
+      }
+    }
+  }
+  if (!f.baseline) return out;
+  double d = (f.value - *f.baseline) * c.scale;
+  if (std::isnan(d)) return out;  // one of them is not a number: nothing to compare
+  std::string change = Signed(d, c.decimals);
+  if (change.empty() && !f.beyond_spread) return out;
+  out += " (" + (change.empty() ? Fmt(d, c.decimals) : change);
+  if (*f.baseline != 0 && std::isfinite(d)) {
+    std::string pct = Signed(100 * d / (*f.baseline * c.scale), 0);
+    if (!pct.empty()) out += ", " + pct + "%";
+  }
+  return out + (f.beyond_spread ? " !)" : ")");
+}
+
 nlohmann::json Number(double v) {
   if (std::isnan(v)) return nullptr;
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
@@ -893,6 +949,68 @@ int BeyondSpread(const Report& report) {
   return n;
 }
 
+int MinSamplesFor(double q) {
+  int n = 1;
+  while (n < 100000 && 1 - std::pow(q, n) - std::pow(1 - q, n) < 0.95) ++n;
+  return n;
+}
+
+Verdict VerdictOf(const Report& r) {
+  Verdict v;
+  if (!r.compared) return v;
+  for (const auto& s : r.sections) {
+    for (const auto& row : s.rows) {
+      for (const auto& c : LayoutOf(s.id).columns) {
+        auto it = row.figures.find(c.figure);
+        if (it == row.figures.end()) continue;
+        const Figure& f = it->second;
+        if (!f.baseline || std::isnan(f.value) || std::isnan(*f.baseline) ||
+            !std::isfinite(f.spread)) {
+          continue;
+        }
+        ++v.figures;
+        // The baseline's spread is not kept after Compare(): the change beyond the larger
+        // of the two is what marked it; this run's spread is shown.
+        if (f.beyond_spread)
+          v.changed.push_back({s.id, row.key, c.figure, f.value, *f.baseline, f.spread});
+      }
+    }
+  }
+  auto excess = [](const Change& c) {
+    double d = std::abs(c.value - c.baseline);
+    return c.spread > 0 ? d / c.spread : kInf;
+  };
+  std::stable_sort(v.changed.begin(), v.changed.end(),
+                   [&](const Change& a, const Change& b) { return excess(a) > excess(b); });
+  if (v.changed.empty()) {
+    v.line = "No change beyond the run-to-run spread in " + std::to_string(v.figures) + " figures.";
+    return v;
+  }
+  v.line = std::to_string(v.changed.size()) + " of " + std::to_string(v.figures) +
+           " figures changed beyond their run-to-run spread: ";
+  constexpr std::size_t kNamed = 3;
+  for (std::size_t i = 0; i < v.changed.size() && i < kNamed; ++i) {
+    const Change& c = v.changed[i];
+    const Column* col = nullptr;
+    for (const auto& k : LayoutOf(c.section).columns) {
+      if (c.figure == k.figure) col = &k;
+    }
+    v.line += (i ? "; " : "") + SectionShort(c.section);
+    for (const auto& [k, val] : c.key) v.line += " " + val;
+    v.line += " " + std::string(col->header) + " " + Fmt(c.baseline * col->scale, col->decimals) +
+              " → " + Fmt(c.value * col->scale, col->decimals);
+    if (c.baseline != 0) {
+      double pct = 100 * (c.value - c.baseline) / c.baseline;
+      v.line += " (" + std::string(pct >= 0 ? "+" : "") + Fmt(pct, 0) + " %)";
+    }
+  }
+  if (v.changed.size() > kNamed) {
+    v.line += "; and " + std::to_string(v.changed.size() - kNamed) + " more";
+  }
+  v.line += ".";
+  return v;
+}
+
 nlohmann::json ToJson(const Report& r) {
   nlohmann::json j;
   j["schema"] = "podnet-exporter-report";
@@ -938,7 +1056,22 @@ nlohmann::json ToJson(const Report& r) {
   for (const auto& f : r.failures) {
     failures.push_back({{"probe", f.probe}, {"target", f.target}, {"reason", f.reason}});
   }
-  if (r.compared) j["baseline"] = {{"started", r.baseline_started}};
+  if (r.compared) {
+    j["baseline"] = {{"started", r.baseline_started}};
+    Verdict v = VerdictOf(r);
+    j["verdict"] = {
+        {"figures", v.figures}, {"summary", v.line}, {"changed", nlohmann::json::array()}};
+    for (const auto& c : v.changed) {
+      nlohmann::json key = nlohmann::json::object();
+      for (const auto& [k, val] : c.key) key[k] = val;
+      j["verdict"]["changed"].push_back({{"section", c.section},
+                                         {"key", key},
+                                         {"figure", c.figure},
+                                         {"value", Number(c.value)},
+                                         {"baseline", Number(c.baseline)},
+                                         {"spread", Number(c.spread)}});
+    }
+  }
   return j;
 }
 
@@ -967,6 +1100,7 @@ std::optional<Report> FromJson(const nlohmann::json& j, std::string* error) {
 std::string ToMarkdown(const Report& r) {
   std::ostringstream out;
   out << "# podnet-exporter report\n\n";
+  if (r.compared) out << "**Verdict:** " << VerdictOf(r).line << "\n\n";
   out << "Prober `" << r.run.self_name << "` (node `" << r.run.self_node << "`, zone `"
       << (r.run.self_zone.empty() ? "?" : r.run.self_zone) << "`), podnet-exporter "
       << r.run.version << ", started " << r.run.started << ", rounds started within "
@@ -1002,18 +1136,7 @@ std::string ToMarkdown(const Report& r) {
             out << " – |";
             continue;
           }
-          const Figure& f = it->second;
-          out << " " << Fmt(f.value * c.scale, c.decimals);
-          if (f.baseline) {
-            double d = (f.value - *f.baseline) * c.scale;
-            out << " (" << (d >= 0 ? "+" : "") << Fmt(d, c.decimals);
-            if (*f.baseline != 0 && std::isfinite(d)) {
-              out << ", " << (d >= 0 ? "+" : "") << Fmt(100 * d / (*f.baseline * c.scale), 0)
-                  << "%";
-            }
-            out << (f.beyond_spread ? " !)" : ")");
-          }
-          out << " |";
+          out << " " << Cell(row, c) << " |";
         }
         out << "\n";
       }

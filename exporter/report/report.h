@@ -118,6 +118,37 @@ void Compare(Report& report, const Report& baseline);
 /// Number of figures Compare() marked beyond spread.
 int BeyondSpread(const Report& report);
 
+/// The fewest samples a q-quantile (0 < q < 1) of a histogram is shown from: the smallest n
+/// for which the q-quantile lies between the smallest and the largest of n samples with
+/// probability at least 95 % (1 − q^n − (1 − q)^n ≥ 0.95: a distribution-free confidence
+/// interval exists among the samples at all). 6 for p50, 29 for p90, 299 for p99. Below it,
+/// Build() leaves the percentile out (NaN: null in JSON, "n<N" in the Markdown).
+int MinSamplesFor(double q);
+
+/// One figure Compare() marked beyond spread, with where it is.
+struct Change {
+  std::string section;  // Section::id
+  std::vector<std::pair<std::string, std::string>> key;
+  std::string figure;  // its name in Row::figures, e.g. p50_seconds
+  double value = 0, baseline = 0;
+  double spread = 0;  // the larger of the two runs' spreads, the figure's unit
+};
+
+/// What a comparison found, over the figures the tables show (the Markdown's columns) whose
+/// value and baseline are both numbers and that can be marked (a finite spread: a burst's TCP
+/// RTT never is).
+struct Verdict {
+  int figures = 0;              // compared
+  std::vector<Change> changed;  // beyond spread, the largest |change| / spread first
+  /// One line: "2 of 37 figures changed beyond their run-to-run spread: RTT cross_zone icmp
+  /// p50 ms 0.550 → 0.776 (+41 %); ..." (at most three named, "and N more"), or "No change
+  /// beyond the run-to-run spread in 37 figures.". Empty when the report was not compared.
+  std::string line;
+};
+
+/// The verdict of a report after Compare(); figures == 0 and an empty line before it.
+Verdict VerdictOf(const Report& report);
+
 /// The largest report file --input and --baseline read, bytes: ten times what a report of 1,000
 /// peers weighs with every kind configured and every peer failing, the heaviest real one
 /// (`--format=json`: 1,480,073 bytes; 552,904 when every peer answers; report_test.cc,
@@ -127,7 +158,9 @@ inline constexpr std::size_t kMaxReportBytes = 16 * 1024 * 1024;
 /// 600).
 inline constexpr std::size_t kMaxReportTextBytes = 4096;
 
-/// The JSON form (docs/design.md, "One-shot report": the schema, version 1).
+/// The JSON form (docs/design.md, "One-shot report": the schema, version 2). After Compare() it
+/// also holds "verdict": {figures, summary, changed: [{section, key, figure, value, baseline,
+/// spread}]} (VerdictOf; recomputed from the figures, never read back).
 nlohmann::json ToJson(const Report& report);
 /// Parses ToJson's output, as hostile input (a file anyone may have written). std::nullopt and
 /// *error on a document that is not a version-1 report, and on any value outside its meaning,
@@ -144,8 +177,9 @@ nlohmann::json ToJson(const Report& report);
 /// UTF-8 shown as \xNN, never passed on to the Markdown.
 std::optional<Report> FromJson(const nlohmann::json& j, std::string* error);
 
-/// The Markdown tables (GitHub-flavoured): times in ms, throughput in Gbit/s, bytes in MB, with
-/// the baseline's change in each cell after Compare().
+/// The Markdown tables (GitHub-flavoured): times in ms, throughput in Gbit/s, bytes in MB. After
+/// Compare(): the verdict's line first, and the baseline's change in each cell that moved at
+/// its precision ("0.776 (+0.226, +41% !)"; a cell that did not move is the value alone).
 std::string ToMarkdown(const Report& report);
 
 }  // namespace podnet::report

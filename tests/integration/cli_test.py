@@ -856,6 +856,36 @@ def report_inputs(exe, tmp):
     check(rc == 0 and "| same_zone | icmp | 1 | 120 |" in out,
           "report --input of a good report: exit 0 and its table (%s)" % err.strip()[:200])
 
+    # The verdict and --fail-on-change (issue 26): against itself, no change and exit 0; against
+    # a baseline whose p50 lies 3 spreads away, the verdict names it, exit 0 without the flag
+    # and 3 with it; a failed probe stays exit 1; the flag without --baseline is exit 2.
+    rc, out, err, took = report_run("--input=" + good, "--baseline=" + good, "--fail-on-change")
+    check(rc == 0 and "**Verdict:** No change beyond the run-to-run spread in 7 figures." in out
+          and "verdict: No change" in err and "(+0" not in out,
+          "report --fail-on-change against itself: exit 0, the verdict says no change, cells "
+          "plain: rc=%s %s" % (rc, (out + err)[:600]))
+    moved = report_document()
+    p50 = moved["sections"][0]["rows"][0]["figures"]["p50_seconds"]
+    p50["value"] -= 3 * p50["spread"]
+    moved_path = write("moved-report.json", moved)
+    for flags, want in (([], 0), (["--fail-on-change"], 3)):
+        rc, out, err, took = report_run("--input=" + good, "--baseline=" + moved_path, *flags)
+        check(rc == want and out.startswith("# podnet-exporter report\n\n**Verdict:** 1 of 7 "
+                                            "figures changed beyond their run-to-run spread: RTT "
+                                            "same_zone icmp p50 ms 0.340 → 0.400 (+18 %).")
+              and "verdict: 1 of 7" in err,
+              "report --baseline %s of a moved p50: exit %d, the verdict names it: rc=%s %s"
+              % (" ".join(flags), want, rc, (out + err)[:600]))
+    failed = report_document()
+    failed["failures"] = [{"probe": "rtt", "target": "peer-1", "reason": "100% loss"}]
+    failed_path = write("failed-report.json", failed)
+    rc, out, err, took = report_run("--input=" + failed_path, "--baseline=" + moved_path,
+                                    "--fail-on-change")
+    check(rc == 1, "report --fail-on-change with a failed probe: exit 1 (before 3): rc=%s" % rc)
+    rc, out, err, took = report_run("--input=" + good, "--fail-on-change")
+    check(rc == 2 and "--fail-on-change needs --baseline" in err,
+          "report --fail-on-change without --baseline: exit 2: rc=%s %s" % (rc, err.strip()))
+
     fifo = os.path.join(tmp, "report.fifo")
     os.mkfifo(fifo)
     sparse = os.path.join(tmp, "sparse-report.json")

@@ -242,13 +242,25 @@ def scenario(args, tmp):
     check(m == [("rtt", {"path_class": "cross_zone", "protocol": "icmp"}, "p50_seconds")],
           "doctored baseline (cross-zone p50 moved beyond its spread): exactly that figure "
           "marked (%s)" % m)
+    # The verdict gates: --fail-on-change exits 3 naming that figure, 0 against itself.
+    rc, md, err = report(args, "--input=" + a_json, "--baseline=" + d_json, "--fail-on-change")
+    verdict = md.split("\n")[2] if md.count("\n") > 2 else md
+    check(rc == 3 and verdict.startswith("**Verdict:** 1 of ")
+          and "figures changed beyond their run-to-run spread: RTT cross_zone icmp p50 ms" in verdict
+          and "verdict: 1 of " in err,
+          "--fail-on-change against the doctored baseline: exit 3, the verdict first, naming it "
+          "(exit %d): %s" % (rc, verdict))
+    rc, md, err = report(args, "--input=" + a_json, "--baseline=" + a_json, "--fail-on-change")
+    check(rc == 0 and "**Verdict:** No change beyond the run-to-run spread in " in md,
+          "--fail-on-change against itself: exit 0, no change (exit %d)" % rc)
 
     # 4. A second live run against the first: the Markdown a user reads.
     rc, md, err = report(args, "--config.file=" + cfg, "--duration=" + DURATION,
                          "--baseline=" + a_json, "--log.level=warn")
     check(rc == 0 and all(t in md for t in TITLES),
           "second live run with --baseline: exit 0, every section (exit %d)" % rc)
-    log("second run against the first: %d figure(s) beyond spread" % md.count(" !)"))
+    log("second run against the first: %d figure(s) beyond spread; %s"
+        % (md.count(" !)"), md.split("\n")[2]))
     log("---- sample report (second run, against the first)\n" + md + "----")
 
     # 5. The burst budget holds in a report too: 1 GB an hour leaves room for about one burst.

@@ -259,6 +259,138 @@ TEST(ReportTest, SecondRunOfTheSameNetworkStaysWithinSpreadAShiftedOneDoesNot) {
   EXPECT_TRUE(moved.at("p90_seconds").beyond_spread);
 }
 
+// The verdict follows the data: a second run of the same network (other samples, same
+// distribution) changes nothing beyond the spread; a run whose cross-zone floor moved is named
+// first, with its own numbers.
+TEST(ReportVerdictTest, NamesWhatMovedBeyondTheSpreadAndNothingElse) {
+  Recorded a, b, shifted;
+  for (Recorded* r : {&a, &b, &shifted}) {
+    unsigned seed = r == &a ? 20 : r == &b ? 21 : 22;
+    r->Peer("same", "same_node", Rtts(60e-6, 10e-6, 400, seed));
+    r->Peer("zone", "same_zone", Rtts(400e-6, 20e-6, 400, seed + 10));
+    r->Peer("cross", "cross_zone", Rtts(r == &shifted ? 1200e-6 : 600e-6, 30e-6, 400, seed + 20));
+  }
+  Report ra = Build(a.registry.Collect(), Probed());
+  Report rb = Build(b.registry.Collect(), Probed());
+  Report rs = Build(shifted.registry.Collect(), Probed());
+  EXPECT_EQ(VerdictOf(rb).line, "") << "not compared yet";
+  Compare(rb, ra);
+  Compare(rs, ra);
+  // What the RTT table shows and can mark: peers, sent, loss, p50, p90, p99, max per path class
+  // (400 samples carry every percentile).
+  int shown = 0;
+  for (const auto& row : rb.sections[0].rows) {
+    for (const auto& [name, f] : row.figures) shown += name != "samples" && f.baseline;
+  }
+  Verdict same = VerdictOf(rb);
+  EXPECT_EQ(same.figures, shown);
+  EXPECT_TRUE(same.changed.empty()) << same.line;
+  EXPECT_EQ(same.line,
+            "No change beyond the run-to-run spread in " + std::to_string(shown) + " figures.");
+
+  Verdict moved = VerdictOf(rs);
+  EXPECT_EQ(moved.figures, shown);
+  ASSERT_FALSE(moved.changed.empty()) << ToMarkdown(rs);
+  for (const auto& c : moved.changed) {
+    EXPECT_EQ(c.section, "rtt");
+    EXPECT_EQ(c.key[0].second, "cross_zone") << c.figure;
+    EXPECT_GT(std::abs(c.value - c.baseline), c.spread);
+  }
+  const Figure& p50 = FindRow(rs, "rtt", "cross_zone")->figures.at("p50_seconds");
+  char expected[160];
+  std::snprintf(expected, sizeof expected, "RTT cross_zone icmp p50 ms %.3f → %.3f (+%.0f %%)",
+                *p50.baseline * 1e3, p50.value * 1e3, 100 * (p50.value / *p50.baseline - 1));
+  EXPECT_EQ(moved.line.rfind(std::to_string(moved.changed.size()) + " of " + std::to_string(shown) +
+                                 " figures changed beyond their run-to-run spread: ",
+                             0),
+            0u)
+      << moved.line;
+  EXPECT_NE(moved.line.find(expected), std::string::npos) << moved.line;
+  // First in the Markdown, and in the JSON.
+  std::string md = ToMarkdown(rs);
+  EXPECT_EQ(md.find("# podnet-exporter report\n\n**Verdict:** " + moved.line), 0u) << md;
+  auto j = ToJson(rs);
+  EXPECT_EQ(j["verdict"]["summary"], moved.line);
+  EXPECT_EQ(j["verdict"]["changed"].size(), moved.changed.size());
+  // Read back, the verdict is recomputed from the figures: the same.
+  std::string error;
+  auto back = FromJson(j, &error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(VerdictOf(*back).line, moved.line);
+}
+
+// A cell whose figure did not move at its precision is the value alone; one that moved shows
+// the change, ! beyond the spread.
+TEST(ReportVerdictTest, CellsWithoutChangeArePlain) {
+  Recorded rec;
+  rec.Peer("cross", "cross_zone", Rtts(600e-6, 20e-6, 300, 23));
+  Report r = Build(rec.registry.Collect(), Probed());
+  Report self = r;
+  Compare(self, r);
+  std::string md = ToMarkdown(self);
+  auto table = md.substr(md.find("| cross_zone | icmp |"));
+  table = table.substr(0, table.find('\n'));
+  EXPECT_EQ(table.find('('), std::string::npos) << table;
+  auto doctored = ToJson(r);
+  auto& p50 = doctored["sections"][0]["rows"][0]["figures"]["p50_seconds"]["value"];
+  p50 = p50.get<double>() * 2;
+  std::string error;
+  auto baseline = FromJson(doctored, &error);
+  ASSERT_TRUE(baseline) << error;
+  Compare(r, *baseline);
+  md = ToMarkdown(r);
+  table = md.substr(md.find("| cross_zone | icmp |"));
+  table = table.substr(0, table.find('\n'));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '('), 1) << table;
+  EXPECT_NE(table.find("-50% !)"), std::string::npos) << table;
+}
+
+// Percentiles only where the samples carry them: MinSamplesFor(q) is the smallest n whose
+// smallest and largest samples enclose the q-quantile 95 % of the time, which a simulation of
+// uniform samples confirms on both sides of it; Build() leaves out what falls below.
+TEST(ReportVerdictTest, PercentilesNeedTheSamplesThatCarryThem) {
+  std::mt19937 rng(24);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto coverage = [&](double q, int n, int trials) {
+    int hit = 0;
+    for (int t = 0; t < trials; ++t) {
+      double lo = 1, hi = 0;
+      for (int i = 0; i < n; ++i) {
+        double x = u(rng);
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+      hit += lo <= q && q <= hi;
+    }
+    return static_cast<double>(hit) / trials;
+  };
+  for (double q : {0.5, 0.9}) {
+    int n = MinSamplesFor(q);
+    EXPECT_GE(coverage(q, n, 200000), 0.948) << "q=" << q << " n=" << n;
+    EXPECT_LT(coverage(q, n - 1, 200000), 0.95) << "q=" << q << " n=" << n - 1;
+  }
+  EXPECT_GT(MinSamplesFor(0.99), MinSamplesFor(0.9));
+  for (double q : {0.5, 0.9, 0.99}) {
+    int n = MinSamplesFor(q);
+    for (int have : {n - 1, n}) {
+      Recorded rec;
+      rec.Peer("cross", "cross_zone", Rtts(600e-6, 20e-6, have, 25));
+      Report r = Build(rec.registry.Collect(), Probed());
+      const auto& figs = FindRow(r, "rtt", "cross_zone")->figures;
+      std::string name = q == 0.5 ? "p50_seconds" : q == 0.9 ? "p90_seconds" : "p99_seconds";
+      EXPECT_EQ(std::isnan(figs.at(name).value), have < n) << name << " from " << have;
+      EXPECT_FALSE(std::isnan(figs.at("max_seconds").value));
+      std::string md = ToMarkdown(r);
+      EXPECT_EQ(md.find("| n<" + std::to_string(n) + " |") != std::string::npos, have < n)
+          << name << " from " << have << ":\n"
+          << md;
+      if (have < n) {
+        EXPECT_TRUE(ToJson(r)["sections"][0]["rows"][0]["figures"][name]["value"].is_null());
+      }
+    }
+  }
+}
+
 TEST(ReportTest, CrossZoneCostPerRoundAtTheConfiguredInterval) {
   Recorded rec;
   prometheus::Labels l{{"peer", "cross"}, {"path_class", "cross_zone"}, {"probe", "rtt"}};
