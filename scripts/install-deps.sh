@@ -29,6 +29,7 @@ test_pkgs=(
   clang-format   # ctest clang_format (scripts/format.sh --check)
   iptables conntrack  # lab_service: a Service VIP as kube-proxy's iptables mode builds it
   prometheus-alertmanager  # lab_alerts: the shipped alerts routed to a webhook receiver
+  chromium python3-pil  # report_html: the HTML report in a headless browser, its screenshot's pixels
   # ctest image: scripts/build-image.sh (mmdebstrap, umoci), skopeo copy, and the image run by
   # podman (runc: Debian 12's crun cannot start it on cgroup v1), else by bubblewrap
   mmdebstrap umoci skopeo podman runc bubblewrap

@@ -15,7 +15,7 @@ std::string Usage() {
        podnet-exporter --config.file=PATH --config.check
        podnet-exporter dns-explain NAME [--resolv-conf=PATH] [--resolver=glibc|musl]
        podnet-exporter report [--config.file=PATH] [--duration=60s]
-                              [--format=markdown|json] [--baseline=FILE.json]
+                              [--format=markdown|json|html] [--baseline=FILE.json]
                               [--fail-on-change] [--price-per-gb=USD] [--input=FILE.json]
        podnet-exporter --version
 
@@ -48,7 +48,8 @@ with 1 and N streams, DNS questions per lookup, cross-zone bytes and cost. Probe
 within --duration (default 60s; each kind's interval is capped at it, so every kind runs at
 least once), then running rounds are waited for. Percentiles are left out ("n<N") below the
 samples that carry them: p50 6, p90 29, p99 299. --format=json prints the versioned schema of
-docs/design.md. --baseline=FILE.json starts with a one-line verdict (how many figures
+docs/design.md; --format=html one self-contained page (the latency ladder and the zone matrix
+as inline SVG, then the tables; no network). --baseline=FILE.json starts with a one-line verdict (how many figures
 changed beyond their run-to-run spread, the largest named) and shows each figure's change
 against an earlier JSON report, marking with ! a change larger than either run's spread;
 --fail-on-change (needs --baseline) makes such a change exit 3; --price-per-gb (default 0.02, as
@@ -189,11 +190,11 @@ std::optional<Options> ParseReport(const std::vector<std::string>& args, std::st
       o.report.duration = *d;
     } else if (name == "--format") {
       using Format = Options::Report::Format;
-      static const std::map<std::string, Format> kFormats = {{"markdown", Format::kMarkdown},
-                                                             {"json", Format::kJson}};
+      static const std::map<std::string, Format> kFormats = {
+          {"markdown", Format::kMarkdown}, {"json", Format::kJson}, {"html", Format::kHtml}};
       auto it = kFormats.find(value);
       if (it == kFormats.end()) {
-        *error = "--format must be markdown or json, got \"" + value + "\"";
+        *error = "--format must be markdown, json or html, got \"" + value + "\"";
         return std::nullopt;
       }
       o.report.format = it->second;

@@ -28,7 +28,7 @@ struct Options {
   std::string dns_name;
   std::string resolv_conf = "/etc/resolv.conf";
   std::string resolver;  // "glibc" or "musl"; empty: both
-  // report [--config.file=PATH] [--duration=60s] [--format=markdown|json] [--baseline=FILE]
+  // report [--config.file=PATH] [--duration=60s] [--format=markdown|json|html] [--baseline=FILE]
   //        [--price-per-gb=USD] [--input=FILE] (report_run.h)
   struct Report {
     std::chrono::nanoseconds duration = std::chrono::seconds(60);  // rounds start within it

@@ -16,6 +16,7 @@
 #include "exporter/app/series_check.h"
 #include "exporter/config/read_file.h"
 #include "exporter/report/report.h"
+#include "exporter/report/report_html.h"
 #include "exporter/topology/safe_text.h"
 #include "podnet/version.h"
 
@@ -389,6 +390,8 @@ int RunReport(const Options& options, std::shared_ptr<const config::Config> conf
   using Format = Options::Report::Format;
   if (o.format == Format::kJson) {
     out << report::ToJson(rep).dump(2) << "\n";
+  } else if (o.format == Format::kHtml) {
+    out << report::ToHtml(rep);
   } else {
     out << report::ToMarkdown(rep);
   }

@@ -123,8 +123,8 @@ constexpr std::pair<const char*, double> kPercentiles[] = {
 
 // Latency figures of one row: p50/p90/p99 interpolated in buckets, the max bucket bound, and
 // their spreads (docs/design.md, "One-shot report"): p90 − p50 for p50 and p90, p99 − p50 for
-// p99 and max — how far the samples of this very run lie apart — and never less than the
-// width of the figure's bucket (a smaller change is below what the histogram resolves).
+// p99 — how far the samples of this very run lie apart — and never less than the width of the
+// figure's bucket (a smaller change is below what the histogram resolves).
 void AddLatency(Row& row, const Buckets& b) {
   double p50 = BucketQuantile(0.5, b), p90 = BucketQuantile(0.9, b), p99 = BucketQuantile(0.99, b);
   double body = p90 - p50, tail = p99 - p50, max = BucketMaxBound(b);
@@ -132,7 +132,9 @@ void AddLatency(Row& row, const Buckets& b) {
   row.figures["p50_seconds"] = at(p50, body);
   row.figures["p90_seconds"] = at(p90, body);
   row.figures["p99_seconds"] = at(p99, tail);
-  row.figures["max_seconds"] = at(max, tail);
+  // The max is one sample's bucket (the slowest of the run): no spread can be read from one
+  // sample, so it is shown, never marked (two lab runs of one network moved it by 50-1400 %).
+  row.figures["max_seconds"] = Fig(max, kInf);
   row.figures["samples"] = Fig(b.count, std::sqrt(b.count));
   // A percentile the samples cannot carry is left out; its spread (the others' too) stays as
   // computed, the bucket still bounds it.
@@ -209,6 +211,32 @@ Section RttSection(const std::vector<prometheus::MetricFamily>& f, std::vector<F
       "histogram_quantile does (adjacent bounds at most 50 % apart); max is the upper bound "
       "of the highest bucket with a sample. Loss counts replies that never came within the "
       "timeout.");
+  return s;
+}
+
+// RTT by zone pair (the zone matrix): the RTT section's figures by source_zone and peer_zone.
+// Its failures are the RTT section's.
+Section ZonesSection(const std::vector<prometheus::MetricFamily>& f) {
+  Section s{"zones", "RTT by zone pair", false, {}, {}};
+  std::vector<std::string> by{"source_zone", "peer_zone"};
+  auto hist = HistBy(f, "podnet_rtt_seconds", by);
+  auto sent = SumBy(f, "podnet_rtt_packets_sent_total", by);
+  auto recv = SumBy(f, "podnet_rtt_packets_received_total", by);
+  auto peers = DistinctBy(f, "podnet_rtt_packets_sent_total", by, "peer");
+  for (const auto& [k, n] : sent) {
+    Row row{KeyOf(by, k), {}};
+    row.figures["peers"] = Fig(static_cast<double>(peers[k].size()), 0);
+    row.figures["packets_sent"] = Count(n);
+    double r = recv.count(k) ? recv[k] : 0;
+    double loss = n > 0 ? (n - r) / n : kNaN;
+    row.figures["loss_ratio"] =
+        Fig(loss, n > 0 ? std::max(1 / n, std::sqrt(loss * (1 - loss) / n)) : 0);
+    AddLatency(row, hist[k]);
+    s.rows.push_back(std::move(row));
+  }
+  s.notes.push_back(
+      "The RTT section's samples grouped by this Pod's zone (source_zone) and the peer's "
+      "(peer_zone) instead of by path class; an empty zone is one Kubernetes did not label.");
   return s;
 }
 
@@ -297,7 +325,10 @@ Section BurstSection(const std::vector<prometheus::MetricFamily>& f, std::vector
     // Spread: how far the burst's slowest measurement interval fell below its mean.
     double spread = std::max(0.0, mean - mean_min);
     row.figures["throughput_bits_per_second"] = Fig(8 * mean, 8 * spread);
-    row.figures["retransmits"] = Count(retrans[k]);
+    // One burst's retransmits come in storms (two lab runs of one network: 461 and 19,423 on
+    // the same path): one burst gives no spread for them, as for its TCP RTT: shown, never
+    // marked.
+    row.figures["retransmits"] = Fig(retrans[k], kInf);
     // Bytes follow throughput over a fixed duration: the same relative spread.
     row.figures["sent_bytes"] = Fig(sent[k], mean > 0 ? sent[k] * spread / mean : 0);
     // One burst gives no spread for its smoothed RTT (it swings with the queue it built): shown,
@@ -548,6 +579,11 @@ const Layout& LayoutOf(const std::string& id) {
                      {"daemon_bytes_per_hour", "daemon MB/h", 1e-6, 3},
                      {"daemon_usd_per_30_days", "daemon $/30 d", 1, 4}},
                     false, false)},
+      {"zones", With({"source_zone", "peer_zone"},
+                     {{"peers", "peers", 1, 0},
+                      {"packets_sent", "sent", 1, 0},
+                      {"loss_ratio", "loss %", 100, 1}},
+                     true, true)},
       {"cluster_cost", With({"probe", "path_class"},
                             {{"peers", "peers", 1, 0},
                              {"pod_bytes_per_hour", "MB/h per Pod", 1e-6, 3},
@@ -903,6 +939,13 @@ Report Build(const std::vector<prometheus::MetricFamily>& families, RunInfo run)
   }
   // After the DNS section's rows are final: its questions per lookup feed the arithmetic.
   if (r.run.cluster_cost) r.sections.push_back(ClusterCostSection(r.run, r.sections[4]));
+  Section zones = ZonesSection(families);
+  zones.configured = Configured(r.run, "rtt");
+  if (!zones.configured) {
+    zones.rows.clear();
+    zones.notes = {"not configured (probes.rtt is absent from the configuration)"};
+  }
+  r.sections.push_back(std::move(zones));
   for (const auto& f : fails) {
     if (Configured(r.run, f.probe)) r.failures.push_back(f);
   }
@@ -959,6 +1002,7 @@ Verdict VerdictOf(const Report& r) {
   Verdict v;
   if (!r.compared) return v;
   for (const auto& s : r.sections) {
+    if (s.id == "zones") continue;  // the RTT section's samples again: counted there
     for (const auto& row : s.rows) {
       for (const auto& c : LayoutOf(s.id).columns) {
         auto it = row.figures.find(c.figure);
@@ -1097,6 +1141,24 @@ std::optional<Report> FromJson(const nlohmann::json& j, std::string* error) {
   }
 }
 
+Table TableOf(const Section& s) {
+  Table t;
+  if (!s.configured) return t;
+  const Layout& layout = LayoutOf(s.id);
+  t.header = layout.key;
+  t.key_columns = layout.key.size();
+  for (const auto& c : layout.columns) t.header.emplace_back(c.header);
+  for (const auto& row : s.rows) {
+    std::vector<std::string> cells;
+    for (const auto& [k, v] : row.key) cells.push_back(v);
+    for (const auto& c : layout.columns) {
+      cells.push_back(row.figures.count(c.figure) ? Cell(row, c) : "–");
+    }
+    t.rows.push_back(std::move(cells));
+  }
+  return t;
+}
+
 std::string ToMarkdown(const Report& r) {
   std::ostringstream out;
   out << "# podnet-exporter report\n\n";
@@ -1116,28 +1178,19 @@ std::string ToMarkdown(const Report& r) {
       out << "Not configured (`probes." << s.id << "` is absent).\n";
       continue;
     }
-    const Layout& layout = LayoutOf(s.id);
-    if (s.rows.empty()) {
+    Table t = TableOf(s);
+    if (t.rows.empty()) {
       out << "No measurement recorded.\n";
     } else {
       out << "|";
-      for (const auto& k : layout.key) out << " " << k << " |";
-      for (const auto& c : layout.columns) out << " " << c.header << " |";
+      for (const auto& h : t.header) out << " " << h << " |";
       out << "\n|";
-      for (std::size_t i = 0; i < layout.key.size(); ++i) out << "---|";
-      for (std::size_t i = 0; i < layout.columns.size(); ++i) out << "---:|";
+      for (std::size_t i = 0; i < t.header.size(); ++i)
+        out << (i < t.key_columns ? "---|" : "---:|");
       out << "\n";
-      for (const auto& row : s.rows) {
+      for (const auto& cells : t.rows) {
         out << "|";
-        for (const auto& [k, v] : row.key) out << " " << v << " |";
-        for (const auto& c : layout.columns) {
-          auto it = row.figures.find(c.figure);
-          if (it == row.figures.end()) {
-            out << " – |";
-            continue;
-          }
-          out << " " << Cell(row, c) << " |";
-        }
+        for (const auto& c : cells) out << " " << c << " |";
         out << "\n";
       }
     }

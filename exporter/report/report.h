@@ -101,7 +101,8 @@ struct Report {
   static constexpr int kVersion = 2;
   RunInfo run;
   /// Always rtt, http, grpc, burst, dns, cost, in that order; then cluster_cost when
-  /// run.cluster_cost is set.
+  /// run.cluster_cost is set; then zones (RTT by source_zone and peer_zone: the same samples
+  /// as rtt, grouped by zone pair; configured with rtt; not counted by VerdictOf).
   std::vector<Section> sections;
   std::vector<Failure> failures;
   bool compared = false;  // Compare() ran
@@ -176,6 +177,17 @@ nlohmann::json ToJson(const Report& report);
 /// kMaxReportTextBytes: control characters (a terminal's escape sequences), NUL and invalid
 /// UTF-8 shown as \xNN, never passed on to the Markdown.
 std::optional<Report> FromJson(const nlohmann::json& j, std::string* error);
+
+/// A section's table as ToMarkdown prints it: the key labels' and the columns' headers, and per
+/// row its key values then its cells ("0.776 (+0.226, +41% !)" after Compare(), "n<6" for a
+/// percentile the samples cannot carry, "–" for a figure the row lacks). No rows for a section
+/// that is not configured or measured nothing.
+struct Table {
+  std::vector<std::string> header;
+  std::size_t key_columns = 0;  // the first header entries and cells of a row: the key
+  std::vector<std::vector<std::string>> rows;
+};
+Table TableOf(const Section& section);
 
 /// The Markdown tables (GitHub-flavoured): times in ms, throughput in Gbit/s, bytes in MB. After
 /// Compare(): the verdict's line first, and the baseline's change in each cell that moved at

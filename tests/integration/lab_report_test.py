@@ -41,11 +41,12 @@ from labkit import ADDR, check, log, run, start, wait_for, http  # noqa: E402
 PREFIX = "pnrp%d" % (os.getpid() % 10000)
 NS = labkit.pod_namespaces(PREFIX)
 SEARCH = "podnet.svc.cluster.local svc.cluster.local cluster.local ap-northeast-2.compute.internal"
-SECTIONS = ["rtt", "http", "grpc", "burst", "dns", "cost", "cluster_cost"]
+SECTIONS = ["rtt", "http", "grpc", "burst", "dns", "cost", "cluster_cost", "zones"]
 TITLES = ["## RTT by path class", "## HTTP /echo: keep-alive vs new connection",
           "## gRPC health checks", "## TCP bursts: 1 and N streams", "## DNS: questions per lookup",
           "## Cross-zone bytes and cost",
-          "## Cluster-wide probe traffic and cost (from the configuration)", "## Failures"]
+          "## Cluster-wide probe traffic and cost (from the configuration)", "## RTT by zone pair",
+          "## Failures"]
 DURATION = "8s"
 
 
@@ -160,6 +161,16 @@ def scenario(args, tmp):
     log("RTT p50 ms: %s" % {k: v and round(v * 1e3, 3) for k, v in p50.items()})
     check(None not in p50.values() and p50["same_node"] < p50["same_zone"] < p50["cross_zone"],
           "the RTT ladder is ordered: same_node < same_zone < cross_zone (p50)")
+    # The zone matrix: zone-a -> zone-b holds only the cross-zone peer's samples, so its p50 is
+    # the cross-zone one; zone-a -> zone-a those of the same-node and same-zone peers.
+    za_zb = row(rep, "zones", source_zone="zone-a", peer_zone="zone-b")
+    za_za = row(rep, "zones", source_zone="zone-a", peer_zone="zone-a")
+    check(za_zb is not None and za_za is not None
+          and za_zb["p50_seconds"]["value"] == p50["cross_zone"]
+          and za_za["peers"]["value"] == 2
+          and p50["same_node"] <= za_za["p50_seconds"]["value"] <= p50["same_zone"],
+          "zones: zone-a -> zone-b p50 = the cross-zone p50, zone-a -> zone-a between same_node "
+          "and same_zone (%s, %s)" % (za_zb and za_zb["p50_seconds"], za_za and za_za["p50_seconds"]))
     for p in ("same_node", "same_zone", "cross_zone"):
         for c in ("keepalive", "new"):
             f = row(rep, "http", path_class=p, connection=c)

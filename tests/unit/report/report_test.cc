@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "exporter/metrics/buckets.h"
+#include "exporter/report/report_html.h"
 
 namespace podnet::report {
 namespace {
@@ -276,12 +277,15 @@ TEST(ReportVerdictTest, NamesWhatMovedBeyondTheSpreadAndNothingElse) {
   EXPECT_EQ(VerdictOf(rb).line, "") << "not compared yet";
   Compare(rb, ra);
   Compare(rs, ra);
-  // What the RTT table shows and can mark: peers, sent, loss, p50, p90, p99, max per path class
-  // (400 samples carry every percentile).
+  // What the RTT table shows and can mark: peers, sent, loss, p50, p90, p99 per path class
+  // (400 samples carry every percentile; max, one sample's bucket, is never marked).
   int shown = 0;
   for (const auto& row : rb.sections[0].rows) {
-    for (const auto& [name, f] : row.figures) shown += name != "samples" && f.baseline;
+    for (const auto& [name, f] : row.figures) {
+      shown += name != "samples" && f.baseline && std::isfinite(f.spread);
+    }
   }
+  EXPECT_EQ(shown, 3 * 6);
   Verdict same = VerdictOf(rb);
   EXPECT_EQ(same.figures, shown);
   EXPECT_TRUE(same.changed.empty()) << same.line;
@@ -389,6 +393,45 @@ TEST(ReportVerdictTest, PercentilesNeedTheSamplesThatCarryThem) {
       }
     }
   }
+}
+
+// The HTML page: self-contained, every string escaped, and each number a picture draws
+// carries the JSON figure it shows (tests/integration/report_html_test.py checks the same in a
+// real browser).
+TEST(ReportHtmlTest, PicturesCarryTheJsonFiguresAndNamesAreEscaped) {
+  Recorded rec;
+  rec.Peer("same", "same_node", Rtts(60e-6, 10e-6, 300, 26));
+  rec.Peer("cross", "cross_zone", Rtts(600e-6, 20e-6, 3, 27));  // too few for a p50
+  RunInfo run = Probed();
+  run.self_name = "<script>alert(1)</script>";
+  Report r = Build(rec.registry.Collect(), run);
+  r.failures.push_back({"rtt", "peer\"'&<b>", "gone"});
+  std::string page = ToHtml(r);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("<b>"), std::string::npos);
+  EXPECT_NE(page.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(page.find("peer&quot;&#39;&amp;&lt;b&gt;"), std::string::npos);
+  EXPECT_EQ(page.find("://"), std::string::npos) << "no URL: nothing to fetch";
+  auto j = ToJson(r);
+  for (const auto& row : j["sections"][0]["rows"]) {
+    std::string key = HtmlEscape(row["key"].dump());
+    for (const char* name : {"p50_seconds", "p90_seconds"}) {
+      const auto& v = row["figures"][name]["value"];
+      std::string drawn = "data-section=\"rtt\" data-key=\"" + key + "\" data-figure=\"" + name +
+                          "\" data-value=\"" + v.dump() + "\">";
+      auto at = page.find(drawn);
+      ASSERT_NE(at, std::string::npos) << drawn << "\n" << page;
+      std::string text = page.substr(at + drawn.size(), page.find('<', at) - at - drawn.size());
+      if (v.is_null()) {
+        EXPECT_EQ(text.rfind("n&lt;", 0), 0u) << text;  // "n<6", escaped
+      } else {
+        char ms[32];
+        std::snprintf(ms, sizeof ms, "%.3f", v.get<double>() * 1e3);
+        EXPECT_EQ(text, ms);
+      }
+    }
+  }
+  EXPECT_NE(page.find("id=\"zone-matrix\""), std::string::npos);
 }
 
 TEST(ReportTest, CrossZoneCostPerRoundAtTheConfiguredInterval) {
