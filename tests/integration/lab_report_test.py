@@ -261,6 +261,15 @@ def scenario(args, tmp):
           and "verdict: 1 of " in err,
           "--fail-on-change against the doctored baseline: exit 3, the verdict first, naming it "
           "(exit %d): %s" % (rc, verdict))
+    # The same comparison as one HTML page (report_html checks it in a browser); with
+    # PODNET_REPORT_HTML=FILE set, the page is kept there to look at.
+    rc, page, err = report(args, "--input=" + a_json, "--baseline=" + d_json, "--format=html")
+    check(rc == 0 and 'id="ladder-rtt"' in page and 'id="zone-matrix"' in page
+          and 'class="verdict changed"' in page,
+          "--format=html of the lab's run: the ladder, the zone matrix, the verdict (exit %d)" % rc)
+    if os.environ.get("PODNET_REPORT_HTML"):
+        with open(os.environ["PODNET_REPORT_HTML"], "w") as f:
+            f.write(page)
     rc, md, err = report(args, "--input=" + a_json, "--baseline=" + a_json, "--fail-on-change")
     check(rc == 0 and "**Verdict:** No change beyond the run-to-run spread in " in md,
           "--fail-on-change against itself: exit 0, no change (exit %d)" % rc)
