@@ -1013,8 +1013,8 @@ Verdict VerdictOf(const Report& r) {
           continue;
         }
         ++v.figures;
-        // The baseline's spread is not kept after Compare(): the change beyond the larger
-        // of the two is what marked it; this run's spread is shown.
+        // Compare() marked it against the larger of the two spreads; the baseline's is not
+        // kept, so this run's is the one shown and ranked by.
         if (f.beyond_spread)
           v.changed.push_back({s.id, row.key, c.figure, f.value, *f.baseline, f.spread});
       }

@@ -132,7 +132,7 @@ struct Change {
   std::vector<std::pair<std::string, std::string>> key;
   std::string figure;  // its name in Row::figures, e.g. p50_seconds
   double value = 0, baseline = 0;
-  double spread = 0;  // the larger of the two runs' spreads, the figure's unit
+  double spread = 0;  // this run's spread (the baseline's is not kept), the figure's unit
 };
 
 /// What a comparison found, over the figures the tables show (the Markdown's columns) whose
