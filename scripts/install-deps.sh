@@ -16,6 +16,8 @@ build_pkgs=(
   # gRPC CMake package imports grpc_cpp_plugin and links protobuf, which libgrpc++-dev does not
   # pull in.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
+  # /metrics in the protobuf exposition format: Prometheus' metrics.proto, compiled by protoc
+  protobuf-compiler golang-github-prometheus-client-model-dev
 )
 test_pkgs=(
   libgtest-dev libgmock-dev googletest

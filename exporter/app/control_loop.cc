@@ -14,6 +14,7 @@
 #include "exporter/app/early_signals.h"
 #include "exporter/app/info.h"
 #include "exporter/log/last_chance.h"
+#include "exporter/metrics/protobuf.h"
 #include "exporter/runtime/loop_role.h"
 
 namespace podnet::app {
@@ -189,16 +190,16 @@ void ControlLoop::Serve(responders::HttpRequest req, std::string path,
   boost::asio::post(io_, [this, req = std::move(req), path = std::move(path),
                           respond = std::move(respond)]() mutable {
     if (path == "/metrics" && req.method == "GET") {
-      QueueScrape(req.accepts_gzip, std::move(respond));
+      QueueScrape(req.accepts_gzip, req.accepts_protobuf, std::move(respond));
       return;
     }
     respond(RouteControlGuarded(req, path));
   });
 }
 
-void ControlLoop::QueueScrape(bool gzip, responders::HttpRespond respond) {
+void ControlLoop::QueueScrape(bool gzip, bool protobuf, responders::HttpRespond respond) {
   PODNET_DCHECK_LOOP(kControl);
-  pending_scrapes_.push_back({gzip, std::move(respond)});
+  pending_scrapes_.push_back({gzip, protobuf, std::move(respond)});
   if (pending_scrapes_.size() == 1) boost::asio::post(io_, [this] { ServeScrapes(); });
 }
 
@@ -206,17 +207,23 @@ void ControlLoop::ServeScrapes() {
   PODNET_DCHECK_LOOP(kControl);
   auto batch = std::move(pending_scrapes_);
   pending_scrapes_.clear();
-  std::shared_ptr<const std::string> text[2];  // identity, gzip: each built once for the batch
+  // [text, protobuf][identity, gzip]: each built once for the batch, when some scrape asks.
+  std::shared_ptr<const std::string> bodies[2][2];
   for (auto& scrape : batch) {
-    responders::HttpResponse resp{200, "text/plain; version=0.0.4; charset=utf-8", ""};
+    responders::HttpResponse resp{200,
+                                  scrape.protobuf ? std::string(metrics::kProtobufContentType)
+                                                  : "text/plain; version=0.0.4; charset=utf-8",
+                                  ""};
     try {
-      auto& body = text[scrape.gzip];
+      auto& body = bodies[scrape.protobuf][scrape.gzip];
       if (!body) {
-        body = std::make_shared<const std::string>(
-            metrics_.Serialize(scrape.gzip ? metrics::Metrics::Encoding::kGzip
-                                           : metrics::Metrics::Encoding::kIdentity));
+        body = std::make_shared<const std::string>(metrics_.Serialize(
+            scrape.gzip ? metrics::Metrics::Encoding::kGzip : metrics::Metrics::Encoding::kIdentity,
+            scrape.protobuf ? metrics::Metrics::Format::kProtobuf
+                            : metrics::Metrics::Format::kText));
       }
       resp.shared_body = body;
+      resp.varies_by_accept = true;
       if (scrape.gzip) resp.content_encoding = "gzip";
     } catch (const std::exception& e) {
       spdlog::error("http: /metrics failed: {}", e.what());

@@ -68,7 +68,7 @@ class ControlLoop {
   // /metrics. Scrapes that wait together are answered from one body per encoding (two
   // Prometheus replicas, or a burst of clients, cost one serialization, and their responses
   // share its memory).
-  void QueueScrape(bool gzip, responders::HttpRespond respond);
+  void QueueScrape(bool gzip, bool protobuf, responders::HttpRespond respond);
   void ServeScrapes();
   // RouteControl, with an exception turned into a 500.
   responders::HttpResponse RouteControlGuarded(const responders::HttpRequest& req,
@@ -99,6 +99,7 @@ class ControlLoop {
   KubernetesWatches watches_;
   struct PendingScrape {
     bool gzip;
+    bool protobuf;
     responders::HttpRespond respond;
   };
   std::vector<PendingScrape> pending_scrapes_;

@@ -8,6 +8,7 @@
 
 #include "exporter/metrics/exposition.h"
 #include "exporter/metrics/process.h"
+#include "exporter/metrics/protobuf.h"
 #include "exporter/runtime/loop_role.h"
 #include "podnet/version.h"
 
@@ -182,14 +183,20 @@ class Body {
 
 }  // namespace
 
-std::string Metrics::Serialize(Encoding encoding) const {
+std::string Metrics::Serialize(Encoding encoding, Format format) const {
   PODNET_DCHECK_NOT_LOOP(kResponder);  // a scrape must never delay what peers time
   auto families = registry_->Collect();
   for (auto& f : CollectProcessMetrics()) families.push_back(std::move(f));
-  Body buf(encoding, last_size_.load(std::memory_order_relaxed));
-  TextWriter([&buf](std::string_view piece) { buf.Append(piece); }).Write(families);
+  auto& last_size = last_size_[format == Format::kProtobuf];
+  Body buf(encoding, last_size.load(std::memory_order_relaxed));
+  auto sink = [&buf](std::string_view piece) { buf.Append(piece); };
+  if (format == Format::kProtobuf) {
+    ProtobufWriter(sink).Write(families);
+  } else {
+    TextWriter(sink).Write(families);
+  }
   std::string body = buf.Finish();
-  if (encoding == Encoding::kIdentity) last_size_.store(body.size(), std::memory_order_relaxed);
+  if (encoding == Encoding::kIdentity) last_size.store(body.size(), std::memory_order_relaxed);
   return body;
 }
 

@@ -142,6 +142,8 @@ class Metrics {
 
   /// How a /metrics body is encoded (HTTP Content-Encoding).
   enum class Encoding { kIdentity, kGzip };
+  /// The exposition format of a /metrics body (negotiated by the scraper's Accept).
+  enum class Format { kText, kProtobuf };
 
   /// The text exposition format (version 0.0.4) of everything registered plus the standard
   /// process_* metrics (process.h): prometheus-cpp's Collect, written by TextWriter
@@ -149,7 +151,10 @@ class Metrics {
   /// lines straight into the body, so no second full copy of the text exists. kGzip: the body
   /// is one gzip member (RFC 1952, zlib level 1, the text never held whole); kIdentity: the
   /// text, in one string reserved at the previous scrape's size. Never on the responder loop.
-  std::string Serialize(Encoding encoding = Encoding::kIdentity) const;
+  /// kProtobuf: the same families in the protobuf exposition format instead (protobuf.h:
+  /// delimited io.prometheus.client.MetricFamily messages), gzip or not the same way.
+  std::string Serialize(Encoding encoding = Encoding::kIdentity,
+                        Format format = Format::kText) const;
 
   /// The users of each series, for every SeriesSet fed from this registry.
   const std::shared_ptr<SeriesRefs>& series_refs() { return series_refs_; }
@@ -170,7 +175,8 @@ class Metrics {
   std::set<std::string, std::less<>> families_off_;
   std::map<std::string, bool, std::less<>> declared_;
   std::shared_ptr<SeriesRefs> series_refs_ = std::make_shared<SeriesRefs>();
-  mutable std::atomic<std::size_t> last_size_{0};  // of the last identity body (bytes)
+  // Of the last identity body (bytes), per Format.
+  mutable std::atomic<std::size_t> last_size_[2] = {0, 0};
   prometheus::Gauge* reload_successful_;
   prometheus::Gauge* reload_success_timestamp_;
   prometheus::Family<prometheus::Gauge>* peers_;

@@ -325,12 +325,36 @@ class HttpServer::Impl : public std::enable_shared_from_this<Impl> {
   std::vector<std::pair<std::string, std::string>> response_headers_;
 };
 
+namespace {
+
+std::string_view TrimOws(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// A qvalue (RFC 9110 §12.4.2) in thousandths: ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] );
+// -1 when malformed.
+int QValue(std::string_view q) {
+  if (q.empty() || (q[0] != '0' && q[0] != '1')) return -1;
+  int whole = q[0] - '0';
+  if (q.size() == 1) return whole * 1000;
+  if (q[1] != '.' || q.size() > 5) return -1;
+  int frac = 0;
+  int scale = 100;
+  for (char c : q.substr(2)) {
+    if (c < '0' || c > '9') return -1;
+    frac += (c - '0') * scale;
+    scale /= 10;
+  }
+  if (whole == 1 && frac != 0) return -1;
+  return whole * 1000 + frac;
+}
+
+}  // namespace
+
 bool AcceptsGzip(std::string_view value) {
-  auto trim = [](std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-  };
+  auto trim = TrimOws;
   while (!value.empty()) {  // bounded: each round removes one element
     std::size_t comma = value.find(',');
     std::string_view element = value.substr(0, comma);
@@ -347,6 +371,47 @@ bool AcceptsGzip(std::string_view value) {
     return q.find_first_of("123456789") != std::string_view::npos;
   }
   return false;
+}
+
+bool AcceptsProtobuf(std::string_view value) {
+  int protobuf_q = 0;  // thousandths; 0: not asked for
+  int text_q = 0;
+  while (!value.empty()) {  // bounded: each round removes one element
+    std::size_t comma = value.find(',');
+    std::string_view element = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    std::size_t semi = element.find(';');
+    std::string_view type = TrimOws(element.substr(0, semi));
+    std::string_view params =
+        semi == std::string_view::npos ? std::string_view{} : element.substr(semi + 1);
+    int q = 1000;
+    bool proto = false;
+    bool delimited = false;
+    while (!params.empty()) {  // bounded: each round removes one parameter
+      std::size_t next = params.find(';');
+      std::string_view param = TrimOws(params.substr(0, next));
+      params = next == std::string_view::npos ? std::string_view{} : params.substr(next + 1);
+      std::size_t eq = param.find('=');
+      if (eq == std::string_view::npos) continue;
+      std::string_view name = TrimOws(param.substr(0, eq));
+      std::string_view v = TrimOws(param.substr(eq + 1));
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      if (IEquals(name, "q")) {
+        q = QValue(v);
+      } else if (IEquals(name, "proto")) {
+        proto = v == "io.prometheus.client.MetricFamily";
+      } else if (IEquals(name, "encoding")) {
+        delimited = IEquals(v, "delimited");
+      }
+    }
+    if (q < 0) continue;  // a malformed q-value: the element is left out
+    if (IEquals(type, "application/vnd.google.protobuf")) {
+      if (proto && delimited) protobuf_q = std::max(protobuf_q, q);
+    } else if (IEquals(type, "text/plain") || IEquals(type, "text/*") || IEquals(type, "*/*")) {
+      text_q = std::max(text_q, q);
+    }
+  }
+  return protobuf_q > 0 && protobuf_q >= text_q;
 }
 
 namespace {
@@ -611,6 +676,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                   OriginForm(View(req.target())),
                   req.body(),
                   AcceptsGzip(View(accept_encoding)),
+                  AcceptsProtobuf(View(req[http::field::accept])),
                   kTls,
                   std::string(View(req[http::field::authorization])),
                   remote_};
@@ -670,6 +736,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (!resp.content_encoding.empty()) {
       h.set(http::field::content_encoding, resp.content_encoding);
       h.set(http::field::vary, "Accept-Encoding");
+    }
+    if (resp.varies_by_accept) {
+      h.set(http::field::vary,
+            resp.content_encoding.empty() ? "Accept" : "Accept, Accept-Encoding");
     }
     for (const auto& [name, value] : server_->response_headers()) h.insert(name, value);
     for (auto& [name, value] : resp.headers) h.insert(name, value);

@@ -29,6 +29,7 @@ struct HttpRequest {
                        // ("http://host:port/metrics", RFC 9112 §3.2.2) arrives as its path
   std::string body;
   bool accepts_gzip = false;        // Accept-Encoding names gzip (or x-gzip) with a q-value above 0
+  bool accepts_protobuf = false;    // Accept prefers Prometheus' protobuf format (AcceptsProtobuf)
   bool tls = false;                 // it came over TLS (HttpServer::EnableTls)
   std::string authorization;        // the Authorization header field's value, "" when absent
   boost::asio::ip::address remote;  // the client's address, as the socket gives it
@@ -52,6 +53,8 @@ struct HttpResponse {
   /// When set, the body instead of `body`: one text several responses share (one /metrics
   /// body for scrapes that came together), held until the last of them is written.
   std::shared_ptr<const std::string> shared_body;
+  /// The handler chose the body's format by the request's Accept (/metrics): Vary names it.
+  bool varies_by_accept = false;
   /// Further header fields (Retry-After, ...), sent as given after the server's own.
   std::vector<std::pair<std::string, std::string>> headers;
 };
@@ -59,6 +62,13 @@ struct HttpResponse {
 /// Whether an Accept-Encoding field value (RFC 9110 §12.5.3) accepts gzip: "gzip" or "x-gzip"
 /// listed with no q-value or q > 0 ("gzip;q=0" refuses it). "*" is not taken as gzip.
 bool AcceptsGzip(std::string_view accept_encoding);
+
+/// Whether an Accept field value (RFC 9110 §12.5.1) asks for Prometheus' protobuf exposition
+/// format rather than the text one: `application/vnd.google.protobuf` with the parameters
+/// `proto=io.prometheus.client.MetricFamily` and `encoding=delimited` listed with q > 0 and a
+/// q-value at least that of every range the text format matches (text/plain, text/*, */*).
+/// Anything else, a malformed value or an empty one included, is the text format.
+bool AcceptsProtobuf(std::string_view accept);
 
 /// Answers a request on the server's loop.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/unit/testing/gzip.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::metrics {
@@ -258,24 +259,7 @@ TEST(MetricsTest, BuildInfoInExposition) {
   EXPECT_NE(text.find("podnet_build_info{revision=\""), std::string::npos) << text;
 }
 
-// Inflates one gzip member (RFC 1952), or returns "" on any zlib error.
-std::string Gunzip(const std::string& in) {
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 16) != Z_OK) return "";
-  std::string out;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  int rc = Z_OK;
-  for (int round = 0; round < 100000 && rc == Z_OK; ++round) {
-    char buf[65536];
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - z.avail_out);
-  }
-  inflateEnd(&z);
-  return rc == Z_STREAM_END && z.avail_in == 0 ? out : "";
-}
+using testing::Gunzip;
 
 // A registry whose text is many 64 KiB chunks long, with a histogram whose bounds print long
 // (8e-05 comes out of the library as 8.000000000000001e-05).

@@ -210,6 +210,13 @@ class HttpServerTest : public ::testing::Test {
       if (r.accepts_gzip) resp.content_encoding = "gzip";
       return resp;
     }
+    if (r.target == "/negotiated") {  // as /metrics does: the format by Accept, Vary says so
+      HttpResponse resp{200, r.accepts_protobuf ? "application/vnd.google.protobuf" : "text/plain",
+                        r.accepts_protobuf ? "as protobuf" : "as text"};
+      if (r.accepts_gzip) resp.content_encoding = "gzip";
+      resp.varies_by_accept = true;
+      return resp;
+    }
     if (r.target == "/big") return {200, "text/plain", std::string(big_bytes_, 'm')};
     if (r.method == "POST") return {201, "text/plain", "got " + std::to_string(r.body.size())};
     return {200, "text/plain; charset=utf-8", "hello " + r.method + " " + r.target};
@@ -253,6 +260,71 @@ TEST(AcceptsGzipTest, Table) {
                                          {"gzipper", false},
                                          {"br, gzip;q=0, deflate", false}}) {
     EXPECT_EQ(AcceptsGzip(c.value), c.gzip) << c.value;
+  }
+}
+
+TEST(AcceptsProtobufTest, Table) {
+  struct Case {
+    const char* value;
+    bool protobuf;
+  };
+  const std::string pb =
+      "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+      "encoding=delimited";
+  // What Prometheus sends: 2.42 with --enable-feature=native-histograms, and without.
+  const std::string prometheus_native =
+      pb +
+      ",application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;"
+      "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+  const std::string prometheus_plain =
+      "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+      "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+  const std::string with_q = pb + ";q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.1";
+  const std::string spaced =
+      "text/plain; q=0.2, Application/Vnd.Google.Protobuf ; proto=\"io.prometheus.client."
+      "MetricFamily\" ; encoding=DELIMITED ; q=0.5";
+  for (const Case& c : std::vector<Case>{
+           {pb.c_str(), true},
+           {prometheus_native.c_str(), true},
+           {prometheus_plain.c_str(), false},
+           {with_q.c_str(), true},
+           {spaced.c_str(), true},
+           {"", false},
+           {"*/*", false},
+           {"text/plain", false},
+           {"application/vnd.google.protobuf", false},  // no proto, no encoding
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily", false},
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=text",
+            false},
+           {"application/vnd.google.protobuf;proto=other.Message;encoding=delimited", false},
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=0",
+            false},
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=0.5,text/plain;q=0.6",
+            false},
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=0.5,*/*",
+            false},
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=0.5,text/plain;q=0.5",
+            true},  // a tie: the format asked for by name
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=2",
+            false},  // malformed q-values leave the element out
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=0.12345",
+            false},
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=1.001",
+            false},
+           {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=",
+            false},
+           {";;;,,,;=;q=,=", false},
+       }) {
+    EXPECT_EQ(AcceptsProtobuf(c.value), c.protobuf) << c.value;
   }
 }
 
@@ -322,6 +394,30 @@ TEST_F(HttpServerTest, ContentEncodingFromTheHandlerAndAcceptEncodingToIt) {
   EXPECT_EQ(plain->body, "as is");
   EXPECT_EQ(plain->headers.count("content-encoding"), 0u);
   EXPECT_EQ(plain->headers.count("vary"), 0u);
+  c.Close();
+}
+
+TEST_F(HttpServerTest, AcceptReachesTheHandlerAndVaryNamesIt) {
+  Start();
+  Conn c(port_);
+  ASSERT_TRUE(c.connected());
+  auto pb = c.RoundTrip(Get("/negotiated",
+                            "Accept: application/vnd.google.protobuf;proto=io.prometheus.client."
+                            "MetricFamily;encoding=delimited;q=0.7,text/plain;q=0.3\r\n"
+                            "Accept-Encoding: gzip\r\n"));
+  ASSERT_TRUE(pb.has_value());
+  EXPECT_EQ(pb->body, "as protobuf");
+  EXPECT_EQ(pb->headers["content-encoding"], "gzip");
+  EXPECT_EQ(pb->headers["vary"], "Accept, Accept-Encoding");
+  ASSERT_TRUE(c.Send(Get("/negotiated", "Accept: text/plain\r\n")));
+  auto text = c.Read();
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(text->body, "as text");
+  EXPECT_EQ(text->headers["vary"], "Accept");
+  ASSERT_TRUE(c.Send(Get("/negotiated", "Accept: application/vnd.google.protobuf;;q=x\r\n")));
+  auto bad = c.Read();
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->body, "as text");
   c.Close();
 }
 

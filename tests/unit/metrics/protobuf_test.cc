@@ -1,0 +1,250 @@
+#include "exporter/metrics/protobuf.h"
+
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/delimited_message_util.h>
+#include <gtest/gtest.h>
+#include <io/prometheus/client/metrics.pb.h>
+
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "exporter/metrics/exposition.h"
+#include "exporter/metrics/metrics.h"
+#include "tests/unit/testing/gzip.h"
+#include "tests/unit/testing/metric_families.h"
+
+namespace podnet::metrics {
+namespace {
+
+namespace pb = io::prometheus::client;
+
+// Reads a delimited stream back with libprotobuf; fails the test on a broken stream.
+std::vector<pb::MetricFamily> Parse(const std::string& bytes) {
+  std::vector<pb::MetricFamily> out;
+  google::protobuf::io::ArrayInputStream in(bytes.data(), static_cast<int>(bytes.size()));
+  for (std::size_t i = 0; i <= bytes.size(); ++i) {  // bounded: a message takes >= 1 byte
+    pb::MetricFamily f;
+    bool clean_eof = false;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&f, &in, &clean_eof)) {
+      EXPECT_TRUE(clean_eof) << "broken stream after " << out.size() << " families";
+      break;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::string Written(const std::vector<prometheus::MetricFamily>& families, std::size_t chunk,
+                    int* pieces = nullptr) {
+  std::string out;
+  int n = 0;
+  ProtobufWriter w(
+      [&](std::string_view piece) {
+        EXPECT_FALSE(piece.empty());
+        // Each piece holds whole messages: it parses alone.
+        std::string alone(piece);
+        EXPECT_FALSE(Parse(alone).empty());
+        out.append(piece);
+        ++n;
+      },
+      chunk);
+  w.Write(families);
+  if (pieces) *pieces = n;
+  return out;
+}
+
+// NaN equals NaN here: the value must come through bit for bit as a double.
+void ExpectSame(double want, double got, const std::string& where) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << where;
+  } else {
+    EXPECT_EQ(want, got) << where;
+  }
+}
+
+// The type each family has in the text exposition of the same families ("# TYPE name type").
+std::map<std::string, std::string> TextTypes(const std::vector<prometheus::MetricFamily>& fs) {
+  std::string text;
+  TextWriter([&](std::string_view piece) { text.append(piece); }).Write(fs);
+  std::map<std::string, std::string> types;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) != 0) continue;
+    std::size_t space = line.find(' ', 7);
+    types[line.substr(7, space - 7)] = line.substr(space + 1);
+  }
+  return types;
+}
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Every family, series, label and value of `got` against the prometheus-cpp input.
+void ExpectEqual(const std::vector<prometheus::MetricFamily>& want,
+                 const std::vector<pb::MetricFamily>& got) {
+  ASSERT_EQ(got.size(), want.size());
+  auto text_types = TextTypes(want);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const auto& w = want[i];
+    const auto& g = got[i];
+    EXPECT_EQ(g.name(), w.name);
+    EXPECT_EQ(g.help(), w.help);
+    EXPECT_EQ(g.has_help(), !w.help.empty()) << w.name;
+    EXPECT_EQ(Lower(pb::MetricType_Name(g.type())), text_types[w.name]) << w.name;
+    ASSERT_EQ(static_cast<std::size_t>(g.metric_size()), w.metric.size()) << w.name;
+    for (std::size_t j = 0; j < w.metric.size(); ++j) {
+      const auto& wm = w.metric[j];
+      const auto& gm = g.metric(static_cast<int>(j));
+      std::string where = w.name + " series " + std::to_string(j);
+      ASSERT_EQ(static_cast<std::size_t>(gm.label_size()), wm.label.size()) << where;
+      for (std::size_t k = 0; k < wm.label.size(); ++k) {
+        EXPECT_EQ(gm.label(static_cast<int>(k)).name(), wm.label[k].name) << where;
+        EXPECT_EQ(gm.label(static_cast<int>(k)).value(), wm.label[k].value) << where;
+      }
+      EXPECT_EQ(gm.timestamp_ms(), wm.timestamp_ms) << where;
+      EXPECT_EQ(gm.has_timestamp_ms(), wm.timestamp_ms != 0) << where;
+      switch (w.type) {
+        case prometheus::MetricType::Counter:
+          ASSERT_TRUE(gm.has_counter()) << where;
+          ExpectSame(wm.counter.value, gm.counter().value(), where);
+          break;
+        case prometheus::MetricType::Gauge:
+          ASSERT_TRUE(gm.has_gauge()) << where;
+          ExpectSame(wm.gauge.value, gm.gauge().value(), where);
+          break;
+        case prometheus::MetricType::Summary: {
+          ASSERT_TRUE(gm.has_summary()) << where;
+          const auto& s = gm.summary();
+          EXPECT_EQ(s.sample_count(), wm.summary.sample_count) << where;
+          ExpectSame(wm.summary.sample_sum, s.sample_sum(), where);
+          ASSERT_EQ(static_cast<std::size_t>(s.quantile_size()), wm.summary.quantile.size());
+          for (std::size_t k = 0; k < wm.summary.quantile.size(); ++k) {
+            EXPECT_EQ(s.quantile(static_cast<int>(k)).quantile(), wm.summary.quantile[k].quantile);
+            ExpectSame(wm.summary.quantile[k].value, s.quantile(static_cast<int>(k)).value(),
+                       where);
+          }
+          break;
+        }
+        case prometheus::MetricType::Histogram: {
+          ASSERT_TRUE(gm.has_histogram()) << where;
+          const auto& h = gm.histogram();
+          EXPECT_EQ(h.sample_count(), wm.histogram.sample_count) << where;
+          ExpectSame(wm.histogram.sample_sum, h.sample_sum(), where);
+          // The finite buckets, in order; +Inf left out (its count is sample_count).
+          std::vector<prometheus::ClientMetric::Bucket> finite;
+          for (const auto& b : wm.histogram.bucket) {
+            if (b.upper_bound != std::numeric_limits<double>::infinity()) {
+              finite.push_back(b);
+            } else {
+              EXPECT_EQ(b.cumulative_count, h.sample_count()) << where;
+            }
+          }
+          ASSERT_EQ(static_cast<std::size_t>(h.bucket_size()), finite.size()) << where;
+          for (std::size_t k = 0; k < finite.size(); ++k) {
+            EXPECT_EQ(h.bucket(static_cast<int>(k)).upper_bound(), finite[k].upper_bound);
+            EXPECT_EQ(h.bucket(static_cast<int>(k)).cumulative_count(),
+                      finite[k].cumulative_count)
+                << where;
+          }
+          // No native-histogram field yet: the scraper takes it for a classic histogram.
+          EXPECT_FALSE(h.has_schema()) << where;
+          EXPECT_EQ(h.positive_span_size() + h.negative_span_size(), 0) << where;
+          EXPECT_FALSE(h.has_zero_threshold()) << where;
+          break;
+        }
+        default:
+          ASSERT_TRUE(gm.has_untyped()) << where;
+          ExpectSame(wm.untyped.value, gm.untyped().value(), where);
+          break;
+      }
+    }
+  }
+}
+
+TEST(ProtobufTest, EveryFamilyReadsBackAsCollected) {
+  auto families = testing::EveryMetricType();
+  ASSERT_EQ(families.size(), 5u) << "the fixture holds every metric type";
+  std::string bytes = Written(families, 64 * 1024);
+  ExpectEqual(families, Parse(bytes));
+  // A 1-byte chunk: one piece per family, and the same bytes.
+  int pieces = 0;
+  EXPECT_EQ(Written(families, 1, &pieces), bytes);
+  EXPECT_EQ(pieces, static_cast<int>(families.size()));
+}
+
+TEST(ProtobufTest, CounterKeepsItsRegisteredName) {
+  // client_golang and Prometheus' protobuf parser: a counter family is named as registered,
+  // `_total` included; the series' name is the family's.
+  auto got = Parse(Written(testing::EveryMetricType(), 64 * 1024));
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].name(), "fx_total");
+  EXPECT_EQ(got[0].type(), pb::COUNTER);
+}
+
+TEST(ProtobufTest, EmptyInputIsEmptyBody) {
+  EXPECT_TRUE(Written({}, 64 * 1024).empty());
+}
+
+// The sample lines of a text exposition, by family: what a text scrape gives the scraper.
+std::size_t TextSamples(const std::string& text) {
+  std::istringstream in(text);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty() && line[0] != '#';
+  return n;
+}
+
+// The samples a scraper makes of the protobuf families (a histogram: count, sum, each finite
+// bucket and +Inf; a summary: count, sum, each quantile).
+std::size_t ProtobufSamples(const std::vector<pb::MetricFamily>& families) {
+  std::size_t n = 0;
+  for (const auto& f : families) {
+    for (const auto& m : f.metric()) {
+      if (f.type() == pb::HISTOGRAM) {
+        n += 3 + static_cast<std::size_t>(m.histogram().bucket_size());
+      } else if (f.type() == pb::SUMMARY) {
+        n += 2 + static_cast<std::size_t>(m.summary().quantile_size());
+      } else {
+        n += 1;
+      }
+    }
+  }
+  return n;
+}
+
+TEST(ProtobufTest, MetricsServesTheSameSeriesAsText) {
+  Metrics m;
+  auto& h = prometheus::BuildHistogram().Name("podnet_test_seconds").Help("T.").Register(
+      m.registry());
+  for (int i = 0; i < 50; ++i) {
+    h.Add({{"peer", "p" + std::to_string(i)}}, prometheus::Histogram::BucketBoundaries{0.001, 0.1})
+        .Observe(i * 0.01);
+  }
+  std::string text = m.Serialize();
+  std::string proto = m.Serialize(Metrics::Encoding::kIdentity, Metrics::Format::kProtobuf);
+  auto families = Parse(proto);
+  ASSERT_FALSE(families.empty());
+  EXPECT_EQ(ProtobufSamples(families), TextSamples(text));
+  // Each family of the text is in the protobuf, with its type.
+  for (const auto& f : families) {
+    EXPECT_NE(text.find("# TYPE " + f.name() + " "), std::string::npos) << f.name();
+  }
+  // gzip: the same messages compressed (process_* values may move between two collects).
+  std::string gz = m.Serialize(Metrics::Encoding::kGzip, Metrics::Format::kProtobuf);
+  ASSERT_GE(gz.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);
+  auto unzipped = Parse(testing::Gunzip(gz));
+  ASSERT_EQ(unzipped.size(), families.size());
+  for (std::size_t i = 0; i < families.size(); ++i) {
+    EXPECT_EQ(unzipped[i].name(), families[i].name());
+    EXPECT_EQ(unzipped[i].metric_size(), families[i].metric_size());
+  }
+}
+
+}  // namespace
+}  // namespace podnet::metrics
