@@ -148,8 +148,7 @@ void ExpectEqual(const std::vector<prometheus::MetricFamily>& want,
           ASSERT_EQ(static_cast<std::size_t>(h.bucket_size()), finite.size()) << where;
           for (std::size_t k = 0; k < finite.size(); ++k) {
             EXPECT_EQ(h.bucket(static_cast<int>(k)).upper_bound(), finite[k].upper_bound);
-            EXPECT_EQ(h.bucket(static_cast<int>(k)).cumulative_count(),
-                      finite[k].cumulative_count)
+            EXPECT_EQ(h.bucket(static_cast<int>(k)).cumulative_count(), finite[k].cumulative_count)
                 << where;
           }
           // No native-histogram field yet: the scraper takes it for a classic histogram.
@@ -187,9 +186,7 @@ TEST(ProtobufTest, CounterKeepsItsRegisteredName) {
   EXPECT_EQ(got[0].type(), pb::COUNTER);
 }
 
-TEST(ProtobufTest, EmptyInputIsEmptyBody) {
-  EXPECT_TRUE(Written({}, 64 * 1024).empty());
-}
+TEST(ProtobufTest, EmptyInputIsEmptyBody) { EXPECT_TRUE(Written({}, 64 * 1024).empty()); }
 
 // The sample lines of a text exposition, by family: what a text scrape gives the scraper.
 std::size_t TextSamples(const std::string& text) {
@@ -219,8 +216,8 @@ std::size_t ProtobufSamples(const std::vector<pb::MetricFamily>& families) {
 
 TEST(ProtobufTest, MetricsServesTheSameSeriesAsText) {
   Metrics m;
-  auto& h = prometheus::BuildHistogram().Name("podnet_test_seconds").Help("T.").Register(
-      m.registry());
+  auto& h =
+      prometheus::BuildHistogram().Name("podnet_test_seconds").Help("T.").Register(m.registry());
   for (int i = 0; i < 50; ++i) {
     h.Add({{"peer", "p" + std::to_string(i)}}, prometheus::Histogram::BucketBoundaries{0.001, 0.1})
         .Observe(i * 0.01);
