@@ -12,7 +12,7 @@ namespace {
 
 namespace pb = io::prometheus::client;
 
-pb::MetricType Type(prometheus::MetricType t) {
+pb::MetricType ProtobufType(prometheus::MetricType t) {
   switch (t) {
     case prometheus::MetricType::Counter:
       return pb::COUNTER;
@@ -30,7 +30,8 @@ pb::MetricType Type(prometheus::MetricType t) {
 
 // One series. The native-histogram fields (schema, spans, deltas) are for a later step; a
 // histogram without them is a classic one to the scraper.
-void Series(const prometheus::MetricFamily& f, const prometheus::ClientMetric& m, pb::Metric* out) {
+void AddSeries(const prometheus::MetricFamily& f, const prometheus::ClientMetric& m,
+               pb::Metric* out) {
   for (const auto& l : m.label) {
     auto* p = out->add_label();
     p->set_name(l.name);
@@ -87,8 +88,8 @@ void ProtobufWriter::Write(const std::vector<prometheus::MetricFamily>& families
     msg.Clear();
     msg.set_name(f.name);
     if (!f.help.empty()) msg.set_help(f.help);
-    msg.set_type(Type(f.type));
-    for (const auto& m : f.metric) Series(f, m, msg.add_metric());
+    msg.set_type(ProtobufType(f.type));
+    for (const auto& m : f.metric) AddSeries(f, m, msg.add_metric());
     // Appends to buf_; the coded stream inside trims buf_ to what it wrote when it ends.
     google::protobuf::io::StringOutputStream out(&buf_);
     if (!google::protobuf::util::SerializeDelimitedToZeroCopyStream(msg, &out)) {

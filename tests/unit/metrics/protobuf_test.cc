@@ -23,7 +23,7 @@ namespace {
 namespace pb = io::prometheus::client;
 
 // Reads a delimited stream back with libprotobuf; fails the test on a broken stream.
-std::vector<pb::MetricFamily> Parse(const std::string& bytes) {
+std::vector<pb::MetricFamily> ParseDelimited(const std::string& bytes) {
   std::vector<pb::MetricFamily> out;
   google::protobuf::io::ArrayInputStream in(bytes.data(), static_cast<int>(bytes.size()));
   for (std::size_t i = 0; i <= bytes.size(); ++i) {  // bounded: a message takes >= 1 byte
@@ -38,8 +38,8 @@ std::vector<pb::MetricFamily> Parse(const std::string& bytes) {
   return out;
 }
 
-std::string Written(const std::vector<prometheus::MetricFamily>& families, std::size_t chunk,
-                    int* pieces = nullptr) {
+std::string WrittenProtobuf(const std::vector<prometheus::MetricFamily>& families,
+                            std::size_t chunk, int* pieces = nullptr) {
   std::string out;
   int n = 0;
   ProtobufWriter w(
@@ -47,7 +47,7 @@ std::string Written(const std::vector<prometheus::MetricFamily>& families, std::
         EXPECT_FALSE(piece.empty());
         // Each piece holds whole messages: it parses alone.
         std::string alone(piece);
-        EXPECT_FALSE(Parse(alone).empty());
+        EXPECT_FALSE(ParseDelimited(alone).empty());
         out.append(piece);
         ++n;
       },
@@ -58,7 +58,7 @@ std::string Written(const std::vector<prometheus::MetricFamily>& families, std::
 }
 
 // NaN equals NaN here: the value must come through bit for bit as a double.
-void ExpectSame(double want, double got, const std::string& where) {
+void ExpectSameDouble(double want, double got, const std::string& where) {
   if (std::isnan(want)) {
     EXPECT_TRUE(std::isnan(got)) << where;
   } else {
@@ -67,7 +67,7 @@ void ExpectSame(double want, double got, const std::string& where) {
 }
 
 // The type each family has in the text exposition of the same families ("# TYPE name type").
-std::map<std::string, std::string> TextTypes(const std::vector<prometheus::MetricFamily>& fs) {
+std::map<std::string, std::string> TextTypesOf(const std::vector<prometheus::MetricFamily>& fs) {
   std::string text;
   TextWriter([&](std::string_view piece) { text.append(piece); }).Write(fs);
   std::map<std::string, std::string> types;
@@ -80,23 +80,23 @@ std::map<std::string, std::string> TextTypes(const std::vector<prometheus::Metri
   return types;
 }
 
-std::string Lower(std::string s) {
+std::string LowerCase(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
 // Every family, series, label and value of `got` against the prometheus-cpp input.
-void ExpectEqual(const std::vector<prometheus::MetricFamily>& want,
-                 const std::vector<pb::MetricFamily>& got) {
+void ExpectEqualFamilies(const std::vector<prometheus::MetricFamily>& want,
+                         const std::vector<pb::MetricFamily>& got) {
   ASSERT_EQ(got.size(), want.size());
-  auto text_types = TextTypes(want);
+  auto text_types = TextTypesOf(want);
   for (std::size_t i = 0; i < want.size(); ++i) {
     const auto& w = want[i];
     const auto& g = got[i];
     EXPECT_EQ(g.name(), w.name);
     EXPECT_EQ(g.help(), w.help);
     EXPECT_EQ(g.has_help(), !w.help.empty()) << w.name;
-    EXPECT_EQ(Lower(pb::MetricType_Name(g.type())), text_types[w.name]) << w.name;
+    EXPECT_EQ(LowerCase(pb::MetricType_Name(g.type())), text_types[w.name]) << w.name;
     ASSERT_EQ(static_cast<std::size_t>(g.metric_size()), w.metric.size()) << w.name;
     for (std::size_t j = 0; j < w.metric.size(); ++j) {
       const auto& wm = w.metric[j];
@@ -112,22 +112,22 @@ void ExpectEqual(const std::vector<prometheus::MetricFamily>& want,
       switch (w.type) {
         case prometheus::MetricType::Counter:
           ASSERT_TRUE(gm.has_counter()) << where;
-          ExpectSame(wm.counter.value, gm.counter().value(), where);
+          ExpectSameDouble(wm.counter.value, gm.counter().value(), where);
           break;
         case prometheus::MetricType::Gauge:
           ASSERT_TRUE(gm.has_gauge()) << where;
-          ExpectSame(wm.gauge.value, gm.gauge().value(), where);
+          ExpectSameDouble(wm.gauge.value, gm.gauge().value(), where);
           break;
         case prometheus::MetricType::Summary: {
           ASSERT_TRUE(gm.has_summary()) << where;
           const auto& s = gm.summary();
           EXPECT_EQ(s.sample_count(), wm.summary.sample_count) << where;
-          ExpectSame(wm.summary.sample_sum, s.sample_sum(), where);
+          ExpectSameDouble(wm.summary.sample_sum, s.sample_sum(), where);
           ASSERT_EQ(static_cast<std::size_t>(s.quantile_size()), wm.summary.quantile.size());
           for (std::size_t k = 0; k < wm.summary.quantile.size(); ++k) {
             EXPECT_EQ(s.quantile(static_cast<int>(k)).quantile(), wm.summary.quantile[k].quantile);
-            ExpectSame(wm.summary.quantile[k].value, s.quantile(static_cast<int>(k)).value(),
-                       where);
+            ExpectSameDouble(wm.summary.quantile[k].value, s.quantile(static_cast<int>(k)).value(),
+                             where);
           }
           break;
         }
@@ -135,7 +135,7 @@ void ExpectEqual(const std::vector<prometheus::MetricFamily>& want,
           ASSERT_TRUE(gm.has_histogram()) << where;
           const auto& h = gm.histogram();
           EXPECT_EQ(h.sample_count(), wm.histogram.sample_count) << where;
-          ExpectSame(wm.histogram.sample_sum, h.sample_sum(), where);
+          ExpectSameDouble(wm.histogram.sample_sum, h.sample_sum(), where);
           // The finite buckets, in order; +Inf left out (its count is sample_count).
           std::vector<prometheus::ClientMetric::Bucket> finite;
           for (const auto& b : wm.histogram.bucket) {
@@ -159,7 +159,7 @@ void ExpectEqual(const std::vector<prometheus::MetricFamily>& want,
         }
         default:
           ASSERT_TRUE(gm.has_untyped()) << where;
-          ExpectSame(wm.untyped.value, gm.untyped().value(), where);
+          ExpectSameDouble(wm.untyped.value, gm.untyped().value(), where);
           break;
       }
     }
@@ -169,27 +169,27 @@ void ExpectEqual(const std::vector<prometheus::MetricFamily>& want,
 TEST(ProtobufTest, EveryFamilyReadsBackAsCollected) {
   auto families = testing::EveryMetricType();
   ASSERT_EQ(families.size(), 5u) << "the fixture holds every metric type";
-  std::string bytes = Written(families, 64 * 1024);
-  ExpectEqual(families, Parse(bytes));
+  std::string bytes = WrittenProtobuf(families, 64 * 1024);
+  ExpectEqualFamilies(families, ParseDelimited(bytes));
   // A 1-byte chunk: one piece per family, and the same bytes.
   int pieces = 0;
-  EXPECT_EQ(Written(families, 1, &pieces), bytes);
+  EXPECT_EQ(WrittenProtobuf(families, 1, &pieces), bytes);
   EXPECT_EQ(pieces, static_cast<int>(families.size()));
 }
 
 TEST(ProtobufTest, CounterKeepsItsRegisteredName) {
   // client_golang and Prometheus' protobuf parser: a counter family is named as registered,
   // `_total` included; the series' name is the family's.
-  auto got = Parse(Written(testing::EveryMetricType(), 64 * 1024));
+  auto got = ParseDelimited(WrittenProtobuf(testing::EveryMetricType(), 64 * 1024));
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got[0].name(), "fx_total");
   EXPECT_EQ(got[0].type(), pb::COUNTER);
 }
 
-TEST(ProtobufTest, EmptyInputIsEmptyBody) { EXPECT_TRUE(Written({}, 64 * 1024).empty()); }
+TEST(ProtobufTest, EmptyInputIsEmptyBody) { EXPECT_TRUE(WrittenProtobuf({}, 64 * 1024).empty()); }
 
 // The sample lines of a text exposition, by family: what a text scrape gives the scraper.
-std::size_t TextSamples(const std::string& text) {
+std::size_t TextSampleCount(const std::string& text) {
   std::istringstream in(text);
   std::size_t n = 0;
   for (std::string line; std::getline(in, line);) n += !line.empty() && line[0] != '#';
@@ -198,7 +198,7 @@ std::size_t TextSamples(const std::string& text) {
 
 // The samples a scraper makes of the protobuf families (a histogram: count, sum, each finite
 // bucket and +Inf; a summary: count, sum, each quantile).
-std::size_t ProtobufSamples(const std::vector<pb::MetricFamily>& families) {
+std::size_t ProtobufSampleCount(const std::vector<pb::MetricFamily>& families) {
   std::size_t n = 0;
   for (const auto& f : families) {
     for (const auto& m : f.metric()) {
@@ -224,9 +224,9 @@ TEST(ProtobufTest, MetricsServesTheSameSeriesAsText) {
   }
   std::string text = m.Serialize();
   std::string proto = m.Serialize(Metrics::Encoding::kIdentity, Metrics::Format::kProtobuf);
-  auto families = Parse(proto);
+  auto families = ParseDelimited(proto);
   ASSERT_FALSE(families.empty());
-  EXPECT_EQ(ProtobufSamples(families), TextSamples(text));
+  EXPECT_EQ(ProtobufSampleCount(families), TextSampleCount(text));
   // Each family of the text is in the protobuf, with its type.
   for (const auto& f : families) {
     EXPECT_NE(text.find("# TYPE " + f.name() + " "), std::string::npos) << f.name();
@@ -235,7 +235,7 @@ TEST(ProtobufTest, MetricsServesTheSameSeriesAsText) {
   std::string gz = m.Serialize(Metrics::Encoding::kGzip, Metrics::Format::kProtobuf);
   ASSERT_GE(gz.size(), 2u);
   EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);
-  auto unzipped = Parse(testing::Gunzip(gz));
+  auto unzipped = ParseDelimited(testing::Gunzip(gz));
   ASSERT_EQ(unzipped.size(), families.size());
   for (std::size_t i = 0; i < families.size(); ++i) {
     EXPECT_EQ(unzipped[i].name(), families[i].name());
