@@ -8,6 +8,7 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -246,8 +247,10 @@ TEST(ClusterCostTest, ReportSectionRoundTripsAndPrintsSeriesOnlyWhenGiven) {
   run.cluster_cost = in;
   prometheus::Registry none;
   Report r = Build(none.Collect(), run);
-  ASSERT_EQ(r.sections.back().id, "cluster_cost");
-  const Section& s = r.sections.back();
+  auto at = std::find_if(r.sections.begin(), r.sections.end(),
+                         [](const Section& x) { return x.id == "cluster_cost"; });
+  ASSERT_NE(at, r.sections.end());
+  const Section& s = *at;
   double cross_month = 300 * RttRoundBytes(*in.config.rtt) * 360 * 720;
   bool found = false;
   for (const auto& row : s.rows) {
