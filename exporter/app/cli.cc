@@ -198,10 +198,14 @@ std::optional<Options> ParseReport(const std::vector<std::string>& args, std::st
         return std::nullopt;
       }
       o.report.format = it->second;
-    } else if (name == "--baseline") {
-      o.report.baseline = value;
-    } else if (name == "--input") {
-      o.report.input = value;
+    } else if (name == "--baseline" || name == "--input") {
+      // An empty name would read as "no flag": --input= would probe live, --baseline= compare
+      // with nothing, both silently.
+      if (value.empty()) {
+        *error = name + ": empty file name";
+        return std::nullopt;
+      }
+      (name == "--baseline" ? o.report.baseline : o.report.input) = value;
     } else {  // --price-per-gb
       char* end = nullptr;
       double price = std::strtod(value.c_str(), &end);

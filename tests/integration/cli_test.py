@@ -886,6 +886,14 @@ def report_inputs(exe, tmp):
     check(rc == 2 and "--fail-on-change needs --baseline" in err,
           "report --fail-on-change without --baseline: exit 2: rc=%s %s" % (rc, err.strip()))
 
+    # An empty file name is refused, not read as an absent flag (--input= probed live before,
+    # --baseline= compared with nothing).
+    for flag in ("--input", "--baseline"):
+        args = [flag + "="] + ([] if flag == "--input" else ["--input=" + good])
+        rc, out, err, took = report_run(*args)
+        check(rc == 2 and flag + ": empty file name" in err,
+              "report %s=: exit 2, empty file name: rc=%s %s" % (flag, rc, err.strip()[:300]))
+
     fifo = os.path.join(tmp, "report.fifo")
     os.mkfifo(fifo)
     sparse = os.path.join(tmp, "sparse-report.json")
