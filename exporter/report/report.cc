@@ -1,6 +1,7 @@
 #include "exporter/report/report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "exporter/topology/safe_text.h"
 
@@ -843,6 +845,9 @@ Report ReadBody(const json& j) {
     }
     const Layout& layout = LayoutOf(s.id);
     const json& rows = ReadArray(At(js, path, "rows"), Member(path, "rows"));
+    // A key seen twice in one section would print two rows for one thing and make a comparison
+    // ambiguous: refused, naming the second row and the first.
+    std::map<std::vector<std::pair<std::string, std::string>>, std::size_t> seen;
     for (std::size_t k = 0; k < rows.size(); ++k) {
       std::string row_path = Element(Member(path, "rows"), k);
       Row row;
@@ -859,6 +864,11 @@ Report ReadBody(const json& j) {
       for (const auto& [name, jf] : figures.items()) {
         std::string fig_path = Member(Member(row_path, "figures"), name);
         row.figures[ReadText(name, fig_path)] = ReadFigure(jf, fig_path, name);
+      }
+      auto [first, fresh] = seen.emplace(row.key, k);
+      if (!fresh) {
+        throw Invalid{Member(row_path, "key"),
+                      "repeats the key of " + Element(Member(path, "rows"), first->second)};
       }
       s.rows.push_back(std::move(row));
     }
@@ -958,18 +968,19 @@ Report Build(const std::vector<prometheus::MetricFamily>& families, RunInfo run)
 void Compare(Report& report, const Report& baseline) {
   report.compared = true;
   report.baseline_started = baseline.run.started;
+  // One lookup table for the baseline, keyed by section id and row key: a linear search per row
+  // made a comparison of two 80,000-row reports take 52 s. FromJson refuses a repeated key, so
+  // each (section, key) names at most one row; Build() never repeats one either.
+  using RowKey = std::pair<std::string, std::vector<std::pair<std::string, std::string>>>;
+  std::map<RowKey, const Row*> rows;
+  for (const auto& b : baseline.sections) {
+    for (const auto& row : b.rows) rows[{b.id, row.key}] = &row;
+  }
   for (auto& s : report.sections) {
-    const Section* bs = nullptr;
-    for (const auto& b : baseline.sections) {
-      if (b.id == s.id) bs = &b;
-    }
-    if (!bs) continue;
     for (auto& row : s.rows) {
-      const Row* br = nullptr;
-      for (const auto& b : bs->rows) {
-        if (b.key == row.key) br = &b;
-      }
-      if (!br) continue;
+      auto found = rows.find({s.id, row.key});
+      if (found == rows.end()) continue;
+      const Row* br = found->second;
       for (auto& [name, fig] : row.figures) {
         auto it = br->figures.find(name);
         if (it == br->figures.end()) continue;
@@ -1159,23 +1170,76 @@ Table TableOf(const Section& s) {
   return t;
 }
 
+namespace {
+
+// ---- Markdown: every string from outside (a name from Kubernetes or the configuration, or any
+// text of a report read back) is escaped where it lands, so it shows as itself and adds no
+// markup. A report is pasted into tickets and PRs, where raw HTML (an <img> that loads) or a
+// link would act. Two contexts, one rule each (CommonMark 0.31, GFM 0.29):
+//  - Text (table cells, notes, failures, titles): `\` and the punctuation that can open markup
+//    (`*`, `_` except inside a word, `` ` ``, `[`, `]`, `~`, and `|`, which splits a GFM table
+//    cell even in a code span) get a backslash: CommonMark §2.4, any ASCII punctuation may be
+//    backslash-escaped and is then literal. `<`, `>`, `&` become entities (§2.5), so no raw HTML
+//    (§6.6) or autolink (§6.5) starts. `(`, `)`, `!` stay: a link or image needs an unescaped `[`.
+//    An intraword `_` cannot open or close emphasis (§6.2), so same_zone stays readable.
+//  - Code spans (the prober's names): literal inside, no escape applies (§6.1); the fence is one
+//    backtick longer than the longest run inside, padded with a space when the text starts or
+//    ends with a backtick or a space (one space each side is stripped).
+// Control characters were replaced on the way in (topology::SafeText), so no newline remains.
+// The HTML report escapes for HTML instead (report_html.cc).
+std::string MdText(const std::string& text) {
+  static const std::map<char, std::string_view> kEntities = {
+      {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}};
+  auto word = [&](std::size_t i) {
+    return i < text.size() && std::isalnum(static_cast<unsigned char>(text[i]));
+  };
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (auto e = kEntities.find(c); e != kEntities.end()) {
+      out += e->second;
+      continue;
+    }
+    bool intraword = c == '_' && i > 0 && word(i - 1) && word(i + 1);
+    if (std::string_view("\\*_`[]~|").find(c) != std::string_view::npos && !intraword) {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string MdCode(const std::string& text) {
+  std::size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  std::string fence(longest + 1, '`');
+  bool pad = text.empty() || text.front() == '`' || text.back() == '`' || text.front() == ' ' ||
+             text.back() == ' ';
+  return fence + (pad ? " " : "") + text + (pad ? " " : "") + fence;
+}
+
+}  // namespace
+
 std::string ToMarkdown(const Report& r) {
   std::ostringstream out;
   out << "# podnet-exporter report\n\n";
-  if (r.compared) out << "**Verdict:** " << VerdictOf(r).line << "\n\n";
-  out << "Prober `" << r.run.self_name << "` (node `" << r.run.self_node << "`, zone `"
-      << (r.run.self_zone.empty() ? "?" : r.run.self_zone) << "`), podnet-exporter "
-      << r.run.version << ", started " << r.run.started << ", rounds started within "
-      << Fmt(r.run.duration_seconds, 0) << " s.\n";
+  if (r.compared) out << "**Verdict:** " << MdText(VerdictOf(r).line) << "\n\n";
+  out << "Prober " << MdCode(r.run.self_name) << " (node " << MdCode(r.run.self_node) << ", zone "
+      << MdCode(r.run.self_zone.empty() ? "?" : r.run.self_zone) << "), podnet-exporter "
+      << MdText(r.run.version) << ", started " << MdText(r.run.started)
+      << ", rounds started within " << Fmt(r.run.duration_seconds, 0) << " s.\n";
   if (r.compared) {
-    out << "\nAgainst the baseline of " << r.baseline_started
+    out << "\nAgainst the baseline of " << MdText(r.baseline_started)
         << ": each cell shows the change; `!` marks a change larger than the spread of either "
            "run (docs/design.md, \"One-shot report\").\n";
   }
   for (const auto& s : r.sections) {
-    out << "\n## " << s.title << "\n\n";
+    out << "\n## " << MdText(s.title) << "\n\n";
     if (!s.configured) {
-      out << "Not configured (`probes." << s.id << "` is absent).\n";
+      out << "Not configured (" << MdCode("probes." + s.id) << " is absent).\n";
       continue;
     }
     Table t = TableOf(s);
@@ -1183,24 +1247,27 @@ std::string ToMarkdown(const Report& r) {
       out << "No measurement recorded.\n";
     } else {
       out << "|";
-      for (const auto& h : t.header) out << " " << h << " |";
+      for (const auto& h : t.header) out << " " << MdText(h) << " |";
       out << "\n|";
       for (std::size_t i = 0; i < t.header.size(); ++i)
         out << (i < t.key_columns ? "---|" : "---:|");
       out << "\n";
       for (const auto& cells : t.rows) {
         out << "|";
-        for (const auto& c : cells) out << " " << c << " |";
+        // The key's values are names; the figures' cells are this program's numbers.
+        for (std::size_t i = 0; i < cells.size(); ++i) {
+          out << " " << (i < t.key_columns ? MdText(cells[i]) : cells[i]) << " |";
+        }
         out << "\n";
       }
     }
     if (!s.notes.empty()) out << "\n";
-    for (const auto& n : s.notes) out << "- " << n << "\n";
+    for (const auto& n : s.notes) out << "- " << MdText(n) << "\n";
   }
   out << "\n## Failures\n\n";
   if (r.failures.empty()) out << "None: every configured probe got answers from every target.\n";
   for (const auto& f : r.failures) {
-    out << "- " << f.probe << " → " << f.target << ": " << f.reason << "\n";
+    out << "- " << MdText(f.probe) << " → " << MdText(f.target) << ": " << MdText(f.reason) << "\n";
   }
   return out.str();
 }
