@@ -23,7 +23,10 @@ jobs=$(nproc)
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp"
-# Under TSan the unit tests run without GrpcProbeTest.* and GrpcHealthResponderTest.* (they run under ASan+UBSan and in the
+# Under TSan the unit tests run without GrpcProbeTest.*, GrpcHealthResponderTest.* and the
+# golden-file test of every kind's families (KindFamiliesTest.NamesHelpTexts...: its gRPC peer
+# probe opens a channel; TSan reported gRPC's own thread freeing an absl::Status payload that
+# destroying the probe had allocated, 2026-12-03) (they run under ASan+UBSan and in the
 # plain build): Debian's libgrpc is not built with -fsanitize=thread, so TSan cannot see the
 # synchronization of gRPC's completion queue, and every call handed from our thread to gRPC's
 # and back is reported: 227 reports in those 3 tests with scripts/tsan.supp, all in gRPC's
@@ -38,7 +41,7 @@ status=0
 for kind in "${kinds[@]}"; do
   case "$kind" in
     address) dir=build-asan; extra=(-DPODNET_FUZZ=ON); filter=() ;;
-    thread) dir=build-tsan; extra=(); filter=(--gtest_filter=-GrpcProbeTest.*:GrpcHealthResponderTest.*) ;;
+    thread) dir=build-tsan; extra=(); filter=(--gtest_filter=-GrpcProbeTest.*:GrpcHealthResponderTest.*:KindFamiliesTest.NamesHelpTextsLabelsAndBucketsAsTheGoldenFile) ;;
     *) echo "sanitize.sh: unknown kind $kind (address or thread)" >&2; exit 2 ;;
   esac
   start=$(date +%s)
