@@ -333,6 +333,15 @@ std::string_view TrimOws(std::string_view s) {
   return s;
 }
 
+// The part of `list` before the first `separator` (all of it when there is none), as it is;
+// `list` keeps what follows the separator. Each call shortens `list`, so a loop over it ends.
+std::string_view PopItem(std::string_view& list, char separator) {
+  std::size_t at = list.find(separator);
+  std::string_view item = list.substr(0, at);
+  list = at == std::string_view::npos ? std::string_view{} : list.substr(at + 1);
+  return item;
+}
+
 // A qvalue (RFC 9110 §12.4.2) in thousandths: ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] );
 // -1 when malformed.
 int QValue(std::string_view q) {
@@ -354,19 +363,16 @@ int QValue(std::string_view q) {
 }  // namespace
 
 bool AcceptsGzip(std::string_view value) {
-  auto trim = TrimOws;
   while (!value.empty()) {  // bounded: each round removes one element
-    std::size_t comma = value.find(',');
-    std::string_view element = value.substr(0, comma);
-    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    std::string_view element = PopItem(value, ',');
     std::size_t semi = element.find(';');
-    std::string_view coding = trim(element.substr(0, semi));
+    std::string_view coding = TrimOws(element.substr(0, semi));
     if (!IEquals(coding, "gzip") && !IEquals(coding, "x-gzip")) continue;
     if (semi == std::string_view::npos) return true;
-    std::string_view param = trim(element.substr(semi + 1));
+    std::string_view param = TrimOws(element.substr(semi + 1));
     if (param.size() < 2 || (param[0] != 'q' && param[0] != 'Q') || param[1] != '=') return true;
     std::string_view q = param.substr(2);
-    q = trim(q.substr(0, q.find(';')));
+    q = TrimOws(q.substr(0, q.find(';')));
     // qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ): any non-zero digit accepts.
     return q.find_first_of("123456789") != std::string_view::npos;
   }
@@ -377,20 +383,13 @@ bool AcceptsProtobuf(std::string_view value) {
   int protobuf_q = 0;  // thousandths; 0: not asked for
   int text_q = 0;
   while (!value.empty()) {  // bounded: each round removes one element
-    std::size_t comma = value.find(',');
-    std::string_view element = value.substr(0, comma);
-    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
-    std::size_t semi = element.find(';');
-    std::string_view type = TrimOws(element.substr(0, semi));
-    std::string_view params =
-        semi == std::string_view::npos ? std::string_view{} : element.substr(semi + 1);
+    std::string_view params = PopItem(value, ',');
+    std::string_view type = TrimOws(PopItem(params, ';'));
     int q = 1000;
     bool proto = false;
     bool delimited = false;
     while (!params.empty()) {  // bounded: each round removes one parameter
-      std::size_t next = params.find(';');
-      std::string_view param = TrimOws(params.substr(0, next));
-      params = next == std::string_view::npos ? std::string_view{} : params.substr(next + 1);
+      std::string_view param = TrimOws(PopItem(params, ';'));
       std::size_t eq = param.find('=');
       if (eq == std::string_view::npos) continue;
       std::string_view name = TrimOws(param.substr(0, eq));
