@@ -26,6 +26,7 @@
 #include "exporter/responders/responder_metrics.h"
 #include "exporter/scheduler/scheduler.h"
 #include "tests/unit/testing/ci.h"
+#include "tests/unit/testing/text_exposition.h"
 
 namespace podnet::config {
 namespace {
@@ -247,18 +248,6 @@ std::map<std::string, DocFamily> ReadMetricsDoc(const std::string& path) {
   return families;
 }
 
-// name -> type of the "# TYPE name type" lines of `text`.
-std::map<std::string, std::string> Types(const std::string& text) {
-  std::map<std::string, std::string> types;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("# TYPE ", 0) != 0) continue;
-    std::size_t end = line.find(' ', 7);
-    types[line.substr(7, end - 7)] = line.substr(end + 1);
-  }
-  return types;
-}
-
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -281,7 +270,7 @@ std::map<std::string, std::string> OwnFamilies() {
   scheduler::SchedulerMetrics scheduler(metrics.registry());
   scheduler.skipped("rtt");
   scheduler.start_delay("rtt");
-  return Types(metrics.Serialize());
+  return testing::TypeLines(metrics.Serialize());
 }
 
 class MetricsDocTest : public ::testing::Test {
@@ -295,7 +284,7 @@ class MetricsDocTest : public ::testing::Test {
 };
 
 TEST_F(MetricsDocTest, ListsEveryFamilyTheCodeDeclaresWithItsType) {
-  std::map<std::string, std::string> code = Types(ReadAll(kGolden));
+  std::map<std::string, std::string> code = testing::TypeLines(ReadAll(kGolden));
   ASSERT_GT(code.size(), 30u) << kGolden;
   for (const auto& [name, type] : OwnFamilies()) code[name] = type;
   for (const auto& [name, type] : code) {

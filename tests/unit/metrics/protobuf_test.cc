@@ -16,6 +16,7 @@
 #include "exporter/metrics/metrics.h"
 #include "tests/unit/testing/gzip.h"
 #include "tests/unit/testing/metric_families.h"
+#include "tests/unit/testing/text_exposition.h"
 
 namespace podnet::metrics {
 namespace {
@@ -70,14 +71,7 @@ void ExpectSameDouble(double want, double got, const std::string& where) {
 std::map<std::string, std::string> TextTypesOf(const std::vector<prometheus::MetricFamily>& fs) {
   std::string text;
   TextWriter([&](std::string_view piece) { text.append(piece); }).Write(fs);
-  std::map<std::string, std::string> types;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("# TYPE ", 0) != 0) continue;
-    std::size_t space = line.find(' ', 7);
-    types[line.substr(7, space - 7)] = line.substr(space + 1);
-  }
-  return types;
+  return testing::TypeLines(text);
 }
 
 std::string LowerCase(std::string s) {

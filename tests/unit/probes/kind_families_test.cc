@@ -23,6 +23,7 @@
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/registry.h"
 #include "tests/unit/testing/peers.h"
+#include "tests/unit/testing/text_exposition.h"
 
 namespace podnet::probes {
 namespace {
@@ -58,10 +59,7 @@ config::Config EveryKind() {
 // The names of the families in `text` (the text exposition format).
 std::set<std::string> FamilyNames(const std::string& text) {
   std::set<std::string> names;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("# TYPE ", 0) == 0) names.insert(line.substr(7, line.find(' ', 7) - 7));
-  }
+  for (const auto& [name, type] : testing::TypeLines(text)) names.insert(name);
   return names;
 }
 
