@@ -145,14 +145,24 @@ def panel(kind, title, exprs, unit, x, y, w=12, h=8, desc="", **extra):
     return p
 
 
+def native_or(classic, q_, metric, by, sel, window):
+    """`classic` or, where Prometheus stores `metric` as native histograms
+    (metrics.native_histograms: no _bucket series), the same quantile read from them."""
+    return "(%s or histogram_quantile(%s, sum by (%s) (rate(%s{%s}[%s]))))" % (
+        classic, q_, by, metric, sel, window)
+
+
 def quantile(q_, metric, by, sel, window=RI):
-    return "histogram_quantile(%s, sum by (%s, le) (rate(%s_bucket{%s}[%s])))" % (
-        q_, by, metric, sel, window)
+    return native_or("histogram_quantile(%s, sum by (%s, le) (rate(%s_bucket{%s}[%s])))" % (
+        q_, by, metric, sel, window), q_, metric, by, sel, window)
 
 
 def recorded_quantile(q_, rate_rule, by, sel):
-    """The quantile from a recorded bucket rate (path_class_zone:*_bucket:rate5m)."""
-    return "histogram_quantile(%s, sum by (%s, le) (%s{%s}))" % (q_, by, rate_rule, sel)
+    """The quantile from a recorded bucket rate (path_class_zone:*_bucket:rate5m), or from the
+    raw native histograms over the rule's 5m where there are no buckets."""
+    metric = re.fullmatch(r"path_class_zone:(\w+)_bucket:rate5m", rate_rule).group(1)
+    return native_or("histogram_quantile(%s, sum by (%s, le) (%s{%s}))" % (
+        q_, by, rate_rule, sel), q_, metric, by, sel, "5m")
 
 
 def row(title, y):
