@@ -30,12 +30,31 @@ void AppendPart(std::string& key, std::string_view part) {
   key.push_back('\0');
 }
 
-std::map<int, std::uint64_t> Halved(const std::map<int, std::uint64_t>& buckets) {
-  std::map<int, std::uint64_t> out;
-  // Bucket i of schema s lies in bucket ceil(i/2) of schema s-1: its upper bound 2^(i/2^s) is
-  // at most 2^(ceil(i/2)/2^(s-1)) and above 2^((ceil(i/2)-1)/2^(s-1)).
-  for (auto [i, n] : buckets) out[(i + 1) >> 1] += n;  // >> of a negative: floor (C++20)
-  return out;
+using Buckets = std::vector<std::pair<int, std::uint64_t>>;
+
+void Count(Buckets& buckets, int index) {
+  auto it = std::lower_bound(buckets.begin(), buckets.end(), index,
+                             [](const auto& b, int i) { return b.first < i; });
+  if (it != buckets.end() && it->first == index) {
+    ++it->second;
+  } else {
+    buckets.insert(it, {index, 1});
+  }
+}
+
+// Bucket i of schema s lies in bucket ceil(i/2) of schema s-1: its upper bound 2^(i/2^s) is at
+// most 2^(ceil(i/2)/2^(s-1)) and above 2^((ceil(i/2)-1)/2^(s-1)). Ascending in, ascending out.
+void Halve(Buckets& buckets) {
+  Buckets out;
+  for (auto [i, n] : buckets) {
+    int j = (i + 1) >> 1;  // >> of a negative: floor (C++20)
+    if (!out.empty() && out.back().first == j) {
+      out.back().second += n;
+    } else {
+      out.emplace_back(j, n);
+    }
+  }
+  buckets = std::move(out);
 }
 
 }  // namespace
@@ -68,15 +87,15 @@ void NativeHistogram::Observe(double v) {
     ++zero_;
     return;
   }
-  ++(v > 0 ? positive_ : negative_)[NativeBucketIndex(magnitude, schema_)];
+  Count(v > 0 ? positive_ : negative_, NativeBucketIndex(magnitude, schema_));
   while (positive_.size() + negative_.size() > kNativeMaxBuckets && schema_ > kMinSchema) {
     Reduce();
   }
 }
 
 void NativeHistogram::Reduce() {
-  positive_ = Halved(positive_);
-  negative_ = Halved(negative_);
+  Halve(positive_);
+  Halve(negative_);
   --schema_;
 }
 
@@ -85,8 +104,8 @@ NativeSnapshot NativeHistogram::Snapshot() const {
   std::lock_guard lock(mu_);
   s.schema = schema_;
   s.zero_count = zero_;
-  s.positive.assign(positive_.begin(), positive_.end());
-  s.negative.assign(negative_.begin(), negative_.end());
+  s.positive = positive_;
+  s.negative = negative_;
   s.count = count_;
   s.sum = sum_;
   return s;

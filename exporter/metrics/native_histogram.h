@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -72,8 +71,11 @@ class NativeHistogram {
 
   mutable std::mutex mu_;
   int schema_ = kNativeSchema;
-  std::map<int, std::uint64_t> positive_;
-  std::map<int, std::uint64_t> negative_;
+  // Populated buckets, ascending by index: a sorted vector (16 bytes a bucket, where a map node
+  // takes ~48), searched by binary search; a new bucket is rare after the first rounds.
+  using Buckets = std::vector<std::pair<int, std::uint64_t>>;
+  Buckets positive_;
+  Buckets negative_;
   std::uint64_t zero_ = 0;
   std::uint64_t count_ = 0;
   double sum_ = 0;
@@ -98,7 +100,8 @@ class NativeHistograms {
   /// The key of a series: the family name, then each label's name and value, each followed by
   /// a NUL, labels sorted by name.
   static std::string Key(std::string_view family, const prometheus::Labels& labels);
-  static std::string Key(std::string_view family, const std::vector<prometheus::ClientMetric::Label>& labels);
+  static std::string Key(std::string_view family,
+                         const std::vector<prometheus::ClientMetric::Label>& labels);
 
   std::size_t size() const;
 

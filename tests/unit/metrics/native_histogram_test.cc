@@ -53,8 +53,8 @@ TEST(NativeBucketIndexTest, DefaultSchemaBoundsAreWithinTenPercentOverMicrosecon
   int first = NativeBucketIndex(1e-6, kNativeSchema);
   int last = NativeBucketIndex(30.0, kNativeSchema);
   for (int i = first; i < last; ++i) {
-    double ratio = NativeBucketUpperBound(i + 1, kNativeSchema) /
-                   NativeBucketUpperBound(i, kNativeSchema);
+    double ratio =
+        NativeBucketUpperBound(i + 1, kNativeSchema) / NativeBucketUpperBound(i, kNativeSchema);
     EXPECT_LE(ratio, 1.10) << "bucket " << i;
     EXPECT_GT(ratio, 1.0);
   }
