@@ -146,9 +146,10 @@ def panel(kind, title, exprs, unit, x, y, w=12, h=8, desc="", **extra):
 
 
 def native_or(classic, q_, metric, by, sel, window):
-    """`classic` or, where Prometheus stores `metric` as native histograms
-    (metrics.native_histograms: no _bucket series), the same quantile read from them."""
-    return "(%s or histogram_quantile(%s, sum by (%s) (rate(%s{%s}[%s]))))" % (
+    """`classic` where it is a number or, where Prometheus stores `metric` as native histograms
+    (metrics.native_histograms: no _bucket series, or only ones that stopped moving, whose
+    quantile is NaN), the same quantile read from them."""
+    return "(%s >= 0 or histogram_quantile(%s, sum by (%s) (rate(%s{%s}[%s]))))" % (
         classic, q_, by, metric, sel, window)
 
 

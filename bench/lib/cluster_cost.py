@@ -172,8 +172,7 @@ class Deploy:
         sub(r'grpc: \{ listen_address: "\[::\]:9480" \}',
             'grpc: { listen_address: "127.0.0.1:%d" }' % own_grpc_port, None)
         if NATIVE:
-            sub(r"^  per_peer_histograms: false$",
-                "  per_peer_histograms: false\n  native_histograms: true",
+            sub(r"^  native_histograms: false$", "  native_histograms: true",
                 "metrics.native_histograms: true (--native-histograms), and the bench Prometheus "
                 "with --enable-feature=native-histograms")
         sub(r"resolv_conf: /etc/resolv\.conf", "resolv_conf: %s" % resolv_conf,

@@ -143,6 +143,7 @@ class Decoder {
 
   std::optional<long long> Integer(const YAML::Node& node, const std::string& path, long long min,
                                    long long max) {
+    if (!IsScalarOr(node, path, "an integer")) return std::nullopt;
     auto s = String(node, path);
     if (!s) return std::nullopt;
     long long v = 0;
@@ -161,6 +162,7 @@ class Decoder {
 
   /// YAML 1.2 core booleans only (true/false, any case): "yes"/"on" are errors, not guesses.
   std::optional<bool> Bool(const YAML::Node& node, const std::string& path) {
+    if (!IsScalarOr(node, path, "true or false")) return std::nullopt;
     auto s = String(node, path);
     if (!s) return std::nullopt;
     std::string lower;
@@ -193,6 +195,18 @@ class Decoder {
     auto hp = net::ParseHostPort(*s, &err);
     if (!hp) Fail(node, path, err);
     return hp;
+  }
+
+  /// Whether `node` is a scalar; if not, fails with "must be <what>, got <a list, a mapping or
+  /// nothing>" (a typed key's error names its type, not String's "must be a string").
+  bool IsScalarOr(const YAML::Node& node, const std::string& path, const std::string& what) {
+    if (node.IsScalar()) return true;
+    Fail(node, path,
+         "must be " + what + ", got " +
+             (node.IsSequence() ? "a list"
+              : node.IsMap()    ? "a mapping"
+                                : "nothing (null)"));
+    return false;
   }
 
   static std::string Join(const std::string& path, const std::string& key) {
