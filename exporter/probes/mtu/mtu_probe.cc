@@ -38,12 +38,11 @@ int InterfaceMtu(int fd, bool v6) {
       int mtu = 0;
       for (ifaddrs* i = list; i != nullptr && mtu == 0; i = i->ifa_next) {
         if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != local.ss_family) continue;
-        bool same =
-            v6 ? std::memcmp(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr,
-                             &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr,
-                             sizeof(in6_addr)) == 0
-               : reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr ==
-                     reinterpret_cast<sockaddr_in*>(&local)->sin_addr.s_addr;
+        bool same = v6 ? std::memcmp(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr,
+                                     &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr,
+                                     sizeof(in6_addr)) == 0
+                       : reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr ==
+                             reinterpret_cast<sockaddr_in*>(&local)->sin_addr.s_addr;
         if (!same) continue;
         ifreq ifr{};
         std::strncpy(ifr.ifr_name, i->ifa_name, IFNAMSIZ - 1);
@@ -197,7 +196,9 @@ class MtuPeerProbe : public PeerProbeBase {
     descriptor_.reset();
   }
 
-  Search& search() { return direction_ == Direction::kForward ? *forward_search_ : *reverse_search_; }
+  Search& search() {
+    return direction_ == Direction::kForward ? *forward_search_ : *reverse_search_;
+  }
 
   // Sends the current direction's next size, or moves on: forward, then reverse, then the end.
   void SendNext() {
@@ -226,8 +227,8 @@ class MtuPeerProbe : public PeerProbeBase {
       payload = std::max(wire::kMtuAckBytes, (ask + wire::kMaxPadRatio - 1) / wire::kMaxPadRatio);
     }
     auto data = wire::EncodePayload(h, payload);
-    wire::AskMtu(data, direction_ == Direction::kForward ? wire::MtuMode::kAck : wire::MtuMode::kPad,
-                 ask);
+    wire::AskMtu(
+        data, direction_ == Direction::kForward ? wire::MtuMode::kAck : wire::MtuMode::kPad, ask);
     sent_[h.seq] = Sent{direction_, size};
     outstanding_ = h.seq;
     search().Sent();
@@ -295,7 +296,8 @@ class MtuPeerProbe : public PeerProbeBase {
         if (!v4 && !v6) continue;
         sock_extended_err ee;
         std::memcpy(&ee, CMSG_DATA(c), sizeof ee);
-        settled |= OnError(ee, std::span<const std::uint8_t>(buf.data(), static_cast<std::size_t>(n)));
+        settled |=
+            OnError(ee, std::span<const std::uint8_t>(buf.data(), static_cast<std::size_t>(n)));
       }
     }
     if (settled) {
