@@ -135,12 +135,14 @@ class MtuPeerProbe : public PeerProbeBase {
     const auto& o = kind_->options();
     interface_mtu_ = InterfaceMtu(descriptor_->native_handle(), v6_);
     int top = interface_mtu_ > 0 ? std::min(o.max_size, interface_mtu_) : o.max_size;
+    top_ = top;
     forward_search_.emplace(o.min_size, top, o.max_datagrams, forward_hint_);
-    reverse_search_.emplace(o.min_size, top, o.max_datagrams, reverse_hint_);
+    reverse_search_.reset();
     direction_ = Direction::kForward;
     reverse_supported_ = false;
     old_responder_ = false;
     sent_.clear();
+    round_bytes_ = 0;
     token_ = rng_();
     Wait();
     SendNext();
@@ -209,6 +211,11 @@ class MtuPeerProbe : public PeerProbeBase {
       // Reverse needs a responder that answers: not asked when nothing crossed forward.
       if (direction_ == Direction::kReverse || forward_search_->largest() == 0) return Finish();
       direction_ = Direction::kReverse;
+      // First guess: the last round's answer, else this round's forward one (paths are mostly
+      // symmetric: a refused reply and the guess settle the reverse in a few datagrams).
+      const auto& o = kind_->options();
+      reverse_search_.emplace(o.min_size, top_, o.max_datagrams,
+                              reverse_hint_ != 0 ? reverse_hint_ : forward_search_->largest());
     }
     int size = *search().Next();
     int header = HeaderBytes(v6_);
@@ -243,6 +250,7 @@ class MtuPeerProbe : public PeerProbeBase {
       return Finish();
     }
     sent_bytes_->Increment(static_cast<double>(header + data.size()));
+    round_bytes_ += header + data.size();
     timer_.expires_after(kind_->options().timeout);
     timer_.async_wait(IfCurrent(this, [seq = h.seq](auto& self, boost::system::error_code ec) {
       if (ec || self.outstanding_ != seq) return;
@@ -320,6 +328,7 @@ class MtuPeerProbe : public PeerProbeBase {
     const Sent* s = Match(p, wire::Kind::kReply);
     if (s == nullptr) return false;
     received_bytes_->Increment(static_cast<double>(HeaderBytes(v6_) + p.size()));
+    round_bytes_ += HeaderBytes(v6_) + p.size();
     std::uint16_t seq = wire::DecodePayload(p)->seq;
     auto answer = wire::ReadMtuAnswer(p);
     Search& search = SearchOf(s->direction);
@@ -366,7 +375,7 @@ class MtuPeerProbe : public PeerProbeBase {
     Close();
     if (!series()) return EndRound();
     const Search& fwd = *forward_search_;
-    const Search& rev = *reverse_search_;
+    const Search rev = reverse_search_ ? *reverse_search_ : Search(0, 0, 0);
     auto& f = kind_->families();
     if (forward_ == nullptr) {  // added at the first round's end: no value before a verdict
       interface_ = &AddSeries(f.interface, {});
@@ -392,10 +401,10 @@ class MtuPeerProbe : public PeerProbeBase {
     }
     SPDLOG_DEBUG(
         "mtu: peer={} interface={} forward={} black_hole={} icmp={} reverse={} black_hole={} "
-        "datagrams={} seconds={:.3f}",
+        "datagrams={} bytes={} seconds={:.3f}",
         peer().name, interface_mtu_, fwd.largest(), fwd.black_hole(), fwd.named_mtu(),
         reverse_supported_ ? rev.largest() : -1, rev.black_hole(),
-        fwd.datagrams() + rev.datagrams(),
+        fwd.datagrams() + rev.datagrams(), round_bytes_,
         std::chrono::duration<double>(Clock::now() - started_).count());
     EndRound();
   }
@@ -407,6 +416,7 @@ class MtuPeerProbe : public PeerProbeBase {
   boost::asio::ip::address address_;
   bool v6_ = false;
   int interface_mtu_ = 0;
+  int top_ = 0;  // the search's upper bound this round
   std::optional<Search> forward_search_, reverse_search_;
   int forward_hint_ = 0, reverse_hint_ = 0;  // the last round's exact answers
   Direction direction_ = Direction::kForward;
@@ -416,6 +426,7 @@ class MtuPeerProbe : public PeerProbeBase {
   std::uint16_t seq_ = 0;
   std::uint16_t outstanding_ = 0;  // 0: none
   std::uint64_t token_ = 0;
+  std::size_t round_bytes_ = 0;  // sent and received, IP packets
   Clock::time_point started_;
   prometheus::Counter* sent_bytes_ = nullptr;  // series()'s
   prometheus::Counter* received_bytes_ = nullptr;
