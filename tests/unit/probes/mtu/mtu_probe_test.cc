@@ -65,7 +65,8 @@ class LossyResponder {
       if (poll(&p, 1, 20) <= 0) continue;
       sockaddr_in from{};
       socklen_t len = sizeof from;
-      ssize_t n = recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
+      ssize_t n =
+          recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
       if (n <= 0 || n + 28 > forward_) continue;  // lost on the way there
       std::span<std::uint8_t> data(buf.data(), static_cast<std::size_t>(n));
       if (!wire::MakeReply(data)) continue;
