@@ -50,6 +50,7 @@ class Client {
     if (fd_ >= 0) close(fd_);
   }
   bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
 
   void SetTimeout(std::chrono::milliseconds t) {
     timeval tv{static_cast<time_t>(t.count() / 1000),
@@ -480,6 +481,41 @@ TEST_F(UdpEchoTest, PaddedRepliesLeaveTheSocketsFragmentationSettingAsItWas) {
   got = c.Receive();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->first.size(), 9000u);
+}
+
+// A flood of padded requests from one source (as a spoofer would aim them at a victim): the
+// replies are bounded by the padded budget (16 a second per source), so bytes out stay a small
+// fraction of bytes in, and the echo is no amplifier.
+TEST_F(UdpEchoTest, AFloodOfPaddedRequestsIsNoAmplifier) {
+  Start(20000, "127.0.0.1", EchoLimits{}.source_share);  // the defaults
+  Client c;
+  ASSERT_TRUE(c.ok());
+  int buffer = 4 << 20;
+  setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+  auto start = std::chrono::steady_clock::now();
+  std::size_t in = 0;
+  for (std::uint16_t seq = 1; seq <= 2000; ++seq) {
+    Bytes req = Request(seq, 9, 1125);
+    ASSERT_TRUE(wire::AskMtu(req, wire::MtuMode::kPad, 9000));
+    if (c.SendTo(req, port_)) in += req.size();
+    // Paced so that the kernel does not drop them before the responder (its receive buffer).
+    if (seq % 20 == 0) std::this_thread::sleep_for(1ms);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  c.SetTimeout(300ms);
+  std::size_t out = 0, replies = 0;
+  while (auto got = c.Receive()) {
+    out += got->first.size();
+    ++replies;
+  }
+  // 16 at once (a second's worth), then 16 a second while the flood lasted.
+  EXPECT_GE(replies, 16u);
+  EXPECT_LE(replies, 16 + 16 * (seconds + 0.5) + 1) << seconds << " s";
+  EXPECT_LT(static_cast<double>(out) / static_cast<double>(in), 0.2)
+      << out << " B out for " << in << " B in";
+  // Nearly all of the rest were refused for the source's padded budget.
+  EXPECT_TRUE(Eventually([&] { return Count("source_limited") >= 1000; }))
+      << Count("source_limited");
 }
 
 }  // namespace
