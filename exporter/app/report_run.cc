@@ -268,6 +268,7 @@ int ProbeForReport(const Options& options, const config::Config& config, report:
   cap("grpc", capped->grpc);
   cap("burst", capped->burst);
   cap("dns", capped->dns);
+  cap("mtu", capped->mtu);
   App app(options, capped);
   // A burst round's bound: per stream count, its start jitter (a tenth of the capped
   // interval), its data phase and one step timeout.
