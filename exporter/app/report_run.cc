@@ -318,6 +318,7 @@ report::CostConfig CostConfigOf(const config::Config& c) {
                 h.keepalive,         h.new_connection,    h.path};
   }
   if (c.grpc) out.grpc = {seconds(c.grpc->interval), c.grpc->count};
+  if (c.mtu) out.mtu = {seconds(c.mtu->interval), c.mtu->max_size};
   if (c.dns) {
     out.dns = report::CostConfig::Dns{seconds(c.dns->interval), c.dns->names, {}};
     for (auto l : c.dns->resolvers) out.dns->resolvers.emplace_back(probes::dns::LibcName(l));
