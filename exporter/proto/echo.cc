@@ -150,7 +150,9 @@ std::optional<MtuRecord> ReadMtuRecord(std::span<const std::uint8_t> payload, st
 }  // namespace
 
 std::optional<MtuRecord> ReadMtuAsk(std::span<const std::uint8_t> payload) {
-  return ReadMtuRecord(payload, kMtuAsk);
+  auto r = ReadMtuRecord(payload, kMtuAsk);
+  if (r) r->flags = 0;  // a request's flags are reserved: only an answer says kMtuTooBig
+  return r;
 }
 
 std::optional<MtuRecord> ReadMtuAnswer(std::span<const std::uint8_t> payload) {

@@ -129,7 +129,8 @@ struct MtuRecord {
 
 /// Writes the request record into `payload` (≥ kMtuAckBytes; false, untouched, otherwise).
 bool AskMtu(std::span<std::uint8_t> payload, MtuMode mode, std::uint16_t size);
-/// The record of a request (kMtuAsk) or of an answer (kMtuAnswer), when present and well-formed.
+/// The record of a request (kMtuAsk; its flags read as 0: reserved) or of an answer
+/// (kMtuAnswer), when present and well-formed.
 std::optional<MtuRecord> ReadMtuAsk(std::span<const std::uint8_t> payload);
 std::optional<MtuRecord> ReadMtuAnswer(std::span<const std::uint8_t> payload);
 /// Responder side: turns the reply MakeReply made of an MTU request into its answer in place.
