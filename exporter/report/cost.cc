@@ -165,7 +165,7 @@ ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
   if (c.mtu) {
     per_peer("mtu", MtuRoundBytes(*c.mtu), c.mtu->interval_seconds,
              "a healthy path: " + Num("%.0f", c.mtu->max_size) +
-                 " B each way, a 52 B "
+                 " B each way (a bound: the interface MTU when smaller), a 52 B "
                  "acknowledgement and a " +
                  Num("%.0f", MtuRoundBytes(*c.mtu) - 2 * c.mtu->max_size - 52) +
                  " B request for the padded reply");
