@@ -221,5 +221,27 @@ TEST_F(MtuProbeTest, NothingAnsweringIsUnreachableAndEndsInBoundedTime) {
   EXPECT_EQ(Errors("unreachable"), 1);
 }
 
+TEST_F(MtuProbeTest, CancelMidRoundEndsItOnceAndClosesItsSocket) {
+  LossyResponder r(0, 0);
+  env_ = std::make_unique<ProbeEnv>(ProbeEnv{io_, metrics_, kSelf});
+  kind_ = MakeMtuKind(Options(), *env_);
+  peer_ = testing::MakePeer("peer-b", "127.0.0.1", "node-2", "zone-a",
+                            topology::PathClass::kSameZone, r.port());
+  probe_ = kind_->ForPeer(peer_);
+  int fds = podnet::testing::OpenFds();
+  int done = 0;
+  probe_->Run(std::chrono::steady_clock::now(), [&] { ++done; });
+  io_.restart();
+  io_.run_for(10ms);  // the first datagram out, waiting for its timeout
+  EXPECT_EQ(podnet::testing::OpenFds(), fds + 1) << "the round's socket";
+  probe_->Cancel();
+  io_.restart();
+  io_.run_for(100ms * podnet::testing::TimeScale());
+  EXPECT_EQ(done, 1);
+  EXPECT_EQ(podnet::testing::OpenFds(), fds);
+  EXPECT_EQ(Path("forward"), -1) << "no verdict from a cancelled round";
+  probe_->RemoveSeries();
+}
+
 }  // namespace
 }  // namespace podnet::probes::mtu
