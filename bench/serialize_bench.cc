@@ -12,10 +12,14 @@
 //                  same text as the library floor (le shortest), side by side with it
 //   identity       metrics::Metrics::Serialize() (/metrics without gzip)
 //   gzip           metrics::Metrics::Serialize(kGzip) (/metrics as Prometheus asks for it)
+//   protobuf       Serialize(kIdentity, kProtobuf) (/metrics in the protobuf exposition)
+//   protobuf gzip  Serialize(kGzip, kProtobuf) (as Prometheus with native histograms asks)
+// With --native, the RTT histograms also carry native buckets (metrics.native_histograms), which
+// only protobuf sends. Each peer's histogram holds 50 samples spread ±20 % around its median.
 // Each row: median wall ms and median CPU ms (this process's CPU clock; single-threaded), and
 // CPU as a fraction of the library floor's. Targets (issue 11): identity median <= 50 ms;
 // writer CPU <= 1/4 of the library floor's.
-// Usage: podnet-bench-serialize [PEERS=1000] [ROUNDS=10] [--aggregate]
+// Usage: podnet-bench-serialize [PEERS=1000] [ROUNDS=10] [--aggregate] [--native]
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
@@ -33,6 +37,7 @@
 
 #include "exporter/metrics/buckets.h"
 #include "exporter/metrics/exposition.h"
+#include "exporter/metrics/families.h"
 #include "exporter/metrics/metrics.h"
 
 namespace {
@@ -75,14 +80,27 @@ Medians Median(int rounds, const std::function<std::size_t()>& f, std::size_t* b
 int main(int argc, char** argv) {
   int peers = argc > 1 ? std::atoi(argv[1]) : 1000;
   int rounds = argc > 2 ? std::atoi(argv[2]) : 10;
-  bool aggregate = argc > 3 && std::strcmp(argv[3], "--aggregate") == 0;
-  if (peers < 1 || peers > 100000 || rounds < 1 || rounds > 1000) {
-    std::fprintf(stderr, "usage: podnet-bench-serialize [PEERS] [ROUNDS] [--aggregate]\n");
+  bool aggregate = false, native = false, bad = false;
+  for (int i = 3; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--aggregate") == 0) {
+      aggregate = true;
+    } else if (std::strcmp(argv[i], "--native") == 0) {
+      native = true;
+    } else {
+      bad = true;
+    }
+  }
+  if (bad || peers < 1 || peers > 100000 || rounds < 1 || rounds > 1000) {
+    std::fprintf(stderr,
+                 "usage: podnet-bench-serialize [PEERS] [ROUNDS] [--aggregate] [--native]\n");
     return 2;
   }
   Metrics m;
   auto& r = m.registry();
-  auto& rtt = prometheus::BuildHistogram().Name("podnet_rtt_seconds").Help("RTT.").Register(r);
+  m.SetNativeHistograms(native);
+  auto rtt = podnet::metrics::DeclareHistogram(m, "podnet_rtt_seconds", "RTT.",
+                                               podnet::metrics::LatencyBuckets());
+  podnet::metrics::SeriesSet series(m.series_refs());
   std::vector<prometheus::Family<prometheus::Counter>*> counters;
   for (const char* name : {"podnet_rtt_packets_sent_total", "podnet_rtt_packets_received_total",
                            "podnet_rtt_duplicate_replies_total",
@@ -101,7 +119,8 @@ int main(int argc, char** argv) {
     auto labels = podnet::metrics::PeerLabels(self, p, set);
     auto with_protocol = labels;
     with_protocol["protocol"] = "icmp";
-    rtt.Add(with_protocol, podnet::metrics::LatencyBuckets()).Observe(1e-4 * (1 + i % 7));
+    auto h = series.Add(rtt, with_protocol);
+    for (int k = 0; k < 50; ++k) h.Observe(1e-4 * (1 + i % 7) * (0.8 + 0.4 * k / 49));
     for (auto* c : counters) c->Add(with_protocol).Increment(i);
     auto with_probe = labels;
     with_probe["probe"] = "rtt";
@@ -110,7 +129,8 @@ int main(int argc, char** argv) {
   }
 
   std::size_t bytes = 0;
-  std::printf("%d peers%s, median of %d rounds\n", peers, aggregate ? " (aggregated)" : "", rounds);
+  std::printf("%d peers%s%s, median of %d rounds\n", peers, aggregate ? " (aggregated)" : "",
+              native ? " (native histograms)" : "", rounds);
   std::printf("%-16s %10s %10s %12s %14s\n", "step", "wall ms", "CPU ms", "bytes", "CPU x floor");
   double floor_cpu = 0;
   std::map<std::string, Medians> got;
@@ -142,6 +162,10 @@ int main(int argc, char** argv) {
   });
   row("identity", [&] { return m.Serialize().size(); });
   row("gzip", [&] { return m.Serialize(Metrics::Encoding::kGzip).size(); });
+  row("protobuf",
+      [&] { return m.Serialize(Metrics::Encoding::kIdentity, Metrics::Format::kProtobuf).size(); });
+  row("protobuf gzip",
+      [&] { return m.Serialize(Metrics::Encoding::kGzip, Metrics::Format::kProtobuf).size(); });
   double identity = got["identity"].wall_ms, ratio = got["writer"].cpu_ms / floor_cpu;
   double collect = got["collect"].cpu_ms;
   double text_only = (got["writer"].cpu_ms - collect) / (floor_cpu - collect);

@@ -145,14 +145,24 @@ def panel(kind, title, exprs, unit, x, y, w=12, h=8, desc="", **extra):
     return p
 
 
+def native_or(classic, q_, metric, by, sel, window):
+    """`classic` or, where Prometheus stores `metric` as native histograms
+    (metrics.native_histograms: no _bucket series), the same quantile read from them."""
+    return "(%s or histogram_quantile(%s, sum by (%s) (rate(%s{%s}[%s]))))" % (
+        classic, q_, by, metric, sel, window)
+
+
 def quantile(q_, metric, by, sel, window=RI):
-    return "histogram_quantile(%s, sum by (%s, le) (rate(%s_bucket{%s}[%s])))" % (
-        q_, by, metric, sel, window)
+    return native_or("histogram_quantile(%s, sum by (%s, le) (rate(%s_bucket{%s}[%s])))" % (
+        q_, by, metric, sel, window), q_, metric, by, sel, window)
 
 
 def recorded_quantile(q_, rate_rule, by, sel):
-    """The quantile from a recorded bucket rate (path_class_zone:*_bucket:rate5m)."""
-    return "histogram_quantile(%s, sum by (%s, le) (%s{%s}))" % (q_, by, rate_rule, sel)
+    """The quantile from a recorded bucket rate (path_class_zone:*_bucket:rate5m), or from the
+    raw native histograms over the rule's 5m where there are no buckets."""
+    metric = re.fullmatch(r"path_class_zone:(\w+)_bucket:rate5m", rate_rule).group(1)
+    return native_or("histogram_quantile(%s, sum by (%s, le) (%s{%s}))" % (
+        q_, by, rate_rule, sel), q_, metric, by, sel, "5m")
 
 
 def row(title, y):
@@ -257,6 +267,58 @@ def overview():
     ]
 
 
+def path_mtu(y):
+    """Path MTU (the path-MTU probe; podnet.mtu recording rules, alert PodnetPathMTUBlackHole):
+    a table of zone pairs and directions with black holes in red, and the MTU over time."""
+    mtu = 'path_class_zone:podnet_path_mtu_bytes:min{%s}' % ZONE_SEL
+    # One row per zone pair and direction: every query has the same labels and no metric name
+    # (the table's merge joins rows on them). The interface MTU has no direction: it is repeated
+    # for each direction of the pair's path MTU.
+    by = "sum by (cluster, path_class, source_zone, peer_zone, direction) (%s)"
+    iface = ('path_class_zone:podnet_path_mtu_interface_bytes:min{%s}\n'
+             '  + on (cluster, path_class, source_zone, peer_zone) group_right\n'
+             '    0 * %s' % (ZONE_SEL, by % mtu))
+    columns = ["path MTU", "interface MTU", "black-holed paths", "paths"]
+    table = panel("table", "Path MTU by zone pair and direction (black holes in red)",
+                  [(by % mtu, ""), (iface, ""),
+                   (by % ('path_class_zone:podnet_path_mtu_black_holes:count{%s}' % ZONE_SEL), ""),
+                   (by % ('path_class_zone:podnet_path_mtu_paths:count{%s}' % ZONE_SEL), "")],
+                  "none", 0, y, 12, 8,
+                  "The smallest path MTU (bytes) of each zone pair's paths, per direction "
+                  "(forward: the source zone's probers to their peers; reverse: the peers' "
+                  "replies back), against the Pods' interface MTU. Black-holed paths: larger "
+                  "packets lost with no ICMP frag-needed / packet-too-big while smaller ones "
+                  "passed; PodnetPathMTUBlackHole fires after 25 minutes of it. A path MTU below "
+                  "the interface MTU without black holes is path MTU discovery at work.",
+                  instant=True, fmt="table")
+    defaults = table["fieldConfig"]["defaults"]
+    defaults["custom"]["cellOptions"] = {"type": "auto"}
+    defaults["thresholds"] = {"mode": "absolute", "steps": [{"color": "text", "value": None}]}
+    table["fieldConfig"]["overrides"] = [
+        {"matcher": {"id": "byName", "options": "black-holed paths"},
+         "properties": [{"id": "custom.cellOptions", "value": {"type": "color-background"}},
+                        {"id": "color", "value": {"mode": "thresholds"}},
+                        {"id": "thresholds", "value": {"mode": "absolute", "steps": [
+                            {"color": "green", "value": None}, {"color": "red", "value": 1}]}}]}]
+    table["transformations"] = [
+        {"id": "merge", "options": {}},
+        {"id": "organize", "options": {
+            "excludeByName": {"Time": True},
+            "renameByName": {"Value #%s" % chr(ord("A") + i): c for i, c in enumerate(columns)},
+            "indexByName": {}}}]
+    return [
+        table,
+        panel("timeseries", "Path MTU by zone pair and direction (recorded)",
+              [(mtu, "{{source_zone}} → {{peer_zone}} {{path_class}} {{direction}}"),
+               ('path_class_zone:podnet_path_mtu_interface_bytes:min{%s}' % ZONE_SEL,
+                "interface {{source_zone}} → {{peer_zone}} {{path_class}}")],
+              "none", 12, y, 12, 8,
+              "The smallest path MTU (bytes) of each zone pair's paths and the Pods' interface "
+              "MTU over time: a step down lines up with the change that made it (a CNI "
+              "setting, a new gateway or tunnel). Written once per probe round (minutes apart)."),
+    ]
+
+
 def zone_matrix():
     # The recorded per-zone-pair bucket rates (no peer and no node label on them).
     not_same_node = ZONE_SEL + ', path_class!="same_node"'
@@ -318,6 +380,7 @@ def zone_matrix():
               [("%s / %s" % (rtt_p50, shifted(rtt_p50, "1w")), "")], "none", 12, 48, 12, 8,
               "The p50 matrix above against the same time a week ago.",
               instant=True, fmt="table", warn=1.2, crit=1.5),
+        *path_mtu(56),
     ]
 
 

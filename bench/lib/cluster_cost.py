@@ -48,6 +48,7 @@ import labkit as K  # noqa: E402  (processes, waiting, scraping)
 
 TOKEN = "bench-cluster-cost"
 ZONES = 3
+NATIVE = False  # --native-histograms
 DEPLOY_CONFIG = os.path.join(B.REPO, "deploy", "kubernetes", "base", "podnet.yaml")
 PODMONITOR = os.path.join(B.REPO, "deploy", "kubernetes", "prometheus-operator", "podmonitor.yaml")
 SELF = {"POD_NAME": "podnet-00000", "NODE_NAME": "node-0", "POD_ZONE": ""}  # Pod 0: zone-a
@@ -170,6 +171,11 @@ class Deploy:
             'burst: { listen_address: "127.0.0.1:%d" }' % own_burst_port, None)
         sub(r'grpc: \{ listen_address: "\[::\]:9480" \}',
             'grpc: { listen_address: "127.0.0.1:%d" }' % own_grpc_port, None)
+        if NATIVE:
+            sub(r"^  per_peer_histograms: false$",
+                "  per_peer_histograms: false\n  native_histograms: true",
+                "metrics.native_histograms: true (--native-histograms), and the bench Prometheus "
+                "with --enable-feature=native-histograms")
         sub(r"resolv_conf: /etc/resolv\.conf", "resolv_conf: %s" % resolv_conf,
             "probes.dns.resolv_conf: an EKS-shaped resolv.conf (4 search domains, ndots:5) "
             "whose nameserver is the same-zone CoreDNS replica")
@@ -281,7 +287,9 @@ def start_prometheus(ns, tmp, tag, target_port, scrape_s, max_seconds):
     port = K.free_port(ns)
     p = K.start(ns, ["prometheus", "--config.file=" + cfg, "--storage.tsdb.path=" + folder,
                      "--web.listen-address=127.0.0.1:%d" % port,
-                     "--enable-feature=extra-scrape-metrics", "--log.level=warn"],
+                     "--enable-feature=extra-scrape-metrics" + (",native-histograms" if NATIVE
+                                                                 else ""),
+                     "--log.level=warn"],
                 os.path.join(tmp, "prometheus-%s.log" % tag), max_seconds=max_seconds)
     K.wait_for(lambda: p.poll() is not None
                or K.http(ns, "http://127.0.0.1:%d/-/ready" % port, timeout=2)[0] == 200, 60,
@@ -726,9 +734,14 @@ def main():
     ap.add_argument("--link-gbps", type=float, default=5.0,
                     help="a burst's rate on a real path, for the modelled burst bytes (the "
                          "design's reference: one flow capped at 4.96 Gbit/s between nodes)")
+    ap.add_argument("--native-histograms", action="store_true",
+                    help="metrics.native_histograms: true, scraped by a Prometheus with "
+                         "--enable-feature=native-histograms (series as it stores them)")
     ap.add_argument("--json", metavar="FILE",
                     help="also write every figure as JSON (before/after comparisons)")
     args = ap.parse_args()
+    global NATIVE
+    NATIVE = args.native_histograms
     B.install_signal_handlers()
     B.require_root()
     B.require_tools("ip", "iptables", "curl", "openssl", "prometheus", "unbound")

@@ -13,7 +13,7 @@ namespace podnet::app {
 
 ProbeLoop::ProbeLoop(metrics::Metrics& metrics, IdentityHook on_identity)
     : on_identity_(std::move(on_identity)),
-      scheduler_metrics_(metrics.registry()),
+      scheduler_metrics_(metrics.registry(), &metrics),
       probe_env_{io_, metrics, {}},
       scheduler_(io_, &scheduler_metrics_) {}
 
@@ -68,6 +68,7 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   bool labels_changed = prev == nullptr || self_ != self ||
                         prev->aggregate_peers != next->aggregate_peers ||
                         prev->per_peer_histograms != next->per_peer_histograms ||
+                        prev->native_histograms != next->native_histograms ||
                         prev->families_off != next->families_off ||
                         prev->kubernetes.has_value() != next->kubernetes.has_value();
   if (next->kubernetes) {
@@ -122,9 +123,12 @@ void ProbeLoop::RestartKinds(const config::Config& next, const topology::Self& s
   probe_env_.self = self;
   probe_env_.peer_labels =
       next.aggregate_peers ? metrics::PeerLabelSet::kAggregated : metrics::PeerLabelSet::kPerPeer;
-  probe_env_.histogram_labels = next.per_peer_histograms ? metrics::PeerLabelSet::kPerPeer
-                                                         : metrics::PeerLabelSet::kAggregated;
+  // Native histograms cost one series each where Prometheus ingests them: per peer, as counters.
+  probe_env_.histogram_labels = next.per_peer_histograms || next.native_histograms
+                                    ? metrics::PeerLabelSet::kPerPeer
+                                    : metrics::PeerLabelSet::kAggregated;
   probe_env_.metrics.SetFamiliesOff(next.families_off);
+  probe_env_.metrics.SetNativeHistograms(next.native_histograms);
   for (const auto& kind : probes::ProbeKinds()) {
     scheduler_.SetKind(kind.name, MakeKind(kind, next), peers);
   }

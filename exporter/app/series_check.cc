@@ -70,10 +70,24 @@ std::string SeriesCheck(const config::Config& c) {
   std::ostringstream out;
   out << "series per Pod: ~" << e.total + probes::kBaseSeries << " (" << e.total
       << " of the probes + ~" << probes::kBaseSeries << " others) for " << why.str()
-      << (c.per_peer_histograms ? "; histograms per peer"
-                                : "; histograms per peer zone and path class")
+      << (c.aggregate_peers ? "; histograms per peer zone and path class"
+          : c.per_peer_histograms || c.native_histograms
+              ? "; histograms per peer"
+              : "; histograms per peer zone and path class")
       << "\n";
-  for (const auto& f : e.families) out << "  " << f.name << " " << f.series << "\n";
+  if (c.native_histograms) {
+    // Of the others, the 5 start-delay histograms are native too.
+    out << "native histograms: ~"
+        << e.native_total + probes::kBaseSeries - probes::kBaseStartDelaySeries +
+               probes::kBaseStartDelayHistograms
+        << " series per Pod where Prometheus ingests them (--enable-feature=native-histograms: "
+           "one series a histogram); a text scraper stores the count above\n";
+  }
+  for (const auto& f : e.families) {
+    out << "  " << f.name << " " << f.series;
+    if (c.native_histograms && f.stored != f.series) out << " (native: " << f.stored << ")";
+    out << "\n";
+  }
   return out.str();
 }
 

@@ -228,7 +228,8 @@ void DecodeMetricFamilies(Decoder& d, const YAML::Node& n, Config& c) {
 
 void DecodeMetrics(Decoder& d, const YAML::Node& n, Config& c) {
   if (!n.IsDefined() || n.IsNull() ||
-      !d.CheckMap(n, "metrics", {"aggregate_peers", "per_peer_histograms", "families"})) {
+      !d.CheckMap(n, "metrics",
+                  {"aggregate_peers", "per_peer_histograms", "native_histograms", "families"})) {
     return;
   }
   if (const YAML::Node v = n["aggregate_peers"]; v.IsDefined()) {
@@ -241,6 +242,9 @@ void DecodeMetrics(Decoder& d, const YAML::Node& n, Config& c) {
              "cannot be true with aggregate_peers: true, which drops the peer labels from every "
              "series");
     }
+  }
+  if (const YAML::Node v = n["native_histograms"]; v.IsDefined()) {
+    if (auto b = d.Bool(v, "metrics.native_histograms")) c.native_histograms = *b;
   }
   if (const YAML::Node v = n["families"]; v.IsDefined()) DecodeMetricFamilies(d, v, c);
 }

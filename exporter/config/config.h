@@ -55,6 +55,12 @@ struct Config {
   /// every counter and the RTT round gauges stay per peer: a histogram costs 3 + buckets series
   /// (buckets.h), the bulk of a Pod's series when it is per peer. Never with aggregate_peers.
   bool per_peer_histograms = false;
+  /// metrics.native_histograms: every latency histogram also carries native buckets (schema 3,
+  /// bounds 9 % apart; metrics/native_histogram.h), sent in the protobuf exposition, and is per
+  /// peer like the counters (per group with aggregate_peers): a Prometheus with native histograms
+  /// on stores one series per histogram. A scraper of the text format still gets the classic
+  /// buckets, per peer.
+  bool native_histograms = false;
   /// The metric families turned off (metrics.families: NAME: false; metric_families.h lists the
   /// names and which are off by default). Effective set: the defaults with the file's choices
   /// applied.

@@ -14,8 +14,15 @@ GaugeFamily& DeclareGauge(Metrics& metrics, const std::string& name, const std::
 
 HistogramFamily DeclareHistogram(Metrics& metrics, const std::string& name, const std::string& help,
                                  const std::vector<double>& buckets) {
-  return {prometheus::BuildHistogram().Name(name).Help(help).Register(metrics.RegistryFor(name)),
-          buckets};
+  auto& family =
+      prometheus::BuildHistogram().Name(name).Help(help).Register(metrics.RegistryFor(name));
+  std::shared_ptr<NativeHistograms> native;
+  if (metrics.native_histograms_on()) {
+    native = metrics.native_histograms();
+  } else {
+    metrics.native_histograms()->RemoveFamily(name);
+  }
+  return {family, buckets, name, std::move(native)};
 }
 
 }  // namespace podnet::metrics

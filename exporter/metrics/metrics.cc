@@ -35,6 +35,25 @@ std::size_t SeriesRefs::users(const void* series) const {
   return it == users_.end() ? 0 : it->second;
 }
 
+HistogramSeries SeriesSet::Add(const HistogramFamily& histogram, const prometheus::Labels& labels) {
+  std::lock_guard lock(refs_->mu_);
+  prometheus::Histogram& metric = histogram.family.Add(labels, histogram.buckets);
+  std::shared_ptr<NativeHistogram> native;
+  if (histogram.native) native = histogram.native->Add(histogram.name, labels);
+  Track(&metric, [&family = histogram.family, &metric, store = histogram.native,
+                  name = histogram.name, labels] {
+    family.Remove(&metric);
+    if (store) store->Remove(name, labels);
+  });
+  return {&metric, std::move(native)};
+}
+
+void SeriesSet::Track(const void* series, std::function<void()> remove) {
+  if (!added_.insert(series).second) return;
+  ++refs_->users_[series];
+  removers_.push_back({series, std::move(remove)});
+}
+
 SeriesSet::~SeriesSet() { Release(/*remove=*/false); }
 
 void SeriesSet::RemoveAll() { Release(/*remove=*/true); }
@@ -185,13 +204,16 @@ class Body {
 
 std::string Metrics::Serialize(Encoding encoding, Format format) const {
   PODNET_DCHECK_NOT_LOOP(kResponder);  // a scrape must never delay what peers time
+  // Native buckets first: a classic series collected after has counted at least as much.
+  NativeHistograms::Snapshots native;
+  if (format == Format::kProtobuf) native = native_->SnapshotAll();
   auto families = registry_->Collect();
   for (auto& f : CollectProcessMetrics()) families.push_back(std::move(f));
   auto& last_size = last_size_[format == Format::kProtobuf];
   Body buf(encoding, last_size.load(std::memory_order_relaxed));
   auto sink = [&buf](std::string_view piece) { buf.Append(piece); };
   if (format == Format::kProtobuf) {
-    ProtobufWriter(sink).Write(families);
+    ProtobufWriter(sink).Write(families, native);
   } else {
     TextWriter(sink).Write(families);
   }

@@ -78,17 +78,12 @@ class SeriesSet {
   T& Add(prometheus::Family<T>& family, const prometheus::Labels& labels, Args&&... args) {
     std::lock_guard lock(refs_->mu_);
     T& metric = family.Add(labels, std::forward<Args>(args)...);
-    // Counted once: a counter bumped through Add on every failure must not grow this set.
-    if (added_.insert(&metric).second) {
-      ++refs_->users_[&metric];
-      removers_.push_back({&metric, [&family, &metric] { family.Remove(&metric); }});
-    }
+    Track(&metric, [&family, &metric] { family.Remove(&metric); });
     return metric;
   }
-  /// Add for a histogram, with the bucket layout its family was declared with.
-  prometheus::Histogram& Add(const HistogramFamily& histogram, const prometheus::Labels& labels) {
-    return Add(histogram.family, labels, histogram.buckets);
-  }
+  /// Add for a histogram, with the bucket layout its family was declared with, and its native
+  /// buckets when the family has them (removed with the classic series).
+  HistogramSeries Add(const HistogramFamily& histogram, const prometheus::Labels& labels);
 
   /// Lets go of every series added through this set; removes from its family each series of
   /// which this set was the last user.
@@ -107,6 +102,9 @@ class SeriesSet {
     std::function<void()> remove;
   };
   void Release(bool remove);
+  // Counts `series` once for this set (a counter bumped through Add on every failure must not
+  // grow it), with what removes it from its family. refs_->mu_ held.
+  void Track(const void* series, std::function<void()> remove);
 
   std::shared_ptr<SeriesRefs> refs_;
   std::vector<Entry> removers_;
@@ -128,6 +126,14 @@ class Metrics {
   void SetFamiliesOff(std::set<std::string, std::less<>> names) {
     families_off_ = std::move(names);
   }
+  /// metrics.native_histograms: histogram families declared from now on give their series
+  /// native buckets too (DeclareHistogram). As SetFamiliesOff, the probe kinds must be rebuilt
+  /// after a change. Probe loop only.
+  void SetNativeHistograms(bool on) { native_on_ = on; }
+  bool native_histograms_on() const { return native_on_; }
+  /// The native buckets of every series that has them (the protobuf exposition reads them).
+  const std::shared_ptr<NativeHistograms>& native_histograms() const { return native_; }
+
   /// Where Declare* registers the family `name`: registry(), or the unserved one when it is off.
   /// Records the name (declared()).
   prometheus::Registry& RegistryFor(std::string_view name) {
@@ -152,7 +158,9 @@ class Metrics {
   /// is one gzip member (RFC 1952, zlib level 1, the text never held whole); kIdentity: the
   /// text, in one string reserved at the previous scrape's size. Never on the responder loop.
   /// kProtobuf: the same families in the protobuf exposition format instead (protobuf.h:
-  /// delimited io.prometheus.client.MetricFamily messages), gzip or not the same way.
+  /// delimited io.prometheus.client.MetricFamily messages), gzip or not the same way, with the
+  /// native buckets of the series that have them (snapshotted before the classic ones are
+  /// collected). Text has no place for native buckets: it carries the classic ones only.
   std::string Serialize(Encoding encoding = Encoding::kIdentity,
                         Format format = Format::kText) const;
 
@@ -175,6 +183,8 @@ class Metrics {
   std::set<std::string, std::less<>> families_off_;
   std::map<std::string, bool, std::less<>> declared_;
   std::shared_ptr<SeriesRefs> series_refs_ = std::make_shared<SeriesRefs>();
+  bool native_on_ = false;
+  std::shared_ptr<NativeHistograms> native_ = std::make_shared<NativeHistograms>();
   // Of the last identity body (bytes), per Format.
   mutable std::atomic<std::size_t> last_size_[2] = {0, 0};
   prometheus::Gauge* reload_successful_;

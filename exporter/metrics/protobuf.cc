@@ -28,10 +28,52 @@ pb::MetricType ProtobufType(prometheus::MetricType t) {
   }
 }
 
-// One series. The native-histogram fields (schema, spans, deltas) are for a later step; a
-// histogram without them is a classic one to the scraper.
+// One sign's buckets as spans and deltas (metrics.proto's BucketSpan: the first span's offset is
+// its first index, a later one's the gap after the span before it).
+template <typename AddSpan, typename AddDelta>
+void AddBuckets(const std::vector<std::pair<int, std::uint64_t>>& buckets, AddSpan add_span,
+                AddDelta add_delta) {
+  constexpr int kMaxFilledGap = 2;
+  pb::BucketSpan* span = nullptr;
+  int next = 0;  // the index after the last bucket sent
+  std::int64_t previous = 0;
+  for (auto [index, count] : buckets) {
+    if (!span) {
+      span = add_span();
+      span->set_offset(index);
+    } else if (int gap = index - next; gap > kMaxFilledGap) {
+      span = add_span();
+      span->set_offset(gap);
+    } else {
+      for (int i = 0; i < gap; ++i) {  // empty buckets inside the span: count 0
+        add_delta(-previous);
+        previous = 0;
+      }
+      span->set_length(span->length() + static_cast<std::uint32_t>(gap));
+    }
+    auto c = static_cast<std::int64_t>(count);
+    add_delta(c - previous);
+    previous = c;
+    span->set_length(span->length() + 1);
+    next = index + 1;
+  }
+}
+
+void AddNative(const NativeSnapshot& n, pb::Histogram* h) {
+  h->set_schema(n.schema);
+  h->set_zero_threshold(n.zero_threshold);
+  h->set_zero_count(n.zero_count);
+  AddBuckets(
+      n.positive, [h] { return h->add_positive_span(); },
+      [h](std::int64_t d) { h->add_positive_delta(d); });
+  AddBuckets(
+      n.negative, [h] { return h->add_negative_span(); },
+      [h](std::int64_t d) { h->add_negative_delta(d); });
+}
+
+// One series; `native` its native buckets, if it has them.
 void AddSeries(const prometheus::MetricFamily& f, const prometheus::ClientMetric& m,
-               pb::Metric* out) {
+               const NativeSnapshot* native, pb::Metric* out) {
   for (const auto& l : m.label) {
     auto* p = out->add_label();
     p->set_name(l.name);
@@ -65,6 +107,7 @@ void AddSeries(const prometheus::MetricFamily& f, const prometheus::ClientMetric
         pb_bucket->set_cumulative_count(b.cumulative_count);
         pb_bucket->set_upper_bound(b.upper_bound);
       }
+      if (native) AddNative(*native, h);
       break;
     }
     case prometheus::MetricType::Untyped:
@@ -82,14 +125,22 @@ ProtobufWriter::ProtobufWriter(Sink sink, std::size_t chunk)
   buf_.reserve(chunk_ + chunk_ / 4);
 }
 
-void ProtobufWriter::Write(const std::vector<prometheus::MetricFamily>& families) {
+void ProtobufWriter::Write(const std::vector<prometheus::MetricFamily>& families,
+                           const NativeHistograms::Snapshots& native) {
   pb::MetricFamily msg;  // reused: its fields keep their allocations from family to family
   for (const auto& f : families) {
     msg.Clear();
     msg.set_name(f.name);
     if (!f.help.empty()) msg.set_help(f.help);
     msg.set_type(ProtobufType(f.type));
-    for (const auto& m : f.metric) AddSeries(f, m, msg.add_metric());
+    for (const auto& m : f.metric) {
+      const NativeSnapshot* n = nullptr;
+      if (f.type == prometheus::MetricType::Histogram && !native.empty()) {
+        auto it = native.find(NativeHistograms::Key(f.name, m.label));
+        if (it != native.end()) n = &it->second;
+      }
+      AddSeries(f, m, n, msg.add_metric());
+    }
     // Appends to buf_; the coded stream inside trims buf_ to what it wrote when it ends.
     google::protobuf::io::StringOutputStream out(&buf_);
     if (!google::protobuf::util::SerializeDelimitedToZeroCopyStream(msg, &out)) {

@@ -96,8 +96,8 @@ class PeerProbeBase : public PeerProbe, public std::enable_shared_from_this<Peer
   }
   /// The same for a histogram, with its family's bucket layout and histogram_labels() in place
   /// of labels() (per peer zone and path class unless metrics.per_peer_histograms).
-  prometheus::Histogram& AddSeries(const metrics::HistogramFamily& histogram,
-                                   prometheus::Labels extra) {
+  metrics::HistogramSeries AddSeries(const metrics::HistogramFamily& histogram,
+                                     prometheus::Labels extra) {
     extra.insert(histogram_labels_.begin(), histogram_labels_.end());
     return series_->Add(histogram, extra);
   }

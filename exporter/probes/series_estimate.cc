@@ -17,22 +17,33 @@ class Counter {
     for (const auto& p : shape.peers) groups.emplace(p.zone, p.path);
     groups_ = groups.size();
     peers_ = c.aggregate_peers ? groups_ : shape.peers.size();
-    histograms_ = c.per_peer_histograms && !c.aggregate_peers ? shape.peers.size() : groups_;
+    histograms_ = (c.per_peer_histograms || c.native_histograms) && !c.aggregate_peers
+                      ? shape.peers.size()
+                      : groups_;
   }
 
   // Series per peer (per (zone, path class) group under aggregate_peers).
   std::size_t peers() const { return peers_; }
   // (peer zone, path class) groups.
   std::size_t groups() const { return groups_; }
-  // Histograms towards peers: one per group unless per_peer_histograms.
+  // Histograms towards peers: one per group unless per_peer_histograms or native_histograms.
   std::size_t histogram_groups() const { return histograms_; }
-  static std::size_t Histogram(const std::vector<double>& buckets) { return buckets.size() + 3; }
 
-  void Add(const std::string& name, std::size_t series) {
-    if (c_.families_off.contains(name) || series == 0) return;
-    estimate_.families.push_back({name, series});
-    estimate_.total += series;
+  void Add(const std::string& name, std::size_t series) { Add(name, series, series); }
+  // `histograms` histograms of `buckets`: buckets + 3 lines each in text (+Inf, _sum, _count),
+  // one native series each where Prometheus ingests native histograms (native_histograms).
+  void AddHistograms(const std::string& name, std::size_t histograms,
+                     const std::vector<double>& buckets) {
+    Add(name, histograms * (buckets.size() + 3),
+        c_.native_histograms ? histograms : histograms * (buckets.size() + 3));
   }
+  void Add(const std::string& name, std::size_t series, std::size_t stored) {
+    if (c_.families_off.contains(name) || series == 0) return;
+    estimate_.families.push_back({name, series, stored});
+    estimate_.total += series;
+    estimate_.native_total += stored;
+  }
+
   SeriesEstimate Take() {
     std::sort(estimate_.families.begin(), estimate_.families.end(),
               [](const FamilySeries& a, const FamilySeries& b) { return a.name < b.name; });
@@ -48,7 +59,7 @@ class Counter {
 // rtt: one protocol; the 5 packet counters at construction, the 2 round gauges after a round
 // with a reply; timestamps {direction} x {source} without peer labels.
 void Rtt(Counter& n) {
-  n.Add("podnet_rtt_seconds", n.histogram_groups() * Counter::Histogram(metrics::LatencyBuckets()));
+  n.AddHistograms("podnet_rtt_seconds", n.histogram_groups(), metrics::LatencyBuckets());
   for (const char* f : {"podnet_rtt_packets_sent_total", "podnet_rtt_packets_received_total",
                         "podnet_rtt_duplicate_replies_total", "podnet_rtt_reordered_replies_total",
                         "podnet_rtt_late_replies_total", "podnet_rtt_round_min_seconds",
@@ -62,17 +73,18 @@ void Rtt(Counter& n) {
 // counter; one connect histogram.
 void Http(Counter& n, const http::HttpOptions& o) {
   std::size_t modes = (o.keepalive ? 1 : 0) + (o.new_connection ? 1 : 0);
-  std::size_t h = n.histogram_groups() * Counter::Histogram(metrics::LatencyBuckets());
-  n.Add("podnet_http_request_duration_seconds", modes * h);
-  n.Add("podnet_http_time_to_first_byte_seconds", modes * h);
-  n.Add("podnet_http_connect_duration_seconds", h);
+  std::size_t h = n.histogram_groups();
+  const auto& b = metrics::LatencyBuckets();
+  n.AddHistograms("podnet_http_request_duration_seconds", modes * h, b);
+  n.AddHistograms("podnet_http_time_to_first_byte_seconds", modes * h, b);
+  n.AddHistograms("podnet_http_connect_duration_seconds", h, b);
   n.Add("podnet_http_requests_total", modes * n.peers());
   n.Add("podnet_http_late_requests_total", modes * n.peers());
 }
 
 void Grpc(Counter& n) {
-  n.Add("podnet_grpc_request_duration_seconds",
-        n.histogram_groups() * Counter::Histogram(metrics::LatencyBuckets()));
+  n.AddHistograms("podnet_grpc_request_duration_seconds", n.histogram_groups(),
+                  metrics::LatencyBuckets());
   n.Add("podnet_grpc_requests_total", n.peers());  // code="OK"
 }
 
@@ -81,15 +93,13 @@ void Grpc(Counter& n) {
 void Dns(Counter& n, const dns::DnsOptions& o, std::size_t servers) {
   std::size_t per_form = o.names.size() * o.resolvers.size();
   std::size_t targets = 2 * per_form;
-  n.Add("podnet_dns_lookup_duration_seconds",
-        targets * Counter::Histogram(metrics::DnsLatencyBuckets()));
+  n.AddHistograms("podnet_dns_lookup_duration_seconds", targets, metrics::DnsLatencyBuckets());
   n.Add("podnet_dns_lookups_total", targets);
   n.Add("podnet_dns_queries_per_lookup", targets);
   n.Add("podnet_dns_queries_total", 2 * targets);  // A and AAAA
   n.Add("podnet_dns_responses_total", 2 * per_form + per_form);
   if (!o.names.empty()) {
-    n.Add("podnet_dns_server_rtt_seconds",
-          servers * Counter::Histogram(metrics::DnsLatencyBuckets()));
+    n.AddHistograms("podnet_dns_server_rtt_seconds", servers, metrics::DnsLatencyBuckets());
   }
 }
 
@@ -115,8 +125,7 @@ void Burst(Counter& n, const config::Config& c, const burst::BurstOptions& o, st
 // Service with backends in Z zones has Z — a latency histogram and a requests counter, and the
 // target's own byte counters.
 std::size_t Service(Counter& n, const service::ServiceOptions& o) {
-  n.Add("podnet_service_rtt_seconds",
-        o.targets.size() * Counter::Histogram(metrics::LatencyBuckets()));
+  n.AddHistograms("podnet_service_rtt_seconds", o.targets.size(), metrics::LatencyBuckets());
   n.Add("podnet_service_requests_total", o.targets.size());
   return o.targets.size();
 }
@@ -159,9 +168,10 @@ SeriesEstimate EstimateSeries(const config::Config& c, const SeriesShape& shape)
   }
   // Not metrics.families switches: every Pod serves them.
   SeriesEstimate e = n.Take();
-  e.families.push_back({"podnet_probe_received_bytes_total", bytes});
-  e.families.push_back({"podnet_probe_sent_bytes_total", bytes});
+  e.families.push_back({"podnet_probe_received_bytes_total", bytes, bytes});
+  e.families.push_back({"podnet_probe_sent_bytes_total", bytes, bytes});
   e.total += 2 * bytes;
+  e.native_total += 2 * bytes;
   return e;
 }
 

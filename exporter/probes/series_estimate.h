@@ -24,22 +24,26 @@ struct SeriesShape {
 /// One family's share of a Pod's series.
 struct FamilySeries {
   std::string name;
-  std::size_t series = 0;
+  std::size_t series = 0;  // sample lines of the text exposition
+  std::size_t stored = 0;  // series a Prometheus ingesting native histograms stores
 };
 
 /// A Pod's series, per family (those the configuration serves; sorted by name) and in all.
 struct SeriesEstimate {
   std::vector<FamilySeries> families;
   std::size_t total = 0;
+  /// With metrics.native_histograms, a histogram counts one series here (what a Prometheus with
+  /// native histograms on stores from the protobuf exposition); otherwise equal to total.
+  std::size_t native_total = 0;
 };
 
 /// The series the probe kinds of `c` export from one Pod of `shape`, once every probe has run a
 /// round and every answer was the healthy one (an error counter, a second HTTP status code or
 /// DNS rcode add series; a peer that goes keeps none). Counts each sample line of the text
 /// exposition: a histogram is its buckets + 3 (+Inf, _sum, _count). Honours aggregate_peers,
-/// per_peer_histograms and metrics.families. Not counted: the families every Pod has whatever
-/// its probes (build info, reload, podnet_peers, process_*, Kubernetes discovery, responders):
-/// kBaseSeries estimates them. Formulas per kind in series_estimate.cc; the lab test
+/// per_peer_histograms, native_histograms and metrics.families. Not counted: the families every Pod
+/// has whatever its probes (build info, reload, podnet_peers, process_*, Kubernetes discovery,
+/// responders): kBaseSeries estimates them. Formulas per kind in series_estimate.cc; the lab test
 /// lab_dashboards_rules checks the total against a real exporter's /metrics.
 SeriesEstimate EstimateSeries(const config::Config& c, const SeriesShape& shape);
 
@@ -48,5 +52,9 @@ SeriesEstimate EstimateSeries(const config::Config& c, const SeriesShape& shape)
 /// request and drop counters (~46), discovery, process and build series (measured:
 /// bench/cluster_cost.sh at the deploy default, 935 series in all of which 815 the probes').
 inline constexpr std::size_t kBaseSeries = 120;
+/// Of kBaseSeries, the start-delay histograms (5 kinds x 10 series); native (one series each)
+/// under metrics.native_histograms.
+inline constexpr std::size_t kBaseStartDelaySeries = 50;
+inline constexpr std::size_t kBaseStartDelayHistograms = 5;
 
 }  // namespace podnet::probes

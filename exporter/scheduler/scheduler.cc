@@ -6,7 +6,7 @@
 
 namespace podnet::scheduler {
 
-SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
+SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry, const metrics::Metrics* native)
     : skipped_(prometheus::BuildCounter()
                    .Name("podnet_probe_rounds_skipped_total")
                    .Help("Probe rounds not run because the previous round towards the same peer "
@@ -15,20 +15,29 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
       start_delay_(prometheus::BuildHistogram()
                        .Name("podnet_probe_round_start_delay_seconds")
                        .Help("How late probe rounds started against their schedule.")
-                       .Register(registry)) {}
+                       .Register(registry)),
+      native_(native) {}
 
 prometheus::Counter& SchedulerMetrics::skipped(const std::string& kind) {
   return skipped_.Add({{"probe", kind}});
 }
 
-prometheus::Histogram& SchedulerMetrics::start_delay(const std::string& kind) {
+metrics::HistogramSeries SchedulerMetrics::start_delay(const std::string& kind) {
   // 100 us to 2.5 s, x4 to x10 apart (7 bounds, 10 series a probe kind): a loop that is on
   // time is below 1 ms, a busy one in the low milliseconds, one that something blocked above
   // 25 ms. This is the loop's health, not a measurement: a finer layout would cost series on
   // every Pod for nothing a reader acts on.
   static const prometheus::Histogram::BucketBoundaries kBounds = {100e-6, 1e-3,   5e-3, 25e-3,
                                                                   100e-3, 500e-3, 2.5};
-  return start_delay_.Add({{"probe", kind}}, kBounds);
+  static constexpr std::string_view kName = "podnet_probe_round_start_delay_seconds";
+  prometheus::Labels labels{{"probe", kind}};
+  std::shared_ptr<metrics::NativeHistogram> native;
+  if (native_ && native_->native_histograms_on()) {
+    native = native_->native_histograms()->Add(kName, labels);
+  } else if (native_) {
+    native_->native_histograms()->Remove(kName, labels);
+  }
+  return {&start_delay_.Add(labels, kBounds), std::move(native)};
 }
 
 template class BasicScheduler<std::chrono::steady_clock>;

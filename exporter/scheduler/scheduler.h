@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "exporter/metrics/metrics.h"
 #include "exporter/probes/phase_grid.h"
 #include "exporter/probes/probe.h"
 #include "exporter/topology/topology.h"
@@ -40,13 +41,20 @@ using probes::kPhaseGrid;
 /// Series appear with the kind's first round.
 class SchedulerMetrics {
  public:
-  explicit SchedulerMetrics(prometheus::Registry& registry);
+  /// The families in `registry`; with `native` (the app's Metrics), start_delay's series get
+  /// native buckets while its metrics.native_histograms is on.
+  explicit SchedulerMetrics(prometheus::Registry& registry,
+                            const metrics::Metrics* native = nullptr);
   prometheus::Counter& skipped(const std::string& kind);
-  prometheus::Histogram& start_delay(const std::string& kind);
+  /// The kind's series, with native buckets when they are on at this call (a kind's targets are
+  /// made again when the setting changes: every kind restarts), without (and any native ones of
+  /// before dropped) when off.
+  metrics::HistogramSeries start_delay(const std::string& kind);
 
  private:
   prometheus::Family<prometheus::Counter>& skipped_;
   prometheus::Family<prometheus::Histogram>& start_delay_;
+  const metrics::Metrics* native_;
 };
 
 /// `Clock` is the time the scheduler lays rounds out on and waits by (its timers are

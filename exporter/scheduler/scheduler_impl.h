@@ -17,7 +17,7 @@ struct BasicScheduler<Clock>::Target {
   topology::Peer peer;
   std::shared_ptr<probes::PeerProbe> probe;
   prometheus::Counter* skipped = nullptr;  // of its kind; null when not exported
-  prometheus::Histogram* start_delay = nullptr;
+  metrics::HistogramSeries start_delay;
   boost::asio::basic_waitable_timer<Clock> timer;
   config::Duration interval{};
   std::chrono::steady_clock::time_point next{};
@@ -98,7 +98,7 @@ void BasicScheduler<Clock>::Start(KindState& state, const topology::Peer& peer,
   t->interval = state.kind->interval();
   if (metrics_) {
     t->skipped = &metrics_->skipped(state.name);
-    t->start_delay = &metrics_->start_delay(state.name);
+    t->start_delay = metrics_->start_delay(state.name);
   }
   // A random slot of the grid within one interval from now, counted from the epoch so that
   // targets started at different times still share slots.
@@ -119,7 +119,7 @@ void BasicScheduler<Clock>::Arm(const std::shared_ptr<Target>& t) {
     if (ec || !t || t->stopped) return;
     if (t->start_delay) {
       auto late = Clock::now() - t->next;
-      t->start_delay->Observe(std::max(0.0, std::chrono::duration<double>(late).count()));
+      t->start_delay.Observe(std::max(0.0, std::chrono::duration<double>(late).count()));
     }
     t->running = true;
     // Only the weak pointer is captured: at 16 bytes the std::function holds it in place, so a

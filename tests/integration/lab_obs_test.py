@@ -9,7 +9,10 @@ cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
 
   - every recording rule returns data, and every rule evaluates without error; except the rules
     that compare with a day earlier (NEEDS_A_DAY: this Prometheus is minutes old), which must
-    have no data yet and evaluate without error;
+    have no data yet and evaluate without error; and the path-MTU rules and panels (they read
+    podnet_path_mtu_*), which are held to the same only while the client's /metrics has
+    podnet_path_mtu_bytes series: without them (a build without the path-MTU probe, or the
+    probe not configured here) they must evaluate and have no data, and the run says so;
   - every dashboard query returns data with a finite value, and every label its legend (or its
     matrix table) shows,
     twice: with the variables at "All" and at the lab's own values (cluster, zone, node, peer,
@@ -57,6 +60,9 @@ NEEDS_A_DAY = {
     "cluster:podnet_rtt_zone_pairs_regressed:ratio",
     "cluster:podnet_rtt_zone_pairs:count",
 }
+# The path-MTU probe's families: rules and dashboard queries that read them (podnet.mtu, the
+# Zone matrix's path MTU panels) need its series in the client's /metrics.
+PATH_MTU = "podnet_path_mtu_"
 SEARCH = "podnet.svc.cluster.local svc.cluster.local cluster.local ap-northeast-2.compute.internal"
 
 
@@ -123,8 +129,17 @@ def missing_labels(panel, legend, result):
     return sorted(want - have)
 
 
-def all_recorded(ns):
-    names = [r["record"] for _, r in oq.rules() if "record" in r and r["record"] not in NEEDS_A_DAY]
+def path_mtu_exported(ns):
+    """Whether the client's /metrics has path-MTU series (the probe built, configured, a round
+    done)."""
+    _, body = labkit.http(ns, "http://127.0.0.1:9479/metrics")
+    text = body.decode() if isinstance(body, bytes) else body
+    return re.search(r"^%sbytes\{" % PATH_MTU, text, re.M) is not None
+
+
+def all_recorded(ns, path_mtu):
+    names = [r["record"] for _, r in oq.rules() if "record" in r and r["record"] not in NEEDS_A_DAY
+             and (path_mtu or PATH_MTU not in r["expr"] + r["record"])]
     return [n for n in names if not finite(labkit.promql(ns, n))]
 
 
@@ -159,7 +174,7 @@ def scenario(args, lab, tmp):
     missing = None
     deadline = started + 150
     while time.time() < deadline:
-        missing = all_recorded(ns["client"])
+        missing = all_recorded(ns["client"], path_mtu_exported(ns["client"]))
         if not missing:
             break
         time.sleep(5)
@@ -167,6 +182,11 @@ def scenario(args, lab, tmp):
         % (time.time() - started, missing))
     time.sleep(RATE_INTERVAL_S)  # a full rate window past the first samples
     check(client.poll() is None, "the client exporter is running")
+    path_mtu = path_mtu_exported(ns["client"])
+    if not path_mtu:
+        log("NOTE: the client's /metrics has no %sbytes series (a build without the path-MTU "
+            "probe, or the probe not configured here): the rules and panels that read %s* are "
+            "checked to evaluate with no data, not for data" % (PATH_MTU, PATH_MTU))
 
     # Every recording rule has data (those that need a day of history: none yet); every rule
     # evaluates without error.
@@ -176,6 +196,10 @@ def scenario(args, lab, tmp):
         if "record" in r and r["record"] in NEEDS_A_DAY:
             res = labkit.promql(ns["client"], r["record"])
             check(not res, "recording rule %s: no data before a day of history (%d series)"
+                  % (r["record"], len(res)))
+        elif "record" in r and not path_mtu and PATH_MTU in r["expr"] + r["record"]:
+            res = labkit.promql(ns["client"], r["record"])
+            check(not res, "recording rule %s: no data without path-MTU series (%d series)"
                   % (r["record"], len(res)))
         elif "record" in r:
             res = labkit.promql(ns["client"], r["record"])
@@ -199,6 +223,10 @@ def scenario(args, lab, tmp):
                 labkit.promql(ns["client"], oq.substitute(expr, subst))  # raises on an error
                 where += " (offsets removed)"
             res = labkit.promql(ns["client"], oq.substitute(now, subst))
+            if not path_mtu and PATH_MTU in expr:
+                check(not res, "%s (%s): no data without path-MTU series (%d series)"
+                      % (where, label, len(res)))
+                continue
             lacking = missing_labels(panel, legend, res)
             check(bool(finite(res)) and not lacking,
                   "%s (%s): %d series%s" % (where, label, len(finite(res)),

@@ -139,16 +139,9 @@ def latency_step(lab):
 
 
 def scenario(args, lab, tmp):
-    # The client Pod may open unprivileged ICMP "ping" sockets (as a DaemonSet's Pod sysctl
-    # would allow); the unit tests cover raw sockets.
-    run("ip", "netns", "exec", NS["client"], "sysctl", "-q", "-w",
-        "net.ipv4.ping_group_range=0 2147483647")
-    # Peers: podnet-exporter as responders only (no probes section: probing off).
-    for name in ("same", "zone", "cross"):
-        cfg = os.path.join(tmp, name + ".yaml")
-        with open(cfg, "w") as f:
-            f.write("self: { name: %s, node: n-%s, zone: z }\n" % (name, name))
-        start(NS[name], [args.exporter, "--config.file=" + cfg], os.path.join(tmp, name + ".log"))
+    # The client Pod may open unprivileged ICMP "ping" sockets; the unit tests cover raw
+    # sockets. Peers: podnet-exporter as responders only (no probes section: probing off).
+    labkit.start_lab_responders(NS, args.exporter, tmp)
     client_cfg = os.path.join(tmp, "client.yaml")
     # The client lists itself too: the prober must never probe itself.
     all_peers = ["client", "same", "zone", "cross", "cross-v6"]

@@ -8,11 +8,11 @@
     variable `datasource` everywhere, the variables cluster/zone/node/peer (DNS: cluster, name,
     resolver), unique panel ids, and only the Peers dashboard groups by `peer`;
   - rules: no rule needs `peer` (aggregate_peers drops it), and only the fault-location rules
-    read `peer_node` (their peer-node view is empty with aggregate_peers, documented), as does
-    PodnetPeerUnreachable to hold its per-path alerts back for a located fault; every alert has a
-    severity, a summary, a description and a runbook_url whose anchor is a heading of
-    docs/runbooks.md, a promtool test that fires it and one that keeps it quiet, and a row in
-    docs/deploy.md's table of alerts;
+    read `peer_node` (their peer-node view is empty with aggregate_peers, documented), as do
+    PodnetPeerUnreachable and PodnetPathMTUBlackHole to hold their paths back for a located
+    fault (HOLD_BACK_ALERTS); every alert has a severity, a summary, a description and a
+    runbook_url whose anchor is a heading of docs/runbooks.md, a promtool test that fires it and
+    one that keeps it quiet, and a row in docs/deploy.md's table of alerts;
   - the job the alerts select (`up{job="..."}`) is the job both documented ways of scraping
     produce: the scrape-config example's job_name and the PodMonitor's job relabeling.
 
@@ -36,6 +36,8 @@ check = labkit.check
 SCHEMA_VERSION = 39
 # Fault location needs to know which node a path leads to: these groups may read peer_node.
 FAULT_GROUPS = ("podnet.fault", "podnet.alerts.fault")
+# Per-path alerts that hold a path to a node at fault back (unless on (cluster, peer_node)).
+HOLD_BACK_ALERTS = ("PodnetPeerUnreachable", "PodnetPathMTUBlackHole")
 
 
 def github_anchor(heading):
@@ -131,7 +133,7 @@ def check_rules():
     for group, r in oq.rules():
         name = r.get("record") or r.get("alert")
         check(not peer_label.search(r["expr"]), "%s: needs no peer label" % name)
-        if group not in FAULT_GROUPS and name != "PodnetPeerUnreachable":
+        if group not in FAULT_GROUPS and name not in HOLD_BACK_ALERTS:
             check(not peer_node.search(r["expr"]), "%s: needs no peer_node label" % name)
         if "alert" not in r:
             continue

@@ -492,6 +492,21 @@ class Lab:
         return False
 
 
+def start_lab_responders(ns, exporter, tmp, nodes=None):
+    """The lab's usual start: the client namespace may open unprivileged ICMP sockets (as a
+    DaemonSet's Pod sysctl allows), and the same, zone and cross Pods run podnet-exporter as
+    responders only (no probes section). `nodes`: name -> (node, zone) for their `self`; by
+    default node n-NAME in zone z."""
+    run("ip", "netns", "exec", ns["client"], "sysctl", "-q", "-w",
+        "net.ipv4.ping_group_range=0 2147483647")
+    for name in ("same", "zone", "cross"):
+        node, zone = (nodes or {}).get(name, ("n-" + name, "z"))
+        cfg = os.path.join(tmp, name + ".yaml")
+        with open(cfg, "w") as f:
+            f.write("self: { name: %s, node: %s, zone: %s }\n" % (name, node, zone))
+        start(ns[name], [exporter, "--config.file=" + cfg], os.path.join(tmp, name + ".log"))
+
+
 def run_namespace_test(ns, scenario, tmp_prefix):
     """Runs scenario(tmp_folder) for a test that made the network namespace `ns` itself, then
     stops every process started, deletes `ns` and the folder; an exception is a failed check. On

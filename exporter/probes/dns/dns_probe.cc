@@ -288,9 +288,9 @@ void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
           if (status == ARES_SUCCESS) {
             double s =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            auto& h = self.series()->Add(self.kind_->families().server_rtt, labels);
+            auto h = self.series()->Add(self.kind_->families().server_rtt, labels);
             h.Observe(s);
-            self.observed_[labels.at("server")] = {labels, &h};
+            self.observed_[labels.at("server")] = {labels, &h.classic()};
           } else if (status != ARES_ECANCELLED && status != ARES_EDESTRUCTION) {
             self.CountError("server_no_answer");
           }

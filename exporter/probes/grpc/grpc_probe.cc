@@ -128,7 +128,7 @@ class GrpcPeerProbe : public PeerProbeBase {
     channel_ = ::grpc::CreateChannel(target, ::grpc::InsecureChannelCredentials());
     channel_->GetState(/*try_to_connect=*/true);  // connect before the first round
     stub_ = std::make_unique<::grpc::GenericStub>(channel_);
-    duration_ = &AddSeries(kind_->families().duration, {});
+    duration_ = AddSeries(kind_->families().duration, {});
     std::tie(sent_bytes_, received_bytes_) = AddByteCounters();
   }
 
@@ -244,7 +244,7 @@ class GrpcPeerProbe : public PeerProbeBase {
     } else if (*serving != kServing) {
       CountError("not_serving");
     } else {
-      duration_->Observe(std::chrono::duration<double>(end - call->start).count());
+      duration_.Observe(std::chrono::duration<double>(end - call->start).count());
     }
   }
 
@@ -253,7 +253,7 @@ class GrpcPeerProbe : public PeerProbeBase {
   std::shared_ptr<Outlet> outlet_ = std::make_shared<Outlet>();
   std::shared_ptr<::grpc::Channel> channel_;
   std::unique_ptr<::grpc::GenericStub> stub_;
-  prometheus::Histogram* duration_ = nullptr;  // series()'s
+  metrics::HistogramSeries duration_;          // series()'s
   prometheus::Counter* sent_bytes_ = nullptr;  // series()'s
   prometheus::Counter* received_bytes_ = nullptr;
   std::map<std::uint64_t, net::WireMeter> meters_;  // by socket inode: charged so far

@@ -92,11 +92,11 @@ class HttpPeerProbe : public PeerProbeBase {
     auto& f = kind_->families();
     for (int m = 0; m < 2; ++m) {
       prometheus::Labels l{{"connection", ModeLabel(m == 1)}};
-      m_[m].duration = &AddSeries(f.duration, l);
-      m_[m].ttfb = &AddSeries(f.ttfb, l);
+      m_[m].duration = AddSeries(f.duration, l);
+      m_[m].ttfb = AddSeries(f.ttfb, l);
       m_[m].late = &AddSeries(f.late, l);
     }
-    connect_ = &AddSeries(f.connect, {});
+    connect_ = AddSeries(f.connect, {});
     std::tie(sent_bytes_, received_bytes_) = AddByteCounters();
   }
 
@@ -169,7 +169,7 @@ class HttpPeerProbe : public PeerProbeBase {
             Slot& s = self.slots_[i];
             if (f == Failure::kNone) {
               s.state = SlotState::kIdle;
-              self.connect_->Observe(Seconds(at - started));
+              self.connect_.Observe(Seconds(at - started));
             } else {
               s.state = SlotState::kClosed;
               self.Charge(*s.conn);
@@ -274,7 +274,7 @@ class HttpPeerProbe : public PeerProbeBase {
         self.Finish(s, i, from, ex, true);
         return;
       }
-      self.connect_->Observe(Seconds(at - started));
+      self.connect_.Observe(Seconds(at - started));
       self.Send(s, i, from, deadline, /*reused=*/false);
     };
     slot.conn->Connect(deadline, IfCurrent(this, connected));
@@ -307,8 +307,8 @@ class HttpPeerProbe : public PeerProbeBase {
               bool slot_used) {
     int m = keepalive_ ? 0 : 1;
     CodeCounter(m, ex.status)->Increment();
-    if (ex.failure == Failure::kNone) m_[m].duration->Observe(Seconds(ex.done - from));
-    if (ex.status != 0) m_[m].ttfb->Observe(Seconds(ex.first_byte - ex.sent));
+    if (ex.failure == Failure::kNone) m_[m].duration.Observe(Seconds(ex.done - from));
+    if (ex.status != 0) m_[m].ttfb.Observe(Seconds(ex.first_byte - ex.sent));
     if (ex.failure != Failure::kNone) CountError(FailureReason(ex.failure));
     ++finished_;
     if (slot_used) {
@@ -366,8 +366,8 @@ class HttpPeerProbe : public PeerProbeBase {
   }
 
   struct ModeSeries {
-    prometheus::Histogram* duration = nullptr;
-    prometheus::Histogram* ttfb = nullptr;
+    metrics::HistogramSeries duration;
+    metrics::HistogramSeries ttfb;
     prometheus::Counter* late = nullptr;
   };
 
@@ -378,7 +378,7 @@ class HttpPeerProbe : public PeerProbeBase {
   boost::asio::steady_timer timer_;
   // Series of series(), added once; no handler is current after RemoveSeries to use them.
   ModeSeries m_[2];  // [0] keepalive, [1] new
-  prometheus::Histogram* connect_ = nullptr;
+  metrics::HistogramSeries connect_;
   prometheus::Counter* sent_bytes_ = nullptr;
   prometheus::Counter* received_bytes_ = nullptr;
   std::map<std::pair<int, int>, prometheus::Counter*> codes_;

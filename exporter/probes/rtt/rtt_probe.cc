@@ -207,7 +207,7 @@ class RttPeerProbe : public PeerProbeBase {
   RttPeerProbe(std::shared_ptr<RttKind> kind, const topology::Peer& peer)
       : PeerProbeBase(kind->env(), "rtt", peer), kind_(std::move(kind)), timer_(env().io) {
     auto& f = kind_->families();
-    m_.rtt = &AddSeries(f.rtt, protocol_);
+    m_.rtt = AddSeries(f.rtt, protocol_);
     m_.sent = &AddSeries(f.sent, protocol_);
     m_.received = &AddSeries(f.received, protocol_);
     m_.duplicates = &AddSeries(f.duplicates, protocol_);
@@ -310,7 +310,7 @@ class RttPeerProbe : public PeerProbeBase {
     // loss at every scrape (counting sends as they happen shows a train in flight as lost).
     m_.sent->Increment(r.sent);
     if (r.received > 0) m_.received->Increment(r.received);
-    for (double s : r.rtt_seconds) m_.rtt->Observe(s);
+    for (double s : r.rtt_seconds) m_.rtt.Observe(s);
     auto& f = kind_->families();
     int user_stamped = static_cast<int>(r.rtt_seconds.size()) - r.tx_kernel_stamped;
     if (r.tx_kernel_stamped > 0) f.tx_kernel.Increment(r.tx_kernel_stamped);
@@ -344,7 +344,7 @@ class RttPeerProbe : public PeerProbeBase {
   }
 
   struct Series {
-    prometheus::Histogram* rtt;
+    metrics::HistogramSeries rtt;
     prometheus::Counter* sent;
     prometheus::Counter* received;
     prometheus::Counter* duplicates;

@@ -841,6 +841,17 @@ TEST(ConfigTest, MetricFamiliesAndPerPeerHistograms) {
   EXPECT_FALSE(r.config->families_off.contains("podnet_http_time_to_first_byte_seconds"));
   EXPECT_TRUE(r.config->families_off.contains("podnet_http_connect_duration_seconds"));
   EXPECT_TRUE(r.config->families_off.contains("podnet_dns_server_rtt_seconds"));
+  EXPECT_FALSE(r.config->native_histograms);
+  EXPECT_FALSE(plain.config->native_histograms);
+
+  // Native histograms: with aggregate_peers too (per group then); a non-bool is an error.
+  LoadResult native = Parse(kSelf + "metrics: {aggregate_peers: true, native_histograms: true}\n",
+                            "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(native.ok()) << Dump(native.errors);
+  EXPECT_TRUE(native.config->native_histograms);
+  LoadResult bad = Parse(kSelf + "metrics: {native_histograms: 1}\n", "test.yaml", FakeEnv({}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(Dump(bad.errors).find("metrics.native_histograms"), std::string::npos);
 }
 
 TEST(ConfigTest, LoadFileMissing) {

@@ -173,9 +173,10 @@ bool Same(const Config& a, const Config& b) {
          same_hp(a.udp_echo_listen_address, b.udp_echo_listen_address) &&
          same_peers(a.static_peers, b.static_peers) && a.kubernetes == b.kubernetes &&
          a.aggregate_peers == b.aggregate_peers && a.per_peer_histograms == b.per_peer_histograms &&
-         a.families_off == b.families_off && a.rtt == b.rtt && a.dns == b.dns &&
-         a.burst == b.burst && a.burst_responder == b.burst_responder && a.http == b.http &&
-         a.grpc == b.grpc && grpc_listen && a.service == b.service;
+         a.native_histograms == b.native_histograms && a.families_off == b.families_off &&
+         a.rtt == b.rtt && a.dns == b.dns && a.burst == b.burst &&
+         a.burst_responder == b.burst_responder && a.http == b.http && a.grpc == b.grpc &&
+         grpc_listen && a.service == b.service;
 }
 
 class ConfigurationDocTest : public ::testing::Test {

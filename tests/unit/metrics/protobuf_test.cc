@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "exporter/metrics/buckets.h"
 #include "exporter/metrics/exposition.h"
+#include "exporter/metrics/families.h"
 #include "exporter/metrics/metrics.h"
 #include "tests/unit/testing/gzip.h"
 #include "tests/unit/testing/metric_families.h"
@@ -234,6 +236,91 @@ TEST(ProtobufTest, MetricsServesTheSameSeriesAsText) {
   for (std::size_t i = 0; i < families.size(); ++i) {
     EXPECT_EQ(unzipped[i].name(), families[i].name());
     EXPECT_EQ(unzipped[i].metric_size(), families[i].metric_size());
+  }
+}
+
+// The (index, count) pairs a span/delta list stands for (metrics.proto's BucketSpan rules).
+std::vector<std::pair<int, std::uint64_t>> Expand(
+    const google::protobuf::RepeatedPtrField<pb::BucketSpan>& spans,
+    const google::protobuf::RepeatedField<std::int64_t>& deltas) {
+  std::vector<std::pair<int, std::uint64_t>> out;
+  int index = 0;
+  int d = 0;
+  std::int64_t count = 0;
+  for (int s = 0; s < spans.size(); ++s) {
+    index += spans[s].offset();  // the first: where it starts; later: the gap after the last
+    for (std::uint32_t k = 0; k < spans[s].length(); ++k, ++index) {
+      EXPECT_LT(d, deltas.size());
+      if (d >= deltas.size()) return out;
+      count += deltas[d++];
+      EXPECT_GE(count, 0);
+      if (count > 0) out.emplace_back(index, static_cast<std::uint64_t>(count));
+    }
+  }
+  EXPECT_EQ(d, deltas.size()) << "deltas left over";
+  return out;
+}
+
+TEST(ProtobufTest, NativeBucketsReadBackAsObserved) {
+  Metrics m;
+  m.SetNativeHistograms(true);
+  HistogramFamily f = DeclareHistogram(m, "podnet_test_seconds", "T.", LatencyBuckets());
+  SeriesSet set(m.series_refs());
+  HistogramSeries h = set.Add(f, {{"peer", "a"}});
+  HistogramSeries empty = set.Add(f, {{"peer", "b"}});
+  // Gaps of 1, 2 and 3 empty buckets between populated ones, samples on both sides of 1 s, a
+  // zero and negatives.
+  std::vector<double> samples{0.0, -0.004, -0.004, -0.5};
+  for (int i : {-80, -79, -77, -74, -70, -3, 0, 1, 9}) {
+    for (int k = 0; k <= (i & 3); ++k) samples.push_back(NativeBucketUpperBound(i, 3) * 0.99);
+  }
+  for (double v : samples) h.Observe(v);
+  NativeSnapshot want = h.native()->Snapshot();
+  auto families =
+      ParseDelimited(m.Serialize(Metrics::Encoding::kIdentity, Metrics::Format::kProtobuf));
+  const pb::MetricFamily* family = nullptr;
+  for (const auto& fam : families) {
+    if (fam.name() == "podnet_test_seconds") family = &fam;
+  }
+  ASSERT_NE(family, nullptr);
+  ASSERT_EQ(family->metric_size(), 2);
+  for (const auto& metric : family->metric()) {
+    const pb::Histogram& got = metric.histogram();
+    // Both kinds of bucket in one message: the classic ones too.
+    EXPECT_EQ(got.bucket_size(), static_cast<int>(LatencyBuckets().size()));
+    EXPECT_EQ(got.schema(), kNativeSchema);
+    EXPECT_EQ(got.zero_threshold(), kNativeZeroThreshold);
+    if (metric.label(0).value() == "b") {  // no samples: still native (zero_threshold > 0)
+      EXPECT_EQ(got.positive_span_size(), 0);
+      EXPECT_EQ(got.sample_count(), 0u);
+      continue;
+    }
+    EXPECT_EQ(got.zero_count(), want.zero_count);
+    EXPECT_EQ(got.sample_count(), samples.size());
+    EXPECT_EQ(Expand(got.positive_span(), got.positive_delta()), want.positive);
+    EXPECT_EQ(Expand(got.negative_span(), got.negative_delta()), want.negative);
+    // Gaps of <= 2 ride inside a span; gaps of 3, 66 and 7 open new ones: [-80, -74], [-70],
+    // [-3, 1], [9].
+    EXPECT_EQ(got.positive_span_size(), 4);
+  }
+  (void)empty;
+  // Text carries the classic buckets only, and the same count.
+  EXPECT_NE(
+      m.Serialize().find("podnet_test_seconds_count{peer=\"a\"} " + std::to_string(samples.size())),
+      std::string::npos);
+}
+
+TEST(ProtobufTest, WithoutNativeHistogramsNoNativeField) {
+  Metrics m;
+  HistogramFamily f = DeclareHistogram(m, "podnet_test_seconds", "T.", LatencyBuckets());
+  SeriesSet set(m.series_refs());
+  set.Add(f, {{"peer", "a"}}).Observe(0.001);
+  for (const auto& fam :
+       ParseDelimited(m.Serialize(Metrics::Encoding::kIdentity, Metrics::Format::kProtobuf))) {
+    if (fam.name() != "podnet_test_seconds") continue;
+    EXPECT_FALSE(fam.metric(0).histogram().has_schema());
+    EXPECT_EQ(fam.metric(0).histogram().zero_threshold(), 0.0);
+    EXPECT_EQ(fam.metric(0).histogram().positive_span_size(), 0);
   }
 }
 
