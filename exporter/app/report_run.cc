@@ -268,6 +268,7 @@ int ProbeForReport(const Options& options, const config::Config& config, report:
   cap("grpc", capped->grpc);
   cap("burst", capped->burst);
   cap("dns", capped->dns);
+  cap("mtu", capped->mtu);
   App app(options, capped);
   // A burst round's bound: per stream count, its start jitter (a tenth of the capped
   // interval), its data phase and one step timeout.
@@ -317,6 +318,7 @@ report::CostConfig CostConfigOf(const config::Config& c) {
                 h.keepalive,         h.new_connection,    h.path};
   }
   if (c.grpc) out.grpc = {seconds(c.grpc->interval), c.grpc->count};
+  if (c.mtu) out.mtu = {seconds(c.mtu->interval), c.mtu->max_size};
   if (c.dns) {
     out.dns = report::CostConfig::Dns{seconds(c.dns->interval), c.dns->names, {}};
     for (auto l : c.dns->resolvers) out.dns->resolvers.emplace_back(probes::dns::LibcName(l));

@@ -211,7 +211,8 @@ void DecodeMetricFamilies(Decoder& d, const YAML::Node& n, Config& c) {
                      [&](const MetricFamilyEntry& f) { return f.name == name; })) {
       d.Fail(key, path,
              "unknown metric family: the names that switch are the probe kinds' families "
-             "(podnet_rtt_*, _http_*, _grpc_*, _dns_*, _burst_*, _service_*; not podnet_probe_* "
+             "(podnet_rtt_*, _http_*, _grpc_*, _dns_*, _burst_*, _service_*, _path_mtu_*; not "
+             "podnet_probe_* "
              "or podnet_peers), without _bucket, _sum or _count (docs/metrics.md)");
       continue;
     }
@@ -841,11 +842,40 @@ void DecodeService(Decoder& d, const YAML::Node& n, Config& c) {
   c.service = o;
 }
 
+void DecodeMtu(Decoder& d, const YAML::Node& n, Config& c) {
+  const std::string base = "probes.mtu";
+  if (!d.CheckMap(n, base, {"interval", "timeout", "min_size", "max_size", "max_datagrams"})) {
+    return;
+  }
+  probes::mtu::MtuOptions o;
+  OptionalDurations(d, n, base, {{"interval", &o.interval}, {"timeout", &o.timeout}});
+  // 9028: the UDP echo responder answers payloads of at most 9,000 bytes (+ 28 of IPv4 and UDP).
+  OptionalInteger(d, n, base, "min_size", 576, 9028, &o.min_size);
+  OptionalInteger(d, n, base, "max_size", 576, 9028, &o.max_size);
+  OptionalInteger(d, n, base, "max_datagrams", 2, 64, &o.max_datagrams);
+  if (o.min_size >= o.max_size) {
+    d.Fail(n, base,
+           "min_size (" + std::to_string(o.min_size) + ") must be below max_size (" +
+               std::to_string(o.max_size) + ")");
+  }
+  // A round: two directions of at most max_datagrams each, every one waiting up to timeout.
+  std::int64_t round_ns = 0;
+  bool overflow =
+      __builtin_mul_overflow(o.timeout.count(), std::int64_t{2 * o.max_datagrams}, &round_ns);
+  if (overflow || Duration(round_ns) > o.interval) {
+    d.Fail(n, base,
+           "a round lasts up to 2*max_datagrams*timeout" +
+               (overflow ? std::string() : " = " + FormatDuration(Duration(round_ns))) +
+               ", longer than interval " + FormatDuration(o.interval));
+  }
+  c.mtu = o;
+}
+
 // `kubernetes`: the file has a peers.kubernetes section (valid or not: its own problems are
 // reported there, not again by the sections that need it).
 void DecodeProbes(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
   if (!n.IsDefined() ||
-      !d.CheckMap(n, "probes", {"rtt", "dns", "burst", "http", "grpc", "service"})) {
+      !d.CheckMap(n, "probes", {"rtt", "dns", "burst", "http", "grpc", "service", "mtu"})) {
     return;
   }
   if (const YAML::Node service = n["service"]; service.IsDefined()) DecodeService(d, service, c);
@@ -854,6 +884,7 @@ void DecodeProbes(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
   if (const YAML::Node burst = n["burst"]; burst.IsDefined()) DecodeBurst(d, burst, c);
   if (const YAML::Node http = n["http"]; http.IsDefined()) DecodeHttp(d, http, c);
   if (const YAML::Node grpc = n["grpc"]; grpc.IsDefined()) DecodeGrpc(d, grpc, c);
+  if (const YAML::Node mtu = n["mtu"]; mtu.IsDefined()) DecodeMtu(d, mtu, c);
 }
 
 }  // namespace
@@ -917,6 +948,7 @@ std::vector<std::string> EnabledProbes(const Config& c) {
   if (c.burst) out.push_back("burst");
   if (c.dns) out.push_back("dns");
   if (c.service) out.push_back("service");
+  if (c.mtu) out.push_back("mtu");
   return out;
 }
 

@@ -74,6 +74,7 @@ struct Config {
   std::optional<probes::grpc::GrpcOptions> grpc;           // probes.grpc; absent = off
   std::optional<net::HostPort> grpc_listen_address;        // responders.grpc; absent = off
   std::optional<probes::service::ServiceOptions> service;  // probes.service; absent = off
+  std::optional<probes::mtu::MtuOptions> mtu;              // probes.mtu; absent = off
 };
 
 /// One problem found in a configuration file, e.g.
@@ -108,7 +109,7 @@ struct LoadResult {
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
 /// The probe kinds `c` turns on, in the order the README's table lists them: rtt, http, grpc,
-/// burst, dns, service.
+/// burst, dns, service, mtu.
 std::vector<std::string> EnabledProbes(const Config& c);
 
 /// One line for --config.check: who this is, every peer source (static count, the Kubernetes

@@ -153,6 +153,25 @@ struct ServiceOptions {
 
 }  // namespace podnet::probes::service
 
+namespace podnet::probes::mtu {
+
+/// probes.mtu: every `interval`, towards each peer's UDP echo responder, a path-MTU search in
+/// each direction (probes/mtu/mtu_probe.h) between `min_size` and the smaller of `max_size` and
+/// this Pod's interface MTU, in IP packet bytes (IP and UDP headers included), with at most
+/// `max_datagrams` datagrams a direction; a datagram unanswered after `timeout` is lost (sent
+/// once more before it counts).
+struct MtuOptions {
+  config::Duration interval = std::chrono::minutes(10);
+  config::Duration timeout = std::chrono::milliseconds(500);
+  int min_size = 1280;  // the smallest MTU IPv6 allows (RFC 8200)
+  int max_size = 9001;  // jumbo frames as AWS, GCP and Azure offer them (9001, 8896, ...)
+  int max_datagrams = 24;
+
+  bool operator==(const MtuOptions&) const = default;
+};
+
+}  // namespace podnet::probes::mtu
+
 namespace podnet::probes::burst {
 
 /// probes.burst: every `interval`, each peer gets one TCP burst of `duration` per entry of

@@ -5,6 +5,7 @@
 #include "exporter/probes/burst/burst_probe.h"
 #include "exporter/probes/dns/dns_probe.h"
 #include "exporter/probes/http/http_probe.h"
+#include "exporter/probes/mtu/mtu_probe.h"
 #ifdef PODNET_WITH_GRPC
 #include "exporter/probes/grpc/grpc_probe.h"
 #endif
@@ -40,6 +41,7 @@ std::span<const ProbeKindEntry> ProbeKinds() {
       Kind<&Config::grpc, grpc::MakeGrpcKind>("grpc"),
 #endif
       Kind<&Config::service, service::MakeServiceKind>("service"),
+      Kind<&Config::mtu, mtu::MakeMtuKind>("mtu"),
   };
   return kKinds;
 }

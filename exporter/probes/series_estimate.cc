@@ -158,6 +158,14 @@ SeriesEstimate EstimateSeries(const config::Config& c, const SeriesShape& shape)
     bytes += 1;
   }
   if (c.service) bytes += Service(n, *c.service);
+  if (c.mtu) {
+    // Per peer: both directions' size and black-hole gauges, the interface MTU; the ICMP gauge
+    // only once an error named an MTU (a path that needs it), so not counted here.
+    n.Add("podnet_path_mtu_bytes", 2 * n.peers());
+    n.Add("podnet_path_mtu_black_hole", 2 * n.peers());
+    n.Add("podnet_path_mtu_interface_bytes", n.peers());
+    bytes += n.groups();
+  }
   // Not metrics.families switches: every Pod serves them.
   SeriesEstimate e = n.Take();
   e.families.push_back({"podnet_probe_received_bytes_total", bytes, bytes});

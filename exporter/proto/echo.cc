@@ -123,6 +123,57 @@ bool MakeReply(std::span<std::uint8_t> data, const Identity* self) {
   return true;
 }
 
+bool AskMtu(std::span<std::uint8_t> payload, MtuMode mode, std::uint16_t size) {
+  if (payload.size() < kMtuAckBytes) return false;
+  std::uint8_t* p = payload.data() + kHeaderSize;
+  Put32(p, kMtuAsk);
+  p[4] = static_cast<std::uint8_t>(mode);
+  p[5] = 0;
+  Put16(p + 6, size);
+  return true;
+}
+
+namespace {
+
+std::optional<MtuRecord> ReadMtuRecord(std::span<const std::uint8_t> payload, std::uint32_t tag) {
+  if (payload.size() < kMtuAckBytes || Get32(payload.data() + kHeaderSize) != tag) {
+    return std::nullopt;
+  }
+  const std::uint8_t* p = payload.data() + kHeaderSize;
+  if (p[4] != static_cast<std::uint8_t>(MtuMode::kAck) &&
+      p[4] != static_cast<std::uint8_t>(MtuMode::kPad)) {
+    return std::nullopt;
+  }
+  return MtuRecord{static_cast<MtuMode>(p[4]), p[5], Get16(p + 6)};
+}
+
+}  // namespace
+
+std::optional<MtuRecord> ReadMtuAsk(std::span<const std::uint8_t> payload) {
+  auto r = ReadMtuRecord(payload, kMtuAsk);
+  if (r) r->flags = 0;  // a request's flags are reserved: only an answer says kMtuTooBig
+  return r;
+}
+
+std::optional<MtuRecord> ReadMtuAnswer(std::span<const std::uint8_t> payload) {
+  return ReadMtuRecord(payload, kMtuAnswer);
+}
+
+std::size_t MakeMtuAnswer(std::span<std::uint8_t> data, std::size_t received, MtuRecord record) {
+  bool small = record.mode == MtuMode::kAck || (record.flags & kMtuTooBig) != 0;
+  std::size_t n = small ? kMtuAckBytes : record.size;
+  if (n < kMtuAckBytes || data.size() < n) return 0;
+  std::uint8_t* p = data.data() + kHeaderSize;
+  Put32(p, kMtuAnswer);
+  p[4] = static_cast<std::uint8_t>(record.mode);
+  p[5] = record.flags;
+  Put16(p + 6, record.mode == MtuMode::kAck
+                   ? static_cast<std::uint16_t>(std::min<std::size_t>(received, 0xFFFF))
+                   : record.size);
+  for (std::size_t i = kMtuAckBytes; i < n; ++i) data[i] = static_cast<std::uint8_t>(i);
+  return n;
+}
+
 std::uint16_t InternetChecksum(std::span<const std::uint8_t> data) {
   std::uint32_t sum = 0;
   std::size_t i = 0;

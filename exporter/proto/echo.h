@@ -92,6 +92,54 @@ IdentityRead ReadIdentity(std::span<const std::uint8_t> payload, Identity* out);
 /// padding when it fits; the size never changes.
 bool MakeReply(std::span<std::uint8_t> data, const Identity* self = nullptr);
 
+/// The path-MTU record (probes/mtu): how a prober tells the two directions of a path apart. A
+/// request carries, right after the header,
+///
+///   16        20     21      22         24
+///   | kMtuAsk | mode | flags | size (BE) | rest of the padding
+///
+/// and a responder that knows it answers with kMtuAnswer in its place:
+///  - kAck: the reply is cut to kMtuAckBytes (header and record), `size` = the request's bytes
+///    as received (a UDP payload), so a large request crossing the forward path comes back as a
+///    small datagram that any return path carries;
+///  - kPad: the reply is `size` bytes (a UDP payload), sent with the don't-fragment bit, so a
+///    small request asks the return path to carry a large datagram. Refused (no reply) when `size`
+///    exceeds kMaxPadRatio times the request's bytes or the responder's cap: the responder must
+///    not become an amplifier (responders/udp_echo.h). When the responder's kernel refuses to
+///    send it (EMSGSIZE: a path MTU it learned from an ICMP error, or its interface), it answers
+///    kAck-sized with kMtuTooBig in `flags` instead.
+/// Compatibility: the header is unchanged, so an old responder echoes the request whole, record
+/// included ("PNM?": the prober sees it was not understood), and a new responder answers a
+/// request without the record exactly as before.
+inline constexpr std::uint32_t kMtuAsk = 0x504E4D3F;     // "PNM?"
+inline constexpr std::uint32_t kMtuAnswer = 0x504E4D3D;  // "PNM="
+enum class MtuMode : std::uint8_t { kAck = 1, kPad = 2 };
+inline constexpr std::uint8_t kMtuTooBig = 1;  // flags of a kPad answer: not sent, EMSGSIZE
+inline constexpr std::size_t kMtuAckBytes = kHeaderSize + 8;
+/// A kPad reply is at most this many times the request's bytes: the 1,232-byte payload of a
+/// 1,280-byte IPv6 packet (the smallest MTU IPv6 allows) may ask for the 9,000 bytes of the
+/// responder's cap (7.3x), no more.
+inline constexpr std::size_t kMaxPadRatio = 8;
+
+struct MtuRecord {
+  MtuMode mode = MtuMode::kAck;
+  std::uint8_t flags = 0;
+  std::uint16_t size = 0;
+};
+
+/// Writes the request record into `payload` (≥ kMtuAckBytes; false, untouched, otherwise).
+bool AskMtu(std::span<std::uint8_t> payload, MtuMode mode, std::uint16_t size);
+/// The record of a request (kMtuAsk; its flags read as 0: reserved) or of an answer
+/// (kMtuAnswer), when present and well-formed.
+std::optional<MtuRecord> ReadMtuAsk(std::span<const std::uint8_t> payload);
+std::optional<MtuRecord> ReadMtuAnswer(std::span<const std::uint8_t> payload);
+/// Responder side: turns the reply MakeReply made of an MTU request into its answer in place.
+/// kAck: writes the answer record (size = data.size()) and returns kMtuAckBytes, the bytes to
+/// send. kPad: `data` must hold `record.size` bytes (the caller checked the caps); writes the
+/// answer record and the padding pattern up to it and returns record.size; with kMtuTooBig in
+/// record.flags, the kAck-sized answer that says so. Returns 0 when `data` is too short.
+std::size_t MakeMtuAnswer(std::span<std::uint8_t> data, std::size_t received, MtuRecord record);
+
 /// The Internet checksum (RFC 1071) over `data`, in network byte order as stored in a header.
 std::uint16_t InternetChecksum(std::span<const std::uint8_t> data);
 

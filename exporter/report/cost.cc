@@ -1,6 +1,7 @@
 #include "exporter/report/cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string_view>
 
@@ -98,6 +99,13 @@ double GrpcRoundBytes(const CostConfig::Grpc& grpc) {
   return grpc.count * call;
 }
 
+double MtuRoundBytes(const CostConfig::Mtu& mtu) {
+  double header = kIpv4 + kIcmpOrUdp;
+  double reply_payload = mtu.max_size - header;
+  double ask = std::max(24.0, std::ceil(reply_payload / 8));
+  return mtu.max_size + (header + 24) + (header + ask) + mtu.max_size;
+}
+
 double DnsRoundBytes(const CostConfig::Dns& dns, const QuestionsPerLookup& questions) {
   double bytes = 0;
   for (const auto& name : dns.names) {
@@ -153,6 +161,14 @@ ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
     per_peer(
         "grpc", GrpcRoundBytes(*c.grpc), c.grpc->interval_seconds,
         Num("%.0f", c.grpc->count) + " calls × " + Num("%.0f", GrpcRoundBytes({0, 1})) + " bytes");
+  }
+  if (c.mtu) {
+    per_peer("mtu", MtuRoundBytes(*c.mtu), c.mtu->interval_seconds,
+             "a healthy path: " + Num("%.0f", c.mtu->max_size) +
+                 " B each way (a bound: the interface MTU when smaller), a 52 B "
+                 "acknowledgement and a " +
+                 Num("%.0f", MtuRoundBytes(*c.mtu) - 2 * c.mtu->max_size - 52) +
+                 " B request for the padded reply");
   }
   if (c.dns) {
     double round = DnsRoundBytes(*c.dns, questions);

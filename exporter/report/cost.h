@@ -62,7 +62,12 @@ struct CostConfig {
     double period_seconds = 0;       // probes.burst.coordinated.period
     double max_bytes_per_burst = 0;  // probes.burst.coordinated.max_bytes_per_burst
   };
+  struct Mtu {
+    double interval_seconds = 0;  // probes.mtu.interval
+    int max_size = 0;             // probes.mtu.max_size: a healthy path's one size each way
+  };
   std::optional<Rtt> rtt;
+  std::optional<Mtu> mtu;
   std::optional<Http> http;
   std::optional<Grpc> grpc;
   std::optional<Dns> dns;
@@ -117,6 +122,12 @@ double HttpRoundBytes(const CostConfig::Http& http, std::size_t node_name_bytes,
 /// request, a 2-byte SERVING answer, the trailers), the answer's ACK, and the PING and PING ACK
 /// chttp2's bandwidth estimator sends on received data.
 double GrpcRoundBytes(const CostConfig::Grpc& grpc);
+
+/// Bytes of a path-MTU round to a healthy path (IPv4; IPv6 adds 40): forward one max_size
+/// datagram and its 52-byte acknowledgement, reverse a request of 1/8 of the reply's payload
+/// (the responder's amplification bound) and the max_size reply. A path with a smaller MTU
+/// costs up to 2.7 times that on its first round (probes/mtu/search.h), fewer after.
+double MtuRoundBytes(const CostConfig::Mtu& mtu);
 
 /// Bytes one DNS round moves: every name × form (as written, absolute) × resolver lookup sends
 /// its questions (UDP over IPv4 28 + DNS header 12 + the name + 6) and gets answers 64 bytes

@@ -363,6 +363,57 @@ Section BurstSection(const std::vector<prometheus::MetricFamily>& f, std::vector
   return s;
 }
 
+// Path MTU per path class and direction (probes.mtu): over the class's peers, the smallest and
+// largest size that crossed, the interface MTU, and how many peers' paths are black holes. A
+// path MTU is deterministic for one network (its spread is 0: any change is a change); peers
+// with a black hole are named in a note, peers not even min_size reached are failures.
+Section MtuSection(const std::vector<prometheus::MetricFamily>& f, std::vector<Failure>& fail) {
+  Section s{"mtu", "Path MTU", false, {}, {}};
+  std::vector<std::string> by{"path_class", "direction", "peer"};
+  auto size = SumBy(f, "podnet_path_mtu_bytes", by);
+  auto hole = SumBy(f, "podnet_path_mtu_black_hole", by);
+  auto iface = SumBy(f, "podnet_path_mtu_interface_bytes", {"path_class", "peer"});
+  struct Acc {
+    double peers = 0, min = kInf, max = 0, holes = 0, iface = kInf;
+  };
+  std::map<Key, Acc> rows;
+  std::map<std::string, std::string> holes;  // peer → directions
+  for (const auto& [k, bytes] : size) {
+    Acc& a = rows[{k[0], k[1]}];
+    a.peers += 1;
+    a.min = std::min(a.min, bytes);
+    a.max = std::max(a.max, bytes);
+    if (auto it = iface.find({k[0], k[2]}); it != iface.end())
+      a.iface = std::min(a.iface, it->second);
+    if (hole[k] > 0) {
+      a.holes += 1;
+      holes[TargetOf({k[2], k[0]})] += (holes[TargetOf({k[2], k[0]})].empty() ? "" : ", ") + k[1];
+    }
+    if (k[1] == "forward" && bytes <= 0) {
+      fail.push_back({"mtu", TargetOf({k[2], k[0]}), "not even min_size crossed"});
+    }
+  }
+  for (const auto& [k, a] : rows) {
+    Row row{KeyOf({"path_class", "direction"}, k), {}};
+    row.figures["peers"] = Fig(a.peers, 0);
+    row.figures["path_mtu_min_bytes"] = Fig(a.min, 0);
+    row.figures["path_mtu_max_bytes"] = Fig(a.max, 0);
+    row.figures["interface_mtu_bytes"] = Fig(std::isinf(a.iface) ? kNaN : a.iface, 0);
+    row.figures["black_hole_peers"] = Fig(a.holes, 0);
+    s.rows.push_back(std::move(row));
+  }
+  for (const auto& [peer, directions] : holes) {
+    s.notes.push_back("black hole towards " + peer + " (" + directions +
+                      "): larger packets lost with no ICMP error; TCP through it stalls");
+  }
+  s.notes.push_back(
+      "Largest IP packet (headers included) that crossed each direction in the last round, over "
+      "the path class's peers, as podnet_path_mtu_bytes; interface: the smallest MTU of the "
+      "interfaces this Pod sends through; black hole: as podnet_path_mtu_black_hole "
+      "(docs/probes.md, \"Path MTU\").");
+  return s;
+}
+
 Section DnsSection(const std::vector<prometheus::MetricFamily>& f, std::vector<Failure>& fail) {
   Section s{"dns", "DNS: questions per lookup", false, {}, {}};
   std::vector<std::string> by{"name", "form", "resolver"};
@@ -586,6 +637,13 @@ const Layout& LayoutOf(const std::string& id) {
                       {"packets_sent", "sent", 1, 0},
                       {"loss_ratio", "loss %", 100, 1}},
                      true, true)},
+      {"mtu", With({"path_class", "direction"},
+                   {{"peers", "peers", 1, 0},
+                    {"path_mtu_min_bytes", "MTU min", 1, 0},
+                    {"path_mtu_max_bytes", "MTU max", 1, 0},
+                    {"interface_mtu_bytes", "interface", 1, 0},
+                    {"black_hole_peers", "black holes", 1, 0}},
+                   false, false)},
       {"cluster_cost", With({"probe", "path_class"},
                             {{"peers", "peers", 1, 0},
                              {"pod_bytes_per_hour", "MB/h per Pod", 1e-6, 3},
@@ -607,7 +665,8 @@ std::string SectionShort(const std::string& id) {
                                                             {"dns", "DNS"},
                                                             {"cost", "cost"},
                                                             {"cluster_cost", "cluster cost"},
-                                                            {"zones", "RTT"}};
+                                                            {"zones", "RTT"},
+                                                            {"mtu", "path MTU"}};
   auto it = kNames.find(id);
   return it == kNames.end() ? id : it->second;
 }
@@ -956,6 +1015,15 @@ Report Build(const std::vector<prometheus::MetricFamily>& families, RunInfo run)
     zones.notes = {"not configured (probes.rtt is absent from the configuration)"};
   }
   r.sections.push_back(std::move(zones));
+  Section mtu = MtuSection(families, fails);
+  mtu.configured = Configured(r.run, "mtu");
+  if (!mtu.configured) {
+    mtu.rows.clear();
+    mtu.notes = {"not configured (probes.mtu is absent from the configuration)"};
+  } else {
+    AddErrorNotes(mtu, families);
+  }
+  r.sections.push_back(std::move(mtu));
   for (const auto& f : fails) {
     if (Configured(r.run, f.probe)) r.failures.push_back(f);
   }

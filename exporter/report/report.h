@@ -61,7 +61,7 @@ struct Row {
 /// One table. `configured` false: the probe kind is off in the configuration (the section is
 /// still printed, saying so).
 struct Section {
-  std::string id;  // rtt, http, grpc, burst, dns, cost, cluster_cost
+  std::string id;  // rtt, http, grpc, burst, dns, cost, cluster_cost, zones, mtu
   std::string title;
   bool configured = false;
   std::vector<Row> rows;
@@ -102,7 +102,8 @@ struct Report {
   RunInfo run;
   /// Always rtt, http, grpc, burst, dns, cost, in that order; then cluster_cost when
   /// run.cluster_cost is set; then zones (RTT by source_zone and peer_zone: the same samples
-  /// as rtt, grouped by zone pair; configured with rtt; not counted by VerdictOf).
+  /// as rtt, grouped by zone pair; configured with rtt; not counted by VerdictOf); then mtu
+  /// (path MTU by path class and direction; configured with probes.mtu).
   std::vector<Section> sections;
   std::vector<Failure> failures;
   bool compared = false;  // Compare() ran

@@ -31,6 +31,13 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     // its datagrams (there is no TIME_WAIT to wait out); a port in use must fail here.
     socket_.bind(ep);
     socket_.non_blocking(true);
+    v6_ = listen.address.is_v6();
+    socklen_t len = sizeof pmtudisc_v4_;
+    getsockopt(socket_.native_handle(), IPPROTO_IP, IP_MTU_DISCOVER, &pmtudisc_v4_, &len);
+    len = sizeof pmtudisc_v6_;
+    if (v6_) {
+      getsockopt(socket_.native_handle(), IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtudisc_v6_, &len);
+    }
     answered_ =
         &ResponderRequests(registry).Add({{"responder", "udp_echo"}, {"result", "answered"}});
     malformed_ = ResponderDrop(registry, "udp_echo", "ignored", "malformed");
@@ -71,6 +78,12 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
         malformed_.Count();
         continue;
       }
+      auto mtu = proto::echo::ReadMtuAsk(data);
+      if (mtu && mtu->mode == proto::echo::MtuMode::kPad) {
+        AnswerPadded(from, n, *mtu);
+        continue;
+      }
+      if (mtu) data = data.first(proto::echo::MakeMtuAnswer(data, n, *mtu));  // kAck: cut
       switch (limiter_.Admit(from.address(), n, std::chrono::steady_clock::now())) {
         case EchoLimiter::Verdict::kAnswer:
           break;
@@ -97,7 +110,68 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     }
   }
 
+  // A padded reply (MtuMode::kPad): `record.size` bytes for a request of `received`, within
+  // EchoLimiter::AdmitPadded, sent with the don't-fragment bit (IP_PMTUDISC_DO: the kernel
+  // refuses with EMSGSIZE what exceeds the path MTU it knows, learned from an ICMP error, or
+  // the interface's), in which case the small answer says kMtuTooBig instead.
+  void AnswerPadded(const boost::asio::ip::udp::endpoint& from, std::size_t received,
+                    proto::echo::MtuRecord record) {
+    switch (limiter_.AdmitPadded(from.address(), received, record.size,
+                                 std::chrono::steady_clock::now())) {
+      case EchoLimiter::Verdict::kAnswer:
+        break;
+      case EchoLimiter::Verdict::kTooLarge:
+        too_large_.Count();
+        return;
+      case EchoLimiter::Verdict::kSourceLimited:
+        source_limited_.Count();
+        return;
+      case EchoLimiter::Verdict::kRateLimited:
+        rate_limited_.Count();
+        return;
+    }
+    std::span<std::uint8_t> data(buffer_.data(), buffer_.size());
+    std::size_t size = proto::echo::MakeMtuAnswer(data, received, record);
+    if (size == 0) {
+      too_large_.Count();
+      return;
+    }
+    boost::system::error_code ec;
+    SetDontFragment(true);
+    socket_.send_to(boost::asio::buffer(data.data(), size), from, 0, ec);
+    SetDontFragment(false);
+    if (ec == boost::asio::error::message_size) {
+      record.flags |= proto::echo::kMtuTooBig;
+      size = proto::echo::MakeMtuAnswer(data, received, record);
+      socket_.send_to(boost::asio::buffer(data.data(), size), from, 0, ec);
+    }
+    if (ec) {
+      send_failed_.Count();
+      SPDLOG_DEBUG("udp_echo: padded reply to {} not sent: {}", from.address().to_string(),
+                   ec.message());
+      return;
+    }
+    answered_->Increment();
+  }
+
+  // IP_PMTUDISC_DO around one send, then the socket's own setting again (read at start); both
+  // levels on an IPv6 socket, whose IPv4-mapped peers follow IP_MTU_DISCOVER. A failure leaves
+  // the reply as any other (fragmentable): the prober then reads a path larger than it is only
+  // if it also reassembles, which the DF it sets itself in the forward direction does not.
+  void SetDontFragment(bool on) {
+    int fd = socket_.native_handle();
+    int v4 = on ? IP_PMTUDISC_DO : pmtudisc_v4_;
+    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v4, sizeof v4);
+    if (v6_) {
+      int v6 = on ? IPV6_PMTUDISC_DO : pmtudisc_v6_;
+      setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v6, sizeof v6);
+    }
+  }
+
   boost::asio::ip::udp::socket socket_;
+  bool v6_ = false;
+  int pmtudisc_v4_ = IP_PMTUDISC_WANT;
+  int pmtudisc_v6_ = IPV6_PMTUDISC_WANT;
   std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(65536);
   EchoLimiter limiter_;
   std::optional<proto::echo::Identity> identity_;

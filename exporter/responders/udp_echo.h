@@ -20,6 +20,14 @@ namespace podnet::responders {
 /// responder loop stays responsive, and an EchoLimiter (echo_limiter.h): requests over 9000 bytes
 /// are not answered, one source address gets at most 1/16 of the reply and byte budgets, and
 /// all sources together at most 20,000 replies and 20 MB per second (defaults of EchoLimits).
+/// The path-MTU record (proto/echo.h MtuMode): a request asking kAck is answered by its first
+/// 24 bytes (a large request acknowledged small); a request asking kPad gets a reply of the size it
+/// names, sent with the don't-fragment bit (IP_PMTUDISC_DO / IPV6_PMTUDISC_DO for that send only),
+/// or, when the kernel refuses it (EMSGSIZE), the small answer flagged kMtuTooBig. Amplification
+/// is bounded (EchoLimiter::AdmitPadded, docs/design.md "Path MTU"): at most kMaxPadRatio (8)
+/// times the request's bytes and 9,000 bytes, 16 padded replies a second per source and 256 in
+/// all, the reply's bytes charged to the byte budgets; over the ratio or the cap: too_large.
+/// A request without the record is answered exactly as before.
 /// Series: podnet_responder_requests_total{responder="udp_echo",
 /// result="answered"|"ignored"|"too_large"|"source_limited"|"rate_limited"|"send_failed"} and
 /// podnet_responder_dropped_total{responder="udp_echo",

@@ -1060,7 +1060,7 @@ def main():
     r = run(exe, "--config.file", default, "--config.check")
     check(r.returncode == 0 and "OK" in r.stdout, "the default configuration checks OK")
     check("peers: 2 static;" in r.stdout
-          and "probes: rtt, http, grpc, burst, dns;" in r.stdout
+          and "probes: rtt, http, grpc, burst, dns, mtu;" in r.stdout
           and "responders: http /echo, udp_echo, burst, grpc" in r.stdout,
           "--config.check names every peer source, probe and responder: %r" % r.stdout.strip())
     k8s = os.path.join(tmp, "k8s.yaml")

@@ -87,6 +87,7 @@ def client_config(tmp):
             "modes: [keepalive, new_connection] }\n"
             "  burst: { interval: 15s, duration: 1s, timeout: 1s, streams: [1, 4], "
             "max_bytes_per_hour: 500GB }\n"
+            "  mtu: { interval: 5s, timeout: 100ms, max_datagrams: 20 }\n"
             "  dns: { interval: 2s, resolv_conf: %s, resolvers: [glibc, musl], "
             "names: [kubernetes.default, sts.ap-northeast-2.amazonaws.com] }\n"
             # Service targets straight at two peers (no VIP here; lab_service builds one): the

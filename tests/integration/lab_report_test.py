@@ -41,7 +41,7 @@ from labkit import ADDR, check, log, run, start, wait_for, http  # noqa: E402
 PREFIX = "pnrp%d" % (os.getpid() % 10000)
 NS = labkit.pod_namespaces(PREFIX)
 SEARCH = "podnet.svc.cluster.local svc.cluster.local cluster.local ap-northeast-2.compute.internal"
-SECTIONS = ["rtt", "http", "grpc", "burst", "dns", "cost", "cluster_cost", "zones"]
+SECTIONS = ["rtt", "http", "grpc", "burst", "dns", "cost", "cluster_cost", "zones", "mtu"]
 TITLES = ["## RTT by path class", "## HTTP /echo: keep-alive vs new connection",
           "## gRPC health checks", "## TCP bursts: 1 and N streams", "## DNS: questions per lookup",
           "## Cross-zone bytes and cost",
@@ -56,7 +56,8 @@ DURATION = "8s"
 BUDGET_FOR_ALL = "200GB"
 
 
-def client_config(path, resolv_conf, dead=False, kinds=("rtt", "http", "grpc", "burst", "dns"),
+def client_config(path, resolv_conf, dead=False,
+                  kinds=("rtt", "http", "grpc", "burst", "dns", "mtu"),
                   burst_budget=BUDGET_FOR_ALL):
     peers = [("same", ADDR["same"], "node-a", "zone-a"), ("zone", ADDR["zone"], "node-b", "zone-a"),
              ("cross", ADDR["cross"], "node-c", "zone-b")]
@@ -75,6 +76,7 @@ def client_config(path, resolv_conf, dead=False, kinds=("rtt", "http", "grpc", "
                   "max_bytes_per_hour: %s }" % burst_budget),
         "dns": ("{ interval: 4s, resolv_conf: %s, resolvers: [glibc, musl], "
                 "names: [sts.ap-northeast-2.amazonaws.com, kubernetes.default] }" % resolv_conf),
+        "mtu": "{ interval: 4s, timeout: 100ms, max_datagrams: 20 }",
     }
     text += "probes:\n" + "".join("  %s: %s\n" % (k, probes[k]) for k in kinds)
     with open(path, "w") as f:

@@ -643,6 +643,8 @@ TEST(ConfigTest, ShippedDefaultConfigLoads) {
   ASSERT_TRUE(r.config->burst.has_value());
   ASSERT_TRUE(r.config->burst_responder.has_value());
   EXPECT_EQ(r.config->burst_responder->listen_address.port, 5201);
+  ASSERT_TRUE(r.config->mtu.has_value());
+  EXPECT_EQ(r.config->mtu->interval, std::chrono::minutes(10));
   // With them, they win.
   LoadResult k = LoadFile(path, FakeEnv({{"POD_NAME", "podnet-x1"},
                                          {"NODE_NAME", "ip-10-0-1-1"},

@@ -44,6 +44,7 @@ config::Config EveryKind() {
   c.http.emplace();
   c.grpc.emplace();
   c.grpc->port = 9;
+  c.mtu.emplace();
   c.service.emplace();
   for (auto protocol : {service::ServiceProtocol::kUdp, service::ServiceProtocol::kHttp}) {
     service::ServiceTarget t;

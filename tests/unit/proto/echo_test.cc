@@ -458,5 +458,60 @@ TEST(IdentityTest, HostileRecordsAreMalformedNeverOutOfBounds) {
   EXPECT_EQ(got, (Identity{"a", ""}));
 }
 
+TEST(MtuRecordTest, AckAnswersALargeRequestSmallWithTheBytesReceived) {
+  Bytes req = EncodePayload({Kind::kRequest, 9, 0xAB}, 8973);
+  ASSERT_TRUE(AskMtu(req, MtuMode::kAck, 0));
+  auto ask = ReadMtuAsk(req);
+  ASSERT_TRUE(ask.has_value());
+  EXPECT_EQ(ask->mode, MtuMode::kAck);
+  // Layout: "PNM?", mode, flags, size right after the header.
+  EXPECT_EQ(Bytes(req.begin() + 16, req.begin() + 24), (Bytes{'P', 'N', 'M', '?', 1, 0, 0, 0}));
+  ASSERT_TRUE(MakeReply(req));
+  ASSERT_EQ(MakeMtuAnswer(req, req.size(), *ask), kMtuAckBytes);
+  Bytes reply(req.begin(), req.begin() + kMtuAckBytes);
+  EXPECT_EQ(DecodePayload(reply)->kind, Kind::kReply);
+  EXPECT_EQ(DecodePayload(reply)->seq, 9);
+  auto answer = ReadMtuAnswer(reply);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->mode, MtuMode::kAck);
+  EXPECT_EQ(answer->size, 8973);
+  EXPECT_FALSE(ReadMtuAsk(reply).has_value());
+}
+
+TEST(MtuRecordTest, PadAnswersASmallRequestWithTheSizeAskedOrSaysTooBig) {
+  Bytes buf(9000);
+  Bytes req = EncodePayload({Kind::kRequest, 3, 7}, 1125);
+  ASSERT_TRUE(AskMtu(req, MtuMode::kPad, 9000));
+  std::copy(req.begin(), req.end(), buf.begin());
+  ASSERT_TRUE(MakeReply(std::span(buf.data(), req.size())));
+  auto ask = ReadMtuAsk(std::span(buf.data(), req.size()));
+  ASSERT_TRUE(ask.has_value());
+  ASSERT_EQ(MakeMtuAnswer(buf, req.size(), *ask), 9000u);
+  auto answer = ReadMtuAnswer(buf);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->mode, MtuMode::kPad);
+  EXPECT_EQ(answer->size, 9000);
+  EXPECT_EQ(answer->flags, 0);
+  EXPECT_EQ(buf[8999], static_cast<std::uint8_t>(8999));
+  ask->flags |= kMtuTooBig;
+  ASSERT_EQ(MakeMtuAnswer(buf, req.size(), *ask), kMtuAckBytes);
+  EXPECT_EQ(ReadMtuAnswer(buf)->flags, kMtuTooBig);
+  // No room for the reply asked for: nothing written.
+  Bytes small = req;
+  ask->flags = 0;
+  EXPECT_EQ(MakeMtuAnswer(small, small.size(), *ask), 0u);
+}
+
+TEST(MtuRecordTest, RequestsWithoutTheRecordAndHostileRecordsAreNotMtuAsks) {
+  EXPECT_FALSE(ReadMtuAsk(EncodePayload({Kind::kRequest, 1, 1}, 56)).has_value())
+      << "an RTT probe's padding is the byte pattern, never the record";
+  Bytes req = EncodePayload({Kind::kRequest, 1, 1}, 56);
+  ASSERT_TRUE(AskMtu(req, MtuMode::kAck, 0));
+  EXPECT_FALSE(ReadMtuAsk(Truncated(req, kMtuAckBytes - 1)).has_value());
+  EXPECT_FALSE(ReadMtuAsk(WithByte(req, 20, 3)).has_value()) << "unknown mode";
+  Bytes tiny = EncodePayload({Kind::kRequest, 1, 1}, 20);
+  EXPECT_FALSE(AskMtu(tiny, MtuMode::kAck, 0));
+}
+
 }  // namespace
 }  // namespace podnet::proto::echo

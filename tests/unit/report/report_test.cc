@@ -202,6 +202,56 @@ TEST(ReportTest, PeerWithNoCompletedBurstFailedBudgetSkipsDidNot) {
   EXPECT_NE(md.find("errors of skipped: budget_exhausted ×2"), std::string::npos) << md;
 }
 
+TEST(ReportTest, PathMtuPerPathClassAndDirectionWithBlackHolesNamed) {
+  prometheus::Registry registry;
+  auto& size =
+      prometheus::BuildGauge().Name("podnet_path_mtu_bytes").Help("mtu").Register(registry);
+  auto& hole =
+      prometheus::BuildGauge().Name("podnet_path_mtu_black_hole").Help("hole").Register(registry);
+  auto& iface = prometheus::BuildGauge()
+                    .Name("podnet_path_mtu_interface_bytes")
+                    .Help("iface")
+                    .Register(registry);
+  struct P {
+    const char* peer;
+    const char* path;
+    double forward, reverse;
+    bool hole;
+  };
+  for (P p : {P{"a", "cross_zone", 1500, 1500, true}, P{"b", "cross_zone", 9001, 9001, false},
+              P{"c", "same_zone", 9001, 9001, false}, P{"d", "same_zone", 0, -1, false}}) {
+    for (auto [direction, bytes] : {std::pair{"forward", p.forward}, {"reverse", p.reverse}}) {
+      if (bytes < 0) continue;  // no reverse series: the peer answered nothing
+      prometheus::Labels l{{"peer", p.peer}, {"path_class", p.path}, {"direction", direction}};
+      size.Add(l).Set(bytes);
+      hole.Add(l).Set(p.hole ? 1 : 0);
+    }
+    iface.Add({{"peer", p.peer}, {"path_class", p.path}}).Set(9001);
+  }
+  Report r = Build(registry.Collect(), Probed({"mtu"}));
+  const Section& s = r.sections.back();
+  ASSERT_EQ(s.id, "mtu");
+  ASSERT_TRUE(s.configured);
+  ASSERT_EQ(s.rows.size(), 4u) << ToMarkdown(r);  // 2 path classes x 2 directions
+  const Row& cross_forward = s.rows[0];
+  EXPECT_EQ(cross_forward.key, (std::vector<std::pair<std::string, std::string>>{
+                                   {"path_class", "cross_zone"}, {"direction", "forward"}}));
+  EXPECT_EQ(cross_forward.figures.at("path_mtu_min_bytes").value, 1500);
+  EXPECT_EQ(cross_forward.figures.at("path_mtu_max_bytes").value, 9001);
+  EXPECT_EQ(cross_forward.figures.at("black_hole_peers").value, 1);
+  EXPECT_EQ(cross_forward.figures.at("interface_mtu_bytes").value, 9001);
+  std::string md = ToMarkdown(r);
+  EXPECT_NE(md.find("black hole towards a (forward, reverse)"), std::string::npos) << md;
+  ASSERT_EQ(r.failures.size(), 1u) << md;
+  EXPECT_EQ(r.failures[0].target, "d");
+  // The JSON round trip keeps the section and its keys.
+  std::string error;
+  auto back = FromJson(ToJson(r), &error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(back->sections.back().rows.size(), 4u);
+  EXPECT_EQ(back->sections.back().rows[0].key, cross_forward.key);
+}
+
 TEST(ReportTest, JsonRoundTripsAndComparesWithItselfUnmarked) {
   Recorded rec;
   rec.Peer("same", "same_node", Rtts(60e-6, 10e-6, 300, 5));

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <memory>
+
+#include "exporter/config/probe_options.h"
+#include "exporter/probes/probe.h"
+
+namespace podnet::probes::mtu {
+
+/// The path-MTU probe kind (probes.mtu): towards each peer's UDP echo responder, the largest IP
+/// packet that crosses the path in each direction, whether an ICMP error says so, and whether
+/// the path is a black hole (large packets lost with no error: TCP then stalls where pings and
+/// small requests pass).
+///
+/// A round opens one UDP socket connected to the peer (IP_MTU_DISCOVER = IP_PMTUDISC_PROBE, or
+/// IPV6_MTU_DISCOVER = IPV6_PMTUDISC_PROBE and IPV6_DONTFRAG: the don't-fragment bit set, and the
+/// kernel's cached path MTU not applied, so any size up to the interface's can be sent;
+/// IP_RECVERR / IPV6_RECVERR: ICMP errors are read from the socket's error queue as
+/// sock_extended_err, frag-needed (ICMP type 3 code 4) and packet-too-big (ICMPv6 type 2) with
+/// the MTU they name in ee_info). It reads the MTU of the interface that holds the socket's
+/// source address (SIOCGIFMTU; IP_MTU / IPV6_MTU of the connected socket when none does), then
+/// searches (search.h) between min_size and the smaller of max_size and that MTU:
+///  - forward: requests of the size searched that ask for a small acknowledgement
+///    (proto/echo.h MtuMode::kAck), so a loss is the forward path's;
+///  - reverse: small requests that ask the responder for a padded reply of the size searched,
+///    sent with DF (MtuMode::kPad), so a loss is the return path's. The responder's kernel
+///    refusing the reply (EMSGSIZE: it learned a smaller path MTU from an ICMP error) comes back
+///    as a small answer: that direction's ICMP works. A responder that echoes the request whole
+///    (an older podnet) gives the forward search both directions' answer and no reverse one.
+/// Datagrams go one at a time (the next when the last is answered, refused or timed out), at
+/// most max_datagrams a direction; a datagram lost with no error is sent once more before its
+/// size counts as too big.
+///
+/// Series per peer (labels: metrics::PeerLabels): podnet_path_mtu_bytes{direction} (the largest
+/// IP packet, headers included, that crossed in the last round; 0 when not even min_size did),
+/// podnet_path_mtu_black_hole{direction} (1: sizes above it lost with no error while it crossed),
+/// podnet_path_mtu_icmp_bytes (the MTU the last ICMP error for this peer named; added at the
+/// first one), podnet_path_mtu_interface_bytes; podnet_probe_{sent,received}_bytes_total
+/// {probe="mtu"} (IP packets, headers included) and podnet_probe_errors_total{probe="mtu"} with
+/// reason "socket" | "send_failed" | "unreachable" (not even min_size crossed forward) |
+/// "no_reverse" (the responder answered no padded request: an older podnet, or its budget).
+std::shared_ptr<ProbeKind> MakeMtuKind(const MtuOptions& options, ProbeEnv& env);
+
+/// The MTU of the interface holding the local address of connected socket `fd` (SIOCGIFMTU),
+/// else the connected socket's IP_MTU / IPV6_MTU; 0 when neither is known.
+int InterfaceMtu(int fd, bool v6);
+
+}  // namespace podnet::probes::mtu

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Path MTU and black holes on a real dataplane (issue 27): the `mtu` probe against the Linux
+router's forwarding, its ICMP errors and iptables dropping them.
+
+Per topology, three network namespaces made here (PID-unique names) and removed after it:
+
+    client (prober) --veth, MTU 9001-- router --veth, MTU 9001-- peer (responder)
+
+Both links are 9001 bytes, as the Pods' interfaces; the bottleneck is the router's route towards
+the peer (forward) or back towards the client (reverse), `mtu lock N`, which Linux applies when
+it forwards (IPv4 and IPv6): a packet over it with DF is dropped and answered with an ICMP
+fragmentation-needed / ICMPv6 packet-too-big naming N — unless iptables / ip6tables drop those
+on the router's OUTPUT: a black hole. The client's exporter probes the peer's over IPv4 and over
+IPv6 at once (two static peers). Every topology checks, for both families: the largest size each
+direction carried (podnet_path_mtu_bytes), the black-hole verdict, the MTU the ICMP error named
+(podnet_path_mtu_icmp_bytes, absent when dropped) and the interface MTU (9001); and prints the
+true MTU, the answer, the verdict, the time the round took and the bytes it cost (the probe's
+debug log line of its first round). In one topology with ICMP delivered and one black hole, a
+TCP transfer (400 kB from client to peer, through the same router) is timed: it completes where
+ICMP gets through and stalls (nothing finished within TCP_TIMEOUT_S) in the black hole, while the
+probe's verdict came within its first round.
+
+Usage: lab_mtu_test.py --exporter BIN. Needs root (namespaces, iptables, ip6tables). ~50 s; every
+wait is bounded.
+"""
+import argparse
+import os
+import re
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import labkit as lab  # noqa: E402
+
+TAG = "mtu%d" % (os.getpid() % 100000)  # not "pn...": the lab's prefix
+PORT = 19479
+CLIENT_PORT = 19480
+TCP_PORT = 19481
+TCP_BYTES = 400_000
+TCP_TIMEOUT_S = 3.0
+INTERVAL_S = 4
+ADDR = {  # (client, router's client side, router's peer side, peer)
+    4: ("10.27.1.1", "10.27.1.2", "10.27.2.2", "10.27.2.1"),
+    6: ("fd27:1::1", "fd27:1::2", "fd27:2::2", "fd27:2::1"),
+}
+PREFIX = {4: 24, 6: 64}
+NET = {4: ("10.27.1.0/24", "10.27.2.0/24"), 6: ("fd27:1::/64", "fd27:2::/64")}
+
+# name, MTU of the router's route to the peer, of its route back, ICMP errors delivered, TCP run
+TOPOLOGIES = [
+    ("1500, ICMP delivered", 1500, 1500, True, True),
+    ("1500, ICMP dropped", 1500, 1500, False, True),
+    ("overlay 1450, ICMP delivered", 1450, 1450, True, False),
+    ("overlay 1450, ICMP dropped", 1450, 1450, False, False),
+    ("return path 1450 only, ICMP delivered", 9001, 1450, True, False),
+    ("return path 1450 only, ICMP dropped", 9001, 1450, False, False),
+]
+
+
+def client_config():
+    peers = "".join(
+        "    - { name: peer-v%d, address: \"%s\", port: %d, node: node-p, zone: zone-v%d }\n"
+        % (f, ADDR[f][3], PORT, f) for f in (4, 6))
+    return ('listen_address: "127.0.0.1:%d"\n'
+            "self: { name: client, node: node-c, zone: zone-c }\n"
+            'responders: { udp_echo: { listen_address: "127.0.0.1:%d" } }\n'
+            "peers:\n  static:\n%s"
+            "probes:\n  mtu: { interval: %ds, timeout: 100ms, max_datagrams: 20 }\n"
+            % (CLIENT_PORT, CLIENT_PORT, peers, INTERVAL_S))
+
+
+def peer_config():
+    return ('listen_address: "[::]:%d"\n'
+            "self: { name: peer, node: node-p, zone: zone-p }\n"
+            'responders: { udp_echo: { listen_address: "[::]:%d" } }\n'
+            "peers: { static: [] }\n" % (PORT, PORT))
+
+
+TCP_SERVER = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(4)
+while True:
+    c, _ = s.accept()
+    while c.recv(65536):
+        pass
+    c.close()
+"""
+
+TCP_CLIENT = r"""
+import socket, sys, time
+addr, port, n, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+s.settimeout(timeout)
+for _ in range(40):  # the server listening (bounded: 2 s)
+    try:
+        s.connect((addr, port))
+        break
+    except ConnectionRefusedError:
+        s.close()
+        s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+        s.settimeout(timeout)
+        time.sleep(0.05)
+t0 = time.monotonic()
+sent = 0
+try:
+    while sent < n:
+        sent += s.send(b"x" * min(65536, n - sent))
+    s.shutdown(socket.SHUT_WR)   # FIN after the data: acknowledged only when all of it was
+    s.recv(1)                    # the server's close: every byte arrived
+    print("done %.3f %d" % (time.monotonic() - t0, sent))
+except (socket.timeout, OSError) as e:
+    print("stalled %.3f %d" % (time.monotonic() - t0, sent))
+"""
+
+
+def setup(names, forward_mtu, reverse_mtu, icmp):
+    c, r, p = names
+    for ns in names:
+        lab.run("ip", "netns", "add", ns)
+        lab.run("ip", "-n", ns, "link", "set", "lo", "up")
+    lab.run("ip", "-n", c, "link", "add", "c0", "mtu", "9001", "type", "veth", "peer", "name",
+            "r0", "mtu", "9001", "netns", r)
+    lab.run("ip", "-n", r, "link", "add", "r1", "mtu", "9001", "type", "veth", "peer", "name",
+            "p0", "mtu", "9001", "netns", p)
+    lab.in_ns(r, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+    for ns, dev, idx in ((c, "c0", 0), (r, "r0", 1), (r, "r1", 2), (p, "p0", 3)):
+        for f in (4, 6):
+            extra = ["nodad"] if f == 6 else []
+            lab.run("ip", "-n", ns, "-%d" % f, "addr", "add",
+                    "%s/%d" % (ADDR[f][idx], PREFIX[f]), "dev", dev, *extra)
+        lab.run("ip", "-n", ns, "link", "set", dev, "up")
+    for f in (4, 6):
+        lab.run("ip", "-n", c, "-%d" % f, "route", "add", "default", "via", ADDR[f][1])
+        lab.run("ip", "-n", p, "-%d" % f, "route", "add", "default", "via", ADDR[f][2])
+        # The bottlenecks: the router's routes, locked (IPv6 forwarding honours only a lock).
+        # The connected routes replaced (IPv6: theirs have metric 256).
+        metric = ["metric", "256"] if f == 6 else []
+        lab.run("ip", "-n", r, "-%d" % f, "route", "replace", NET[f][1], "dev", "r1", *metric,
+                "mtu", "lock", str(forward_mtu))
+        lab.run("ip", "-n", r, "-%d" % f, "route", "replace", NET[f][0], "dev", "r0", *metric,
+                "mtu", "lock", str(reverse_mtu))
+    # Neighbours resolved and both families forwarded before the exporters start.
+    for f in (4, 6):
+        lab.wait_for(lambda: lab.in_ns(c, "ping", "-%d" % f, "-c", "1", "-W", "1", ADDR[f][3],
+                                       check_rc=False).returncode == 0,
+                     10, "IPv%d client -> peer" % f, step=0.1)
+    if not icmp:
+        lab.in_ns(r, "iptables", "-w", "-A", "OUTPUT", "-p", "icmp", "--icmp-type",
+                  "fragmentation-needed", "-j", "DROP")
+        lab.in_ns(r, "ip6tables", "-w", "-A", "OUTPUT", "-p", "icmpv6", "--icmpv6-type",
+                  "packet-too-big", "-j", "DROP")
+
+
+def gauges(body):
+    """{(family, peer, direction): value} of the path-MTU gauges."""
+    out = {}
+    for name, labels, value in lab.parse_metrics(body):
+        if name.startswith("podnet_path_mtu_"):
+            out[(name, labels.get("peer"), labels.get("direction"))] = value
+    return out
+
+
+def rounds_of(logfile, which=0):
+    """{peer: {field: value}} from the debug line of each peer's round number `which` (0: the
+    first)."""
+    seen, rounds = {}, {}
+    with open(logfile, errors="replace") as f:
+        for line in f:
+            m = re.search(r"mtu: peer=(\S+) (.*)", line)
+            if not m:
+                continue
+            n = seen.get(m.group(1), 0)
+            seen[m.group(1)] = n + 1
+            if n == which:
+                rounds[m.group(1)] = dict(kv.split("=", 1) for kv in m.group(2).split()
+                                          if "=" in kv)
+    return rounds
+
+
+def tcp_transfer(names, tmp, f):
+    c, _, p = names
+    server_py, client_py = os.path.join(tmp, "tcp_server.py"), os.path.join(tmp, "tcp_client.py")
+    with open(server_py, "w") as fh:
+        fh.write(TCP_SERVER)
+    with open(client_py, "w") as fh:
+        fh.write(TCP_CLIENT)
+    server = lab.start(p, [sys.executable, server_py, ADDR[f][3], str(TCP_PORT)],
+                       os.path.join(tmp, "tcp_server_v%d.log" % f), max_seconds=30)
+    r = lab.in_ns(c, sys.executable, client_py, ADDR[f][3], str(TCP_PORT), str(TCP_BYTES),
+                  str(TCP_TIMEOUT_S), timeout=TCP_TIMEOUT_S + 10, check_rc=False)
+    out = (r.stdout.strip() or r.stderr.strip().splitlines()[-1:] or ["?"])
+    out = out if isinstance(out, str) else out[0]
+    lab.stop(server)
+    return out
+
+
+def topology(args, tmp, n, spec):
+    name, forward_mtu, reverse_mtu, icmp, tcp = spec
+    names = ("%s-%d-c" % (TAG, n), "%s-%d-r" % (TAG, n), "%s-%d-p" % (TAG, n))
+    rows = []
+    try:
+        setup(names, forward_mtu, reverse_mtu, icmp)
+        c, _, p = names
+        ccfg, pcfg = os.path.join(tmp, "c%d.yaml" % n), os.path.join(tmp, "p%d.yaml" % n)
+        with open(ccfg, "w") as fh:
+            fh.write(client_config())
+        with open(pcfg, "w") as fh:
+            fh.write(peer_config())
+        clog = os.path.join(tmp, "client%d.log" % n)
+        lab.start(p, [args.exporter, "--config.file=" + pcfg], os.path.join(tmp, "peer%d.log" % n),
+                  max_seconds=60)
+        lab.start(c, [args.exporter, "--config.file=" + ccfg, "--log.level=debug"], clog,
+                  max_seconds=60)
+        done = lambda: len(rounds_of(clog)) == 2  # noqa: E731
+        lab.wait_for(done, 3 * INTERVAL_S + 10, "%s: a round towards both peers" % name,
+                     step=0.2)
+        code, body = lab.http(c, "http://127.0.0.1:%d/metrics" % CLIENT_PORT)
+        g = gauges(body) if code == 200 else {}
+        rounds = rounds_of(clog)
+        for f in (4, 6):
+            peer = "peer-v%d" % f
+            want_fwd, want_rev = forward_mtu, reverse_mtu
+            fwd = g.get(("podnet_path_mtu_bytes", peer, "forward"))
+            rev = g.get(("podnet_path_mtu_bytes", peer, "reverse"))
+            hole_f = g.get(("podnet_path_mtu_black_hole", peer, "forward"))
+            hole_r = g.get(("podnet_path_mtu_black_hole", peer, "reverse"))
+            named = g.get(("podnet_path_mtu_icmp_bytes", peer, None))
+            iface = g.get(("podnet_path_mtu_interface_bytes", peer, None))
+            where = "%s, IPv%d" % (name, f)
+            lab.check(fwd == want_fwd, "%s: forward %s, true %d" % (where, fwd, want_fwd))
+            lab.check(rev == want_rev, "%s: reverse %s, true %d" % (where, rev, want_rev))
+            lab.check(hole_f == (0 if icmp or want_fwd == 9001 else 1),
+                      "%s: forward black hole %s" % (where, hole_f))
+            lab.check(hole_r == (0 if icmp or want_rev == 9001 else 1),
+                      "%s: reverse black hole %s" % (where, hole_r))
+            want_named = want_fwd if icmp and want_fwd < 9001 else None
+            lab.check(named == want_named, "%s: MTU named by ICMP %s, want %s"
+                      % (where, named, want_named))
+            lab.check(iface == 9001, "%s: interface MTU %s" % (where, iface))
+            r = rounds.get(peer, {})
+            rows.append((name, f, forward_mtu, reverse_mtu, fwd, rev, hole_f, hole_r, named,
+                         r.get("seconds"), r.get("datagrams"), r.get("bytes"), ""))
+        if tcp:
+            out = tcp_transfer(names, tmp, 4)
+            stalled = out.startswith("stalled")
+            lab.check(stalled != icmp,
+                      "%s: TCP %d B client -> peer over IPv4: %s (want %s)"
+                      % (name, TCP_BYTES, out, "done" if icmp else "stalled"))
+            rows[-2] = rows[-2][:-1] + (out,)
+        # The next round starts from this one's answers: its bytes (no check, for the docs).
+        lab.wait_for(lambda: len(rounds_of(clog, 1)) == 2, 2 * INTERVAL_S + 10,
+                     "%s: a second round" % name, step=0.2)
+        second = rounds_of(clog, 1)
+        rows = [r[:12] + (second.get("peer-v%d" % r[1], {}).get("bytes"),) + r[12:]
+                if r[0] == name else r for r in rows]
+    finally:
+        lab.stop_all()
+        for ns in names:
+            lab.run("ip", "netns", "del", ns, check_rc=False, timeout=30)
+    return rows
+
+
+def scenario(args, tmp):
+    lab.run("ip", "netns", "add", TAG)  # run_namespace_test's: each topology makes its own
+    rows = []
+    start = time.monotonic()
+    for n, spec in enumerate(TOPOLOGIES):
+        rows += topology(args, tmp, n, spec)
+    lab.log("")
+    lab.log("%-38s %-4s %-10s %-10s %-8s %-8s %-6s %-6s %-8s %-9s %-5s %-7s %-7s %s" % (
+        "topology", "ip", "true fwd", "true rev", "fwd", "rev", "hole f", "hole r", "icmp",
+        "round s", "dgrams", "bytes", "next", "tcp"))
+    fmt = lambda v: "-" if v is None else ("%g" % v if isinstance(v, float) else str(v))  # noqa
+    for r in rows:
+        lab.log("%-38s v%-3d %-10d %-10d %-8s %-8s %-6s %-6s %-8s %-9s %-5s %-7s %-7s %s" % (
+            r[0], r[1], r[2], r[3], fmt(r[4]), fmt(r[5]), fmt(r[6]), fmt(r[7]), fmt(r[8]),
+            fmt(r[9]), fmt(r[10]), fmt(r[11]), fmt(r[12]), r[13]))
+    lab.log("all topologies: %.1f s" % (time.monotonic() - start))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    args = ap.parse_args()
+    if not lab.have_root():
+        return lab.skip(lab.ROOT_NEEDED)
+    for tool in ("iptables", "ip6tables"):
+        if shutil.which(tool) is None:
+            return lab.skip("no " + tool)
+    rc, _ = lab.run_namespace_test(TAG, lambda tmp: scenario(args, tmp),
+                                   "podnet-lab-mtu-")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
