@@ -36,17 +36,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (wrote && (got != echo::IdentityRead::kPresent || !(read == self))) __builtin_trap();
   }
   // The path-MTU record: read within bounds; the responder's answer is the 24 bytes it says for
-  // kAck and exactly the size asked for kPad (in a buffer that holds it), never more.
+  // kAck and exactly the size asked for kReturn when the request holds it, never more than the
+  // request (even in a buffer that would hold more): the responder is no amplifier.
   (void)echo::ReadMtuAnswer(in);
   std::vector<std::uint8_t> mtu(data, data + size);
   if (echo::MakeReply(mtu)) {
     if (auto ask = echo::ReadMtuAsk(mtu)) {
       mtu.resize(std::max<std::size_t>(mtu.size(), ask->size));
       std::size_t n = echo::MakeMtuAnswer(mtu, size, *ask);
-      std::size_t want = ask->mode == echo::MtuMode::kAck  ? echo::kMtuAckBytes
-                         : ask->size >= echo::kMtuAckBytes ? ask->size
-                                                           : 0;
-      if (n != want) __builtin_trap();
+      std::size_t want = ask->mode == echo::MtuMode::kAck                       ? echo::kMtuAckBytes
+                         : ask->size >= echo::kMtuAckBytes && ask->size <= size ? ask->size
+                                                                                : 0;
+      if (n != want || n > size) __builtin_trap();
       if (n != 0 && !echo::ReadMtuAnswer(std::span(mtu.data(), n))) __builtin_trap();
     }
   }
@@ -67,8 +68,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     boost::asio::ip::address_v4 source({data[i], data[i + 1], data[i + 2], data[i + 3]});
     now += std::chrono::microseconds(data[i + 4] * 97);
     (void)limiter.Admit(source, std::size_t{data[i + 5]} * 300, now);
-    (void)limiter.AdmitPadded(source, std::size_t{data[i + 5]} * 40, std::size_t{data[i + 4]} * 40,
-                              now);
     if (limiter.sources() > limits.max_sources) __builtin_trap();
   }
   return 0;

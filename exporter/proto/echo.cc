@@ -141,7 +141,7 @@ std::optional<MtuRecord> ReadMtuRecord(std::span<const std::uint8_t> payload, st
   }
   const std::uint8_t* p = payload.data() + kHeaderSize;
   if (p[4] != static_cast<std::uint8_t>(MtuMode::kAck) &&
-      p[4] != static_cast<std::uint8_t>(MtuMode::kPad)) {
+      p[4] != static_cast<std::uint8_t>(MtuMode::kReturn)) {
     return std::nullopt;
   }
   return MtuRecord{static_cast<MtuMode>(p[4]), p[5], Get16(p + 6)};
@@ -162,7 +162,7 @@ std::optional<MtuRecord> ReadMtuAnswer(std::span<const std::uint8_t> payload) {
 std::size_t MakeMtuAnswer(std::span<std::uint8_t> data, std::size_t received, MtuRecord record) {
   bool small = record.mode == MtuMode::kAck || (record.flags & kMtuTooBig) != 0;
   std::size_t n = small ? kMtuAckBytes : record.size;
-  if (n < kMtuAckBytes || data.size() < n) return 0;
+  if (n < kMtuAckBytes || n > received || data.size() < n) return 0;
   std::uint8_t* p = data.data() + kHeaderSize;
   Put32(p, kMtuAnswer);
   p[4] = static_cast<std::uint8_t>(record.mode);
@@ -170,7 +170,6 @@ std::size_t MakeMtuAnswer(std::span<std::uint8_t> data, std::size_t received, Mt
   Put16(p + 6, record.mode == MtuMode::kAck
                    ? static_cast<std::uint16_t>(std::min<std::size_t>(received, 0xFFFF))
                    : record.size);
-  for (std::size_t i = kMtuAckBytes; i < n; ++i) data[i] = static_cast<std::uint8_t>(i);
   return n;
 }
 

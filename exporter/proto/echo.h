@@ -102,24 +102,23 @@ bool MakeReply(std::span<std::uint8_t> data, const Identity* self = nullptr);
 ///  - kAck: the reply is cut to kMtuAckBytes (header and record), `size` = the request's bytes
 ///    as received (a UDP payload), so a large request crossing the forward path comes back as a
 ///    small datagram that any return path carries;
-///  - kPad: the reply is `size` bytes (a UDP payload), sent with the don't-fragment bit, so a
-///    small request asks the return path to carry a large datagram. Refused (no reply) when `size`
-///    exceeds kMaxPadRatio times the request's bytes or the responder's cap: the responder must
-///    not become an amplifier (responders/udp_echo.h). When the responder's kernel refuses to
-///    send it (EMSGSIZE: a path MTU it learned from an ICMP error, or its interface), it answers
-///    kAck-sized with kMtuTooBig in `flags` instead.
+///  - kReturn: the reply is the request sent back whole (`size` = its bytes, a UDP payload) with
+///    the don't-fragment bit, so a request that crossed the forward path asks the return path to
+///    carry the same size. A reply is never larger than its request: a `size` above the
+///    request's bytes is refused (no reply), so the responder amplifies nothing, whoever asks.
+///    When the responder's kernel refuses to send it (EMSGSIZE: a path MTU it learned from an
+///    ICMP error, or its interface), it answers kAck-sized with kMtuTooBig in `flags` instead.
 /// Compatibility: the header is unchanged, so an old responder echoes the request whole, record
 /// included ("PNM?": the prober sees it was not understood), and a new responder answers a
-/// request without the record exactly as before.
+/// request without the record exactly as before. kReturn has the wire value of the mode that
+/// asked for a padded reply of up to 8 times the request (podnet before the path-MTU probe's
+/// review): such a responder answers a kReturn request alike; its probers' small requests get
+/// no reply from a new responder (their reverse direction reads `no_reverse`).
 inline constexpr std::uint32_t kMtuAsk = 0x504E4D3F;     // "PNM?"
 inline constexpr std::uint32_t kMtuAnswer = 0x504E4D3D;  // "PNM="
-enum class MtuMode : std::uint8_t { kAck = 1, kPad = 2 };
-inline constexpr std::uint8_t kMtuTooBig = 1;  // flags of a kPad answer: not sent, EMSGSIZE
+enum class MtuMode : std::uint8_t { kAck = 1, kReturn = 2 };
+inline constexpr std::uint8_t kMtuTooBig = 1;  // flags of a kReturn answer: not sent, EMSGSIZE
 inline constexpr std::size_t kMtuAckBytes = kHeaderSize + 8;
-/// A kPad reply is at most this many times the request's bytes: the 1,232-byte payload of a
-/// 1,280-byte IPv6 packet (the smallest MTU IPv6 allows) may ask for the 9,000 bytes of the
-/// responder's cap (7.3x), no more.
-inline constexpr std::size_t kMaxPadRatio = 8;
 
 struct MtuRecord {
   MtuMode mode = MtuMode::kAck;
@@ -133,11 +132,12 @@ bool AskMtu(std::span<std::uint8_t> payload, MtuMode mode, std::uint16_t size);
 /// (kMtuAnswer), when present and well-formed.
 std::optional<MtuRecord> ReadMtuAsk(std::span<const std::uint8_t> payload);
 std::optional<MtuRecord> ReadMtuAnswer(std::span<const std::uint8_t> payload);
-/// Responder side: turns the reply MakeReply made of an MTU request into its answer in place.
-/// kAck: writes the answer record (size = data.size()) and returns kMtuAckBytes, the bytes to
-/// send. kPad: `data` must hold `record.size` bytes (the caller checked the caps); writes the
-/// answer record and the padding pattern up to it and returns record.size; with kMtuTooBig in
-/// record.flags, the kAck-sized answer that says so. Returns 0 when `data` is too short.
+/// Responder side: turns the reply MakeReply made of an MTU request of `received` bytes (the
+/// first bytes of `data`) into its answer in place and returns the bytes to send. kAck: the
+/// answer record (size = `received`), kMtuAckBytes. kReturn: the answer record, `record.size`
+/// bytes (the request's own), or with kMtuTooBig in record.flags the kAck-sized answer that
+/// says so. Returns 0 (nothing to send) when `received` or `data` is shorter than the answer,
+/// or a kReturn asks for more bytes than `received`: a reply is never larger than its request.
 std::size_t MakeMtuAnswer(std::span<std::uint8_t> data, std::size_t received, MtuRecord record);
 
 /// The Internet checksum (RFC 1071) over `data`, in network byte order as stored in a header.

@@ -101,9 +101,9 @@ double GrpcRoundBytes(const CostConfig::Grpc& grpc) {
 
 double MtuRoundBytes(const CostConfig::Mtu& mtu) {
   double header = kIpv4 + kIcmpOrUdp;
-  double reply_payload = mtu.max_size - header;
-  double ask = std::max(24.0, std::ceil(reply_payload / 8));
-  return mtu.max_size + (header + 24) + (header + ask) + mtu.max_size;
+  // Forward: the full-size request and its 24-byte acknowledgement; reverse: the full-size
+  // request and itself back.
+  return mtu.max_size + (header + 24) + 2 * mtu.max_size;
 }
 
 double DnsRoundBytes(const CostConfig::Dns& dns, const QuestionsPerLookup& questions) {
@@ -165,10 +165,8 @@ ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
   if (c.mtu) {
     per_peer("mtu", MtuRoundBytes(*c.mtu), c.mtu->interval_seconds,
              "a healthy path: " + Num("%.0f", c.mtu->max_size) +
-                 " B each way (a bound: the interface MTU when smaller), a 52 B "
-                 "acknowledgement and a " +
-                 Num("%.0f", MtuRoundBytes(*c.mtu) - 2 * c.mtu->max_size - 52) +
-                 " B request for the padded reply");
+                 " B forward with a 52 B acknowledgement, then " + Num("%.0f", c.mtu->max_size) +
+                 " B there and back (a bound: the interface MTU when smaller)");
   }
   if (c.dns) {
     double round = DnsRoundBytes(*c.dns, questions);

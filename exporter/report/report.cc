@@ -409,8 +409,9 @@ Section MtuSection(const std::vector<prometheus::MetricFamily>& f, std::vector<F
   s.notes.push_back(
       "Largest IP packet (headers included) that crossed each direction in the last round, over "
       "the path class's peers, as podnet_path_mtu_bytes; interface: the smallest MTU of the "
-      "interfaces this Pod sends through; black hole: as podnet_path_mtu_black_hole "
-      "(docs/probes.md, \"Path MTU\").");
+      "interfaces this Pod sends through; black hole: as podnet_path_mtu_black_hole; reverse: "
+      "asked only up to the forward answer (no reply is larger than its request), so equal to "
+      "it means at least that (docs/probes.md, \"Path MTU\").");
   return s;
 }
 

@@ -26,11 +26,6 @@ struct EchoLimits {
   /// Larger requests are not answered at all: probes.rtt.size is at most 9000 bytes, so this is
   /// every legitimate request, and no one can make us reflect 64 KiB datagrams.
   std::size_t max_reply_bytes = 9000;
-  /// Padded replies (proto/echo.h MtuMode::kPad: a small request asking for a large reply, the
-  /// path-MTU probe's reverse direction): all sources together at most this many a second, one
-  /// source `source_share` of it (16 a second; a probe round asks for at most
-  /// probes.mtu.max_datagrams, 16 by default), and each at most kMaxPadRatio times its request.
-  double padded_replies_per_second = 256;
   /// Sources remembered at once; beyond it, idle ones (full buckets: nothing to remember) are
   /// forgotten at most once a second, and a source that finds no room is held to the overall
   /// budget above the reserve.
@@ -56,20 +51,12 @@ class EchoLimiter {
   /// Whether to answer a request of `bytes` from `source` at `now` (monotonic, non-decreasing).
   Verdict Admit(const boost::asio::ip::address& source, std::size_t bytes, Clock::time_point now);
 
-  /// Whether to answer a request of `request_bytes` from `source` that asks for a padded reply
-  /// of `reply_bytes`: kTooLarge when the reply exceeds max_reply_bytes or kMaxPadRatio x the
-  /// request; then the padded-reply budget (kSourceLimited / kRateLimited), then Admit's budgets
-  /// charged with the reply's bytes.
-  Verdict AdmitPadded(const boost::asio::ip::address& source, std::size_t request_bytes,
-                      std::size_t reply_bytes, Clock::time_point now);
-
   /// Sources currently remembered (for tests: bounded by max_sources).
   std::size_t sources() const { return limiter_.sources(); }
 
  private:
   EchoLimits limits_;
   net::SourceLimiter<2> limiter_;  // (replies, bytes)
-  net::SourceLimiter<1> padded_;   // padded replies
 };
 
 }  // namespace podnet::responders

@@ -78,12 +78,17 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
         malformed_.Count();
         continue;
       }
+      // The path-MTU record: kAck cuts the reply to 24 bytes, kReturn to the size it names
+      // (never more than the request: MakeMtuAnswer refuses that, counted too_large).
       auto mtu = proto::echo::ReadMtuAsk(data);
-      if (mtu && mtu->mode == proto::echo::MtuMode::kPad) {
-        AnswerPadded(from, n, *mtu);
-        continue;
+      if (mtu) {
+        data = data.first(proto::echo::MakeMtuAnswer(data, n, *mtu));
+        if (data.empty()) {
+          too_large_.Count();
+          continue;
+        }
       }
-      if (mtu) data = data.first(proto::echo::MakeMtuAnswer(data, n, *mtu));  // kAck: cut
+      // Charged with the request's bytes, at least the reply's.
       switch (limiter_.Admit(from.address(), n, std::chrono::steady_clock::now())) {
         case EchoLimiter::Verdict::kAnswer:
           break;
@@ -97,7 +102,21 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
           rate_limited_.Count();
           continue;
       }
-      socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
+      if (mtu && mtu->mode == proto::echo::MtuMode::kReturn) {
+        // Sent with the don't-fragment bit (IP_PMTUDISC_DO: the kernel refuses with EMSGSIZE
+        // what exceeds the path MTU it knows, learned from an ICMP error, or the interface's);
+        // refused, the small answer says kMtuTooBig instead: this direction's ICMP works.
+        SetDontFragment(true);
+        socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
+        SetDontFragment(false);
+        if (ec == boost::asio::error::message_size) {
+          mtu->flags |= proto::echo::kMtuTooBig;
+          data = data.first(proto::echo::MakeMtuAnswer(data, n, *mtu));
+          socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
+        }
+      } else {
+        socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
+      }
       if (ec) {
         // Admitted, yet the kernel took no reply: a destination it refuses (port 0, a broadcast
         // source), a full send buffer, no route. Not answered: counted as a drop.
@@ -108,50 +127,6 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
       }
       answered_->Increment();
     }
-  }
-
-  // A padded reply (MtuMode::kPad): `record.size` bytes for a request of `received`, within
-  // EchoLimiter::AdmitPadded, sent with the don't-fragment bit (IP_PMTUDISC_DO: the kernel
-  // refuses with EMSGSIZE what exceeds the path MTU it knows, learned from an ICMP error, or
-  // the interface's), in which case the small answer says kMtuTooBig instead.
-  void AnswerPadded(const boost::asio::ip::udp::endpoint& from, std::size_t received,
-                    proto::echo::MtuRecord record) {
-    switch (limiter_.AdmitPadded(from.address(), received, record.size,
-                                 std::chrono::steady_clock::now())) {
-      case EchoLimiter::Verdict::kAnswer:
-        break;
-      case EchoLimiter::Verdict::kTooLarge:
-        too_large_.Count();
-        return;
-      case EchoLimiter::Verdict::kSourceLimited:
-        source_limited_.Count();
-        return;
-      case EchoLimiter::Verdict::kRateLimited:
-        rate_limited_.Count();
-        return;
-    }
-    std::span<std::uint8_t> data(buffer_.data(), buffer_.size());
-    std::size_t size = proto::echo::MakeMtuAnswer(data, received, record);
-    if (size == 0) {
-      too_large_.Count();
-      return;
-    }
-    boost::system::error_code ec;
-    SetDontFragment(true);
-    socket_.send_to(boost::asio::buffer(data.data(), size), from, 0, ec);
-    SetDontFragment(false);
-    if (ec == boost::asio::error::message_size) {
-      record.flags |= proto::echo::kMtuTooBig;
-      size = proto::echo::MakeMtuAnswer(data, received, record);
-      socket_.send_to(boost::asio::buffer(data.data(), size), from, 0, ec);
-    }
-    if (ec) {
-      send_failed_.Count();
-      SPDLOG_DEBUG("udp_echo: padded reply to {} not sent: {}", from.address().to_string(),
-                   ec.message());
-      return;
-    }
-    answered_->Increment();
   }
 
   // IP_PMTUDISC_DO around one send, then the socket's own setting again (read at start); both

@@ -21,12 +21,11 @@ namespace podnet::responders {
 /// are not answered, one source address gets at most 1/16 of the reply and byte budgets, and
 /// all sources together at most 20,000 replies and 20 MB per second (defaults of EchoLimits).
 /// The path-MTU record (proto/echo.h MtuMode): a request asking kAck is answered by its first
-/// 24 bytes (a large request acknowledged small); a request asking kPad gets a reply of the size it
-/// names, sent with the don't-fragment bit (IP_PMTUDISC_DO / IPV6_PMTUDISC_DO for that send only),
-/// or, when the kernel refuses it (EMSGSIZE), the small answer flagged kMtuTooBig. Amplification
-/// is bounded (EchoLimiter::AdmitPadded, docs/design.md "Path MTU"): at most kMaxPadRatio (8)
-/// times the request's bytes and 9,000 bytes, 16 padded replies a second per source and 256 in
-/// all, the reply's bytes charged to the byte budgets; over the ratio or the cap: too_large.
+/// 24 bytes (a large request acknowledged small); a request asking kReturn is sent back whole
+/// with the don't-fragment bit (IP_PMTUDISC_DO / IPV6_PMTUDISC_DO for that send only), or, when
+/// the kernel refuses it (EMSGSIZE), as the small answer flagged kMtuTooBig. No reply is larger
+/// than its request (one asking for more is too_large), and both are charged to the budgets
+/// above with the request's bytes: the responder is no amplifier (docs/design.md "Path MTU").
 /// A request without the record is answered exactly as before.
 /// Series: podnet_responder_requests_total{responder="udp_echo",
 /// result="answered"|"ignored"|"too_large"|"source_limited"|"rate_limited"|"send_failed"} and

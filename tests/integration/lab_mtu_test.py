@@ -11,11 +11,15 @@ the peer (forward) or back towards the client (reverse), `mtu lock N`, which Lin
 it forwards (IPv4 and IPv6): a packet over it with DF is dropped and answered with an ICMP
 fragmentation-needed / ICMPv6 packet-too-big naming N — unless iptables / ip6tables drop those
 on the router's OUTPUT: a black hole. The client's exporter probes the peer's over IPv4 and over
-IPv6 at once (two static peers). Every topology checks, for both families: the largest size each
-direction carried (podnet_path_mtu_bytes), the black-hole verdict, the MTU the ICMP error named
+IPv6 at once (two static peers), and the peer's probes the client's, as every probe Pod does its
+peers. Every topology checks, for both families and both ends: the largest size each direction
+carried (podnet_path_mtu_bytes), the black-hole verdict, the MTU the ICMP error named
 (podnet_path_mtu_icmp_bytes, absent when dropped) and the interface MTU (9001); and prints the
-true MTU, the answer, the verdict, the time the round took and the bytes it cost (the probe's
-debug log line of its first round). In one topology with ICMP delivered and one black hole, a
+true MTU, the answers, the verdicts, the time the client's round took and the bytes it cost (the
+probe's debug log line of its first round). A reverse test asks back only sizes that crossed
+forward (no reply is larger than its request), so an end's reverse answer is the smaller of the
+two directions, and a return path narrower than the forward one is a black hole there only
+below the forward answer; the other end's forward answer is the return path's own. In one topology with ICMP delivered and one black hole, a
 TCP transfer (400 kB from client to peer, through the same router) is timed: it completes where
 ICMP gets through and stalls (nothing finished within TCP_TIMEOUT_S) in the black hole, while the
 probe's verdict came within its first round.
@@ -64,17 +68,22 @@ def client_config():
         % (f, ADDR[f][3], PORT, f) for f in (4, 6))
     return ('listen_address: "127.0.0.1:%d"\n'
             "self: { name: client, node: node-c, zone: zone-c }\n"
-            'responders: { udp_echo: { listen_address: "127.0.0.1:%d" } }\n'
+            'responders: { udp_echo: { listen_address: "[::]:%d" } }\n'
             "peers:\n  static:\n%s"
             "probes:\n  mtu: { interval: %ds, timeout: 100ms, max_datagrams: 20 }\n"
             % (CLIENT_PORT, CLIENT_PORT, peers, INTERVAL_S))
 
 
 def peer_config():
+    peers = "".join(
+        "    - { name: client-v%d, address: \"%s\", port: %d, node: node-c, zone: zone-v%d }\n"
+        % (f, ADDR[f][0], CLIENT_PORT, f) for f in (4, 6))
     return ('listen_address: "[::]:%d"\n'
             "self: { name: peer, node: node-p, zone: zone-p }\n"
             'responders: { udp_echo: { listen_address: "[::]:%d" } }\n'
-            "peers: { static: [] }\n" % (PORT, PORT))
+            "peers:\n  static:\n%s"
+            "probes:\n  mtu: { interval: %ds, timeout: 100ms, max_datagrams: 20 }\n"
+            % (PORT, PORT, peers, INTERVAL_S))
 
 
 TCP_SERVER = r"""
@@ -211,39 +220,53 @@ def topology(args, tmp, n, spec):
         with open(pcfg, "w") as fh:
             fh.write(peer_config())
         clog = os.path.join(tmp, "client%d.log" % n)
-        lab.start(p, [args.exporter, "--config.file=" + pcfg], os.path.join(tmp, "peer%d.log" % n),
+        plog = os.path.join(tmp, "peer%d.log" % n)
+        lab.start(p, [args.exporter, "--config.file=" + pcfg, "--log.level=debug"], plog,
                   max_seconds=60)
         lab.start(c, [args.exporter, "--config.file=" + ccfg, "--log.level=debug"], clog,
                   max_seconds=60)
-        done = lambda: len(rounds_of(clog)) == 2  # noqa: E731
+        done = lambda: len(rounds_of(clog)) == 2 and len(rounds_of(plog)) == 2  # noqa: E731
         lab.wait_for(done, 3 * INTERVAL_S + 10, "%s: a round towards both peers" % name,
                      step=0.2)
         code, body = lab.http(c, "http://127.0.0.1:%d/metrics" % CLIENT_PORT)
         g = gauges(body) if code == 200 else {}
+        code, body = lab.http(p, "http://127.0.0.1:%d/metrics" % PORT)
+        g.update(gauges(body) if code == 200 else {})
         rounds = rounds_of(clog)
+        # One end's view of (forward, reverse): the truth each way, the reverse asked back only
+        # up to the forward answer.
+        views = (("client", "peer-v%d", forward_mtu, reverse_mtu),
+                 ("peer", "client-v%d", reverse_mtu, forward_mtu))
         for f in (4, 6):
-            peer = "peer-v%d" % f
-            want_fwd, want_rev = forward_mtu, reverse_mtu
-            fwd = g.get(("podnet_path_mtu_bytes", peer, "forward"))
-            rev = g.get(("podnet_path_mtu_bytes", peer, "reverse"))
-            hole_f = g.get(("podnet_path_mtu_black_hole", peer, "forward"))
-            hole_r = g.get(("podnet_path_mtu_black_hole", peer, "reverse"))
-            named = g.get(("podnet_path_mtu_icmp_bytes", peer, None))
-            iface = g.get(("podnet_path_mtu_interface_bytes", peer, None))
-            where = "%s, IPv%d" % (name, f)
-            lab.check(fwd == want_fwd, "%s: forward %s, true %d" % (where, fwd, want_fwd))
-            lab.check(rev == want_rev, "%s: reverse %s, true %d" % (where, rev, want_rev))
-            lab.check(hole_f == (0 if icmp or want_fwd == 9001 else 1),
-                      "%s: forward black hole %s" % (where, hole_f))
-            lab.check(hole_r == (0 if icmp or want_rev == 9001 else 1),
-                      "%s: reverse black hole %s" % (where, hole_r))
-            want_named = want_fwd if icmp and want_fwd < 9001 else None
-            lab.check(named == want_named, "%s: MTU named by ICMP %s, want %s"
-                      % (where, named, want_named))
-            lab.check(iface == 9001, "%s: interface MTU %s" % (where, iface))
-            r = rounds.get(peer, {})
-            rows.append((name, f, forward_mtu, reverse_mtu, fwd, rev, hole_f, hole_r, named,
-                         r.get("seconds"), r.get("datagrams"), r.get("bytes"), ""))
+            seen = {}
+            for end, peer_fmt, true_fwd, true_rev in views:
+                peer = peer_fmt % f
+                want_rev = min(true_rev, true_fwd)
+                fwd = g.get(("podnet_path_mtu_bytes", peer, "forward"))
+                rev = g.get(("podnet_path_mtu_bytes", peer, "reverse"))
+                hole_f = g.get(("podnet_path_mtu_black_hole", peer, "forward"))
+                hole_r = g.get(("podnet_path_mtu_black_hole", peer, "reverse"))
+                named = g.get(("podnet_path_mtu_icmp_bytes", peer, None))
+                iface = g.get(("podnet_path_mtu_interface_bytes", peer, None))
+                where = "%s, IPv%d, the %s's view" % (name, f, end)
+                lab.check(fwd == true_fwd, "%s: forward %s, true %d" % (where, fwd, true_fwd))
+                lab.check(rev == want_rev, "%s: reverse %s, want %d (true %d)"
+                          % (where, rev, want_rev, true_rev))
+                lab.check(hole_f == (0 if icmp or true_fwd == 9001 else 1),
+                          "%s: forward black hole %s" % (where, hole_f))
+                lab.check(hole_r == (0 if icmp or true_rev >= true_fwd else 1),
+                          "%s: reverse black hole %s" % (where, hole_r))
+                want_named = true_fwd if icmp and true_fwd < 9001 else None
+                lab.check(named == want_named, "%s: MTU named by ICMP %s, want %s"
+                          % (where, named, want_named))
+                lab.check(iface == 9001, "%s: interface MTU %s" % (where, iface))
+                seen[end] = (fwd, rev, hole_f, hole_r, named)
+            fwd, rev, hole_f, hole_r, named = seen["client"]
+            back, _, hole_b, _, _ = seen["peer"]
+            r = rounds.get("peer-v%d" % f, {})
+            rows.append((name, f, forward_mtu, reverse_mtu, fwd, rev, hole_f, hole_r, back,
+                         hole_b, named, r.get("seconds"), r.get("datagrams"), r.get("bytes"),
+                         ""))
         if tcp:
             out = tcp_transfer(names, tmp, 4)
             stalled = out.startswith("stalled")
@@ -255,7 +278,7 @@ def topology(args, tmp, n, spec):
         lab.wait_for(lambda: len(rounds_of(clog, 1)) == 2, 2 * INTERVAL_S + 10,
                      "%s: a second round" % name, step=0.2)
         second = rounds_of(clog, 1)
-        rows = [r[:12] + (second.get("peer-v%d" % r[1], {}).get("bytes"),) + r[12:]
+        rows = [r[:14] + (second.get("peer-v%d" % r[1], {}).get("bytes"),) + r[14:]
                 if r[0] == name else r for r in rows]
     finally:
         lab.stop_all()
@@ -271,14 +294,15 @@ def scenario(args, tmp):
     for n, spec in enumerate(TOPOLOGIES):
         rows += topology(args, tmp, n, spec)
     lab.log("")
-    lab.log("%-38s %-4s %-10s %-10s %-8s %-8s %-6s %-6s %-8s %-9s %-5s %-7s %-7s %s" % (
-        "topology", "ip", "true fwd", "true rev", "fwd", "rev", "hole f", "hole r", "icmp",
-        "round s", "dgrams", "bytes", "next", "tcp"))
+    lab.log("%-38s %-4s %-8s %-8s %-6s %-6s %-6s %-6s %-6s %-6s %-6s %-7s %-6s %-7s %-7s %s" % (
+        "topology", "ip", "true fwd", "true rev", "fwd", "rev", "hole f", "hole r", "back",
+        "hole b", "icmp", "round s", "dgrams", "bytes", "next", "tcp"))
     fmt = lambda v: "-" if v is None else ("%g" % v if isinstance(v, float) else str(v))  # noqa
     for r in rows:
-        lab.log("%-38s v%-3d %-10d %-10d %-8s %-8s %-6s %-6s %-8s %-9s %-5s %-7s %-7s %s" % (
-            r[0], r[1], r[2], r[3], fmt(r[4]), fmt(r[5]), fmt(r[6]), fmt(r[7]), fmt(r[8]),
-            fmt(r[9]), fmt(r[10]), fmt(r[11]), fmt(r[12]), r[13]))
+        lab.log("%-38s v%-3d %-8d %-8d %-6s %-6s %-6s %-6s %-6s %-6s %-6s %-7s %-6s %-7s %-7s %s"
+                % (r[0], r[1], r[2], r[3], *(fmt(v) for v in r[4:15]), r[15]))
+    lab.log("(fwd, rev, hole f, hole r: the client's view; back, hole b: the return path as the "
+            "peer's own probe measures it, its forward)")
     lab.log("all topologies: %.1f s" % (time.monotonic() - start))
 
 

@@ -73,7 +73,8 @@ struct MtuFamilies {
   metrics::GaugeFamily& path = metrics::DeclareGauge(
       r, "podnet_path_mtu_bytes",
       "Largest IP packet (bytes, IP and UDP headers included) that crossed the path to the peer "
-      "in this direction in the last path-MTU round; 0 when not even the smallest size did.");
+      "in this direction in the last path-MTU round; 0 when not even the smallest size did. "
+      "Reverse is asked only up to the forward figure: equal to it means at least that.");
   metrics::GaugeFamily& icmp = metrics::DeclareGauge(
       r, "podnet_path_mtu_icmp_bytes",
       "MTU named by the last ICMP fragmentation-needed / packet-too-big error for a datagram to "
@@ -211,11 +212,12 @@ class MtuPeerProbe : public PeerProbeBase {
       // Reverse needs a responder that answers: not asked when nothing crossed forward.
       if (direction_ == Direction::kReverse || forward_search_->largest() == 0) return Finish();
       direction_ = Direction::kReverse;
-      // First guess: the last round's answer, else this round's forward one (paths are mostly
-      // symmetric: a refused reply and the guess settle the reverse in a few datagrams).
+      // Up to the forward answer: a reverse request is as large as the reply it asks for, so
+      // only sizes that crossed forward can be asked back (a loss is then the return path's).
+      // First guess: the last round's answer (within that bound), else the bound itself.
       const auto& o = kind_->options();
-      reverse_search_.emplace(o.min_size, top_, o.max_datagrams,
-                              reverse_hint_ != 0 ? reverse_hint_ : forward_search_->largest());
+      reverse_search_.emplace(o.min_size, forward_search_->largest(), o.max_datagrams,
+                              reverse_hint_);
     }
     int size = *search().Next();
     int header = HeaderBytes(v6_);
@@ -224,18 +226,15 @@ class MtuPeerProbe : public PeerProbeBase {
     if (++seq_ == 0) ++seq_;  // 0 is "none in flight"
     h.seq = seq_;
     h.token = token_;
-    std::size_t payload;
-    std::uint16_t ask;
-    if (direction_ == Direction::kForward) {
-      payload = static_cast<std::size_t>(size - header);
-      ask = 0;
-    } else {
-      ask = static_cast<std::uint16_t>(size - header);
-      payload = std::max(wire::kMtuAckBytes, (ask + wire::kMaxPadRatio - 1) / wire::kMaxPadRatio);
-    }
+    // Both directions send `size`: forward asks for a 24-byte acknowledgement, reverse for the
+    // request back whole (its size in the record).
+    auto payload = static_cast<std::uint16_t>(size - header);
     auto data = wire::EncodePayload(h, payload);
-    wire::AskMtu(
-        data, direction_ == Direction::kForward ? wire::MtuMode::kAck : wire::MtuMode::kPad, ask);
+    if (direction_ == Direction::kForward) {
+      wire::AskMtu(data, wire::MtuMode::kAck, 0);
+    } else {
+      wire::AskMtu(data, wire::MtuMode::kReturn, payload);
+    }
     sent_[h.seq] = Sent{direction_, size};
     outstanding_ = h.seq;
     search().Sent();
@@ -332,7 +331,7 @@ class MtuPeerProbe : public PeerProbeBase {
     std::uint16_t seq = wire::DecodePayload(p)->seq;
     auto answer = wire::ReadMtuAnswer(p);
     Search& search = SearchOf(s->direction);
-    if (answer && answer->mode == wire::MtuMode::kPad) {
+    if (answer && answer->mode == wire::MtuMode::kReturn) {
       reverse_supported_ = true;
       if ((answer->flags & wire::kMtuTooBig) != 0) {
         search.TooBig(s->size, 0);
@@ -397,7 +396,7 @@ class MtuPeerProbe : public PeerProbeBase {
       reverse_hint_ = rev.exact() ? rev.largest() : 0;
     } else if (fwd.largest() > 0) {
       CountError("no_reverse", old_responder_ ? "the responder echoes the request whole"
-                                              : "no padded reply answered");
+                                              : "no reverse request answered");
     }
     SPDLOG_DEBUG(
         "mtu: peer={} interface={} forward={} black_hole={} icmp={} reverse={} black_hole={} "

@@ -22,11 +22,15 @@ namespace podnet::probes::mtu {
 /// searches (search.h) between min_size and the smaller of max_size and that MTU:
 ///  - forward: requests of the size searched that ask for a small acknowledgement
 ///    (proto/echo.h MtuMode::kAck), so a loss is the forward path's;
-///  - reverse: small requests that ask the responder for a padded reply of the size searched,
-///    sent with DF (MtuMode::kPad), so a loss is the return path's. The responder's kernel
-///    refusing the reply (EMSGSIZE: it learned a smaller path MTU from an ICMP error) comes back
-///    as a small answer: that direction's ICMP works. A responder that echoes the request whole
-///    (an older podnet) gives the forward search both directions' answer and no reverse one.
+///  - reverse: requests of the size searched that ask for themselves back, sent with DF
+///    (MtuMode::kReturn), between min_size and the forward answer: the request crossed forward
+///    at that size, so a loss is the return path's. No reply is larger than its request (the
+///    responder is no amplifier), so the reverse answer is at most the forward one: equal to
+///    it means "at least that much" (the peer's own probe, whose forward is this reverse,
+///    measures above it). The responder's kernel refusing the reply (EMSGSIZE: it learned a
+///    smaller path MTU from an ICMP error) comes back as a small answer: that direction's ICMP
+///    works. A responder that echoes the request whole (an older podnet) gives the forward
+///    search both directions' answer and no reverse one.
 /// Datagrams go one at a time (the next when the last is answered, refused or timed out), at
 /// most max_datagrams a direction; a datagram lost with no error is sent once more before its
 /// size counts as too big.
@@ -38,7 +42,7 @@ namespace podnet::probes::mtu {
 /// first one), podnet_path_mtu_interface_bytes; podnet_probe_{sent,received}_bytes_total
 /// {probe="mtu"} (IP packets, headers included) and podnet_probe_errors_total{probe="mtu"} with
 /// reason "socket" | "send_failed" | "unreachable" (not even min_size crossed forward) |
-/// "no_reverse" (the responder answered no padded request: an older podnet, or its budget).
+/// "no_reverse" (the responder answered no reverse request: an older podnet, or its budget).
 std::shared_ptr<ProbeKind> MakeMtuKind(const MtuOptions& options, ProbeEnv& env);
 
 /// The MTU of the interface holding the local address of connected socket `fd` (SIOCGIFMTU),

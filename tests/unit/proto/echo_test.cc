@@ -478,28 +478,39 @@ TEST(MtuRecordTest, AckAnswersALargeRequestSmallWithTheBytesReceived) {
   EXPECT_FALSE(ReadMtuAsk(reply).has_value());
 }
 
-TEST(MtuRecordTest, PadAnswersASmallRequestWithTheSizeAskedOrSaysTooBig) {
+TEST(MtuRecordTest, ReturnSendsTheRequestBackWholeOrSaysTooBig) {
+  Bytes req = EncodePayload({Kind::kRequest, 7, 3}, 8973);
+  ASSERT_TRUE(AskMtu(req, MtuMode::kReturn, 8973));
+  ASSERT_TRUE(MakeReply(req));
+  auto ask = ReadMtuAsk(req);
+  ASSERT_TRUE(ask.has_value());
+  ASSERT_EQ(MakeMtuAnswer(req, req.size(), *ask), 8973u);
+  auto answer = ReadMtuAnswer(req);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->mode, MtuMode::kReturn);
+  EXPECT_EQ(answer->size, 8973);
+  EXPECT_EQ(answer->flags, 0);
+  EXPECT_EQ(DecodePayload(req)->seq, 7);
+  ask->flags |= kMtuTooBig;
+  ASSERT_EQ(MakeMtuAnswer(req, req.size(), *ask), kMtuAckBytes);
+  EXPECT_EQ(ReadMtuAnswer(req)->flags, kMtuTooBig);
+}
+
+// A reply is never larger than its request: a small request asking for a large reply (what a
+// reflection attack is built on) gets nothing, even with room in the buffer.
+TEST(MtuRecordTest, ReturnRefusesAReplyLargerThanTheRequest) {
   Bytes buf(9000);
   Bytes req = EncodePayload({Kind::kRequest, 3, 7}, 1125);
-  ASSERT_TRUE(AskMtu(req, MtuMode::kPad, 9000));
+  ASSERT_TRUE(AskMtu(req, MtuMode::kReturn, 1126));
   std::copy(req.begin(), req.end(), buf.begin());
   ASSERT_TRUE(MakeReply(std::span(buf.data(), req.size())));
   auto ask = ReadMtuAsk(std::span(buf.data(), req.size()));
   ASSERT_TRUE(ask.has_value());
-  ASSERT_EQ(MakeMtuAnswer(buf, req.size(), *ask), 9000u);
-  auto answer = ReadMtuAnswer(buf);
-  ASSERT_TRUE(answer.has_value());
-  EXPECT_EQ(answer->mode, MtuMode::kPad);
-  EXPECT_EQ(answer->size, 9000);
-  EXPECT_EQ(answer->flags, 0);
-  EXPECT_EQ(buf[8999], static_cast<std::uint8_t>(8999));
-  ask->flags |= kMtuTooBig;
-  ASSERT_EQ(MakeMtuAnswer(buf, req.size(), *ask), kMtuAckBytes);
-  EXPECT_EQ(ReadMtuAnswer(buf)->flags, kMtuTooBig);
-  // No room for the reply asked for: nothing written.
-  Bytes small = req;
-  ask->flags = 0;
-  EXPECT_EQ(MakeMtuAnswer(small, small.size(), *ask), 0u);
+  EXPECT_EQ(MakeMtuAnswer(buf, req.size(), *ask), 0u);
+  ask->size = 1125;
+  EXPECT_EQ(MakeMtuAnswer(buf, req.size(), *ask), 1125u) << "the request's own size";
+  ask->size = kMtuAckBytes - 1;
+  EXPECT_EQ(MakeMtuAnswer(buf, req.size(), *ask), 0u) << "no room for the record";
 }
 
 TEST(MtuRecordTest, RequestsWithoutTheRecordAndHostileRecordsAreNotMtuAsks) {

@@ -174,10 +174,10 @@ TEST(ClusterCostTest, CoordinatedBurstsAreBoundedPerZonePairWhateverTheNodeCount
 }
 
 // The path-MTU round as the probe sends it to a healthy path (measured on loopback by
-// MtuProbeTest: 9001 + 28 + 1122 sent, 28 + 24 + 9001 received).
-TEST(ClusterCostTest, PathMtuRoundIsTwoFullSizeDatagramsAndTwoSmallOnes) {
-  EXPECT_EQ(MtuRoundBytes({600, 9001}), 9001 + 52 + 1150 + 9001);
-  EXPECT_EQ(MtuRoundBytes({600, 1500}), 1500 + 52 + (28 + 184) + 1500);
+// MtuProbeTest: 9001 + 9001 sent, 52 + 9001 received).
+TEST(ClusterCostTest, PathMtuRoundIsThreeFullSizeDatagramsAndOneSmall) {
+  EXPECT_EQ(MtuRoundBytes({600, 9001}), 3 * 9001 + 52);
+  EXPECT_EQ(MtuRoundBytes({600, 1500}), 3 * 1500 + 52);
   CostInputs in;
   in.config.mtu = CostConfig::Mtu{600, 9001};
   in.pods = 10;
@@ -185,7 +185,7 @@ TEST(ClusterCostTest, PathMtuRoundIsTwoFullSizeDatagramsAndTwoSmallOnes) {
   ClusterCost c = ComputeClusterCost(in, {{"mtu", {{"cross_zone", 3}}}}, {});
   ASSERT_EQ(c.lines.size(), 2u);  // mtu, then the "all" line
   EXPECT_EQ(c.lines[0].probe, "mtu");
-  EXPECT_NEAR(c.lines[0].pod_bytes_per_hour, 3 * 6 * 19204.0, 1);
+  EXPECT_NEAR(c.lines[0].pod_bytes_per_hour, 3 * 6 * 27055.0, 1);
 }
 
 TEST(ClusterCostTest, HttpRequestIsTheSizeTheProbeSends) {

@@ -86,31 +86,6 @@ TEST(EchoLimiterTest, AQuietProberIsAnsweredWhileManySourcesFlood) {
   EXPECT_EQ(l.Admit(make_address("10.0.5.1"), 56, kT0 + 10s), Verdict::kSourceLimited);
 }
 
-// The path-MTU probe's padded replies (proto/echo.h MtuMode::kPad): a small request asking for
-// a large reply is an amplifier unless bounded. Bounds: 8x the request's bytes, the 9,000-byte
-// cap, 16 a second per source (256 overall), and the reply's bytes charged to the byte budgets.
-TEST(EchoLimiterTest, PaddedRepliesAreBoundedInRatioSizeAndRate) {
-  EchoLimiter l(EchoLimits{}, kT0);
-  auto a = make_address("10.0.0.1");
-  EXPECT_EQ(l.AdmitPadded(a, 1000, 8001, kT0), Verdict::kTooLarge) << "over 8x the request";
-  EXPECT_EQ(l.AdmitPadded(a, 1200, 9001, kT0), Verdict::kTooLarge) << "over the 9,000 cap";
-  EXPECT_EQ(l.AdmitPadded(a, 1125, 9000, kT0), Verdict::kAnswer);
-  // A source flooding padded requests for a second: 16 answered (its share), whatever it asks.
-  int answered = 1;
-  for (int i = 0; i < 10000; ++i) answered += l.AdmitPadded(a, 1125, 9000, kT0) == Verdict::kAnswer;
-  EXPECT_EQ(answered, 16);
-  // Bytes out per byte in over that second: (16 x 9000) / (10,001 x 1125) — no amplifier.
-  EXPECT_LT(16.0 * 9000 / (10001.0 * 1125), 0.02);
-  // Another prober is not held back by it.
-  EXPECT_EQ(l.AdmitPadded(make_address("10.0.0.2"), 1125, 9000, kT0), Verdict::kAnswer);
-  // Its share refills: a second later, 16 more.
-  answered = 0;
-  for (int i = 0; i < 100; ++i) {
-    answered += l.AdmitPadded(a, 1125, 9000, kT0 + 1s) == Verdict::kAnswer;
-  }
-  EXPECT_EQ(answered, 16);
-}
-
 TEST(EchoLimiterTest, Ipv4MappedIsTheSameSource) {
   EchoLimiter l(Limits(), kT0);
   EXPECT_EQ(Answered(l, "10.0.0.1", 100, 56, kT0), 100);

@@ -422,9 +422,10 @@ TEST_F(UdpEchoTest, PortInUseThrows) {
                boost::system::system_error);
 }
 
-// The path-MTU record: a large request acknowledged small, a small request answered with the
-// padded size it asks for (within 8x its bytes and the cap), a request without it as before.
-TEST_F(UdpEchoTest, MtuRequestsAreAcknowledgedSmallOrPaddedWithinTheirBounds) {
+// The path-MTU record: a large request acknowledged small, a request asking for itself back
+// sent back whole, a request asking for more than its own bytes not answered, a request without
+// the record as before.
+TEST_F(UdpEchoTest, MtuRequestsAreAcknowledgedSmallOrSentBackNeverLarger) {
   Start();
   Client c;
   ASSERT_TRUE(c.ok());
@@ -436,18 +437,19 @@ TEST_F(UdpEchoTest, MtuRequestsAreAcknowledgedSmallOrPaddedWithinTheirBounds) {
   EXPECT_EQ(got->first.size(), wire::kMtuAckBytes);
   EXPECT_EQ(wire::ReadMtuAnswer(got->first)->size, 8973);
 
-  Bytes small = Request(2, 5, 1122);
-  ASSERT_TRUE(wire::AskMtu(small, wire::MtuMode::kPad, 8973));
-  ASSERT_TRUE(c.SendTo(small, port_));
+  Bytes back = Request(2, 5, 8973);
+  ASSERT_TRUE(wire::AskMtu(back, wire::MtuMode::kReturn, 8973));
+  ASSERT_TRUE(c.SendTo(back, port_));
   got = c.Receive();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->first.size(), 8973u);
   EXPECT_EQ(wire::DecodePayload(got->first)->seq, 2);
-  EXPECT_EQ(wire::ReadMtuAnswer(got->first)->mode, wire::MtuMode::kPad);
+  EXPECT_EQ(wire::ReadMtuAnswer(got->first)->mode, wire::MtuMode::kReturn);
 
-  // An amplifier's request: 8,973 bytes asked by 1,121 (over 8x). Not answered.
-  Bytes greedy = Request(3, 5, 1121);
-  ASSERT_TRUE(wire::AskMtu(greedy, wire::MtuMode::kPad, 8973));
+  // An amplifier's request: 8,973 bytes asked by 1,122 (the 1/8 an earlier podnet prober sent).
+  // Not answered.
+  Bytes greedy = Request(3, 5, 1122);
+  ASSERT_TRUE(wire::AskMtu(greedy, wire::MtuMode::kReturn, 8973));
   c.SetTimeout(200ms);
   ASSERT_TRUE(c.SendTo(greedy, port_));
   EXPECT_FALSE(c.Receive().has_value());
@@ -462,17 +464,16 @@ TEST_F(UdpEchoTest, MtuRequestsAreAcknowledgedSmallOrPaddedWithinTheirBounds) {
   EXPECT_EQ(got->first.size(), 1400u);
 }
 
-// A padded reply the responder's kernel will not send whole (larger than the interface allows
-// with DF: lo's MTU is 65,536, so the test asks the kernel through a route-less size instead):
-// here a 9,000-byte reply is sent with DF on loopback, and the socket's own setting comes back
-// after it (a 9,000-byte echo of an RTT probe is still answered).
-TEST_F(UdpEchoTest, PaddedRepliesLeaveTheSocketsFragmentationSettingAsItWas) {
+// A reply sent back with DF (IP_PMTUDISC_DO for that send only), then the socket's own setting
+// again: a 9,000-byte echo of an RTT probe after it is still answered (lo's MTU is 65,536, so
+// neither is refused here; the lab test sees a refusal on a real route).
+TEST_F(UdpEchoTest, ReturnRepliesLeaveTheSocketsFragmentationSettingAsItWas) {
   Start(20000, "127.0.0.1");
   Client c;
   ASSERT_TRUE(c.ok());
-  Bytes small = Request(1, 6, 1125);
-  ASSERT_TRUE(wire::AskMtu(small, wire::MtuMode::kPad, 9000));
-  ASSERT_TRUE(c.SendTo(small, port_));
+  Bytes back = Request(1, 6, 9000);
+  ASSERT_TRUE(wire::AskMtu(back, wire::MtuMode::kReturn, 9000));
+  ASSERT_TRUE(c.SendTo(back, port_));
   auto got = c.Receive();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->first.size(), 9000u);
@@ -483,39 +484,39 @@ TEST_F(UdpEchoTest, PaddedRepliesLeaveTheSocketsFragmentationSettingAsItWas) {
   EXPECT_EQ(got->first.size(), 9000u);
 }
 
-// A flood of padded requests from one source (as a spoofer would aim them at a victim): the
-// replies are bounded by the padded budget (16 a second per source), so bytes out stay a small
-// fraction of bytes in, and the echo is no amplifier.
-TEST_F(UdpEchoTest, AFloodOfPaddedRequestsIsNoAmplifier) {
+// A flood of MTU requests from one source (as a spoofer would aim them at a victim), half of
+// them asking for 8x their bytes back: those get nothing, the rest at most their own bytes, so
+// bytes out never exceed bytes in and the echo is no amplifier.
+TEST_F(UdpEchoTest, AFloodOfMtuRequestsIsNoAmplifier) {
   Start(20000, "127.0.0.1", EchoLimits{}.source_share);  // the defaults
   Client c;
   ASSERT_TRUE(c.ok());
   int buffer = 4 << 20;
   setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
-  auto start = std::chrono::steady_clock::now();
   std::size_t in = 0;
   for (std::uint16_t seq = 1; seq <= 2000; ++seq) {
     Bytes req = Request(seq, 9, 1125);
-    ASSERT_TRUE(wire::AskMtu(req, wire::MtuMode::kPad, 9000));
+    bool greedy = seq % 2 == 0;
+    ASSERT_TRUE(wire::AskMtu(req, seq % 4 == 1 ? wire::MtuMode::kAck : wire::MtuMode::kReturn,
+                             greedy ? 9000 : 1125));
     if (c.SendTo(req, port_)) in += req.size();
     // Paced so that the kernel does not drop them before the responder (its receive buffer).
     if (seq % 20 == 0) std::this_thread::sleep_for(1ms);
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   c.SetTimeout(300ms);
   std::size_t out = 0, replies = 0;
+  std::size_t greedy_answered = 0;
   while (auto got = c.Receive()) {
     out += got->first.size();
     ++replies;
+    EXPECT_LE(got->first.size(), 1125u);
+    greedy_answered += wire::DecodePayload(got->first)->seq % 2 == 0;
   }
-  // 16 at once (a second's worth), then 16 a second while the flood lasted.
-  EXPECT_GE(replies, 16u);
-  EXPECT_LE(replies, 16 + 16 * (seconds + 0.5) + 1) << seconds << " s";
-  EXPECT_LT(static_cast<double>(out) / static_cast<double>(in), 0.2)
-      << out << " B out for " << in << " B in";
-  // Nearly all of the rest were refused for the source's padded budget.
-  EXPECT_TRUE(Eventually([&] { return Count("source_limited") >= 1000; }))
-      << Count("source_limited");
+  EXPECT_GT(replies, 0u);
+  EXPECT_EQ(greedy_answered, 0u);
+  EXPECT_LE(out, in / 2) << out << " B out for " << in << " B in";
+  // The greedy requests were refused as too large (all of those the kernel delivered).
+  EXPECT_TRUE(Eventually([&] { return Count("too_large") >= 500; })) << Count("too_large");
 }
 
 }  // namespace

@@ -125,7 +125,7 @@ TEST(MtuSearchTest, TheBudgetBoundsTheDatagramsAndTheAnswerIsALowerBound) {
 }
 
 TEST(MtuSearchTest, AnErrorWithoutAnMtuStillIsNoBlackHole) {
-  // The responder's kernel refusing its padded reply (EMSGSIZE): too big, but said so.
+  // The responder's kernel refusing the reply it sends back (EMSGSIZE): too big, but said so.
   Search s(1280, 9001, 24);
   while (auto next = s.Next()) {
     s.Sent();
