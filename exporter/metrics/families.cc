@@ -16,13 +16,7 @@ HistogramFamily DeclareHistogram(Metrics& metrics, const std::string& name, cons
                                  const std::vector<double>& buckets) {
   auto& family =
       prometheus::BuildHistogram().Name(name).Help(help).Register(metrics.RegistryFor(name));
-  std::shared_ptr<NativeHistograms> native;
-  if (metrics.native_histograms_on()) {
-    native = metrics.native_histograms();
-  } else {
-    metrics.native_histograms()->RemoveFamily(name);
-  }
-  return {family, buckets, name, std::move(native)};
+  return {family, buckets, name, metrics.NativeStoreFor(name)};
 }
 
 }  // namespace podnet::metrics

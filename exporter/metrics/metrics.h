@@ -133,6 +133,15 @@ class Metrics {
   bool native_histograms_on() const { return native_on_; }
   /// The native buckets of every series that has them (the protobuf exposition reads them).
   const std::shared_ptr<NativeHistograms>& native_histograms() const { return native_; }
+  /// Where the series of histogram family `family` keep native buckets under the current
+  /// setting: native_histograms() when on; when off, null, and the family's native series left
+  /// from before are dropped (RemoveFamily). The one on/off decision for every histogram
+  /// (DeclareHistogram, the scheduler's start delay).
+  std::shared_ptr<NativeHistograms> NativeStoreFor(std::string_view family) const {
+    if (native_on_) return native_;
+    native_->RemoveFamily(family);
+    return nullptr;
+  }
 
   /// Where Declare* registers the family `name`: registry(), or the unserved one when it is off.
   /// Records the name (declared()).

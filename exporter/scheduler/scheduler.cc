@@ -31,13 +31,8 @@ metrics::HistogramSeries SchedulerMetrics::start_delay(const std::string& kind) 
                                                                   100e-3, 500e-3, 2.5};
   static constexpr std::string_view kName = "podnet_probe_round_start_delay_seconds";
   prometheus::Labels labels{{"probe", kind}};
-  std::shared_ptr<metrics::NativeHistogram> native;
-  if (native_ && native_->native_histograms_on()) {
-    native = native_->native_histograms()->Add(kName, labels);
-  } else if (native_) {
-    native_->native_histograms()->Remove(kName, labels);
-  }
-  return {&start_delay_.Add(labels, kBounds), std::move(native)};
+  auto store = native_ ? native_->NativeStoreFor(kName) : nullptr;
+  return {&start_delay_.Add(labels, kBounds), store ? store->Add(kName, labels) : nullptr};
 }
 
 template class BasicScheduler<std::chrono::steady_clock>;

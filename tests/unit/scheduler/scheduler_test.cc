@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "exporter/metrics/metrics.h"
 #include "exporter/scheduler/scheduler_impl.h"
 #include "tests/unit/testing/manual_clock.h"
 
@@ -270,6 +271,27 @@ TEST_F(SchedulerTest, KindWithOwnTargetsIgnoresPeers) {
   sched_->SetKind("fixed", nullptr, {});
   EXPECT_EQ(sched_->size(), 0u);
   EXPECT_EQ(log_.removed["a.example"] + log_.removed["b.example"], 2);
+}
+
+// The start delay follows metrics.native_histograms as every other histogram does
+// (Metrics::NativeStoreFor): native buckets while on, none and the old ones dropped when off.
+TEST(SchedulerMetricsTest, StartDelayHasNativeBucketsWhileTheyAreOn) {
+  metrics::Metrics m;
+  prometheus::Registry registry;
+  SchedulerMetrics sm(registry, &m);
+  EXPECT_FALSE(sm.start_delay("rtt").native()) << "off by default";
+  m.SetNativeHistograms(true);
+  metrics::HistogramSeries rtt = sm.start_delay("rtt");
+  ASSERT_TRUE(rtt.native());
+  rtt.Observe(0.002);
+  EXPECT_EQ(sm.start_delay("rtt").native(), rtt.native()) << "the same series again";
+  EXPECT_EQ(rtt.native()->Snapshot().count, 1u);
+  sm.start_delay("dns");
+  EXPECT_EQ(m.native_histograms()->size(), 2u);
+  m.SetNativeHistograms(false);
+  EXPECT_FALSE(sm.start_delay("rtt").native());
+  EXPECT_EQ(m.native_histograms()->size(), 0u);
+  EXPECT_FALSE(SchedulerMetrics(registry).start_delay("rtt").native()) << "without Metrics";
 }
 
 }  // namespace
