@@ -19,7 +19,7 @@ network namespace:
     gives the compressed bytes;
   - iptables rules in a chain of the bench's own in the namespace's OUTPUT count the bytes to and
     from every selected peer and DNS replica by probe kind (ICMP: rtt, TCP 9479: http, 9480: grpc,
-    5201: burst, UDP 53: dns) over a bounded window; each kind's bytes per round, from the
+    5201: burst, UDP 53: dns, UDP 9479: mtu with --mtu) over a bounded window; each kind's bytes per round, from the
     exporter's podnet_probe_round_start_delay_seconds_count{probe}, are scaled to an hour by the
     configured intervals. With peers.kubernetes bursts are coordinated (probes.burst.coordinated:
     one prober per ordered zone pair and period, cluster-wide): the cluster's burst bytes are
@@ -49,6 +49,7 @@ import labkit as K  # noqa: E402  (processes, waiting, scraping)
 TOKEN = "bench-cluster-cost"
 ZONES = 3
 NATIVE = False  # --native-histograms
+MTU = False  # --mtu
 DEPLOY_CONFIG = os.path.join(B.REPO, "deploy", "kubernetes", "base", "podnet.yaml")
 PODMONITOR = os.path.join(B.REPO, "deploy", "kubernetes", "prometheus-operator", "podmonitor.yaml")
 SELF = {"POD_NAME": "podnet-00000", "NODE_NAME": "node-0", "POD_ZONE": ""}  # Pod 0: zone-a
@@ -69,11 +70,14 @@ responders:
   burst: { listen_address: "%(addr)s:%(burst)d" }
   grpc: { listen_address: "%(addr)s:%(grpc)d" }
 """
-KINDS = ("rtt", "http", "grpc", "burst", "dns")
+KINDS = ("rtt", "http", "grpc", "burst", "dns", "mtu")
 CLASSES = ("same_node", "same_zone", "cross_zone")
 CHAIN = "PNCOST"
 HOURS_PER_MONTH = 720  # 30 days, as the Throughput and cost dashboard and `report`
 BENCH_BURST_INTERVAL_S = 60
+# probes.mtu.interval in the bench (--mtu): every peer has a round within the window (a round at
+# the defaults is at most 2 x 24 datagrams x 500 ms = 24 s).
+BENCH_MTU_INTERVAL_S = 30
 # Wire bytes per payload byte of a burst when none ran in the window: IP+TCP headers (52 of 1500
 # bytes), the receiver's ACKs, the control connection.
 BURST_WIRE_OVERHEAD = 1.06
@@ -109,6 +113,10 @@ class Deploy:
             m = re.search(r"^  %s: \{[^}]*\binterval: (\S+?)[,}]" % kind, probes, re.M)
             if m:
                 self.interval[kind] = parse_duration(m.group(1))
+        # probes.mtu: commented out at the deploy default; --mtu turns it on as the line says.
+        m = re.search(r"^  (?:# )?mtu: \{[^}]*\binterval: (\S+?)[,}]", probes, re.M)
+        if m and MTU:
+            self.interval["mtu"] = parse_duration(m.group(1))
         m = re.search(r"^  dns:\s*\n((?:    .*\n)+)", probes, re.M)
         self.dns_targets = 0
         if m:
@@ -175,6 +183,12 @@ class Deploy:
             sub(r"^  native_histograms: false$", "  native_histograms: true",
                 "metrics.native_histograms: true (--native-histograms), and the bench Prometheus "
                 "with --enable-feature=native-histograms")
+        if MTU:
+            sub(r"^  (?:# )?mtu: \{([^}]*)\binterval: \S+?([,}])",
+                r"  mtu: {\g<1>interval: %ds\g<2>" % BENCH_MTU_INTERVAL_S,
+                "probes.mtu on (--mtu; the deploy default has it commented out), interval %gs -> "
+                "%ds so that every peer has rounds within the window; bytes are scaled back to "
+                "the deployed interval" % (self.interval["mtu"], BENCH_MTU_INTERVAL_S))
         sub(r"resolv_conf: /etc/resolv\.conf", "resolv_conf: %s" % resolv_conf,
             "probes.dns.resolv_conf: an EKS-shaped resolv.conf (4 search domains, ndots:5) "
             "whose nameserver is the same-zone CoreDNS replica")
@@ -210,6 +224,8 @@ KIND_MATCH = {
     "grpc": (["-p", "tcp", "--dport", "9480"], ["-p", "tcp", "--sport", "9480"]),
     "burst": (["-p", "tcp", "--dport", "5201"], ["-p", "tcp", "--sport", "5201"]),
     "dns": (["-p", "udp", "--dport", "53"], ["-p", "udp", "--sport", "53"]),
+    # The UDP echo responder: the path-MTU probe's only user at the deploy default (RTT is ICMP).
+    "mtu": (["-p", "udp", "--dport", "9479"], ["-p", "udp", "--sport", "9479"]),
 }
 
 
@@ -736,11 +752,15 @@ def main():
     ap.add_argument("--native-histograms", action="store_true",
                     help="metrics.native_histograms: true, scraped by a Prometheus with "
                          "--enable-feature=native-histograms (series as it stores them)")
+    ap.add_argument("--mtu", action="store_true",
+                    help="probes.mtu on, as the deploy ConfigMap's commented line says (its "
+                         "series and bytes with the rest)")
     ap.add_argument("--json", metavar="FILE",
                     help="also write every figure as JSON (before/after comparisons)")
     args = ap.parse_args()
-    global NATIVE
+    global NATIVE, MTU
     NATIVE = args.native_histograms
+    MTU = args.mtu
     B.install_signal_handlers()
     B.require_root()
     B.require_tools("ip", "iptables", "curl", "openssl", "prometheus", "unbound")
