@@ -141,6 +141,7 @@ class MtuPeerProbe : public PeerProbeBase {
     reverse_search_.reset();
     direction_ = Direction::kForward;
     reverse_supported_ = false;
+    acked_ = false;
     old_responder_ = false;
     sent_.clear();
     round_bytes_ = 0;
@@ -339,6 +340,7 @@ class MtuPeerProbe : public PeerProbeBase {
         search.Answered(s->size);
       }
     } else if (answer) {
+      acked_ = true;
       search.Answered(s->size);  // kAck: the request crossed whole
     } else if (wire::ReadMtuAsk(p)) {
       // Echoed whole: a responder without the MTU record. Forward, the reply crossed both ways
@@ -386,7 +388,10 @@ class MtuPeerProbe : public PeerProbeBase {
     forward_hole_->Set(fwd.black_hole() ? 1 : 0);
     forward_hint_ = fwd.exact() ? fwd.largest() : 0;
     if (fwd.largest() == 0) CountError("unreachable", "not even min_size crossed");
-    if (reverse_supported_) {
+    // A responder whose acknowledgements carry the record answers reverse requests too (kReturn
+    // has the wire value of its predecessor's mode): none back is this round's verdict, 0. With
+    // nothing across forward nothing was asked back: 0 as well, never an earlier round's figure.
+    if (reverse_supported_ || acked_ || (reverse_ != nullptr && fwd.largest() == 0)) {
       if (reverse_ == nullptr) {
         reverse_ = &AddSeries(f.path, {{"direction", "reverse"}});
         reverse_hole_ = &AddSeries(f.black_hole, {{"direction", "reverse"}});
@@ -420,6 +425,7 @@ class MtuPeerProbe : public PeerProbeBase {
   int forward_hint_ = 0, reverse_hint_ = 0;  // the last round's exact answers
   Direction direction_ = Direction::kForward;
   bool reverse_supported_ = false;
+  bool acked_ = false;  // a forward answer carried the MTU record (kAck)
   bool old_responder_ = false;
   std::map<std::uint16_t, Sent> sent_;
   std::uint16_t seq_ = 0;

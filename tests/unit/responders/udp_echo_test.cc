@@ -464,6 +464,75 @@ TEST_F(UdpEchoTest, MtuRequestsAreAcknowledgedSmallOrSentBackNeverLarger) {
   EXPECT_EQ(got->first.size(), 1400u);
 }
 
+// Hostile path-MTU records: each gets at most its own bytes back, or nothing, and is counted once.
+struct MtuCase {
+  std::string name;
+  Bytes data;
+  std::size_t reply;   // bytes of the expected reply; 0: none
+  std::string result;  // podnet_responder_requests_total{result}
+};
+
+void PrintTo(const MtuCase& c, std::ostream* os) { *os << c.name; }
+
+Bytes MtuRequest(std::size_t size, wire::MtuMode mode, std::uint16_t asked) {
+  Bytes b = Request(5, 0x55, size);
+  wire::AskMtu(b, mode, asked);
+  return b;
+}
+
+class UdpEchoMtuRecordTest : public UdpEchoTest, public ::testing::WithParamInterface<MtuCase> {};
+
+TEST_P(UdpEchoMtuRecordTest, NeverAnswersLargerThanTheRequest) {
+  const MtuCase& m = GetParam();
+  Start();
+  Client c;
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.SendTo(m.data, port_));
+  ASSERT_TRUE(c.SendTo(Request(77, 0x77), port_));  // answered after it (read in order)
+  auto got = c.Receive();
+  ASSERT_TRUE(got.has_value());
+  if (m.reply != 0) {
+    EXPECT_EQ(wire::DecodePayload(got->first)->token, 0x55u);
+    EXPECT_EQ(got->first.size(), m.reply);
+    EXPECT_LE(got->first.size(), m.data.size());
+    if (auto answer = wire::ReadMtuAnswer(got->first)) {
+      EXPECT_EQ(answer->flags, 0);
+    }
+    got = c.Receive();
+    ASSERT_TRUE(got.has_value());
+  }
+  EXPECT_EQ(wire::DecodePayload(got->first)->token, 0x77u) << "answered when it must not be";
+  c.SetTimeout(150ms);
+  EXPECT_FALSE(c.Receive().has_value());
+  // Counted once, under its result (the plain request after it: answered).
+  double want = m.result == "answered" ? 2 : 1;
+  EXPECT_TRUE(Eventually([&] { return Count(m.result.c_str()) == want; }))
+      << m.result << " " << Count(m.result.c_str());
+  EXPECT_EQ(Count("answered"), m.result == "answered" ? 2 : 1);
+  EXPECT_EQ(Dropped("too_large"), m.result == "too_large" ? 1 : 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, UdpEchoMtuRecordTest,
+    ::testing::Values(
+        MtuCase{"return_one_byte_more", MtuRequest(1000, wire::MtuMode::kReturn, 1001), 0,
+                "too_large"},
+        MtuCase{"return_8x", MtuRequest(1000, wire::MtuMode::kReturn, 8000), 0, "too_large"},
+        MtuCase{"return_65535", MtuRequest(1000, wire::MtuMode::kReturn, 65535), 0, "too_large"},
+        MtuCase{"return_below_an_ack", MtuRequest(1000, wire::MtuMode::kReturn, 23), 0,
+                "too_large"},
+        MtuCase{"return_less", MtuRequest(1000, wire::MtuMode::kReturn, 24), 24, "answered"},
+        MtuCase{"return_reserved_flags",
+                WithByte(MtuRequest(1000, wire::MtuMode::kReturn, 1000), 21, 0xFF), 1000,
+                "answered"},
+        MtuCase{"ack_of_its_own_size", MtuRequest(24, wire::MtuMode::kAck, 65535), 24, "answered"},
+        MtuCase{"ack_over_9000_bytes", MtuRequest(9001, wire::MtuMode::kAck, 0), 0, "too_large"},
+        MtuCase{"record_cut_short", Truncated(MtuRequest(1000, wire::MtuMode::kReturn, 9000), 23),
+                23, "answered"},
+        MtuCase{"unknown_mode", WithByte(MtuRequest(100, wire::MtuMode::kReturn, 9000), 20, 3), 100,
+                "answered"}),
+    [](const auto& info) { return info.param.name; });
+
 // A reply sent back with DF (IP_PMTUDISC_DO for that send only), then the socket's own setting
 // again: a 9,000-byte echo of an RTT probe after it is still answered (lo's MTU is 65,536, so
 // neither is refused here; the lab test sees a refusal on a real route).

@@ -56,6 +56,11 @@ class LossyResponder {
     close(fd_);
   }
   std::uint16_t port() const { return port_; }
+  // Another path from now on (the same port: the next round of the same probe sees it).
+  void Set(int forward, int reverse) {
+    forward_ = forward;
+    reverse_ = reverse;
+  }
 
  private:
   void Serve() {
@@ -79,7 +84,7 @@ class LossyResponder {
     }
   }
 
-  int forward_, reverse_;
+  std::atomic<int> forward_, reverse_;
   bool old_;
   int fd_ = -1;
   std::uint16_t port_ = 0;
@@ -204,6 +209,28 @@ TEST_F(MtuProbeTest, SilentLossesAboveTheMtuAreABlackHoleInTheirDirection) {
     EXPECT_LT(Bytes("podnet_probe_sent_bytes_total") - first, 0.6 * first);
     probe_->RemoveSeries();
   }
+}
+
+// Every round's reverse figure is that round's: a peer that stops answering reads 0 both ways
+// (reverse is at most forward), not the reverse of an earlier round; and a return path that
+// carries the 24-byte acknowledgements but not `min_size` reads 0 from a responder whose
+// acknowledgements carry the MTU record (it answers reverse requests: no `no_reverse`).
+TEST_F(MtuProbeTest, AReverseFigureIsNeverLeftFromAnEarlierRound) {
+  LossyResponder r(9001, 9001);
+  ASSERT_TRUE(RunRound("127.0.0.1", r.port()));
+  EXPECT_EQ(Path("forward"), 9001);
+  EXPECT_EQ(Path("reverse"), 9001);
+  r.Set(0, 0);
+  ASSERT_TRUE(RunRound("127.0.0.1", r.port()));
+  EXPECT_EQ(Path("forward"), 0);
+  EXPECT_EQ(Path("reverse"), 0) << "not the last round's figure, and at most forward";
+  EXPECT_EQ(Hole("reverse"), 0);
+  r.Set(9001, 1000);
+  ASSERT_TRUE(RunRound("127.0.0.1", r.port()));
+  EXPECT_EQ(Path("forward"), 9001);
+  EXPECT_EQ(Path("reverse"), 0) << "no reverse request of min_size came back";
+  EXPECT_LT(Errors("no_reverse"), 1) << "the responder knows the record: its acks carry it";
+  probe_->RemoveSeries();
 }
 
 TEST_F(MtuProbeTest, AnOlderResponderGivesTheForwardAnswerAndNoReverse) {
