@@ -102,12 +102,13 @@ bool MakeReply(std::span<std::uint8_t> data, const Identity* self = nullptr);
 ///  - kAck: the reply is cut to kMtuAckBytes (header and record), `size` = the request's bytes
 ///    as received (a UDP payload), so a large request crossing the forward path comes back as a
 ///    small datagram that any return path carries;
-///  - kReturn: the reply is the request sent back whole (`size` = its bytes, a UDP payload) with
-///    the don't-fragment bit, so a request that crossed the forward path asks the return path to
-///    carry the same size. A reply is never larger than its request: a `size` above the
-///    request's bytes is refused (no reply), so the responder amplifies nothing, whoever asks.
-///    When the responder's kernel refuses to send it (EMSGSIZE: a path MTU it learned from an
-///    ICMP error, or its interface), it answers kAck-sized with kMtuTooBig in `flags` instead.
+///  - kReturn: the reply is the request itself, cut to `size` bytes (a UDP payload; the prober
+///    names its request's own size, so it comes back whole), sent with the don't-fragment bit:
+///    a request that crossed the forward path asks the return path to carry the same size. A reply
+///    is never larger than its request: a `size` above the request's bytes is refused (no reply),
+///    so the responder amplifies nothing, whoever asks. When the responder's kernel refuses to send
+///    it (EMSGSIZE: a path MTU it learned from an ICMP error, or its interface), it answers
+///    kAck-sized with kMtuTooBig in `flags` instead.
 /// Compatibility: the header is unchanged, so an old responder echoes the request whole, record
 /// included ("PNM?": the prober sees it was not understood), and a new responder answers a
 /// request without the record exactly as before. kReturn has the wire value of the mode that
