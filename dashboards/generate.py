@@ -287,7 +287,9 @@ def path_mtu(y):
                   "none", 0, y, 12, 8,
                   "The smallest path MTU (bytes) of each zone pair's paths, per direction "
                   "(forward: the source zone's probers to their peers; reverse: the peers' "
-                  "replies back), against the Pods' interface MTU. Black-holed paths: larger "
+                  "replies back, asked only up to the forward figure, so equal to it means at "
+                  "least that: the other zone's forward row measures beyond), against the Pods' "
+                  "interface MTU. Black-holed paths: larger "
                   "packets lost with no ICMP frag-needed / packet-too-big while smaller ones "
                   "passed; PodnetPathMTUBlackHole fires after 25 minutes of it. A path MTU below "
                   "the interface MTU without black holes is path MTU discovery at work.",
