@@ -23,9 +23,9 @@ struct ResponderDrop {
   ResponderDrop() = default;
   ResponderDrop(prometheus::Registry& registry, const std::string& responder,
                 const std::string& result, const std::string& reason);
-  void Count() const {
-    requests->Increment();
-    dropped->Increment();
+  void Count(double n = 1) const {
+    requests->Increment(n);
+    dropped->Increment(n);
   }
   prometheus::Counter* requests = nullptr;
   prometheus::Counter* dropped = nullptr;

@@ -5,9 +5,11 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,7 +25,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(boost::asio::io_context& io, const net::HostPort& listen, prometheus::Registry& registry,
        const EchoLimits& limits)
-      : socket_(io), limiter_(limits, std::chrono::steady_clock::now()) {
+      : socket_(io), registry_(registry), limiter_(limits, std::chrono::steady_clock::now()) {
     boost::asio::ip::udp::endpoint ep(listen.address, listen.port);
     socket_.open(ep.protocol());
     if (listen.address.is_v6()) socket_.set_option(boost::asio::ip::v6_only(false));
@@ -45,6 +47,11 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     source_limited_ = ResponderDrop(registry, "udp_echo", "source_limited", "source_limited");
     too_large_ = ResponderDrop(registry, "udp_echo", "too_large", "too_large");
     send_failed_ = ResponderDrop(registry, "udp_echo", "send_failed", "send_failed");
+    // The kernel's count of datagrams it dropped for this socket (a full receive buffer: a
+    // flood faster than the loop drains), delivered with each datagram read (socket(7)). Without
+    // it (an old kernel) those drops stay uncounted, as before.
+    int on = 1;
+    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on);
   }
 
   void Start() { Wait(); }
@@ -71,8 +78,8 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     for (int i = 0; i < 256; ++i) {
       boost::asio::ip::udp::endpoint from;
       boost::system::error_code ec;
-      std::size_t n = socket_.receive_from(boost::asio::buffer(buffer_), from, 0, ec);
-      if (ec) return;  // would_block: drained
+      std::size_t n = 0;
+      if (!Receive(from, n)) return;  // would_block: drained
       std::span<std::uint8_t> data(buffer_.data(), n);
       if (!proto::echo::MakeReply(data, identity_ ? &*identity_ : nullptr)) {
         malformed_.Count();
@@ -129,6 +136,39 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     }
   }
 
+  // One datagram into buffer_ (recvmsg, for the SO_RXQ_OVFL count beside it): its sender and
+  // length. False when none is waiting (or the socket failed: the next wake-up tries again).
+  // Datagrams the kernel dropped since the last count are counted receive_buffer.
+  bool Receive(boost::asio::ip::udp::endpoint& from, std::size_t& n) {
+    iovec iov{buffer_.data(), buffer_.size()};
+    alignas(cmsghdr) std::array<std::uint8_t, CMSG_SPACE(sizeof(std::uint32_t))> control;
+    msghdr msg{};
+    msg.msg_name = from.data();
+    msg.msg_namelen = static_cast<socklen_t>(from.capacity());
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.data();
+    msg.msg_controllen = control.size();
+    ssize_t got = recvmsg(socket_.native_handle(), &msg, 0);
+    if (got < 0) return false;
+    from.resize(msg.msg_namelen);
+    n = static_cast<std::size_t>(got);
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_RXQ_OVFL) continue;
+      std::uint32_t drops;
+      std::memcpy(&drops, CMSG_DATA(c), sizeof drops);
+      // A 32-bit count since the socket opened: the difference wraps correctly.
+      if (std::uint32_t added = drops - kernel_drops_; added != 0) {
+        if (!receive_buffer_) {
+          receive_buffer_.emplace(registry_, "udp_echo", "receive_buffer", "receive_buffer");
+        }
+        receive_buffer_->Count(added);
+      }
+      kernel_drops_ = drops;
+    }
+    return true;
+  }
+
   // IP_PMTUDISC_DO around one send, then the socket's own setting again (read at start); both
   // levels on an IPv6 socket, whose IPv4-mapped peers follow IP_MTU_DISCOVER. A failure leaves
   // the reply as any other (fragmentable): the prober then reads a path larger than it is only
@@ -144,6 +184,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   boost::asio::ip::udp::socket socket_;
+  prometheus::Registry& registry_;
   bool v6_ = false;
   int pmtudisc_v4_ = IP_PMTUDISC_WANT;
   int pmtudisc_v6_ = IPV6_PMTUDISC_WANT;
@@ -156,6 +197,10 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   ResponderDrop source_limited_;
   ResponderDrop too_large_;
   ResponderDrop send_failed_;
+  // Dropped by the kernel before the responder read them: its series from the first such drop
+  // (none on a Pod whose responder keeps up, which is every healthy one).
+  std::optional<ResponderDrop> receive_buffer_;
+  std::uint32_t kernel_drops_ = 0;  // SO_RXQ_OVFL's count at the last datagram read
 };
 
 UdpEchoResponder::UdpEchoResponder(boost::asio::io_context& io, const net::HostPort& listen,

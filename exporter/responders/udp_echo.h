@@ -28,11 +28,14 @@ namespace podnet::responders {
 /// above with the request's bytes: the responder is no amplifier (docs/design.md "Path MTU").
 /// A request without the record is answered exactly as before.
 /// Series: podnet_responder_requests_total{responder="udp_echo",
-/// result="answered"|"ignored"|"too_large"|"source_limited"|"rate_limited"|"send_failed"} and
-/// podnet_responder_dropped_total{responder="udp_echo",
-/// reason="malformed"|"too_large"|"source_limited"|"rate_limited"|"send_failed"} (malformed: not
-/// a podnet request, = ignored; send_failed: admitted, but the kernel refused the reply, e.g. to
-/// source port 0 or with the send buffer full).
+/// result="answered"|"ignored"|"too_large"|"source_limited"|"rate_limited"|"send_failed"|
+/// "receive_buffer"} and podnet_responder_dropped_total{responder="udp_echo",
+/// reason="malformed"|"too_large"|"source_limited"|"rate_limited"|"send_failed"|"receive_buffer"}
+/// (malformed: not a podnet request, = ignored; send_failed: admitted, but the kernel refused the
+/// reply, e.g. to source port 0 or with the send buffer full; receive_buffer: dropped by the
+/// kernel before the responder read them, its receive buffer full, counted by SO_RXQ_OVFL when
+/// the next datagram is read; its two series from the first such drop, so a Pod whose responder
+/// keeps up pays none).
 class UdpEchoResponder {
  public:
   /// Binds `listen` (an IPv6 wildcard also accepts IPv4). Throws boost::system::system_error
