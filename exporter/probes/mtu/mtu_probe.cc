@@ -140,8 +140,7 @@ class MtuPeerProbe : public PeerProbeBase {
     forward_search_.emplace(o.min_size, top, o.max_datagrams, forward_hint_);
     reverse_search_.reset();
     direction_ = Direction::kForward;
-    reverse_supported_ = false;
-    acked_ = false;
+    record_answered_ = false;
     old_responder_ = false;
     sent_.clear();
     round_bytes_ = 0;
@@ -333,14 +332,14 @@ class MtuPeerProbe : public PeerProbeBase {
     auto answer = wire::ReadMtuAnswer(p);
     Search& search = SearchOf(s->direction);
     if (answer && answer->mode == wire::MtuMode::kReturn) {
-      reverse_supported_ = true;
+      record_answered_ = true;
       if ((answer->flags & wire::kMtuTooBig) != 0) {
         search.TooBig(s->size, 0);
       } else if (static_cast<int>(p.size()) + HeaderBytes(v6_) == s->size) {
         search.Answered(s->size);
       }
     } else if (answer) {
-      acked_ = true;
+      record_answered_ = true;
       search.Answered(s->size);  // kAck: the request crossed whole
     } else if (wire::ReadMtuAsk(p)) {
       // Echoed whole: a responder without the MTU record. Forward, the reply crossed both ways
@@ -391,7 +390,8 @@ class MtuPeerProbe : public PeerProbeBase {
     // A responder whose acknowledgements carry the record answers reverse requests too (kReturn
     // has the wire value of its predecessor's mode): none back is this round's verdict, 0. With
     // nothing across forward nothing was asked back: 0 as well, never an earlier round's figure.
-    if (reverse_supported_ || acked_ || (reverse_ != nullptr && fwd.largest() == 0)) {
+    bool reverse_verdict = record_answered_ || (reverse_ != nullptr && fwd.largest() == 0);
+    if (reverse_verdict) {
       if (reverse_ == nullptr) {
         reverse_ = &AddSeries(f.path, {{"direction", "reverse"}});
         reverse_hole_ = &AddSeries(f.black_hole, {{"direction", "reverse"}});
@@ -407,9 +407,8 @@ class MtuPeerProbe : public PeerProbeBase {
         "mtu: peer={} interface={} forward={} black_hole={} icmp={} reverse={} black_hole={} "
         "datagrams={} bytes={} seconds={:.3f}",
         peer().name, interface_mtu_, fwd.largest(), fwd.black_hole(), fwd.named_mtu(),
-        reverse_supported_ ? rev.largest() : -1, rev.black_hole(),
-        fwd.datagrams() + rev.datagrams(), round_bytes_,
-        std::chrono::duration<double>(Clock::now() - started_).count());
+        reverse_verdict ? rev.largest() : -1, rev.black_hole(), fwd.datagrams() + rev.datagrams(),
+        round_bytes_, std::chrono::duration<double>(Clock::now() - started_).count());
     EndRound();
   }
 
@@ -424,8 +423,7 @@ class MtuPeerProbe : public PeerProbeBase {
   std::optional<Search> forward_search_, reverse_search_;
   int forward_hint_ = 0, reverse_hint_ = 0;  // the last round's exact answers
   Direction direction_ = Direction::kForward;
-  bool reverse_supported_ = false;
-  bool acked_ = false;  // a forward answer carried the MTU record (kAck)
+  bool record_answered_ = false;  // an answer this round carried the MTU record (kAck, kReturn)
   bool old_responder_ = false;
   std::map<std::uint16_t, Sent> sent_;
   std::uint16_t seq_ = 0;
