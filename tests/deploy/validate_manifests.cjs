@@ -91,6 +91,39 @@ check(!withNetpol.error, "kubectl kustomize .../networkpolicy renders" +
 if (base.error || withPm.error || withTls.error || withDash.error || withReport.error ||
   withNetpol.error) finish();
 const get = (objs, kind) => objs.find((o) => o.kind === kind);
+
+// The shipped Alertmanager configuration (deploy/kubernetes/alertmanager): rendered as the
+// Secret an Alertmanager reads, byte for byte the file the proving ground and lab_fleet run, and
+// a configuration Alertmanager itself accepts (amtool, from prometheus-alertmanager).
+if (!args.exporter) {
+  const amDir = path.join(kubeDir, "alertmanager");
+  const withAm = render(amDir);
+  check(!withAm.error, "kubectl kustomize .../alertmanager renders" +
+    (withAm.error ? `: ${withAm.error}` : ""));
+  if (!withAm.error) {
+    const secret = withAm.objects.find((o) => o.kind === "Secret" && o.metadata.name === "alertmanager-podnet");
+    const file = fs.readFileSync(path.join(amDir, "alertmanager.yaml"), "utf8");
+    const data = secret && secret.data && secret.data["alertmanager.yaml"];
+    check(data !== undefined && Buffer.from(data, "base64").toString("utf8") === file,
+      "the Secret alertmanager-podnet carries alertmanager.yaml byte for byte");
+    const am = spawnSync("amtool", ["check-config", path.join(amDir, "alertmanager.yaml")],
+      { encoding: "utf8", timeout: 30000 });
+    check(am.status === 0, `amtool check-config accepts it (exit ${am.status})` +
+      (am.status !== 0 ? `:\n${am.stdout}${am.stderr}` : ""));
+    const doc = YAML.parse(file);
+    const names = (m) => (m || []).join(" ");
+    const alerts = fs.readFileSync(path.join(args.deploy, "prometheus", "podnet-alert-rules.yml"), "utf8");
+    const known = new Set([...alerts.matchAll(/- alert: (\w+)/g)].map((m) => m[1]));
+    // Every alert name an inhibit rule matches is one the rules define (a renamed alert would
+    // silently stop being held back).
+    const used = new Set((doc.inhibit_rules || []).flatMap((r) =>
+      [...names(r.source_matchers).concat(" ", names(r.target_matchers)).matchAll(/Podnet\w+/g)].map((m) => m[0])));
+    const unknown = [...used].filter((n) => !known.has(n));
+    check(used.size > 0 && unknown.length === 0,
+      `the inhibit rules name ${used.size} alerts, all defined in podnet-alert-rules.yml` +
+      (unknown.length ? `: unknown ${unknown.join(", ")}` : ""));
+  }
+}
 // The report overlay's own objects (the rest is the base).
 const reportOnly = withReport.objects.filter((o) => !base.objects.some((q) => deepEqual(q, o)));
 // The networkpolicy overlay's own objects.

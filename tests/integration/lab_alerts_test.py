@@ -45,20 +45,18 @@ their loopbacks; every wait is bounded; everything is stopped and the lab taken 
 """
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import alerting  # noqa: E402
 import labkit  # noqa: E402
+from alerting import Receiver, fmt  # noqa: E402
 from labkit import ADDR, check, log, wait_for  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-RULES = os.path.join(ROOT, "deploy", "prometheus")
-RECEIVER = os.path.join(HERE, "alert_receiver.py")
+RECEIVER = alerting.RECEIVER
 PREFIX = "pnal%d" % (os.getpid() % 10000)
 CROSS_DELAY_US = int(os.environ.get("PODNET_LAB_CROSS_DELAY_US", "260"))
 X_US = 400  # added one way on the cross-zone delay line in phase 2 (see the docstring)
@@ -115,28 +113,6 @@ PHASE2_ALLOWED = {
 }
 
 
-def scaled_rules(tmp):
-    """Temporary copies of the two rule files with SCALE applied; raises if a pattern matched
-    nothing in both files together."""
-    hits = {p: 0 for p, _ in SCALE}
-    out = []
-    for name in ("podnet-recording-rules.yml", "podnet-alert-rules.yml"):
-        with open(os.path.join(RULES, name)) as f:
-            text = f.read()
-        for pattern, repl in SCALE:
-            text, n = re.subn(pattern, repl, text)
-            hits[pattern] += n
-        path = os.path.join(tmp, name)
-        with open(path, "w") as f:
-            f.write(text)
-        out.append(path)
-    missing = [p for p, n in hits.items() if n == 0]
-    if missing:
-        raise labkit.Broken("scaling patterns that match nothing in the rules: %s" % missing)
-    log("rules scaled: %s" % ", ".join("%s x%d" % (p, n) for p, n in hits.items()))
-    return out
-
-
 def exporter_config(name, resolv):
     node, zone = PODS[name]
     peers = "".join("    - { name: %s, address: %s, node: %s, zone: %s }\n"
@@ -157,32 +133,6 @@ def write_atomic(path, text):
     with open(path + ".new", "w") as f:
         f.write(text)
     os.replace(path + ".new", path)
-
-
-class Receiver:
-    """The receiver's log, read back: one dict per alert per notification."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def entries(self):
-        try:
-            with open(self.path) as f:
-                return [json.loads(line) for line in f if line.strip()]
-        except OSError:
-            return []
-
-    def since(self, t0, t1=None):
-        return [e for e in self.entries()
-                if e.get("received", 0) >= t0 and (t1 is None or e["received"] < t1)]
-
-
-def fmt(e, t_start):
-    labels = {k: v for k, v in sorted(e.get("labels", {}).items())
-              if k not in ("alertname", "severity")}
-    return "  +%6.1f s  %-8s %-30s %s" % (e["received"] - t_start, e.get("status"),
-                                         e.get("alertname"),
-                                         " ".join("%s=%s" % kv for kv in labels.items()))
 
 
 def scenario(args, lab, tmp):
@@ -224,7 +174,7 @@ def scenario(args, lab, tmp):
     wait_for(lambda: labkit.http(cl, "http://127.0.0.1:%d/-/ready" % am_port)[0] == 200, 30,
              "alertmanager ready")
 
-    rule_files = scaled_rules(tmp)
+    rule_files = alerting.scaled_rules(tmp, SCALE)
     r = labkit.run(args.promtool, "check", "rules", *rule_files, check_rc=False)
     check(r.returncode == 0, "promtool check rules: the scaled copies load %s"
           % ((r.stdout + r.stderr).strip()[-300:] if r.returncode else ""))

@@ -28,6 +28,11 @@ peer address is loopback, so an exporter fed this cluster only ever probes its o
 EndpointSlice whose `endpoints` are FILE's JSON list (as the API writes them), re-read when FILE
 changes (replace it atomically); its watch sends that slice as MODIFIED within 0.2 s of a
 change, and a BOOKMARK every 5 s.
+--service-file FILE serves the probe Pods' own Service (--namespace/--service) from FILE instead
+of the simulated cluster: one EndpointSlice whose `endpoints` are FILE's JSON list, re-read and
+sent as MODIFIED as --extra-service does (the proving ground's Pods join, leave and roll out this
+way). --node-zones FILE (JSON: node name -> zone) answers GET /api/v1/nodes/NAME for those
+names, re-read at each request. --listen ADDRESS (default 127.0.0.1) is where it listens.
 --object PATH=FILE (repeatable) answers GET PATH (the URL's path, any query) with FILE's bytes
 as they are when asked (a Service, say /api/v1/namespaces/shop/services/api; tests put hostile
 ones there).
@@ -144,8 +149,9 @@ class FileSlice:
     """One EndpointSlice of Service namespace/service whose endpoints are the JSON list in
     `path`, re-read when the file's mtime or size changes."""
 
-    def __init__(self, namespace, service, path):
+    def __init__(self, namespace, service, path, ports=None):
         self.namespace, self.service, self.path = namespace, service, path
+        self.ports = ports or [{"name": "dns", "protocol": "UDP", "port": 53}]
         self.lock = threading.Lock()
         self.rv, self.stamp, self.slice = 1, None, None
         self.refresh()
@@ -169,8 +175,7 @@ class FileSlice:
                 "metadata": {"name": self.service + "-x7k2p", "namespace": self.namespace,
                              "resourceVersion": str(self.rv),
                              "labels": {"kubernetes.io/service-name": self.service}},
-                "addressType": "IPv4", "endpoints": endpoints,
-                "ports": [{"name": "dns", "protocol": "UDP", "port": 53}],
+                "addressType": "IPv4", "endpoints": endpoints, "ports": self.ports,
             }
             return True
 
@@ -204,50 +209,52 @@ def listening_port(log_path):
     return None
 
 
-def make_cert(folder):
-    """A self-signed certificate for 127.0.0.1 (openssl, RSA 2048, valid one day) and its key,
-    written to folder/api.crt and folder/api.key; returns (crt, key). Raises CalledProcessError
-    when openssl fails."""
+def make_cert(folder, address="127.0.0.1"):
+    """A self-signed certificate for `address` (an IPv4 literal; openssl, RSA 2048, valid one
+    day) and its key, written to folder/api.crt and folder/api.key; returns (crt, key). Raises
+    CalledProcessError when openssl fails."""
     crt, key = os.path.join(folder, "api.crt"), os.path.join(folder, "api.key")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
-                    "-out", crt, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+                    "-out", crt, "-days", "1", "-subj", "/CN=" + address, "-addext",
+                    "subjectAltName=IP:" + address], check=True, capture_output=True, timeout=60)
     return crt, key
 
 
-def write_kubeconfig(path, port, ca_file, token, name="fake"):
-    """Writes a kubeconfig at `path` whose current context reaches this server on 127.0.0.1:port
+def write_kubeconfig(path, port, ca_file, token, name="fake", address="127.0.0.1"):
+    """Writes a kubeconfig at `path` whose current context reaches this server on address:port
     over TLS (CA `ca_file`) with bearer `token`; returns `path`."""
     with open(path, "w") as f:
         f.write("apiVersion: v1\nkind: Config\ncurrent-context: %(n)s\n"
-                "clusters:\n- name: %(n)s\n  cluster:\n    server: https://127.0.0.1:%(p)d\n"
+                "clusters:\n- name: %(n)s\n  cluster:\n    server: https://%(a)s:%(p)d\n"
                 "    certificate-authority: %(ca)s\n"
                 "users:\n- name: %(n)s\n  user:\n    token: %(t)s\n"
                 "contexts:\n- name: %(n)s\n  context: {cluster: %(n)s, user: %(n)s}\n"
-                % {"n": name, "p": port, "ca": ca_file, "t": token})
+                % {"n": name, "p": port, "ca": ca_file, "t": token, "a": address})
     return path
 
 
-def start(tmp, token, args=(), ns=None, name="fake", max_seconds=None):
+def start(tmp, token, args=(), ns=None, name="fake", max_seconds=None, address="127.0.0.1"):
     """Runs this server through labkit.start (in namespace `ns` if given; under `timeout` with
     `max_seconds`; stop_all() or labkit.stop ends it) with a new certificate in folder `tmp`,
     bearer `token` and the further command-line `args` (say ["--nodes", "12", "--churn", "0"]),
     its output in TMP/apiserver.log. Waits at most 30 s for its port, then writes
-    TMP/kubeconfig (cluster, user and context `name`). Returns (process, kubeconfig path);
+    TMP/kubeconfig (cluster, user and context `name`). `address`: where it listens (in `ns`),
+    and what its certificate and the kubeconfig name. Returns (process, kubeconfig path);
     raises labkit.Broken if it exits or does not listen in time."""
-    crt, key = make_cert(tmp)
+    crt, key = make_cert(tmp, address)
     log = os.path.join(tmp, "apiserver.log")
     p = labkit.start(ns, [sys.executable, os.path.abspath(__file__), "--cert", crt, "--key", key,
-                          "--token", token, *args], log, max_seconds=max_seconds)
+                          "--token", token, "--listen", address, *args], log,
+                    max_seconds=max_seconds)
     labkit.wait_for(lambda: p.poll() is not None or listening_port(log), 30, "fake API server")
     if p.poll() is not None:
         raise labkit.Broken("fake API server exited (%s):\n%s" % (p.returncode, labkit.tail(log)))
     return p, write_kubeconfig(os.path.join(tmp, "kubeconfig"), listening_port(log), crt, token,
-                               name=name)
+                               name=name, address=address)
 
 
 def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None, extra=(),
-                 gone_bookmark=False, log_lists=False, objects=None):
+                 gone_bookmark=False, log_lists=False, objects=None, node_zones=None):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -277,14 +284,18 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
                     self.send_json(200, f.read())
                 return
             if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
-                self.send_json(200, cluster.node(parts[3]))
+                if node_zones:
+                    self.send_node_from_file(parts[3])
+                else:
+                    self.send_json(200, cluster.node(parts[3]))
                 return
             for fs in extra:
                 if (url.path == "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices"
                         % fs.namespace and q.get("labelSelector")
                         == ["kubernetes.io/service-name=" + fs.service]):
                     if q.get("watch") in (["1"], ["true"]):
-                        self.watch_file(fs, float(q.get("timeoutSeconds", ["300"])[0]))
+                        self.watch_file(fs, float(q.get("timeoutSeconds", ["300"])[0]),
+                                        q.get("resourceVersion", [""])[0])
                     else:
                         fs.refresh()
                         self.send_json(200, fs.list_body())
@@ -302,12 +313,30 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
                 return
             self.send_json(404, json.dumps({"kind": "Status", "code": 404}))
 
+        def send_node_from_file(self, name):
+            try:
+                with open(node_zones) as f:
+                    zone = json.load(f).get(name)
+            except (OSError, ValueError):
+                zone = None
+            if zone is None:
+                self.send_json(404, json.dumps({"kind": "Status", "code": 404,
+                                                "reason": "NotFound"}))
+                return
+            self.send_json(200, json.dumps({
+                "kind": "Node", "apiVersion": "v1",
+                "metadata": {"name": name, "resourceVersion": "77", "labels": {
+                    "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                    "topology.kubernetes.io/zone": zone,
+                    "topology.kubernetes.io/region": "bench-1"}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}}))
+
         def chunk(self, line):
             data = (line + "\n").encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
 
-        def watch_file(self, fs, timeout):
+        def watch_file(self, fs, timeout, since=""):
             """The watch of an --extra-service: MODIFIED when its file changes."""
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -315,10 +344,15 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
             self.end_headers()
             end = time.monotonic() + min(timeout, 600)
             next_bookmark = time.monotonic() + 5
+            # Each watcher sends each version after the one it asked from once, whoever re-read
+            # the file.
+            sent = int(since) if since.isdigit() else fs.rv
             try:
                 while time.monotonic() < end and not stats["stop"]:
                     time.sleep(0.2)
-                    if fs.refresh():
+                    fs.refresh()
+                    if fs.rv != sent:
+                        sent = fs.rv
                         self.chunk(fs.event("MODIFIED"))
                     if time.monotonic() >= next_bookmark:
                         next_bookmark += 5
@@ -394,6 +428,9 @@ def main():
     ap.add_argument("--pause-file", help="while this file exists, no churn: every Pod in service")
     ap.add_argument("--extra-service", action="append", default=[], metavar="NS/SVC=FILE",
                     help="one more Service whose one slice's endpoints are FILE's JSON list")
+    ap.add_argument("--service-file", help="the probe Pods' Service: its endpoints are FILE's list")
+    ap.add_argument("--node-zones", help="JSON node name -> zone for GET /api/v1/nodes/NAME")
+    ap.add_argument("--listen", default="127.0.0.1", help="the address to listen on")
     ap.add_argument("--object", action="append", default=[], metavar="PATH=FILE",
                     help="GET PATH answers FILE's contents (read at each request)")
     args = ap.parse_args()
@@ -408,11 +445,16 @@ def main():
         if not (ns and svc and path):
             sys.exit("--extra-service wants NS/SVC=FILE, got %r" % spec)
         extra.append(FileSlice(ns, svc, path))
+    if args.service_file:
+        extra.append(FileSlice(args.namespace, args.service, args.service_file, ports=[
+            {"name": "http", "protocol": "TCP", "port": 9479},
+            {"name": "echo", "protocol": "UDP", "port": 9479},
+            {"name": "burst", "protocol": "TCP", "port": 5201}]))
     objects = dict(spec.partition("=")[::2] for spec in args.object)
-    srv = Server(("127.0.0.1", 0), make_handler(cluster, args.token, args.churn, stats,
+    srv = Server((args.listen, 0), make_handler(cluster, args.token, args.churn, stats,
                                                        args.gone_file, args.pause_file, extra,
                                                        args.gone_bookmark, args.log_lists,
-                                                       objects))
+                                                       objects, args.node_zones))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)

@@ -24,19 +24,22 @@ def main():
     ap.add_argument("--log", required=True)
     args = ap.parse_args()
     out = open(args.log, "a", buffering=1)
+    count = [0]
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 (the name http.server calls)
             received = time.time()
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(min(n, 1 << 20))
+            count[0] += 1
             try:
                 doc = json.loads(body)
                 lines = [json.dumps({
                     "received": received, "status": a.get("status", ""),
                     "alertname": a.get("labels", {}).get("alertname", ""),
                     "labels": a.get("labels", {}), "startsAt": a.get("startsAt", ""),
-                    "endsAt": a.get("endsAt", ""), "group_status": doc.get("status", "")},
+                    "endsAt": a.get("endsAt", ""), "group_status": doc.get("status", ""),
+                    "notification": count[0], "group_key": doc.get("groupKey", "")},
                     sort_keys=True) for a in doc.get("alerts", [])]
             except (ValueError, AttributeError) as e:
                 lines = [json.dumps({"received": received, "error": str(e)})]

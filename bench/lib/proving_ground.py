@@ -1,0 +1,161 @@
+"""The proving ground: does an alert name the fault, once, and only then? A simulated fleet
+(tests/lib/fleet.py: N nodes in Z zones, one real exporter each, discovery through the stand-in
+API server, real unbound replicas, a real Prometheus with the shipped rules and a real
+Alertmanager with the shipped configuration, time-scaled) takes faults one at a time, each at a
+random target with its ground truth recorded, and no-fault phases; every notification the
+receiver logs is scored against the truth.
+
+The scores (top-1, top-3, detection time, notifications per incident, false notifications per
+node-hour) are tests/lib/campaign.py's; this program runs the campaign and prints them as
+tables (per class, the no-fault phases, a confusion matrix of fault class x the first
+notification's alert), PASS/MISS lines against the targets, and JSON for before/after
+comparisons. bench/README.md ("Proving ground") has the results.
+
+Usage (root, after scripts/build.sh --test): bench/proving_ground.sh [--nodes 24] [--zones 3]
+  [--trials 10] [--classes a,b] [--phases quiet,rollout,churn,prometheus_restart]
+  [--seed N] [--json FILE] [--markdown FILE]
+Exit 0 when it ran (a missed target is a MISS line, not an error); 2 when it could not run.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as B  # noqa: E402
+
+sys.path.insert(0, os.path.join(B.REPO, "tests", "lib"))
+import campaign as C  # noqa: E402
+import fleet as F  # noqa: E402
+import labkit as K  # noqa: E402
+
+def markdown(rows, overall, confusion, phases, meta):
+    out = ["Proving ground, %(nodes)d nodes in %(zones)d zones, rules x1/%(rule_scale)d, "
+           "probes x1/%(probe_scale)d, seed %(seed)d, %(minutes).0f min, %(commit)s" % meta, "",
+           "| fault class | trials | top-1 | top-3 | detection median / max (lab s) | "
+           "= shipped (min) | missed | notifications per incident (median / max) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        det = ("%.0f / %.0f" % (r["detect_median_s"], r["detect_max_s"])
+               if r["detect_median_s"] is not None else "-")
+        shipped = ("%.0f / %.0f" % (r["detect_median_s"] * meta["rule_scale"] / 60,
+                                    r["detect_max_s"] * meta["rule_scale"] / 60)
+                   if r["detect_median_s"] is not None else "-")
+        out.append("| %s | %d | %.0f %% | %.0f %% | %s | %s | %d | %d / %d |"
+                   % (r["kind"], r["trials"], 100 * r["top1"], 100 * r["top3"], det, shipped,
+                      r["missed"], r["pages_median"], r["pages_max"]))
+    if overall["trials"]:
+        out.append("| **all** | %d | %.0f %% | %.0f %% | | | | max %s |"
+                   % (overall["trials"], 100 * overall["top1"], 100 * overall["top3"],
+                      overall["pages_max"]))
+    out += ["", "| no-fault phase | lab s | node-hours (shipped timing) | false notifications |"
+            " alerts |", "|---|---|---|---|---|"]
+    for p in phases:
+        out.append("| %s | %.0f | %.1f | %d | %s |" % (p["phase"], p["lab_s"], p["node_hours"],
+                                                  p["false_notifications"],
+                                                  ", ".join(p["alerts"]) or "-"))
+    cols = sorted({c for row in confusion.values() for c in row})
+    if cols:
+        out += ["", "Confusion (rows: injected class; columns: the first notification's alert)",
+                "", "| | " + " | ".join(c.replace("Podnet", "") for c in cols) + " |",
+                "|---|" + "---|" * len(cols)]
+        for kind, row in confusion.items():
+            out.append("| %s | " % kind + " | ".join(str(row.get(c, "")) for c in cols) + " |")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--exporter", default=os.path.join(B.REPO, "build", "podnet-exporter"))
+    ap.add_argument("--delayline",
+                    default=os.path.join(B.REPO, "build", "tests", "podnet-lab-delayline"))
+    ap.add_argument("--nodes", type=int, default=24)
+    ap.add_argument("--zones", type=int, default=3)
+    ap.add_argument("--trials", type=int, default=10, help="per fault class")
+    ap.add_argument("--classes", default=",".join(F.FAULTS))
+    ap.add_argument("--phases", default=",".join(C.NO_FAULT_PHASES))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--quiet", type=float, default=120, help="lab seconds of the quiet phase")
+    ap.add_argument("--phase-tail", type=float, default=40)
+    ap.add_argument("--detect-timeout", type=float, default=90)
+    ap.add_argument("--hold", type=float, default=15)
+    ap.add_argument("--settle-timeout", type=float, default=120)
+    ap.add_argument("--resolve-timeout", type=float, default=120)
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    ap.add_argument("--prefix", default="pg%d" % (os.getpid() % 1000))
+    args = ap.parse_args()
+    B.install_signal_handlers()
+    try:
+        B.require_root()
+        missing = F.have_tools("prometheus", "prometheus-alertmanager")
+        if missing:
+            raise B.BenchBroken("missing tools: %s" % " ".join(missing))
+    except B.BenchBroken as e:
+        B.note("could not run: %s" % e)
+        return 2
+    classes = [c for c in args.classes.split(",") if c]
+    bad = [c for c in classes if c not in F.FAULTS]
+    if bad:
+        B.note("unknown fault classes %s (known: %s)" % (bad, ", ".join(F.FAULTS)))
+        return 2
+    rng = random.Random(args.seed)
+    exe, _version, exe_dir = B.exporter_binary(args.exporter)
+    tmp = tempfile.mkdtemp(prefix="podnet-pg-")
+    t_start = time.time()
+    try:
+        with F.Fleet(args.prefix, tmp, exe, args.delayline, nodes=args.nodes,
+                     zones=args.zones) as fl:
+            fl.wait_ready(timeout=120)
+            c = C.Campaign(fl, args, rng)
+            warm = max(fl.offsets.values()) + 3 * c.window()
+            c.progress("fleet ready; warming up %d s (the day-ago comparison needs data)"
+                       % warm)
+            time.sleep(warm)
+            phases = [p for p in args.phases.split(",") if p]
+            plan = [k for k in classes for _ in range(args.trials)]
+            rng.shuffle(plan)
+            if "quiet" in phases:
+                c.phase("quiet")
+            for i, kind in enumerate(plan, 1):
+                c.trial(kind, i, len(plan))
+            for p in phases:
+                if p != "quiet":
+                    c.phase(p)
+            rows, overall, confusion = C.summarize(c.trials, c.phases)
+            meta = {"nodes": args.nodes, "zones": args.zones, "rule_scale": fl.rule_scale,
+                    "probe_scale": fl.probe_scale, "seed": args.seed,
+                    "minutes": (time.time() - t_start) / 60,
+                    "commit": K.run("git", "-C", B.REPO, "rev-parse", "--short", "HEAD",
+                                    check_rc=False).stdout.strip()}
+            text = markdown(rows, overall, confusion, c.phases, meta)
+            K.log("")
+            K.log(text)
+            for v in C.verdicts(rows, overall, c.phases):
+                K.log(v)
+            if args.markdown:
+                with open(args.markdown, "w") as f:
+                    f.write(text)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump({"meta": meta, "classes": rows, "overall": overall,
+                               "confusion": confusion, "phases": c.phases,
+                               "trials": c.trials}, f, indent=1, default=str)
+    except K.Broken as e:
+        B.note("could not run: %s" % e)
+        K.dump_logs(tmp, 15)
+        return 2
+    finally:
+        K.stop_all()
+        if not os.environ.get("PODNET_KEEP_TMP"):
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(exe_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The proving ground's short version (issue 37; the full campaign is bench/proving_ground.sh):
+a fleet of 9 nodes in 3 zones (tests/lib/fleet.py: one real exporter each, discovery through
+the stand-in API server, real unbound replicas, a real Prometheus with the shipped rules and a
+real Alertmanager with the SHIPPED configuration, deploy/kubernetes/alertmanager, time-scaled),
+then, scored by tests/lib/campaign.py on what the webhook receiver logged:
+
+  1. a node black hole at a random node: the first notification names that node, and the
+     incident brings at most 2 notifications;
+  2. a zone cut between two random zones: the first notification names that zone pair, at most
+     2 notifications (one page for a cut, not one per path);
+  3. a rolling restart of every exporter, one at a time (a DaemonSet rollout: each Pod's
+     endpoint terminating, the Pod replaced under a new name, ready, back in the Service): no
+     notification at all.
+
+Usage: lab_fleet_test.py --exporter BIN --delayline BIN [--nodes 9] [--seed N]. Needs root
+(exit 77 otherwise, a failure with CI=true). Traffic stays in the namespaces it makes; every
+wait is bounded; everything is stopped and the namespaces deleted on exit. ~4 min.
+"""
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import alerting  # noqa: E402
+import campaign as C  # noqa: E402
+import fleet as F  # noqa: E402
+import labkit  # noqa: E402
+from labkit import check, log  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--delayline", required=True)
+    ap.add_argument("--nodes", type=int, default=9)
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    args = ap.parse_args()
+    if not labkit.have_root():
+        return labkit.skip(labkit.ROOT_NEEDED)
+    missing = F.have_tools("prometheus", "prometheus-alertmanager")
+    if missing:
+        log("FAILED: not installed: %s (scripts/install-deps.sh --test)" % " ".join(missing))
+        return 1
+    # The campaign's knobs (bench/lib/proving_ground.py has them as flags).
+    opts = argparse.Namespace(detect_timeout=90, hold=10, settle_timeout=90,
+                              resolve_timeout=90, quiet=30, phase_tail=30)
+    rng = random.Random(args.seed)
+    log("seed %d (--seed %d repeats the targets)" % (args.seed, args.seed))
+    prefix = "pgt%d" % (os.getpid() % 1000)
+    tmp = tempfile.mkdtemp(prefix="podnet-lab-fleet-")
+    t0 = time.time()
+    try:
+        with F.Fleet(prefix, tmp, args.exporter, args.delayline, nodes=args.nodes,
+                     zones=3, max_seconds=900) as fl:
+            fl.wait_ready(timeout=60)
+            c = C.Campaign(fl, opts, rng)
+            # Every path probed and judged before the first fault.
+            labkit.wait_for(lambda: len(fl.promql("node_pair:podnet_path_bad:bool == 0"))
+                            >= args.nodes * (args.nodes - 1) * 0.9, 60,
+                            "90 % of the node pairs judged healthy", step=1)
+            for kind in ("node_blackhole", "zone_cut"):
+                c.trial(kind, len(c.trials) + 1, 2)
+                t = c.trials[-1]
+                check(t["detect_s"] is not None, "%s: a notification arrived (after %s s)"
+                      % (kind, t["detect_s"] and round(t["detect_s"], 1)))
+                check(t["top1"], "%s at %s: the first notification names it (%s %s)"
+                      % (kind, t["truth"], t["first_alert"], t["first_labels"]))
+                check(t["pages"] <= 2, "%s: %d notifications for the incident (at most 2): %s"
+                      % (kind, t["pages"], t["alerts"]))
+            c.phase("rollout")
+            p = c.phases[-1]
+            check(p["false_notifications"] == 0, "rollout of %d Pods: %d notifications %s %s"
+                  % (len(fl.live()), p["false_notifications"], p["alerts"], p["examples"]))
+            log("receiver log:")
+            for e in fl.receiver.entries():
+                log(alerting.fmt(e, t0))
+    except Exception as e:  # report, then clean up
+        traceback.print_exc()
+        check(False, "exception: %s" % e)
+        labkit.dump_logs(tmp, 15)
+    finally:
+        labkit.stop_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+    log("test time %.0f s" % (time.time() - t0))
+    return labkit.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""One proving-ground campaign's trials, phases and scores (shared by bench/proving_ground.sh
+and its short ctest version, tests/integration/lab_fleet_test.py): a fault at a random target
+with its truth recorded, held until its first notification (and `hold` s more), cleared, and
+scored on the notifications the receiver logged; a no-fault phase scored on the notifications
+it brought. Scores:
+  top-1      the first notification after the injection names the injected location and no
+             other (fleet.subjects: a node, a zone pair, a DNS server, a Service in a zone, DNS
+             amplification)
+  top-3      one of the first three does
+  detection  injection -> first firing notification, in the lab's seconds (x rule_scale: the
+             shipped timing the lab's rules stand for)
+  pages      notifications per incident (from the injection until every alert resolved) that
+             bring a firing alert no earlier one of the incident brought
+  false      firing notifications in the no-fault phases, per node-hour of the shipped timing
+"""
+import collections
+import json
+import time
+
+import fleet as F
+import labkit as K
+from alerting import seconds
+
+# Faults whose alerts compare with "a day ago" (the scaled offsets): the fleet waits until the
+# comparison reaches back past the last fault before injecting one of these.
+OFFSET_SENSITIVE = {"node_latency", "zone_pair_latency", "dns_slow", "dns_amplification"}
+NO_FAULT_PHASES = ("quiet", "rollout", "churn", "prometheus_restart")
+TARGETS = {"top1": 0.95, "top1_class": 0.90, "pages": 2, "false": 0}
+
+
+class Campaign:
+    def __init__(self, fl, args, rng):
+        self.fl, self.args, self.rng = fl, args, rng
+        self.rx = fl.receiver
+        self.trials = []
+        self.phases = []
+        self.last_clear = 0.0
+        self.t_start = time.time()
+
+    def progress(self, msg):
+        el = time.time() - self.t_start
+        K.log("[%5.0f s] %s" % (el, msg))
+
+    # ---- waiting -------------------------------------------------------------------------
+    def quiet_now(self):
+        """No podnet alert firing or pending in Prometheus."""
+        return not [a for a in self.fl.promql("ALERTS") if a["metric"].get("alertname", "")
+                    .startswith("Podnet")]
+
+    def settle(self, timeout):
+        """Waits (bounded) until nothing fires; returns the seconds waited, or None if it
+        timed out (the trial after it is still run, and marked)."""
+        t0 = time.time()
+        try:
+            K.wait_for(self.quiet_now, timeout, "no alert firing or pending", step=1)
+            return time.time() - t0
+        except K.Broken:
+            return None
+
+    def window(self):
+        return max(1, 300 // self.fl.rule_scale)
+
+    # ---- one fault -----------------------------------------------------------------------
+    def trial(self, kind, index, total):
+        fl = self.fl
+        settled = self.settle(self.args.settle_timeout)
+        if kind in OFFSET_SENSITIVE:
+            gap = max(fl.offsets.values()) + 2 * self.window()
+            wait = self.last_clear + gap - time.time()
+            if wait > 0:
+                time.sleep(wait)
+        target = F.draw_target(fl, kind, self.rng)
+        t0 = time.time()
+        fault = fl.inject(kind, target, **({"rng": self.rng} if "rng" in
+                                            F.FAULTS[kind].__code__.co_varnames else {}))
+        detect_deadline = t0 + self.args.detect_timeout
+        first_right = None
+        while time.time() < detect_deadline:
+            got = [e for e in self.rx.since(t0) if e.get("status") == "firing"]
+            right = [e for e in got if F.names(e.get("labels", {}), fault.truth)]
+            if right:
+                first_right = right[0]["received"]
+                break
+            time.sleep(0.5)
+        # Keep the fault on a while after its first notification, as a real incident stays
+        # until someone acts: the follow-up notifications (other groups, group_interval) land.
+        hold_until = (first_right or time.time()) + self.args.hold
+        while time.time() < hold_until:
+            time.sleep(0.5)
+        t_clear = time.time()
+        fault.clear()
+        self.last_clear = time.time()
+        resolved = self.settle(self.args.resolve_timeout)
+        t_end = time.time()
+        # Alertmanager sends the resolved notifications group_interval after the alert clears.
+        time.sleep(max(1.0, self._group_interval_s()))
+        rec = self.score(kind, fault, t0, t_clear, time.time(), first_right)
+        rec.update({"target": str(getattr(target, "name", target)), "settled_before_s": settled,
+                    "resolved_after_s": None if resolved is None else t_end - t_clear})
+        self.trials.append(rec)
+        self.progress("trial %d/%d %-19s %-22s first=%-30s %s top1=%s pages=%d%s"
+                      % (index, total, kind, rec["truth"], rec["first_alert"] or "-",
+                         "+%.1fs" % rec["detect_s"] if rec["detect_s"] is not None else "",
+                         "yes" if rec["top1"] else "NO", rec["pages"],
+                         " (" + fault.detail + ")" if fault.detail else ""))
+
+    def _group_interval_s(self):
+        route = self.fl.am_shipped.get("route", {})
+        return seconds(route.get("group_interval", "5m")) / self.fl.am_scale
+
+    def notifications(self, t0, t1):
+        """Receiver entries in [t0, t1) grouped by notification: a list of (received, alerts),
+        oldest first, with alerts a list of entries."""
+        by = collections.OrderedDict()
+        for e in self.rx.since(t0, t1):
+            by.setdefault(e.get("notification"), []).append(e)
+        return [(alerts[0]["received"], alerts) for alerts in by.values()]
+
+    def score(self, kind, fault, t0, t_clear, t1, first_right):
+        firing = self.pages(t0, t1)
+        first = firing[0] if firing else None
+        named = set().union(*(F.subjects(a["labels"]) for a in first[1])) if first else set()
+        top1 = named == {tuple(fault.truth)}
+        top3 = any(any(F.names(a["labels"], fault.truth) for a in alerts)
+                   for _, alerts in firing[:3])
+        return {
+            "kind": kind, "truth": "/".join(fault.truth), "detail": fault.detail,
+            "t0": t0, "t_clear": t_clear, "t_end": t1,
+            "first_alert": first[1][0]["alertname"] if first else None,
+            "first_labels": first[1][0]["labels"] if first else None,
+            "first_names": sorted("/".join(n) for n in named),
+            "detect_s": first[0] - t0 if first else None,
+            "detect_right_s": first_right - t0 if first_right else None,
+            "top1": top1, "top3": top3, "pages": len(firing),
+            "alerts": sorted({a["alertname"] for _, alerts in firing for a in alerts}),
+            "notifications": [{"after_s": round(t - t0, 1),
+                               "alerts": [_brief(a["labels"]) for a in alerts]}
+                              for t, alerts in firing],
+        }
+
+    def pages(self, t0, t1):
+        """The notifications in [t0, t1) that page: those with a firing alert that no earlier
+        one of the window carried (a group's update that only resolves, or repeats, does not).
+        A list of (received, [its new firing alerts]), oldest first."""
+        seen = set()
+        out = []
+        for t, alerts in self.notifications(t0, t1):
+            new = []
+            for a in alerts:
+                key = json.dumps(a.get("labels", {}), sort_keys=True)
+                if a.get("status") == "firing" and key not in seen:
+                    seen.add(key)
+                    new.append(a)
+            if new:
+                out.append((t, new))
+        return out
+
+    # ---- no-fault phases -----------------------------------------------------------------
+    def phase(self, name):
+        fl = self.fl
+        self.settle(self.args.settle_timeout)
+        self.progress("phase %s begins" % name)
+        t0 = time.time()
+        detail = ""
+        if name == "quiet":
+            time.sleep(self.args.quiet)
+        elif name == "rollout":
+            for n in fl.live():
+                fl.restart_exporter(n)
+            detail = "%d Pods replaced one at a time" % len(fl.live())
+        elif name == "churn":
+            gone = self.rng.sample(fl.live(), max(1, len(fl.live()) // 8))
+            for n in gone:
+                fl.leave(n)
+            time.sleep(self.args.quiet / 2)
+            for n in gone:
+                fl.join(n)
+            detail = "%s left, then joined again" % ", ".join(n.name for n in gone)
+        elif name == "prometheus_restart":
+            fl.restart_prometheus()
+            detail = "Prometheus stopped and started on its TSDB"
+        # Anything the phase set off has its windows and `for:` to fire in.
+        time.sleep(self.args.phase_tail)
+        t1 = time.time()
+        firing = self.pages(t0, t1)
+        hours = (t1 - t0) / 3600.0 * fl.rule_scale  # the shipped timing's hours
+        rec = {"phase": name, "detail": detail, "t0": t0, "t1": t1, "lab_s": t1 - t0,
+               "node_hours": len(fl.live()) * hours,
+               "false_notifications": len(firing),
+               "alerts": sorted({a["alertname"] for _, alerts in firing for a in alerts}),
+               "examples": [_brief(a["labels"]) for _, alerts in firing[:5] for a in alerts[:3]]}
+        self.phases.append(rec)
+        self.progress("phase %-18s %5.0f s, %d false notifications %s %s"
+                      % (name, t1 - t0, len(firing), rec["alerts"], detail))
+
+
+def _brief(labels):
+    """An alert as one line: its name and the labels that say where."""
+    keep = ("node", "peer_node", "source_node", "source_zone", "peer_zone", "server", "service",
+            "name")
+    return "%s{%s}" % (labels.get("alertname", ""), ",".join(
+        "%s=%s" % (k, labels[k]) for k in keep if labels.get(k)))
+
+
+def summarize(trials, phases):
+    by = collections.OrderedDict()
+    for t in trials:
+        by.setdefault(t["kind"], []).append(t)
+    rows = []
+    for kind, ts in by.items():
+        det = sorted(t["detect_s"] for t in ts if t["detect_s"] is not None)
+        rows.append({
+            "kind": kind, "trials": len(ts),
+            "top1": sum(t["top1"] for t in ts) / len(ts),
+            "top3": sum(t["top3"] for t in ts) / len(ts),
+            "detect_median_s": det[len(det) // 2] if det else None,
+            "detect_max_s": det[-1] if det else None,
+            "missed": sum(1 for t in ts if t["detect_s"] is None),
+            "pages_max": max(t["pages"] for t in ts),
+            "pages_median": sorted(t["pages"] for t in ts)[len(ts) // 2],
+        })
+    n = len(trials)
+    overall = {"trials": n, "top1": sum(t["top1"] for t in trials) / n if n else None,
+               "top3": sum(t["top3"] for t in trials) / n if n else None,
+               "pages_max": max((t["pages"] for t in trials), default=None)}
+    node_hours = sum(p["node_hours"] for p in phases)
+    false = sum(p["false_notifications"] for p in phases)
+    overall["false_per_node_hour"] = false / node_hours if node_hours else None
+    overall["false_notifications"] = false
+    confusion = collections.OrderedDict()
+    for t in trials:
+        row = confusion.setdefault(t["kind"], collections.Counter())
+        row[t["first_alert"] or "(none)"] += 1
+    return rows, overall, confusion
+
+
+def verdicts(rows, overall, phases):
+    lines = []
+
+    def line(ok, what):
+        lines.append("%s %s" % ("PASS" if ok else "MISS", what))
+    if overall["trials"]:
+        line(overall["top1"] >= TARGETS["top1"], "top-1 overall %.0f %% (target >= 95 %%)"
+             % (100 * overall["top1"]))
+        for r in rows:
+            line(r["top1"] >= TARGETS["top1_class"], "top-1 %s %.0f %% (target >= 90 %%)"
+                 % (r["kind"], 100 * r["top1"]))
+        line(overall["pages_max"] <= TARGETS["pages"], "at most %d notifications per incident "
+             "(max %d)" % (TARGETS["pages"], overall["pages_max"]))
+    for p in phases:
+        line(p["false_notifications"] == 0, "no-fault phase %s: %d false notifications"
+             % (p["phase"], p["false_notifications"]))
+    return lines
+
+

@@ -1,0 +1,866 @@
+"""A simulated fleet for the proving ground (bench/proving_ground.py) and its short ctest version
+(tests/integration/lab_fleet_test.py): N nodes in Z zones, each a network namespace running one
+real podnet-exporter that finds its peers through `peers.kubernetes` against the stand-in API
+server, with real unbound DNS replicas behind a kube-dns VIP, a Service VIP, a real Prometheus
+loading the shipped rules (scaled) and a real Alertmanager loading the shipped configuration.
+
+Topology (every address private to the namespaces made here; nothing leaves them):
+
+    node-i (ns PREFIX-nI, 10.77.Z.(10+i)/24, default via 10.77.Z.1)
+      eth0 ── br0 of zone Z's router (ns PREFIX-zZ, 10.77.Z.1); a delay line takes the place
+      of that wire only while a fault adds latency to the node (Fleet.detour)
+    zone routers, one routed link per zone pair (10.78.(16x+y).0/30), each with its own
+      [delay line: pair_delay_us]: a pair's latency, loss or cut touches that pair only
+    control (ns PREFIX-ctl, 10.79.255.1): the API server, Prometheus, Alertmanager, the
+      receiver; one link per zone router, no delay (a management network a zone cut spares)
+    DNS replica k (ns PREFIX-dnsK, 10.77.K.250) on zone K's bridge as a node is: unbound
+      serving tests/lab/unbound-zones.conf (nothing forwarded); the kube-dns VIP 10.96.0.10 is
+      a DNAT in every node, one replica at random per flow, as kube-proxy's iptables mode
+    Service VIP 10.96.0.20:9479/udp: DNAT in every node to the UDP echo of the backend nodes of
+      its own zone (topology hints honoured, as kube-proxy does with trafficDistribution
+      PreferClose); the fault `service_leaves_zone` sends a zone's nodes to every backend.
+
+A same-zone path is two veths and a bridge (tens of µs of RTT); a cross-zone path adds two
+routers and its pair's delay line (pair_delay_us one way). Per-node delay lines on every wire
+were tried first: 29 of them took about a core of the two at 24 nodes (a wake-up per frame),
+and scrapes timed out. Node i is in zone i % Z.
+
+Faults (inject(kind, target, **params) -> a Fault whose clear() undoes it) are documented at
+FAULTS. Every wait is bounded; close() stops everything and deletes the namespaces.
+"""
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import alerting
+import fake_apiserver
+import labkit
+from labkit import Broken, log
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+DEPLOY_CONFIG = os.path.join(ROOT, "deploy", "kubernetes", "base", "podnet.yaml")
+DNS_FAULT_SERVER = os.path.join(ROOT, "tests", "integration", "dns_fault_server.py")
+KUBE_DNS_VIP = "10.96.0.10"
+SERVICE_VIP = "10.96.0.20"
+API_ADDRESS = "10.79.255.1"
+CLUSTER = "fleet"
+SERVICE = "echo"  # the Service the Service probe asks (namespace podnet)
+DNS_NAMES = ["kubernetes.default", "sts.ap-northeast-2.amazonaws.com"]
+RESOLV = ("search podnet.svc.cluster.local svc.cluster.local cluster.local\n"
+          "nameserver %s\noptions ndots:5 timeout:1 attempts:2\n" % KUBE_DNS_VIP)
+# The DNS amplification fault: two more search domains (a node image's cloud domains).
+RESOLV_LONG = ("search podnet.svc.cluster.local svc.cluster.local cluster.local "
+               "ap-northeast-2.compute.internal ec2.internal\n"
+               "nameserver %s\noptions ndots:5 timeout:1 attempts:2\n" % KUBE_DNS_VIP)
+
+
+def zone_name(z):
+    return "zone-%s" % chr(ord("a") + z)
+
+
+def _scaled_durations(node, factor):
+    """The probes section with every duration divided by `factor` (at least 1 ms)."""
+    if isinstance(node, dict):
+        return {k: _scaled_durations(v, factor) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_scaled_durations(v, factor) for v in node]
+    if isinstance(node, str):
+        try:
+            return alerting.duration(max(0.001, alerting.seconds(node) / factor))
+        except ValueError:
+            return node
+    return node
+
+
+class Node:
+    """One simulated node: its namespace, address, zone, delay line and exporter."""
+
+    def __init__(self, i, zones):
+        self.i = i
+        self.name = "node-%d" % i
+        self.z = i % zones
+        self.zone = zone_name(self.z)
+        self.address = "10.77.%d.%d" % (self.z, 10 + i)
+        self.generation = 0
+        self.exporter = None
+        self.in_fleet = True
+        self.ready = False
+
+    @property
+    def pod(self):
+        return "podnet-%s-g%d" % (self.name, self.generation)
+
+
+class Fleet:
+    """The fleet; use as a context manager. `probe_scale`: the deploy default's probe durations
+    are divided by it (10 s rounds -> 1 s); `rule_scale` and `offsets`: see
+    alerting.uniform_scale; `am_scale`: the shipped Alertmanager timings are divided by it."""
+
+    def __init__(self, prefix, tmp, exporter, delayline, nodes=24, zones=3, pair_delay_us=250, dns_replicas=2, backends_per_zone=2, probe_scale=5,
+                 rule_scale=20, offsets=None, am_scale=20, max_seconds=7200,
+                 prometheus="prometheus", alertmanager="prometheus-alertmanager",
+                 extra_probes=None):
+        if zones < 2 or zones > 8 or nodes < zones or nodes > 200:
+            raise ValueError("2..8 zones, zones..200 nodes")
+        self.prefix, self.tmp, self.exe, self.delayline = prefix, tmp, exporter, delayline
+        self.zones = zones
+        self.nodes = [Node(i, zones) for i in range(nodes)]
+        self.pair_delay_us = pair_delay_us
+        self.dns = [{"k": k, "ns": "%s-dns%d" % (prefix, k), "zone": zone_name(k),
+                     "address": "10.77.%d.250" % k, "proc": None}
+                    for k in range(min(dns_replicas, zones))]
+        self.backends = [n for z in range(zones)
+                         for n in [m for m in self.nodes if m.z == z][:backends_per_zone]]
+        self.probe_scale, self.rule_scale, self.am_scale = probe_scale, rule_scale, am_scale
+        self.offsets = offsets or {"1d": 100, "1w": 110}
+        self.max_seconds = max_seconds
+        self.prometheus_bin, self.alertmanager_bin = prometheus, alertmanager
+        self.extra_probes = extra_probes or {}
+        self.delaylines = {}  # name -> (ns, process, delay file, log, base delay)
+        self.detours = {}  # host name -> (zone namespace, interface tag): see detour()
+        self.prom = None
+        self.prom_port = self.am_port = self.hook_port = None
+        self.receiver = None
+        self.ctl = prefix + "-ctl"
+        self.namespaces = []
+        self.cgroup = "/sys/fs/cgroup/cpu/podnet-%s" % prefix
+
+    # ---- names -------------------------------------------------------------------------
+    def ns(self, node):
+        return "%s-n%d" % (self.prefix, node.i)
+
+    def zns(self, z):
+        return "%s-z%d" % (self.prefix, z)
+
+    def node(self, name):
+        return next(n for n in self.nodes if n.name == name)
+
+    def live(self):
+        return [n for n in self.nodes if n.in_fleet]
+
+    # ---- bring-up ----------------------------------------------------------------------
+    def __enter__(self):
+        try:
+            self._network()
+            self._dns()
+            self._control()
+            for n in self.nodes:
+                self._start_exporter(n)
+            self._write_endpoints()
+            self._prometheus()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _ip(self, ns, *args):
+        labkit.run("ip", "-n", ns, *args)
+
+    def _batch(self, lines):
+        """Runs the ip commands in `lines` in order ("-n NS CMD" in namespace NS), one
+        `ip [-n NS] -batch -` for each run of lines in the same namespace."""
+        runs = []
+        for line in lines:
+            ns, cmd = (line[3:].split(" ", 1) if line.startswith("-n ") else (None, line))
+            if runs and runs[-1][0] == ns:
+                runs[-1][1].append(cmd)
+            else:
+                runs.append((ns, [cmd]))
+        for ns, cmds in runs:
+            r = subprocess.run(["ip"] + (["-n", ns] if ns else []) + ["-batch", "-"],
+                               input="\n".join(cmds) + "\n", capture_output=True, text=True,
+                               timeout=120)
+            if r.returncode != 0:
+                raise Broken("ip -batch in %s: %s" % (ns, r.stderr.strip()[-500:]))
+
+    def _sysctl(self, ns, *kv):
+        labkit.run("ip", "netns", "exec", ns, "sysctl", "-q", "-w", *kv)
+
+    def _netns(self, ns):
+        labkit.run("ip", "netns", "add", ns)
+        self.namespaces.append(ns)
+        self._ip(ns, "link", "set", "lo", "up")
+
+    def _network(self):
+        t0 = time.time()
+        self._netns(self.ctl)
+        self._ip(self.ctl, "addr", "add", API_ADDRESS + "/32", "dev", "lo")
+        for z in range(self.zones):
+            zns = self.zns(z)
+            self._netns(zns)
+            self._sysctl(zns, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.disable_ipv6=1",
+                         "net.ipv6.conf.default.disable_ipv6=1")
+            self._batch([
+                "-n %s link add br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0"
+                % zns,
+                "-n %s addr add 10.77.%d.1/24 dev br0" % (zns, z),
+                "-n %s link set br0 up" % zns,
+                # the management link to the control namespace
+                "link add ctl netns %s type veth peer name c%d netns %s" % (zns, z, self.ctl),
+                "-n %s addr add 10.79.%d.2/30 dev ctl" % (zns, z),
+                "-n %s link set ctl up" % zns,
+                "-n %s addr add 10.79.%d.1/30 dev c%d" % (self.ctl, z, z),
+                "-n %s link set c%d up" % (self.ctl, z),
+                "-n %s route add 10.77.%d.0/24 via 10.79.%d.2" % (self.ctl, z, z),
+                "-n %s route add %s/32 via 10.79.%d.1" % (zns, API_ADDRESS, z),
+            ])
+        for x in range(self.zones):
+            for y in range(x + 1, self.zones):
+                self._pair_link(x, y)
+        for n in self.nodes:
+            self._attach(self.ns(n), n.z, n.address, "n%d" % n.i, "node-%d" % n.i)
+            self._sysctl(self.ns(n), "net.ipv4.ping_group_range=0 2147483647")
+        for d in self.dns:
+            self._attach(d["ns"], d["k"], d["address"], "d%d" % d["k"], "dns-%d" % d["k"])
+        for n in self.nodes:
+            self._node_nat(n, self._zone_backends(n.z))
+        log("fleet: %d nodes in %d zones, %d DNS replicas, %d delay lines up in %.1f s"
+            % (len(self.nodes), self.zones, len(self.dns), len(self.delaylines),
+               time.time() - t0))
+
+    def _pair_link(self, x, y):
+        zx, zy = self.zns(x), self.zns(y)
+        net = "10.78.%d" % (16 * x + y)
+        self._batch([
+            "link add p%d netns %s type veth peer name p%dd netns %s" % (y, zx, y, zx),
+            "link add p%de netns %s type veth peer name p%d netns %s" % (y, zx, x, zy),
+            "-n %s addr add %s.1/30 dev p%d" % (zx, net, y),
+            "-n %s addr add %s.2/30 dev p%d" % (zy, net, x),
+            "-n %s link set p%d up" % (zx, y), "-n %s link set p%dd up" % (zx, y),
+            "-n %s link set p%de up" % (zx, y), "-n %s link set p%d up" % (zy, x),
+            "-n %s route add 10.77.%d.0/24 via %s.2" % (zx, y, net),
+            "-n %s route add 10.77.%d.0/24 via %s.1" % (zy, x, net),
+        ])
+        self._start_delayline("pair-%d-%d" % (x, y), zx, "p%dd" % y, "p%de" % y,
+                              self.pair_delay_us)
+
+    def _attach(self, ns, z, address, tag, name):
+        """A host namespace on zone z's bridge: eth0 <-> a<tag> (a port of br0). A spare pair
+        b<tag> <-> c<tag> (c a port of br0, both down) lets a delay line take a<tag>'s place on
+        demand (detour())."""
+        if ns not in self.namespaces:
+            self._netns(ns)
+        zns = self.zns(z)
+        self._batch([
+            "link add eth0 netns %s type veth peer name a%s netns %s" % (ns, tag, zns),
+            "link add b%s netns %s type veth peer name c%s netns %s" % (tag, zns, tag, zns),
+            "-n %s link set c%s master br0" % (zns, tag),
+            "-n %s link set a%s master br0 up" % (zns, tag),
+            "-n %s link set eth0 up" % ns,
+            "-n %s addr add %s/24 dev eth0" % (ns, address),
+            "-n %s route add default via 10.77.%d.1" % (ns, z),
+        ])
+        self.detours[name] = (zns, tag)
+
+    def detour(self, name, one_way_us):
+        """Host `name` (node-I, dns-K) behind a delay line of `one_way_us` (0: straight on the
+        bridge again, the delay line stopped). The frames in flight while it switches are
+        lost (a few ms)."""
+        zns, tag = self.detours[name]
+        running = name in self.delaylines
+        if one_way_us and running:
+            self.set_delay(name, one_way_us)
+        elif one_way_us:
+            self._batch(["-n %s link set a%s nomaster" % (zns, tag),
+                         "-n %s link set b%s up" % (zns, tag),
+                         "-n %s link set c%s up" % (zns, tag)])
+            self._start_delayline(name, zns, "a" + tag, "b" + tag, one_way_us)
+        elif running:
+            labkit.stop(self.delaylines.pop(name)[1])
+            self._batch(["-n %s link set b%s down" % (zns, tag),
+                         "-n %s link set c%s down" % (zns, tag),
+                         "-n %s link set a%s master br0" % (zns, tag)])
+
+    def _start_delayline(self, name, ns, a, b, delay_us):
+        folder = os.path.join(self.tmp, "delay")
+        os.makedirs(folder, exist_ok=True)
+        dfile = os.path.join(folder, name + ".delay")
+        with open(dfile, "w") as f:
+            f.write("%d\n" % delay_us)
+        logf = os.path.join(folder, name + ".log")
+        # --spin-us 0: it sleeps until each deadline (no busy wait: tens of them share 2 cores);
+        # SCHED_FIFO keeps those wake-ups prompt while the exporters run.
+        p = labkit.start(ns, [self.delayline, "--a", a, "--b", b, "--delay-us", str(delay_us),
+                              "--delay-file", dfile, "--max-seconds", str(self.max_seconds),
+                              "--spin-us", "0", "--rt-priority", "10", "--quiet"], logf)
+        self.delaylines[name] = (ns, p, dfile, logf, delay_us)
+
+    def set_delay(self, name, one_way_us):
+        """Sets delay line `name` (node-I, dns-K, pair-X-Y) to `one_way_us`; returns once it
+        logged the change (10 s at most)."""
+        ns, p, dfile, logf, _ = self.delaylines[name]
+        with open(dfile + ".new", "w") as f:
+            f.write("%d\n" % one_way_us)
+        os.replace(dfile + ".new", dfile)
+        mark = "delay_us=%d from" % one_way_us
+        before = labkit.tail(logf, 1000).count(mark)
+        os.kill(p.pid, signal.SIGUSR2)
+        labkit.wait_for(lambda: labkit.tail(logf, 1000).count(mark) > before, 10,
+                        "delay line %s at %d us" % (name, one_way_us), step=0.05)
+
+    def base_delay(self, name):
+        return self.delaylines[name][4]
+
+    # ---- kube-proxy's part: the kube-dns and Service VIPs ---------------------------------
+    def _zone_backends(self, z):
+        return [b for b in self.backends if b.z == z]
+
+    def _node_nat(self, n, backends):
+        """kube-dns VIP -> a random replica; Service VIP -> one of `backends` at random."""
+        rules = ["*nat", ":PODNET-DNS - [0:0]", ":PODNET-SVC - [0:0]",
+                 "-A OUTPUT -d %s/32 -j PODNET-DNS" % KUBE_DNS_VIP,
+                 "-A OUTPUT -d %s/32 -j PODNET-SVC" % SERVICE_VIP]
+        rules += self._random_dnat("PODNET-DNS", [(d["address"], 53) for d in self.dns],
+                                   ("udp", "tcp"), 53)
+        rules += self._random_dnat("PODNET-SVC", [(b.address, 9479) for b in backends],
+                                   ("udp",), 9479)
+        rules.append("COMMIT")
+        r = subprocess.run(["ip", "netns", "exec", self.ns(n), "iptables-restore"],
+                           input="\n".join(rules) + "\n", capture_output=True, text=True,
+                           timeout=30)
+        if r.returncode != 0:
+            raise Broken("iptables-restore in %s: %s" % (self.ns(n), r.stderr.strip()))
+
+    @staticmethod
+    def _random_dnat(chain, targets, protos, port):
+        """kube-proxy's iptables mode: target k of n taken with probability 1/(n-k)."""
+        out = []
+        for proto in protos:
+            for k, (addr, tport) in enumerate(targets):
+                left = len(targets) - k
+                stat = ("-m statistic --mode random --probability %.5f " % (1.0 / left)
+                        if left > 1 else "")
+                out.append("-A %s -p %s --dport %d %s-j DNAT --to-destination %s:%d"
+                           % (chain, proto, port, stat, addr, tport))
+        return out
+
+    # ---- DNS -----------------------------------------------------------------------------
+    def _dns(self):
+        for d in self.dns:
+            self._start_unbound(d)
+        labkit.wait_for(lambda: all(self._dns_answers(d) for d in self.dns), 30,
+                        "the DNS replicas answer")
+        for n in self.nodes:
+            self._write_resolv(n, RESOLV)
+
+    def _start_unbound(self, d):
+        folder = os.path.join(self.tmp, "dns%d" % d["k"])
+        os.makedirs(folder, exist_ok=True)
+        conf = os.path.join(folder, "unbound.conf")
+        text = labkit.UNBOUND_CONF.format(dir=folder, zones=labkit.UNBOUND_ZONES)
+        text = text.replace("interface: 127.0.0.1", "interface: " + d["address"])
+        text = text.replace("access-control: 127.0.0.0/8 allow",
+                            "access-control: 10.77.0.0/16 allow")
+        with open(conf, "w") as f:
+            f.write(text)
+        d["proc"] = labkit.start(d["ns"], ["unbound", "-d", "-c", conf],
+                                 os.path.join(folder, "unbound.log"))
+
+    def _dns_answers(self, d):
+        """True when replica `d` answers an A question from node 0 (rcode NOERROR)."""
+        code = ("import socket,struct;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);"
+                "s.settimeout(2);q=struct.pack('!HHHHHH',4660,256,1,0,0,0)+b''.join("
+                "bytes([len(p)])+p.encode() for p in 'kubernetes.default.svc.cluster.local'"
+                ".split('.'))+b'\\0'+struct.pack('!HH',1,1);s.sendto(q,(%r,53));"
+                "r=s.recv(512);print(r[3]&15)" % d["address"])
+        r = labkit.run("ip", "netns", "exec", self.ns(self.nodes[0]), sys.executable, "-c",
+                       code, check_rc=False, timeout=10)
+        return r.returncode == 0 and r.stdout.strip() == "0"
+
+    def resolv_path(self, n):
+        return os.path.join(self.tmp, "resolv-%s.conf" % n.name)
+
+    def _write_resolv(self, n, text):
+        path = self.resolv_path(n)
+        with open(path + ".new", "w") as f:
+            f.write(text)
+        os.replace(path + ".new", path)
+
+    # ---- the API server, Prometheus, Alertmanager ------------------------------------------
+    def _control(self):
+        folder = os.path.join(self.tmp, "api")
+        os.makedirs(folder, exist_ok=True)
+        self.service_file = os.path.join(folder, "podnet-endpoints.json")
+        self.node_file = os.path.join(folder, "nodes.json")
+        self.dns_file = os.path.join(folder, "kube-dns-endpoints.json")
+        self.echo_file = os.path.join(folder, "echo-endpoints.json")
+        echo_service = os.path.join(folder, "echo-service.json")
+        self._write_endpoints()
+        self._json(self.node_file, {n.name: n.zone for n in self.nodes})
+        self._json(self.dns_file, [{
+            "addresses": [d["address"]],
+            "conditions": {"ready": True, "serving": True, "terminating": False},
+            "nodeName": "dns-%d" % d["k"], "zone": d["zone"],
+            "targetRef": {"kind": "Pod", "namespace": "kube-system",
+                          "name": "coredns-%d" % d["k"]}} for d in self.dns])
+        self._json(self.echo_file, [{
+            "addresses": [b.address],
+            "conditions": {"ready": True, "serving": True, "terminating": False},
+            "nodeName": b.name, "zone": b.zone, "hints": {"forZones": [{"name": b.zone}]}}
+            for b in self.backends])
+        self._json(echo_service, {
+            "kind": "Service", "apiVersion": "v1",
+            "metadata": {"name": SERVICE, "namespace": "podnet"},
+            "spec": {"type": "ClusterIP", "clusterIP": SERVICE_VIP,
+                     "trafficDistribution": "PreferClose", "internalTrafficPolicy": "Cluster",
+                     "ports": [{"name": "echo", "protocol": "UDP", "port": 9479}]}})
+        self.api, self.kubeconfig = fake_apiserver.start(
+            folder, "fleet-token", ns=self.ctl, address=API_ADDRESS,
+            max_seconds=self.max_seconds,
+            args=["--service-file", self.service_file, "--node-zones", self.node_file,
+                  "--churn", "0", "--max-seconds", str(self.max_seconds),
+                  "--extra-service", "kube-system/kube-dns=" + self.dns_file,
+                  "--extra-service", "podnet/%s=%s" % (SERVICE, self.echo_file),
+                  "--object", "/api/v1/namespaces/podnet/services/%s=%s"
+                  % (SERVICE, echo_service)])
+        self.hook_port = labkit.free_port(self.ctl)
+        self.receiver = alerting.start_receiver(self.ctl, self.tmp, self.hook_port)
+        self.am_port = labkit.free_port(self.ctl)
+        am_cfg = os.path.join(self.tmp, "alertmanager.yml")
+        self.am_shipped = alerting.alertmanager_config(
+            am_cfg, "http://127.0.0.1:%d/" % self.hook_port, self.am_scale)
+        alerting.start_alertmanager(self.ctl, self.tmp, am_cfg, self.am_port,
+                                    self.alertmanager_bin)
+
+    @staticmethod
+    def _json(path, doc):
+        with open(path + ".new", "w") as f:
+            json.dump(doc, f)
+        os.replace(path + ".new", path)
+
+    def _write_endpoints(self):
+        """The podnet Service's endpoints (ready ones, and a Pod stopping as terminating)."""
+        if not hasattr(self, "service_file"):
+            return
+        eps = []
+        for n in self.live():
+            eps.append({
+                "addresses": [n.address],
+                "conditions": {"ready": n.ready, "serving": n.ready,
+                               "terminating": not n.ready},
+                "targetRef": {"kind": "Pod", "namespace": "podnet", "name": n.pod},
+                "nodeName": n.name, "zone": n.zone})
+        self._json(self.service_file, eps)
+        self._write_targets()
+
+    def _write_targets(self):
+        """Prometheus' file_sd targets: the running exporters, labelled as the shipped
+        scrape configuration labels them (namespace, pod, node)."""
+        if not hasattr(self, "targets_file"):
+            return
+        self._json(self.targets_file, [{
+            "targets": ["%s:9479" % n.address],
+            "labels": {"namespace": "podnet", "pod": n.pod, "node": n.name}}
+            for n in self.live() if n.exporter is not None])
+
+    def exporter_config(self, n):
+        import yaml  # python3-yaml, a test dependency
+        with open(DEPLOY_CONFIG) as f:
+            deploy = yaml.safe_load(f)
+        probes = _scaled_durations(deploy["probes"], self.probe_scale)
+        probes.pop("burst", None)  # see bench/README.md: not through user-space delay lines
+        # a default left out of the deploy file, scaled as the rest (1 s -> 100 ms)
+        probes["http"].setdefault("timeout", alerting.duration(1.0 / self.probe_scale))
+        probes["dns"]["resolv_conf"] = self.resolv_path(n)
+        probes["dns"]["names"] = list(DNS_NAMES)
+        probes["service"] = {"interval": alerting.duration(30 / self.probe_scale),
+                             "count": 10, "spacing": "10ms", "timeout": "200ms",
+                             "targets": [{"name": SERVICE, "address": SERVICE_VIP,
+                                          "port": 9479, "protocol": "udp",
+                                          "kubernetes_service": "podnet/" + SERVICE}]}
+        probes.update(self.extra_probes)
+        doc = {"listen_address": "0.0.0.0:9479",
+               "self": {"name": n.pod, "node": n.name, "zone": ""},
+               "responders": {"udp_echo": {"listen_address": "0.0.0.0:9479"},
+                              "grpc": {"listen_address": "0.0.0.0:9480"}},
+               "peers": deploy["peers"], "metrics": deploy.get("metrics", {}),
+               "probes": probes}
+        return yaml.safe_dump(doc, sort_keys=False)
+
+    def _start_exporter(self, n):
+        cfg = os.path.join(self.tmp, "%s.yaml" % n.pod)
+        with open(cfg, "w") as f:
+            f.write(self.exporter_config(n))
+        n.exporter = labkit.start(self.ns(n), [self.exe, "--config.file=" + cfg,
+                                               "--kubeconfig=" + self.kubeconfig,
+                                               "--log.level=warn"],
+                                  os.path.join(self.tmp, "%s.log" % n.pod),
+                                  max_seconds=self.max_seconds)
+
+    def wait_ready(self, nodes=None, timeout=60):
+        nodes = nodes or self.live()
+        for n in nodes:
+            labkit.wait_for(lambda n=n: n.exporter.poll() is None and labkit.http(
+                self.ns(n), "http://127.0.0.1:9479/-/ready", timeout=5)[0] == 200,
+                timeout, "%s's exporter ready" % n.name, step=0.5)
+            n.ready = True
+        self._write_endpoints()
+
+    def _prometheus(self):
+        self.targets_file = os.path.join(self.tmp, "targets.json")
+        self._write_targets()
+        self.rule_files = alerting.scaled_rules(
+            self.tmp, alerting.uniform_scale(self.rule_scale, self.offsets))
+        self.prom_port = labkit.free_port(self.ctl)
+        self.prom_cfg = os.path.join(self.tmp, "prometheus.yml")
+        with open(self.prom_cfg, "w") as f:
+            f.write("global: { scrape_interval: 1s, evaluation_interval: 1s,"
+                    " external_labels: {} }\n"
+                    "rule_files: [%s]\n"
+                    "alerting:\n  alertmanagers:\n"
+                    "    - static_configs: [ { targets: ['127.0.0.1:%d'] } ]\n"
+                    "scrape_configs:\n  - job_name: podnet\n    scrape_timeout: 1s\n"
+                    "    file_sd_configs: [ { files: ['%s'], refresh_interval: 5s } ]\n"
+                    "    relabel_configs:\n"
+                    "      - { target_label: cluster, replacement: %s }\n"
+                    % (", ".join("'%s'" % p for p in self.rule_files), self.am_port,
+                       self.targets_file, CLUSTER))
+        r = labkit.run("promtool", "check", "config", self.prom_cfg, check_rc=False)
+        if r.returncode != 0:
+            raise Broken("promtool check config: %s" % (r.stdout + r.stderr)[-500:])
+        self.start_prometheus()
+
+    def start_prometheus(self):
+        self.prom = labkit.start(self.ctl, [
+            self.prometheus_bin, "--config.file=" + self.prom_cfg,
+            "--storage.tsdb.path=" + os.path.join(self.tmp, "tsdb"),
+            "--web.listen-address=127.0.0.1:%d" % self.prom_port],
+            os.path.join(self.tmp, "prom.log"), max_seconds=self.max_seconds)
+        labkit.wait_for(lambda: labkit.http(self.ctl, "http://127.0.0.1:%d/-/ready"
+                                            % self.prom_port)[0] == 200, 120,
+                        "prometheus ready")
+
+    def restart_prometheus(self):
+        labkit.stop(self.prom, grace=30)
+        self.start_prometheus()
+
+    def promql(self, expr):
+        return labkit.promql(self.ctl, expr, port=self.prom_port)
+
+    def firing(self):
+        """Alerts firing in Prometheus now: a list of label dicts."""
+        return [r["metric"] for r in self.promql('ALERTS{alertstate="firing"}')]
+
+    def alertmanager_alerts(self):
+        """Alerts active in Alertmanager (not inhibited or silenced)."""
+        code, body = labkit.http(self.ctl, "http://127.0.0.1:%d/api/v2/alerts?active=true"
+                                 "&inhibited=false&silenced=false" % self.am_port)
+        return json.loads(body) if code == 200 else []
+
+    # ---- life cycle of Pods and nodes ------------------------------------------------------
+    def restart_exporter(self, n, timeout=60):
+        """One DaemonSet Pod replaced: the old one terminating (its endpoint so), stopped, the
+        new one (next generation, a new Pod name) started, ready, and in the Service."""
+        n.ready = False
+        self._write_endpoints()
+        labkit.stop(n.exporter)
+        n.exporter = None
+        n.generation += 1
+        self._write_endpoints()
+        self._start_exporter(n)
+        self._write_targets()
+        self.wait_ready([n], timeout)
+
+    def leave(self, n):
+        """The node leaves the cluster (drained, deleted): its Pod stops, its endpoint goes."""
+        n.ready = False
+        self._write_endpoints()
+        labkit.stop(n.exporter)
+        n.exporter = None
+        n.in_fleet = False
+        self._write_endpoints()
+
+    def join(self, n, timeout=60):
+        """The node (back) in the cluster: a new Pod starts and joins the Service when ready."""
+        n.in_fleet = True
+        n.generation += 1
+        self._start_exporter(n)
+        self._write_targets()
+        self.wait_ready([n], timeout)
+
+    # ---- faults ----------------------------------------------------------------------------
+    def inject(self, kind, target, **params):
+        """Injects fault `kind` at `target` (see FAULTS); returns a Fault."""
+        return FAULTS[kind](self, target, **params)
+
+    def iptables(self, ns, *args):
+        labkit.run("ip", "netns", "exec", ns, "iptables", "-w", "5", *args)
+
+    def pair_of(self, za, zb):
+        x, y = sorted((za, zb))
+        return x, y, "pair-%d-%d" % (x, y)
+
+    def close(self):
+        for n in self.nodes:
+            if n.exporter is not None:
+                labkit.resume(n.exporter)
+        if os.path.isdir(self.cgroup):
+            _uncgroup(self.cgroup)
+        labkit.stop_all()
+        for ns in reversed(self.namespaces):
+            subprocess.run(["ip", "netns", "del", ns], timeout=30, capture_output=True)
+        self.namespaces = []
+
+
+class Fault:
+    """An injected fault: `kind`, `truth` (what a correct alert names), `clear()`."""
+
+    def __init__(self, kind, truth, undo, detail=""):
+        self.kind, self.truth, self._undo, self.detail = kind, truth, undo, detail
+        self.cleared = False
+
+    def clear(self):
+        if not self.cleared:
+            self.cleared = True
+            self._undo()
+
+
+def _node_drop(fleet, n, probability=None, name="blackhole"):
+    ns = fleet.ns(n)
+    stat = (["-m", "statistic", "--mode", "random", "--probability", "%.5f" % probability]
+            if probability else [])
+    rules = [["INPUT", "-i", "eth0"] + stat + ["-j", "DROP"],
+             ["OUTPUT", "-o", "eth0"] + stat + ["-j", "DROP"]]
+    for r in rules:
+        fleet.iptables(ns, "-I", r[0], "1", *r[1:])
+    return lambda: [fleet.iptables(ns, "-D", *r) for r in rules]
+
+
+def fault_node_blackhole(fleet, n):
+    """Every packet in and out of node n dropped (its scrapes too)."""
+    return Fault("node_blackhole", ("node", n.name), _node_drop(fleet, n))
+
+
+def fault_node_gray_loss(fleet, n, loss=None, rng=random):
+    """Random loss on node n: each direction drops `loss`/2, so a round trip through it loses
+    ~`loss` (0.5-2 %)."""
+    loss = loss or rng.uniform(0.005, 0.02)
+    return Fault("node_gray_loss", ("node", n.name), _node_drop(fleet, n, loss / 2),
+                 "%.2f %% round trip" % (loss * 100))
+
+
+def fault_node_latency(fleet, n, added_us=None, rng=random):
+    """`added_us` more one way on node n's delay line (0.5-2 ms: its RTTs + 1-4 ms)."""
+    added_us = added_us or int(rng.uniform(500, 2000))
+    name = "node-%d" % n.i
+    fleet.detour(name, added_us)
+    return Fault("node_latency", ("node", n.name), lambda: fleet.detour(name, 0),
+                 "+%d us one way" % added_us)
+
+
+def fault_bad_prober(fleet, n, quota=0.02):
+    """Node n's exporter starved of CPU: a cgroup (v1 cpu controller) holding it to `quota` of
+    one core. Its responders share the starvation (one process), as in a real Pod."""
+    path = "%s-%s" % (fleet.cgroup, n.name)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
+        f.write("100000")
+    with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
+        f.write(str(int(100000 * quota)))
+    _move_group(n.exporter.pid, path)
+    return Fault("bad_prober", ("node", n.name), lambda: _uncgroup(path),
+                 "%.0f %% of a core" % (quota * 100))
+
+
+def _move_group(pid, cgroup):
+    """Every process of the session `pid` leads into `cgroup`."""
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            if os.getsid(int(p)) == pid:
+                with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                    f.write(p)
+        except OSError:
+            pass
+
+
+def _uncgroup(path):
+    root = "/sys/fs/cgroup/cpu"
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            pids = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return
+    for p in pids:
+        try:
+            with open(os.path.join(root, "cgroup.procs"), "w") as f:
+                f.write(p)
+        except OSError:
+            pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def fault_zone_pair_latency(fleet, zones, added_us=None, rng=random):
+    """`added_us` more one way on the link between two zones (300-1,000 us)."""
+    added_us = added_us or int(rng.uniform(300, 1000))
+    x, y, name = fleet.pair_of(*zones)
+    base = fleet.base_delay(name)
+    fleet.set_delay(name, base + added_us)
+    return Fault("zone_pair_latency", ("zones", zone_name(x), zone_name(y)),
+                 lambda: fleet.set_delay(name, base), "+%d us one way" % added_us)
+
+
+def _pair_drop(fleet, zones, probability=None):
+    x, y, _ = fleet.pair_of(*zones)
+    ns = fleet.zns(x)
+    stat = (["-m", "statistic", "--mode", "random", "--probability", "%.5f" % probability]
+            if probability else [])
+    rules = [["FORWARD", "-o", "p%d" % y] + stat + ["-j", "DROP"],
+             ["FORWARD", "-i", "p%d" % y] + stat + ["-j", "DROP"]]
+    for r in rules:
+        fleet.iptables(ns, "-I", r[0], "1", *r[1:])
+    return ("zones", zone_name(x), zone_name(y)), \
+        (lambda: [fleet.iptables(ns, "-D", *r) for r in rules])
+
+
+def fault_zone_pair_loss(fleet, zones, loss=None, rng=random):
+    """Random loss on the link between two zones: `loss` of a round trip (2-10 %)."""
+    loss = loss or rng.uniform(0.02, 0.10)
+    truth, undo = _pair_drop(fleet, zones, loss / 2)
+    return Fault("zone_pair_loss", truth, undo, "%.1f %% round trip" % (loss * 100))
+
+
+def fault_zone_cut(fleet, zones):
+    """The link between two zones drops everything."""
+    truth, undo = _pair_drop(fleet, zones)
+    return Fault("zone_cut", truth, undo)
+
+
+def fault_dns_slow(fleet, k, added_us=None, rng=random):
+    """DNS replica k answers late: its delay line + 20-80 ms one way."""
+    added_us = added_us or int(rng.uniform(20000, 80000))
+    name = "dns-%d" % k
+    fleet.detour(name, added_us)
+    return Fault("dns_slow", ("dns_server", fleet.dns[k]["address"]),
+                 lambda: fleet.detour(name, 0), "+%d ms one way" % (added_us // 1000))
+
+
+def fault_dns_servfail(fleet, k):
+    """DNS replica k answers every question SERVFAIL (unbound replaced by a server that does)."""
+    d = fleet.dns[k]
+    labkit.stop(d["proc"])
+    folder = os.path.join(fleet.tmp, "dns%d" % k)
+    bad = labkit.start(d["ns"], [sys.executable, DNS_FAULT_SERVER, "--listen", d["address"],
+                                 "--port", "53", "--mode", "servfail", "--max-seconds", "900"],
+                       os.path.join(folder, "servfail.log"))
+
+    def undo():
+        labkit.stop(bad)
+        fleet._start_unbound(d)
+    return Fault("dns_servfail", ("dns_server", d["address"]), undo)
+
+
+def fault_dns_amplification(fleet, _target=None):
+    """Every node's resolv.conf gains two search domains (each lookup walks two more)."""
+    for n in fleet.nodes:
+        fleet._write_resolv(n, RESOLV_LONG)
+    return Fault("dns_amplification", ("dns_amplification",),
+                 lambda: [fleet._write_resolv(n, RESOLV) for n in fleet.nodes])
+
+
+def fault_service_leaves_zone(fleet, z):
+    """Zone z's nodes send the Service VIP to every backend, hints ignored."""
+    nodes = [n for n in fleet.nodes if n.z == z]
+    for n in nodes:
+        fleet._node_nat(n, fleet.backends)
+    return Fault("service_leaves_zone", ("service", SERVICE, zone_name(z)),
+                 lambda: [fleet._node_nat(n, fleet._zone_backends(z)) for n in nodes])
+
+
+# kind -> (injector, how a target is drawn: "node", "zone_pair", "dns", "zone", None)
+FAULTS = {
+    "node_blackhole": fault_node_blackhole,
+    "node_gray_loss": fault_node_gray_loss,
+    "node_latency": fault_node_latency,
+    "bad_prober": fault_bad_prober,
+    "zone_pair_latency": fault_zone_pair_latency,
+    "zone_pair_loss": fault_zone_pair_loss,
+    "zone_cut": fault_zone_cut,
+    "dns_slow": fault_dns_slow,
+    "dns_servfail": fault_dns_servfail,
+    "dns_amplification": fault_dns_amplification,
+    "service_leaves_zone": fault_service_leaves_zone,
+}
+TARGET_KIND = {
+    "node_blackhole": "node", "node_gray_loss": "node", "node_latency": "node",
+    "bad_prober": "node", "zone_pair_latency": "zone_pair", "zone_pair_loss": "zone_pair",
+    "zone_cut": "zone_pair", "dns_slow": "dns", "dns_servfail": "dns",
+    "dns_amplification": None, "service_leaves_zone": "zone",
+}
+
+
+def draw_target(fleet, kind, rng):
+    """A random target for fault `kind` in `fleet`."""
+    what = TARGET_KIND[kind]
+    if what == "node":
+        return rng.choice(fleet.live())
+    if what == "zone_pair":
+        return tuple(rng.sample(range(fleet.zones), 2))
+    if what == "dns":
+        return rng.randrange(len(fleet.dns))
+    if what == "zone":
+        return rng.randrange(fleet.zones)
+    return None
+
+
+# ---- what an alert names ------------------------------------------------------------------
+def subjects(labels):
+    """The fault locations an alert (its labels) names, as truth tuples (Fault.truth's shape):
+    a node, a zone pair (unordered), a DNS server, a Service in a zone, DNS amplification, or a
+    DNS name. An alert that names a path names its peer node."""
+    a = labels.get("alertname", "")
+    out = set()
+    if a in ("PodnetPeerNodeFault",):
+        out.add(("node", labels.get("peer_node", "")))
+    elif a in ("PodnetProberFault",):
+        out.add(("node", labels.get("source_node", "")))
+    elif a == "PodnetPeerUnreachable":
+        out.add(("node", labels.get("peer_node", "")))
+    elif labels.get("node") and a.startswith("Podnet") and "source_zone" not in labels:
+        out.add(("node", labels["node"]))
+    if a == "PodnetDNSQueriesPerLookupUp":
+        out.add(("dns_amplification",))
+    if labels.get("server") and a.startswith("PodnetDNSServer"):
+        out.add(("dns_server", labels["server"].rsplit(":", 1)[0].strip("[]")))
+    if a == "PodnetServiceTrafficLeavesZone":
+        out.add(("service", labels.get("service", ""), labels.get("source_zone", "")))
+    if not out and labels.get("source_zone") and labels.get("peer_zone"):
+        x, y = sorted((labels["source_zone"], labels["peer_zone"]))
+        out.add(("zones", x, y))
+    if not out and labels.get("name"):
+        out.add(("dns_name", labels["name"]))
+    return out
+
+
+def names(labels, truth):
+    """True when the alert with `labels` names `truth`."""
+    return tuple(truth) in subjects(labels)
+
+
+def cleanup_stale(prefix):
+    """Deletes namespaces left by an earlier run with `prefix` (a killed run)."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        ns = line.split()[0] if line.split() else ""
+        if ns.startswith(prefix + "-"):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def have_tools(*extra):
+    """The tools the fleet runs (and `extra`); a list of those missing."""
+    need = ["ip", "iptables", "iptables-restore", "unbound", "promtool", "getent"] + list(extra)
+    return [t for t in need if not shutil.which(t)]
