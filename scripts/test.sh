@@ -3,7 +3,7 @@
 # network-namespace lab integration tests with a real Prometheus. Installs what it needs (apt
 # runs only when a package is missing).
 # Usage: scripts/test.sh [--quick | --setup-only] [CTEST ARGS...]
-#   (none)        every test (~16 min on 2 cores from scratch, ~8.5 min of it ctest)
+#   (none)        every test (~20 min on 2 cores from scratch, ~13 min of it ctest)
 #   --quick       every test but the lab ones (ctest -LE lab): ~2 min after a build
 #   --setup-only  installs the test dependencies and configures build/ with the tests on;
 #                 builds and runs nothing (scripts/fresh-root-check.sh proves this part)

@@ -29,6 +29,7 @@ import benchlib as B  # noqa: E402
 
 sys.path.insert(0, os.path.join(B.REPO, "tests", "lib"))
 import campaign as C  # noqa: E402
+import faults  # noqa: E402
 import fleet as F  # noqa: E402
 import labkit as K  # noqa: E402
 
@@ -75,7 +76,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=24)
     ap.add_argument("--zones", type=int, default=3)
     ap.add_argument("--trials", type=int, default=10, help="per fault class")
-    ap.add_argument("--classes", default=",".join(F.FAULTS))
+    ap.add_argument("--classes", default=",".join(faults.FAULTS))
     ap.add_argument("--phases", default=",".join(C.NO_FAULT_PHASES))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quiet", type=float, default=120, help="lab seconds of the quiet phase")
@@ -98,9 +99,9 @@ def main():
         B.note("could not run: %s" % e)
         return 2
     classes = [c for c in args.classes.split(",") if c]
-    bad = [c for c in classes if c not in F.FAULTS]
+    bad = [c for c in classes if c not in faults.FAULTS]
     if bad:
-        B.note("unknown fault classes %s (known: %s)" % (bad, ", ".join(F.FAULTS)))
+        B.note("unknown fault classes %s (known: %s)" % (bad, ", ".join(faults.FAULTS)))
         return 2
     rng = random.Random(args.seed)
     exe, _version, exe_dir = B.exporter_binary(args.exporter)

@@ -17,7 +17,7 @@ import collections
 import json
 import time
 
-import fleet as F
+import faults as F
 import labkit as K
 from alerting import seconds
 

@@ -25,12 +25,12 @@ routers and its pair's delay line (pair_delay_us one way). Per-node delay lines 
 were tried first: 29 of them took about a core of the two at 24 nodes (a wake-up per frame),
 and scrapes timed out. Node i is in zone i % Z.
 
-Faults (inject(kind, target, **params) -> a Fault whose clear() undoes it) are documented at
-FAULTS. Every wait is bounded; close() stops everything and deletes the namespaces.
+Faults (inject(kind, target, **params) -> a Fault whose clear() undoes it) are in
+tests/lib/faults.py. Every wait is bounded; close() stops everything and deletes the namespaces.
 """
+import glob
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -45,7 +45,6 @@ from labkit import Broken, log
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 DEPLOY_CONFIG = os.path.join(ROOT, "deploy", "kubernetes", "base", "podnet.yaml")
-DNS_FAULT_SERVER = os.path.join(ROOT, "tests", "integration", "dns_fault_server.py")
 KUBE_DNS_VIP = "10.96.0.10"
 SERVICE_VIP = "10.96.0.20"
 API_ADDRESS = "10.79.255.1"
@@ -198,8 +197,14 @@ class Fleet:
         for z in range(self.zones):
             zns = self.zns(z)
             self._netns(zns)
+            # arp_ignore=1: a zone router answers ARP only on the interface that has the address
+            # asked for. With the default (0), it answered for its end of a zone pair's link
+            # from the delay line's end too; the other zone then sent straight to that end and
+            # its frames were routed at once, past the delay line: one direction of one zone
+            # pair (a -> c here) had no delay (RTT 0.3 ms instead of 0.6, ping agreed).
             self._sysctl(zns, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.disable_ipv6=1",
-                         "net.ipv6.conf.default.disable_ipv6=1")
+                         "net.ipv6.conf.default.disable_ipv6=1",
+                         "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.default.arp_ignore=1")
             self._batch([
                 "-n %s link add br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0"
                 % zns,
@@ -236,8 +241,8 @@ class Fleet:
             "link add p%de netns %s type veth peer name p%d netns %s" % (y, zx, x, zy),
             "-n %s addr add %s.1/30 dev p%d" % (zx, net, y),
             "-n %s addr add %s.2/30 dev p%d" % (zy, net, x),
-            "-n %s link set p%d up" % (zx, y), "-n %s link set p%dd up" % (zx, y),
-            "-n %s link set p%de up" % (zx, y), "-n %s link set p%d up" % (zy, x),
+            "-n %s link set p%d up" % (zx, y), "-n %s link set p%dd arp off up" % (zx, y),
+            "-n %s link set p%de arp off up" % (zx, y), "-n %s link set p%d up" % (zy, x),
             "-n %s route add 10.77.%d.0/24 via %s.2" % (zx, y, net),
             "-n %s route add 10.77.%d.0/24 via %s.1" % (zy, x, net),
         ])
@@ -255,7 +260,8 @@ class Fleet:
             "link add eth0 netns %s type veth peer name a%s netns %s" % (ns, tag, zns),
             "link add b%s netns %s type veth peer name c%s netns %s" % (tag, zns, tag, zns),
             "-n %s link set c%s master br0" % (zns, tag),
-            "-n %s link set a%s master br0 up" % (zns, tag),
+            "-n %s link set b%s arp off" % (zns, tag),
+            "-n %s link set a%s arp off master br0 up" % (zns, tag),
             "-n %s link set eth0 up" % ns,
             "-n %s addr add %s/24 dev eth0" % (ns, address),
             "-n %s route add default via 10.77.%d.1" % (ns, z),
@@ -590,8 +596,9 @@ class Fleet:
 
     # ---- faults ----------------------------------------------------------------------------
     def inject(self, kind, target, **params):
-        """Injects fault `kind` at `target` (see FAULTS); returns a Fault."""
-        return FAULTS[kind](self, target, **params)
+        """Injects fault `kind` at `target` (tests/lib/faults.py); returns a Fault."""
+        import faults  # the faults act on a Fleet: imported when first used
+        return faults.FAULTS[kind](self, target, **params)
 
     def iptables(self, ns, *args):
         labkit.run("ip", "netns", "exec", ns, "iptables", "-w", "5", *args)
@@ -604,251 +611,13 @@ class Fleet:
         for n in self.nodes:
             if n.exporter is not None:
                 labkit.resume(n.exporter)
-        if os.path.isdir(self.cgroup):
-            _uncgroup(self.cgroup)
+        import faults
+        for path in glob.glob(self.cgroup + "-*"):  # a bad_prober fault left on
+            faults._uncgroup(path)
         labkit.stop_all()
         for ns in reversed(self.namespaces):
             subprocess.run(["ip", "netns", "del", ns], timeout=30, capture_output=True)
         self.namespaces = []
-
-
-class Fault:
-    """An injected fault: `kind`, `truth` (what a correct alert names), `clear()`."""
-
-    def __init__(self, kind, truth, undo, detail=""):
-        self.kind, self.truth, self._undo, self.detail = kind, truth, undo, detail
-        self.cleared = False
-
-    def clear(self):
-        if not self.cleared:
-            self.cleared = True
-            self._undo()
-
-
-def _node_drop(fleet, n, probability=None, name="blackhole"):
-    ns = fleet.ns(n)
-    stat = (["-m", "statistic", "--mode", "random", "--probability", "%.5f" % probability]
-            if probability else [])
-    rules = [["INPUT", "-i", "eth0"] + stat + ["-j", "DROP"],
-             ["OUTPUT", "-o", "eth0"] + stat + ["-j", "DROP"]]
-    for r in rules:
-        fleet.iptables(ns, "-I", r[0], "1", *r[1:])
-    return lambda: [fleet.iptables(ns, "-D", *r) for r in rules]
-
-
-def fault_node_blackhole(fleet, n):
-    """Every packet in and out of node n dropped (its scrapes too)."""
-    return Fault("node_blackhole", ("node", n.name), _node_drop(fleet, n))
-
-
-def fault_node_gray_loss(fleet, n, loss=None, rng=random):
-    """Random loss on node n: each direction drops `loss`/2, so a round trip through it loses
-    ~`loss` (0.5-2 %)."""
-    loss = loss or rng.uniform(0.005, 0.02)
-    return Fault("node_gray_loss", ("node", n.name), _node_drop(fleet, n, loss / 2),
-                 "%.2f %% round trip" % (loss * 100))
-
-
-def fault_node_latency(fleet, n, added_us=None, rng=random):
-    """`added_us` more one way on node n's delay line (0.5-2 ms: its RTTs + 1-4 ms)."""
-    added_us = added_us or int(rng.uniform(500, 2000))
-    name = "node-%d" % n.i
-    fleet.detour(name, added_us)
-    return Fault("node_latency", ("node", n.name), lambda: fleet.detour(name, 0),
-                 "+%d us one way" % added_us)
-
-
-def fault_bad_prober(fleet, n, quota=0.02):
-    """Node n's exporter starved of CPU: a cgroup (v1 cpu controller) holding it to `quota` of
-    one core. Its responders share the starvation (one process), as in a real Pod."""
-    path = "%s-%s" % (fleet.cgroup, n.name)
-    os.makedirs(path, exist_ok=True)
-    with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
-        f.write("100000")
-    with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
-        f.write(str(int(100000 * quota)))
-    _move_group(n.exporter.pid, path)
-    return Fault("bad_prober", ("node", n.name), lambda: _uncgroup(path),
-                 "%.0f %% of a core" % (quota * 100))
-
-
-def _move_group(pid, cgroup):
-    """Every process of the session `pid` leads into `cgroup`."""
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            if os.getsid(int(p)) == pid:
-                with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-                    f.write(p)
-        except OSError:
-            pass
-
-
-def _uncgroup(path):
-    root = "/sys/fs/cgroup/cpu"
-    try:
-        with open(os.path.join(path, "cgroup.procs")) as f:
-            pids = [line.strip() for line in f if line.strip()]
-    except OSError:
-        return
-    for p in pids:
-        try:
-            with open(os.path.join(root, "cgroup.procs"), "w") as f:
-                f.write(p)
-        except OSError:
-            pass
-    try:
-        os.rmdir(path)
-    except OSError:
-        pass
-
-
-def fault_zone_pair_latency(fleet, zones, added_us=None, rng=random):
-    """`added_us` more one way on the link between two zones (300-1,000 us)."""
-    added_us = added_us or int(rng.uniform(300, 1000))
-    x, y, name = fleet.pair_of(*zones)
-    base = fleet.base_delay(name)
-    fleet.set_delay(name, base + added_us)
-    return Fault("zone_pair_latency", ("zones", zone_name(x), zone_name(y)),
-                 lambda: fleet.set_delay(name, base), "+%d us one way" % added_us)
-
-
-def _pair_drop(fleet, zones, probability=None):
-    x, y, _ = fleet.pair_of(*zones)
-    ns = fleet.zns(x)
-    stat = (["-m", "statistic", "--mode", "random", "--probability", "%.5f" % probability]
-            if probability else [])
-    rules = [["FORWARD", "-o", "p%d" % y] + stat + ["-j", "DROP"],
-             ["FORWARD", "-i", "p%d" % y] + stat + ["-j", "DROP"]]
-    for r in rules:
-        fleet.iptables(ns, "-I", r[0], "1", *r[1:])
-    return ("zones", zone_name(x), zone_name(y)), \
-        (lambda: [fleet.iptables(ns, "-D", *r) for r in rules])
-
-
-def fault_zone_pair_loss(fleet, zones, loss=None, rng=random):
-    """Random loss on the link between two zones: `loss` of a round trip (2-10 %)."""
-    loss = loss or rng.uniform(0.02, 0.10)
-    truth, undo = _pair_drop(fleet, zones, loss / 2)
-    return Fault("zone_pair_loss", truth, undo, "%.1f %% round trip" % (loss * 100))
-
-
-def fault_zone_cut(fleet, zones):
-    """The link between two zones drops everything."""
-    truth, undo = _pair_drop(fleet, zones)
-    return Fault("zone_cut", truth, undo)
-
-
-def fault_dns_slow(fleet, k, added_us=None, rng=random):
-    """DNS replica k answers late: its delay line + 20-80 ms one way."""
-    added_us = added_us or int(rng.uniform(20000, 80000))
-    name = "dns-%d" % k
-    fleet.detour(name, added_us)
-    return Fault("dns_slow", ("dns_server", fleet.dns[k]["address"]),
-                 lambda: fleet.detour(name, 0), "+%d ms one way" % (added_us // 1000))
-
-
-def fault_dns_servfail(fleet, k):
-    """DNS replica k answers every question SERVFAIL (unbound replaced by a server that does)."""
-    d = fleet.dns[k]
-    labkit.stop(d["proc"])
-    folder = os.path.join(fleet.tmp, "dns%d" % k)
-    bad = labkit.start(d["ns"], [sys.executable, DNS_FAULT_SERVER, "--listen", d["address"],
-                                 "--port", "53", "--mode", "servfail", "--max-seconds", "900"],
-                       os.path.join(folder, "servfail.log"))
-
-    def undo():
-        labkit.stop(bad)
-        fleet._start_unbound(d)
-    return Fault("dns_servfail", ("dns_server", d["address"]), undo)
-
-
-def fault_dns_amplification(fleet, _target=None):
-    """Every node's resolv.conf gains two search domains (each lookup walks two more)."""
-    for n in fleet.nodes:
-        fleet._write_resolv(n, RESOLV_LONG)
-    return Fault("dns_amplification", ("dns_amplification",),
-                 lambda: [fleet._write_resolv(n, RESOLV) for n in fleet.nodes])
-
-
-def fault_service_leaves_zone(fleet, z):
-    """Zone z's nodes send the Service VIP to every backend, hints ignored."""
-    nodes = [n for n in fleet.nodes if n.z == z]
-    for n in nodes:
-        fleet._node_nat(n, fleet.backends)
-    return Fault("service_leaves_zone", ("service", SERVICE, zone_name(z)),
-                 lambda: [fleet._node_nat(n, fleet._zone_backends(z)) for n in nodes])
-
-
-# kind -> (injector, how a target is drawn: "node", "zone_pair", "dns", "zone", None)
-FAULTS = {
-    "node_blackhole": fault_node_blackhole,
-    "node_gray_loss": fault_node_gray_loss,
-    "node_latency": fault_node_latency,
-    "bad_prober": fault_bad_prober,
-    "zone_pair_latency": fault_zone_pair_latency,
-    "zone_pair_loss": fault_zone_pair_loss,
-    "zone_cut": fault_zone_cut,
-    "dns_slow": fault_dns_slow,
-    "dns_servfail": fault_dns_servfail,
-    "dns_amplification": fault_dns_amplification,
-    "service_leaves_zone": fault_service_leaves_zone,
-}
-TARGET_KIND = {
-    "node_blackhole": "node", "node_gray_loss": "node", "node_latency": "node",
-    "bad_prober": "node", "zone_pair_latency": "zone_pair", "zone_pair_loss": "zone_pair",
-    "zone_cut": "zone_pair", "dns_slow": "dns", "dns_servfail": "dns",
-    "dns_amplification": None, "service_leaves_zone": "zone",
-}
-
-
-def draw_target(fleet, kind, rng):
-    """A random target for fault `kind` in `fleet`."""
-    what = TARGET_KIND[kind]
-    if what == "node":
-        return rng.choice(fleet.live())
-    if what == "zone_pair":
-        return tuple(rng.sample(range(fleet.zones), 2))
-    if what == "dns":
-        return rng.randrange(len(fleet.dns))
-    if what == "zone":
-        return rng.randrange(fleet.zones)
-    return None
-
-
-# ---- what an alert names ------------------------------------------------------------------
-def subjects(labels):
-    """The fault locations an alert (its labels) names, as truth tuples (Fault.truth's shape):
-    a node, a zone pair (unordered), a DNS server, a Service in a zone, DNS amplification, or a
-    DNS name. An alert that names a path names its peer node."""
-    a = labels.get("alertname", "")
-    out = set()
-    if a in ("PodnetPeerNodeFault",):
-        out.add(("node", labels.get("peer_node", "")))
-    elif a in ("PodnetProberFault",):
-        out.add(("node", labels.get("source_node", "")))
-    elif a == "PodnetPeerUnreachable":
-        out.add(("node", labels.get("peer_node", "")))
-    elif labels.get("node") and a.startswith("Podnet") and "source_zone" not in labels:
-        out.add(("node", labels["node"]))
-    if a == "PodnetDNSQueriesPerLookupUp":
-        out.add(("dns_amplification",))
-    if labels.get("server") and a.startswith("PodnetDNSServer"):
-        out.add(("dns_server", labels["server"].rsplit(":", 1)[0].strip("[]")))
-    if a == "PodnetServiceTrafficLeavesZone":
-        out.add(("service", labels.get("service", ""), labels.get("source_zone", "")))
-    if not out and labels.get("source_zone") and labels.get("peer_zone"):
-        x, y = sorted((labels["source_zone"], labels["peer_zone"]))
-        out.add(("zones", x, y))
-    if not out and labels.get("name"):
-        out.add(("dns_name", labels["name"]))
-    return out
-
-
-def names(labels, truth):
-    """True when the alert with `labels` names `truth`."""
-    return tuple(truth) in subjects(labels)
 
 
 def cleanup_stale(prefix):
