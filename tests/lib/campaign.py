@@ -43,16 +43,17 @@ class Campaign:
 
     # ---- waiting -------------------------------------------------------------------------
     def quiet_now(self):
-        """No podnet alert firing or pending in Prometheus."""
-        return not [a for a in self.fl.promql("ALERTS") if a["metric"].get("alertname", "")
-                    .startswith("Podnet")]
+        """No podnet alert firing in Prometheus (a pending one may be noise that never fires;
+        if it fires during the next trial, that trial counts it)."""
+        return not [a for a in self.fl.promql('ALERTS{alertstate="firing"}')
+                    if a["metric"].get("alertname", "").startswith("Podnet")]
 
     def settle(self, timeout):
         """Waits (bounded) until nothing fires; returns the seconds waited, or None if it
         timed out (the trial after it is still run, and marked)."""
         t0 = time.time()
         try:
-            K.wait_for(self.quiet_now, timeout, "no alert firing or pending", step=1)
+            K.wait_for(self.quiet_now, timeout, "no alert firing", step=1)
             return time.time() - t0
         except K.Broken:
             return None

@@ -520,12 +520,15 @@ class Fleet:
         self.prom_port = labkit.free_port(self.ctl)
         self.prom_cfg = os.path.join(self.tmp, "prometheus.yml")
         with open(self.prom_cfg, "w") as f:
-            f.write("global: { scrape_interval: 1s, evaluation_interval: 1s,"
+            # Every 2 s, with a 2 s timeout: at 1 s / 1 s a busy machine (another job beside the
+            # fleet) timed scrapes out and PodnetExporterDown went pending for exporters that
+            # were fine; the rules' windows (15 s) still hold 7 scrapes.
+            f.write("global: { scrape_interval: 2s, evaluation_interval: 2s,"
                     " external_labels: {} }\n"
                     "rule_files: [%s]\n"
                     "alerting:\n  alertmanagers:\n"
                     "    - static_configs: [ { targets: ['127.0.0.1:%d'] } ]\n"
-                    "scrape_configs:\n  - job_name: podnet\n    scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: podnet\n    scrape_timeout: 2s\n"
                     "    file_sd_configs: [ { files: ['%s'], refresh_interval: 5s } ]\n"
                     "    relabel_configs:\n"
                     "      - { target_label: cluster, replacement: %s }\n"

@@ -23,7 +23,8 @@ namespace podnet::probes::dns {
 /// start; podnet_probe_{sent,received}_bytes_total{probe="dns"} (DNS messages + IP/UDP or
 /// IP/TCP headers, without TCP handshakes); podnet_probe_errors_total{probe="dns"} with reason
 /// "resolv_conf" (unreadable file: libc defaults used), "channel" (c-ares setup failed),
-/// "server_no_answer" or "servers_over_cap" (once per round while replicas beyond
+/// "server_no_answer", "server_error_rcode" (a nameserver answered SERVFAIL, REFUSED or another
+/// error rcode: not timed) or "servers_over_cap" (once per round while replicas beyond
 /// cluster_dns.max_servers are left out).
 std::shared_ptr<ProbeKind> MakeDnsKind(const DnsOptions& options, ProbeEnv& env);
 

@@ -38,6 +38,7 @@ class LoopbackDns {
   }
   std::uint16_t port() const { return socket_.local_endpoint().port(); }
   int questions = 0;
+  int rcode = -1;  // >= 0: every question answered with this rcode and no records
 
  private:
   void Receive() {
@@ -67,6 +68,11 @@ class LoopbackDns {
     out[3] = 0x80;  // RA
     out[7] = 0;     // ancount
     out[9] = out[11] = 0;
+    if (rcode >= 0) {
+      out[3] = static_cast<unsigned char>(0x80 | (rcode & 0x0F));
+      socket_.send_to(boost::asio::buffer(out), peer_);
+      return;
+    }
     if (!exists_.count(name)) {
       out[3] |= 3;  // NXDOMAIN
     } else {

@@ -123,5 +123,45 @@ TEST_F(DnsServersTest, EachReplicaHasItsZoneAndPathAndGoesWhenItGoes) {
             -1);
 }
 
+// A replica that answers SERVFAIL (or REFUSED) serves no lookup: its answers are not timed,
+// so its series stands still as a silent replica's does (PodnetDNSServerDown reads that), and
+// each is counted as an error.
+TEST_F(DnsServersTest, AReplicaAnsweringServfailIsNotTimed) {
+  LoopbackDns good(io_, {"example.test"});
+  LoopbackDns failing(io_, {"example.test"});
+  std::string good_server = "127.0.0.1:" + std::to_string(good.port());
+  std::string failing_server = "127.0.0.1:" + std::to_string(failing.port());
+  env_.dns_servers = {
+      MakePeer("coredns-good", "127.0.0.1", "node-1", "zone-a", PathClass::kSameNode, good.port()),
+      MakePeer("coredns-bad", "127.0.0.1", "node-2", "zone-b", PathClass::kCrossZone,
+               failing.port())};
+  DnsOptions o;
+  o.names = {"example.test"};
+  o.resolv_conf = resolv_conf_;
+  auto kind = MakeDnsKind(o, env_);
+  auto probe = kind->ForTarget("|servers|");
+  ASSERT_NE(probe, nullptr);
+
+  Round(*probe);  // both answer: both timed
+  EXPECT_EQ(Answers(good_server), 1);
+  EXPECT_EQ(Answers(failing_server), 1);
+
+  failing.rcode = 2;  // SERVFAIL from now on
+  Round(*probe);
+  EXPECT_EQ(failing.questions, 2);
+  EXPECT_EQ(Answers(failing_server), 1);  // stands still
+  EXPECT_EQ(Answers(good_server), 2);
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total",
+                         {{"probe", "dns"}, {"reason", "server_error_rcode"}}),
+            1);
+
+  failing.rcode = 5;  // REFUSED
+  Round(*probe);
+  EXPECT_EQ(Answers(failing_server), 1);
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total",
+                         {{"probe", "dns"}, {"reason", "server_error_rcode"}}),
+            2);
+}
+
 }  // namespace
 }  // namespace podnet::probes::dns
