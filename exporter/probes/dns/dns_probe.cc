@@ -283,15 +283,14 @@ void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
     }
     int len = ch->Send(
         name, static_cast<std::uint16_t>(QType::kA), false,
-        IfCurrent(this, [labels = server.labels, start, finish](auto& self, int status,
-                                                                const unsigned char* abuf,
-                                                                int alen) {
+        IfCurrent(this, [labels = server.labels, start, finish](
+                            auto& self, int status, const unsigned char* abuf, int alen) {
           // Timed only when it answers the question (NOERROR, or NXDOMAIN: an answer too). A
           // replica that only says SERVFAIL or REFUSED (RFC 1035 4.1.1 RCODE 2, 5) serves no
           // lookup: its series stands still, as a silent replica's does, and the error is
           // counted. The channel passes every rcode through (ARES_FLAG_NOCHECKRESP).
-          int rcode = status == ARES_SUCCESS && abuf != nullptr && alen >= 4 ? (abuf[3] & 0x0F)
-                                                                              : -1;
+          int rcode =
+              status == ARES_SUCCESS && abuf != nullptr && alen >= 4 ? (abuf[3] & 0x0F) : -1;
           if (status == ARES_SUCCESS && rcode != 0 && rcode != 3) {
             self.CountError("server_error_rcode");
           } else if (status == ARES_SUCCESS) {
