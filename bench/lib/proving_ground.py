@@ -98,6 +98,10 @@ def main():
     except B.BenchBroken as e:
         B.note("could not run: %s" % e)
         return 2
+    if not 2 <= args.zones <= 8 or not args.zones <= args.nodes <= 200:
+        B.note("--zones 2..8 and --nodes from --zones to 200 (got %d, %d)"
+               % (args.zones, args.nodes))
+        return 2
     classes = [c for c in args.classes.split(",") if c]
     bad = [c for c in classes if c not in faults.FAULTS]
     if bad:

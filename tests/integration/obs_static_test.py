@@ -9,9 +9,8 @@
     resolver), unique panel ids, and only the Peers dashboard groups by `peer`;
   - rules: no rule needs `peer` (aggregate_peers drops it), and only the fault-location rules
     read `peer_node` (their peer-node view is empty with aggregate_peers, documented), as do
-    PodnetPeerUnreachable, PodnetPathMTUBlackHole, PodnetExporterDown and
-    PodnetHTTPLatencyRegression to hold their paths (the exporter, the zone pair) back for a
-    located fault (HOLD_BACK_ALERTS); every alert has a severity, a summary, a description and a
+    PodnetPeerUnreachable, PodnetPathMTUBlackHole and PodnetExporterDown to hold their paths (or
+    the exporter) back for a located fault (HOLD_BACK_ALERTS); every alert has a severity, a summary, a description and a
     runbook_url whose anchor is a heading of docs/runbooks.md, a promtool test that fires it and
     one that keeps it quiet, and a row in docs/deploy.md's table of alerts;
   - the job the alerts select (`up{job="..."}`) is the job both documented ways of scraping
@@ -38,8 +37,7 @@ SCHEMA_VERSION = 39
 # Fault location needs to know which node a path leads to: these groups may read peer_node.
 FAULT_GROUPS = ("podnet.fault", "podnet.alerts.fault")
 # Alerts that hold a path (or an exporter) on a node at fault back (unless on (cluster, peer_node)).
-HOLD_BACK_ALERTS = ("PodnetPeerUnreachable", "PodnetPathMTUBlackHole", "PodnetExporterDown",
-                    "PodnetHTTPLatencyRegression")
+HOLD_BACK_ALERTS = ("PodnetPeerUnreachable", "PodnetPathMTUBlackHole", "PodnetExporterDown")
 
 
 def github_anchor(heading):

@@ -141,11 +141,17 @@ class Receiver:
         self.path = path
 
     def entries(self):
+        out = []
         try:
             with open(self.path) as f:
-                return [json.loads(line) for line in f if line.strip()]
+                for line in f:
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        pass  # a line still being written: read at the next call
         except OSError:
-            return []
+            pass
+        return out
 
     def since(self, t0, t1=None):
         return [e for e in self.entries()

@@ -35,6 +35,7 @@ class Campaign:
         self.trials = []
         self.phases = []
         self.last_clear = 0.0
+        self.before = set()  # alerts firing when the current trial began
         self.t_start = time.time()
 
     def progress(self, msg):
@@ -71,6 +72,10 @@ class Campaign:
             if wait > 0:
                 time.sleep(wait)
         target = F.draw_target(fl, kind, self.rng)
+        # Alerts still firing from before (a settle that timed out) are not this fault's pages.
+        self.before = {json.dumps({k: v for k, v in a.items()
+                                   if k not in ("__name__", "alertstate")}, sort_keys=True)
+                       for a in fl.firing()}
         t0 = time.time()
         fault = fl.inject(kind, target, **({"rng": self.rng} if "rng" in
                                             F.FAULTS[kind].__code__.co_varnames else {}))
@@ -143,7 +148,7 @@ class Campaign:
         """The notifications in [t0, t1) that page: those with a firing alert that no earlier
         one of the window carried (a group's update that only resolves, or repeats, does not).
         A list of (received, [its new firing alerts]), oldest first."""
-        seen = set()
+        seen = set(getattr(self, "before", ()))
         out = []
         for t, alerts in self.notifications(t0, t1):
             new = []
@@ -160,6 +165,7 @@ class Campaign:
     def phase(self, name):
         fl = self.fl
         self.settle(self.args.settle_timeout)
+        self.before = set()
         self.progress("phase %s begins" % name)
         t0 = time.time()
         detail = ""

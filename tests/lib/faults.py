@@ -76,6 +76,9 @@ def fault_node_latency(fleet, n, added_us=None, rng=random):
 def fault_bad_prober(fleet, n, quota=0.02):
     """Node n's exporter starved of CPU: a cgroup (v1 cpu controller) holding it to `quota` of
     one core. Its responders share the starvation (one process), as in a real Pod."""
+    if not os.path.isfile("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"):
+        raise labkit.Broken("bad_prober needs cgroup v1's cpu controller at /sys/fs/cgroup/cpu "
+                            "(this machine has not got it: leave the class out with --classes)")
     path = "%s-%s" % (fleet.cgroup, n.name)
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
@@ -101,6 +104,8 @@ def _move_group(pid, cgroup):
 
 
 def _uncgroup(path):
+    """Moves the processes of cgroup `path` back to the cpu controller's root (where the fleet's
+    processes start) and removes it."""
     root = "/sys/fs/cgroup/cpu"
     try:
         with open(os.path.join(path, "cgroup.procs")) as f:
