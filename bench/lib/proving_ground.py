@@ -108,6 +108,11 @@ def main():
         B.note("unknown fault classes %s (known: %s)" % (bad, ", ".join(faults.FAULTS)))
         return 2
     rng = random.Random(args.seed)
+    # The commit whose rules the fleet loads (read now: the run takes long, the tree may move).
+    commit = K.run("git", "-C", B.REPO, "rev-parse", "--short", "HEAD", check_rc=False).stdout.strip()
+    if K.run("git", "-C", B.REPO, "status", "--porcelain", "--untracked-files=no",
+             check_rc=False).stdout.strip():
+        commit += "+changes"
     exe, _version, exe_dir = B.exporter_binary(args.exporter)
     tmp = tempfile.mkdtemp(prefix="podnet-pg-")
     t_start = time.time()
@@ -137,8 +142,7 @@ def main():
             meta = {"nodes": args.nodes, "zones": args.zones, "rule_scale": fl.rule_scale,
                     "probe_scale": fl.probe_scale, "seed": args.seed,
                     "minutes": (time.time() - t_start) / 60,
-                    "commit": K.run("git", "-C", B.REPO, "rev-parse", "--short", "HEAD",
-                                    check_rc=False).stdout.strip()}
+                    "commit": commit}
             text = markdown(rows, overall, confusion, c.phases, meta)
             K.log("")
             K.log(text)
