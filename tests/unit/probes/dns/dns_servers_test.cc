@@ -39,6 +39,14 @@ class DnsServersTest : public ::testing::Test {
   }
   ~DnsServersTest() override { std::remove(resolv_conf_.c_str()); }
 
+  // The servers target of a DNS kind asking for example.test (it holds its kind).
+  std::shared_ptr<PeerProbe> ServersProbe() {
+    DnsOptions o;
+    o.names = {"example.test"};
+    o.resolv_conf = resolv_conf_;
+    return MakeDnsKind(o, env_)->ForTarget("|servers|");
+  }
+
   // One round of the servers target, run to its end.
   void Round(PeerProbe& probe) {
     bool done = false;
@@ -76,11 +84,7 @@ TEST_F(DnsServersTest, EachReplicaHasItsZoneAndPathAndGoesWhenItGoes) {
   env_.dns_servers = {
       MakePeer("coredns-near", "127.0.0.1", "node-1", "zone-a", PathClass::kSameNode, near.port()),
       MakePeer("coredns-far", "127.0.0.1", "node-3", "zone-c", PathClass::kCrossZone, far.port())};
-  DnsOptions o;
-  o.names = {"example.test"};
-  o.resolv_conf = resolv_conf_;
-  auto kind = MakeDnsKind(o, env_);
-  auto probe = kind->ForTarget("|servers|");
+  auto probe = ServersProbe();
   ASSERT_NE(probe, nullptr);
 
   Round(*probe);
@@ -135,11 +139,7 @@ TEST_F(DnsServersTest, AReplicaAnsweringServfailIsNotTimed) {
       MakePeer("coredns-good", "127.0.0.1", "node-1", "zone-a", PathClass::kSameNode, good.port()),
       MakePeer("coredns-bad", "127.0.0.1", "node-2", "zone-b", PathClass::kCrossZone,
                failing.port())};
-  DnsOptions o;
-  o.names = {"example.test"};
-  o.resolv_conf = resolv_conf_;
-  auto kind = MakeDnsKind(o, env_);
-  auto probe = kind->ForTarget("|servers|");
+  auto probe = ServersProbe();
   ASSERT_NE(probe, nullptr);
 
   Round(*probe);  // both answer: both timed
