@@ -52,11 +52,10 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import alerting  # noqa: E402
 import labkit  # noqa: E402
-from alerting import Receiver, fmt  # noqa: E402
-from labkit import ADDR, check, log, wait_for  # noqa: E402
+from alerting import fmt  # noqa: E402
+from labkit import ADDR, check, log, wait_for, write_atomic  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RECEIVER = alerting.RECEIVER
 PREFIX = "pnal%d" % (os.getpid() % 10000)
 CROSS_DELAY_US = int(os.environ.get("PODNET_LAB_CROSS_DELAY_US", "260"))
 X_US = 400  # added one way on the cross-zone delay line in phase 2 (see the docstring)
@@ -129,12 +128,6 @@ def exporter_config(name, resolv):
     return text
 
 
-def write_atomic(path, text):
-    with open(path + ".new", "w") as f:
-        f.write(text)
-    os.replace(path + ".new", path)
-
-
 def scenario(args, lab, tmp):
     ns = lab.ns
     cl = ns["client"]
@@ -154,9 +147,7 @@ def scenario(args, lab, tmp):
                  20, "%s exporter ready" % name)
 
     hook_port = labkit.free_port(cl)
-    hook_log = os.path.join(tmp, "receiver.jsonl")
-    labkit.start(cl, [sys.executable, RECEIVER, "--port", str(hook_port), "--log", hook_log],
-                 os.path.join(tmp, "receiver.log"), max_seconds=600)
+    rx = alerting.start_receiver(cl, tmp, hook_port)
     am_port = labkit.free_port(cl)
     am_cfg = os.path.join(tmp, "alertmanager.yml")
     with open(am_cfg, "w") as f:
@@ -166,13 +157,7 @@ def scenario(args, lab, tmp):
                 "  group_interval: 1s\n  repeat_interval: 1h\n"
                 "receivers:\n  - name: hook\n    webhook_configs:\n"
                 "      - { url: 'http://127.0.0.1:%d/', send_resolved: true }\n" % hook_port)
-    labkit.start(cl, [args.alertmanager, "--config.file=" + am_cfg,
-                      "--storage.path=" + os.path.join(tmp, "am"),
-                      "--web.listen-address=127.0.0.1:%d" % am_port,
-                      "--cluster.listen-address="],
-                 os.path.join(tmp, "alertmanager.log"), max_seconds=600)
-    wait_for(lambda: labkit.http(cl, "http://127.0.0.1:%d/-/ready" % am_port)[0] == 200, 30,
-             "alertmanager ready")
+    alerting.start_alertmanager(cl, tmp, am_cfg, am_port, args.alertmanager)
 
     rule_files = alerting.scaled_rules(tmp, SCALE)
     r = labkit.run(args.promtool, "check", "rules", *rule_files, check_rc=False)
@@ -203,7 +188,6 @@ def scenario(args, lab, tmp):
         sel = 'alertstate="firing"' + (',alertname="%s"' % alertname if alertname else "")
         return promql("ALERTS{%s}" % sel)
 
-    rx = Receiver(hook_log)
     phases = []  # (title, t0, t1)
 
     # Phase 1: quiet, until both comparisons of the regression alerts reach back into data.

@@ -387,10 +387,7 @@ class Fleet:
         return os.path.join(self.tmp, "resolv-%s.conf" % n.name)
 
     def _write_resolv(self, n, text):
-        path = self.resolv_path(n)
-        with open(path + ".new", "w") as f:
-            f.write(text)
-        os.replace(path + ".new", path)
+        labkit.write_atomic(self.resolv_path(n), text)
 
     # ---- the API server, Prometheus, Alertmanager ------------------------------------------
     def _control(self):
@@ -440,9 +437,7 @@ class Fleet:
 
     @staticmethod
     def _json(path, doc):
-        with open(path + ".new", "w") as f:
-            json.dump(doc, f)
-        os.replace(path + ".new", path)
+        labkit.write_atomic(path, json.dumps(doc))
 
     def _write_endpoints(self):
         """The podnet Service's endpoints (ready ones, and a Pod stopping as terminating)."""
@@ -625,15 +620,6 @@ class Fleet:
         for ns in reversed(self.namespaces):
             subprocess.run(["ip", "netns", "del", ns], timeout=30, capture_output=True)
         self.namespaces = []
-
-
-def cleanup_stale(prefix):
-    """Deletes namespaces left by an earlier run with `prefix` (a killed run)."""
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        ns = line.split()[0] if line.split() else ""
-        if ns.startswith(prefix + "-"):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def have_tools(*extra):

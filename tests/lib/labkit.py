@@ -254,6 +254,14 @@ def wait_for(pred, timeout, what, step=0.5):
                  % (timeout, what, (" (%r)" % last) if last else ""))
 
 
+def write_atomic(path, text):
+    """Replaces the file at `path` with `text` at once: a reader (an exporter re-reading its
+    resolv.conf, a server watching a file) sees the old content or the new, never half."""
+    with open(path + ".new", "w") as f:
+        f.write(text)
+    os.replace(path + ".new", path)
+
+
 def tail(path, n=20):
     """The last `n` lines of the file at `path` ("" if it cannot be read)."""
     try:
