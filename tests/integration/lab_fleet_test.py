@@ -11,7 +11,10 @@ then, scored by tests/lib/campaign.py on what the webhook receiver logged:
      2 notifications (one page for a cut, not one per path);
   3. a rolling restart of every exporter, one at a time (a DaemonSet rollout: each Pod's
      endpoint terminating, the Pod replaced under a new name, ready, back in the Service): no
-     notification at all.
+     notification at all;
+  4. every recording rule that reads the cluster DNS replicas (discovered through the
+     EndpointSlices of kube-dns: lab_obs_test's lab has none) has data, one series per replica
+     where it is per replica.
 
 Usage: lab_fleet_test.py --exporter BIN --delayline BIN [--nodes 9] [--seed N]. Needs root
 (exit 77 otherwise, a failure with CI=true). Traffic stays in the namespaces it makes; every
@@ -31,6 +34,7 @@ import alerting  # noqa: E402
 import campaign as C  # noqa: E402
 import fleet as F  # noqa: E402
 import labkit  # noqa: E402
+import obs_queries  # noqa: E402
 from labkit import check, log  # noqa: E402
 
 
@@ -79,6 +83,13 @@ def main():
             p = c.phases[-1]
             check(p["false_notifications"] == 0, "rollout of %d Pods: %d notifications %s %s"
                   % (len(fl.live()), p["false_notifications"], p["alerts"], p["examples"]))
+            for name in sorted(obs_queries.replica_rules()):
+                got = fl.promql(name)
+                servers = {r["metric"].get("server") for r in got} - {None}
+                want = 1 if name.startswith("cluster:") else len(fl.dns)
+                have = len(got) if name.startswith("cluster:") else len(servers)
+                check(have >= want, "recording rule %s: %d series of replicas (%d wanted)"
+                      % (name, have, want))
             log("receiver log:")
             for e in fl.receiver.entries():
                 log(alerting.fmt(e, t0))

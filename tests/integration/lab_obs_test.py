@@ -9,7 +9,9 @@ cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
 
   - every recording rule returns data, and every rule evaluates without error; except the rules
     that compare with a day earlier (NEEDS_A_DAY: this Prometheus is minutes old), which must
-    have no data yet and evaluate without error; and the path-MTU rules and panels (they read
+    have no data yet and evaluate without error; those that read the cluster DNS replicas
+    (NEEDS_REPLICAS: probes.dns.cluster_dns needs peers.kubernetes, this lab's peers are
+    static; lab_fleet checks their data), held to the same; and the path-MTU rules and panels (they read
     podnet_path_mtu_*), which are held to the same only while the client's /metrics has
     podnet_path_mtu_bytes series: without them (a build without the path-MTU probe, or the
     probe not configured here) they must evaluate and have no data, and the run says so;
@@ -59,6 +61,17 @@ NEEDS_A_DAY = {
     "zone_pair:podnet_rtt_regressed:bool",
     "cluster:podnet_rtt_zone_pairs_regressed:ratio",
     "cluster:podnet_rtt_zone_pairs:count",
+}
+# Recording rules that read the cluster DNS replicas (probes.dns.cluster_dns, which needs
+# peers.kubernetes; this lab's peers are static): no data here, listed and checked against the
+# rule files as above. lab_fleet, whose exporters discover two replicas, checks their data.
+NEEDS_REPLICAS = {
+    "instance_server:podnet_dns_server_answers:rate5m",
+    "server:podnet_dns_server_silent:ratio",
+    "server:podnet_dns_server_probers:count",
+    "server:podnet_dns_server_rtt_seconds:p50",
+    "cluster:podnet_dns_server_rtt_seconds:p50_min",
+    "server:podnet_dns_server_at_fault:bool",
 }
 # The path-MTU probe's families: rules and dashboard queries that read them (podnet.mtu, the
 # Zone matrix's path MTU panels) need its series in the client's /metrics.
@@ -138,8 +151,8 @@ def path_mtu_exported(ns):
 
 
 def all_recorded(ns, path_mtu):
-    names = [r["record"] for _, r in oq.rules() if "record" in r and r["record"] not in NEEDS_A_DAY
-             and (path_mtu or PATH_MTU not in r["expr"] + r["record"])]
+    names = [r["record"] for _, r in oq.rules() if "record" in r
+             and r["record"] not in NEEDS_A_DAY | NEEDS_REPLICAS and (path_mtu or PATH_MTU not in r["expr"] + r["record"])]
     return [n for n in names if not finite(labkit.promql(ns, n))]
 
 
@@ -192,10 +205,16 @@ def scenario(args, lab, tmp):
     # evaluates without error.
     check(oq.history_rules() == NEEDS_A_DAY, "the rules that need a day of history are %s: %s"
           % (sorted(NEEDS_A_DAY), sorted(oq.history_rules())))
+    check(oq.replica_rules() == NEEDS_REPLICAS, "the rules that read cluster DNS replicas are "
+          "%s: %s" % (sorted(NEEDS_REPLICAS), sorted(oq.replica_rules())))
     for _, r in oq.rules():
         if "record" in r and r["record"] in NEEDS_A_DAY:
             res = labkit.promql(ns["client"], r["record"])
             check(not res, "recording rule %s: no data before a day of history (%d series)"
+                  % (r["record"], len(res)))
+        elif "record" in r and r["record"] in NEEDS_REPLICAS:
+            res = labkit.promql(ns["client"], r["record"])
+            check(not res, "recording rule %s: no data without cluster DNS replicas (%d series)"
                   % (r["record"], len(res)))
         elif "record" in r and not path_mtu and PATH_MTU in r["expr"] + r["record"]:
             res = labkit.promql(ns["client"], r["record"])

@@ -80,18 +80,31 @@ def rules():
     return out
 
 
+def dependent_rules(pattern):
+    """Recording rules whose expression matches the regular expression `pattern`, directly or
+    through another such rule (a set of record names)."""
+    recorded = {r["record"]: r["expr"] for _, r in rules() if "record" in r}
+    found = set()
+    while True:
+        more = {name for name, expr in recorded.items() if name not in found and (
+            re.search(pattern, expr) or any(
+                re.search(r"(?<![\w:])%s(?![\w:])" % re.escape(p), expr) for p in found))}
+        if not more:
+            return found
+        found |= more
+
+
 def history_rules():
     """Recording rules that compare with the past (`offset`), directly or through another such
     rule: without that much history they have no data."""
-    recorded = {r["record"]: r["expr"] for _, r in rules() if "record" in r}
-    past = set()
-    while True:
-        more = {name for name, expr in recorded.items() if name not in past and (
-            re.search(r"\boffset\b", expr) or any(
-                re.search(r"(?<![\w:])%s(?![\w:])" % re.escape(p), expr) for p in past))}
-        if not more:
-            return past
-        past |= more
+    return dependent_rules(r"\boffset\b")
+
+
+def replica_rules():
+    """Recording rules that read the cluster DNS replicas' series (`server_zone!=""`: those
+    probes.dns.cluster_dns discovers through peers.kubernetes), directly or through another
+    such rule: without discovery they have no data."""
+    return dependent_rules(r'server_zone\s*!=\s*""')
 
 
 def without_offsets(expr):
