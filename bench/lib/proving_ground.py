@@ -117,8 +117,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="podnet-pg-")
     t_start = time.time()
     try:
+        # probes.mtu (off at the deploy default) only for the class that needs it: it is
+        # the one extra load, and the other classes are judged on the default probe set.
         with F.Fleet(args.prefix, tmp, exe, args.delayline, nodes=args.nodes,
-                     zones=args.zones) as fl:
+                     zones=args.zones, mtu="path_mtu_blackhole" in classes) as fl:
             fl.wait_ready(timeout=120)
             c = C.Campaign(fl, args, rng)
             # "A day ago" must reach past the fleet's first minute (probes starting, caches
@@ -129,8 +131,7 @@ def main():
                        % warm)
             time.sleep(warm)
             phases = [p for p in args.phases.split(",") if p]
-            plan = [k for k in classes for _ in range(args.trials)]
-            rng.shuffle(plan)
+            plan = C.plan(classes, args.trials, rng)
             if "quiet" in phases:
                 c.phase("quiet")
             for i, kind in enumerate(plan, 1):

@@ -24,6 +24,10 @@ from alerting import seconds
 # Faults whose alerts compare with "a day ago" (the scaled offsets): the fleet waits until the
 # comparison reaches back past the last fault before injecting one of these.
 OFFSET_SENSITIVE = {"node_latency", "zone_pair_latency", "dns_slow", "dns_amplification"}
+# Classes whose first verdict waits for a slow probe's rounds (shipped seconds, divided by the
+# rule scale in the lab): the detection deadline is that much longer for them. Two rounds of
+# probes.mtu.interval: the round under way at the injection may end before it matters.
+ROUND_BEFORE_VERDICT_S = {"path_mtu_blackhole": 2 * 600}
 NO_FAULT_PHASES = ("quiet", "rollout", "churn", "prometheus_restart")
 TARGETS = {"top1": 0.95, "top1_class": 0.90, "pages": 2, "false": 0}
 
@@ -79,7 +83,8 @@ class Campaign:
         t0 = time.time()
         fault = fl.inject(kind, target, **({"rng": self.rng} if "rng" in
                                             F.FAULTS[kind].__code__.co_varnames else {}))
-        detect_deadline = t0 + self.args.detect_timeout
+        detect_deadline = (t0 + self.args.detect_timeout
+                           + ROUND_BEFORE_VERDICT_S.get(kind, 0) / fl.rule_scale)
         first_right = None
         while time.time() < detect_deadline:
             got = [e for e in self.rx.since(t0) if e.get("status") == "firing"]
@@ -199,6 +204,24 @@ class Campaign:
         self.phases.append(rec)
         self.progress("phase %-18s %5.0f s, %d false notifications %s %s"
                       % (name, t1 - t0, len(firing), rec["alerts"], detail))
+
+
+def plan(classes, trials, rng):
+    """The trials' order: `trials` of each class, shuffled, with the OFFSET_SENSITIVE ones
+    spread evenly among the rest (each of those waits until the "day ago" comparison reaches
+    past the last fault; a trial of another class before it fills most of that wait)."""
+    sensitive = [k for k in classes if k in OFFSET_SENSITIVE for _ in range(trials)]
+    other = [k for k in classes if k not in OFFSET_SENSITIVE for _ in range(trials)]
+    rng.shuffle(sensitive)
+    rng.shuffle(other)
+    # sensitive trial j goes after the first round((j + 1) * O / (S + 1)) other ones
+    after = [round((j + 1) * len(other) / (len(sensitive) + 1)) for j in range(len(sensitive))]
+    out = []
+    for i in range(len(other) + 1):
+        out += [sensitive[j] for j in range(len(sensitive)) if after[j] == i]
+        if i < len(other):
+            out.append(other[i])
+    return out
 
 
 def _brief(labels):

@@ -11,6 +11,8 @@ DNS server process) or on its exporter's cgroup.
   zone_pair_latency    0.3-1 ms more one way on the link between two zones
   zone_pair_loss       2-10 % round-trip loss on the link between two zones
   zone_cut             the link between two zones drops everything
+  path_mtu_blackhole   packets over 1,280-1,420 bytes from one zone to another vanish, no ICMP
+                       (one way; needs probes.mtu on: Fleet(mtu=True))
   dns_slow             one DNS replica 20-80 ms further away
   dns_servfail         one DNS replica answers SERVFAIL to everything
   dns_amplification    every node's resolv.conf gains two search domains
@@ -160,6 +162,27 @@ def fault_zone_cut(fleet, zones):
     return Fault("zone_cut", truth, undo)
 
 
+def fault_path_mtu_blackhole(fleet, zones, limit=None, rng=random):
+    """A one-way path-MTU black hole: packets from zone zones[0] to zone zones[1] larger than
+    `limit` bytes (IP packet, headers included; 1,280-1,420, below the nodes' 1,500) are
+    dropped in zones[0]'s router with no ICMP "fragmentation needed" sent back, as a middlebox
+    with a smaller MTU whose ICMP is filtered does. The other direction is untouched. An
+    iptables `length` match, not a smaller link MTU: a veth drops what exceeds its MTU on
+    receive too, which would make the black hole two-way."""
+    if not fleet.mtu:
+        raise labkit.Broken("path_mtu_blackhole needs probes.mtu on in the fleet (mtu=True)")
+    limit = limit or int(rng.uniform(1280, 1420))
+    src, dst = zones
+    rule = ["FORWARD", "-o", "p%d" % dst, "-m", "length", "--length",
+            "%d:65535" % (limit + 1), "-j", "DROP"]
+    ns = fleet.zns(src)
+    fleet.iptables(ns, "-I", rule[0], "1", *rule[1:])
+    x, y, _ = fleet.pair_of(src, dst)
+    return Fault("path_mtu_blackhole", ("zones", F.zone_name(x), F.zone_name(y)),
+                 lambda: fleet.iptables(ns, "-D", *rule),
+                 "%s -> %s over %d bytes" % (F.zone_name(src), F.zone_name(dst), limit))
+
+
 def fault_dns_slow(fleet, k, added_us=None, rng=random):
     """DNS replica k answers late: its delay line + 20-80 ms one way."""
     added_us = added_us or int(rng.uniform(20000, 80000))
@@ -210,6 +233,7 @@ FAULTS = {
     "zone_pair_latency": fault_zone_pair_latency,
     "zone_pair_loss": fault_zone_pair_loss,
     "zone_cut": fault_zone_cut,
+    "path_mtu_blackhole": fault_path_mtu_blackhole,
     "dns_slow": fault_dns_slow,
     "dns_servfail": fault_dns_servfail,
     "dns_amplification": fault_dns_amplification,
@@ -218,7 +242,7 @@ FAULTS = {
 TARGET_KIND = {
     "node_blackhole": "node", "node_gray_loss": "node", "node_latency": "node",
     "bad_prober": "node", "zone_pair_latency": "zone_pair", "zone_pair_loss": "zone_pair",
-    "zone_cut": "zone_pair", "dns_slow": "dns", "dns_servfail": "dns",
+    "zone_cut": "zone_pair", "path_mtu_blackhole": "zone_pair", "dns_slow": "dns", "dns_servfail": "dns",
     "dns_amplification": None, "service_leaves_zone": "zone",
 }
 

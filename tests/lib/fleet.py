@@ -99,12 +99,15 @@ class Node:
 class Fleet:
     """The fleet; use as a context manager. `probe_scale`: the deploy default's probe durations
     are divided by it (10 s rounds -> 1 s); `rule_scale` and `offsets`: see
-    alerting.uniform_scale; `am_scale`: the shipped Alertmanager timings are divided by it."""
+    alerting.uniform_scale; `am_scale`: the shipped Alertmanager timings are divided by it.
+    `mtu`: probes.mtu on, as deploy/kubernetes/base/podnet.yaml's commented line has it, its
+    rounds divided by `rule_scale` (10 min -> 30 s), not `probe_scale`: PodnetPathMTUBlackHole's
+    `for:` (25 min, the verdict of three rounds) is divided by it, and the two keep their ratio."""
 
     def __init__(self, prefix, tmp, exporter, delayline, nodes=24, zones=3, pair_delay_us=250, dns_replicas=2, backends_per_zone=2, probe_scale=5,
                  rule_scale=20, offsets=None, am_scale=20, max_seconds=7200,
                  prometheus="prometheus", alertmanager="prometheus-alertmanager",
-                 extra_probes=None):
+                 extra_probes=None, mtu=False):
         if zones < 2 or zones > 8 or nodes < zones or nodes > 200:
             raise ValueError("2..8 zones, zones..200 nodes")
         self.prefix, self.tmp, self.exe, self.delayline = prefix, tmp, exporter, delayline
@@ -121,6 +124,7 @@ class Fleet:
         self.max_seconds = max_seconds
         self.prometheus_bin, self.alertmanager_bin = prometheus, alertmanager
         self.extra_probes = extra_probes or {}
+        self.mtu = mtu
         self.delaylines = {}  # name -> (ns, process, delay file, log, base delay)
         self.detours = {}  # host name -> (zone namespace, interface tag): see detour()
         self.prom = None
@@ -483,6 +487,9 @@ class Fleet:
                              "targets": [{"name": SERVICE, "address": SERVICE_VIP,
                                           "port": 9479, "protocol": "udp",
                                           "kubernetes_service": "podnet/" + SERVICE}]}
+        if self.mtu:
+            probes["mtu"] = {"interval": alerting.duration(600 / self.rule_scale),
+                             "timeout": alerting.duration(0.5 / self.probe_scale)}
         probes.update(self.extra_probes)
         doc = {"listen_address": "0.0.0.0:9479",
                "self": {"name": n.pod, "node": n.name, "zone": ""},
