@@ -9,7 +9,7 @@
 # line: the coverage the corpus reaches) and then fuzz on from there; the line per target gives
 # both coverages. A target that did not finish its corpus fails: raise FUZZ_SECONDS.
 # Usage: scripts/fuzz.sh [TARGET...]   FUZZ_SECONDS (default 10) per target, nproc targets at
-# once; 9 targets ≈ 1 min on 2 cores.
+# once; 10 targets ≈ 1 min on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --sanitize

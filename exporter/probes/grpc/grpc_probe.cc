@@ -1,5 +1,6 @@
 #include "exporter/probes/grpc/grpc_probe.h"
 
+#include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -48,24 +50,23 @@ const char* StatusCodeName(int code) {
 }
 
 std::optional<int> DecodeHealthStatus(std::span<const std::uint8_t> m) {
-  // Protobuf wire format: a sequence of (tag varint, value). HealthCheckResponse has one field,
-  // `ServingStatus status = 1` (varint, tag 0x08); unknown varint fields are skipped.
-  int status = 0;
-  std::size_t i = 0;
-  auto varint = [&](std::uint64_t* out) {
-    *out = 0;
-    for (int shift = 0; shift < 64 && i < m.size(); shift += 7) {
-      std::uint8_t b = m[i++];
-      *out |= std::uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) return true;
-    }
-    return false;
-  };
-  while (i < m.size()) {
-    std::uint64_t tag = 0, value = 0;
-    if (!varint(&tag) || (tag & 7) != 0) return std::nullopt;  // only varint fields expected
-    if (!varint(&value)) return std::nullopt;
-    if ((tag >> 3) == 1) status = static_cast<int>(value);
+  // grpc.health.v1.HealthCheckResponse (grpc's src/proto/grpc/health/v1/health.proto) has one
+  // field, `ServingStatus status = 1`, an enum: a varint. The message is read by libprotobuf as
+  // a set of unknown fields, so every wire type (varint, 64-bit, length-delimited, group, 32-bit)
+  // is read, and skipped, as the protobuf runtime of the server's clients does. As generated
+  // proto3 code parses it (protobuf.dev, "Encoding" and "Language Guide (proto3)"): a field the
+  // probe does not know, whatever its number and type, is skipped; field 1 with another wire
+  // type than varint is such an unknown field; when field 1 comes more than once the last one
+  // wins; an enum value is the varint's low 32 bits, two's complement (open enums: a value the
+  // probe does not know is kept, and is "not SERVING").
+  if (m.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) return std::nullopt;
+  google::protobuf::UnknownFieldSet fields;
+  if (!fields.ParseFromArray(m.data(), static_cast<int>(m.size()))) return std::nullopt;
+  int status = 0;  // absent: UNKNOWN
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const google::protobuf::UnknownField& f = fields.field(i);
+    if (f.number() == 1 && f.type() == google::protobuf::UnknownField::TYPE_VARINT)
+      status = static_cast<std::int32_t>(static_cast<std::uint32_t>(f.varint()));
   }
   return status;
 }

@@ -24,8 +24,12 @@ namespace podnet::probes::grpc {
 ///       answer whose status is not SERVING), "malformed_response"
 std::shared_ptr<ProbeKind> MakeGrpcKind(const GrpcOptions& options, ProbeEnv& env);
 
-/// grpc.health.v1.HealthCheckResponse.status from its protobuf encoding (field 1, varint;
-/// absent = 0 UNKNOWN). std::nullopt when the bytes are not such a message.
+/// grpc.health.v1.HealthCheckResponse.status from its protobuf encoding, read as protobuf's
+/// runtime reads it (libprotobuf's UnknownFieldSet): field 1 as a varint, the last one if it
+/// comes more than once, its low 32 bits as a signed enum value; absent = 0 UNKNOWN; fields of
+/// other numbers or wire types skipped (proto3 unknown fields). std::nullopt when the bytes are
+/// not a protobuf message (a varint or a length cut short, an unmatched group end, a wire type
+/// 6 or 7, field number 0).
 std::optional<int> DecodeHealthStatus(std::span<const std::uint8_t> message);
 
 /// The canonical name of a gRPC status code ("OK", "DEADLINE_EXCEEDED", ...).

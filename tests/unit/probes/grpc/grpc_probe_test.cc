@@ -1,5 +1,6 @@
 #include "exporter/probes/grpc/grpc_probe.h"
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
@@ -9,7 +10,10 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exporter/metrics/metrics.h"
@@ -28,15 +32,50 @@ using podnet::testing::OpenFds;
 
 const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
 
+std::optional<int> Decode(std::string_view bytes) {
+  return DecodeHealthStatus(std::span<const std::uint8_t>(
+      reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+}
+
 TEST(GrpcHealthDecodeTest, ReadsTheServingStatus) {
-  EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{}), 0);            // UNKNOWN (default)
-  EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{0x08, 0x01}), 1);  // SERVING
-  EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{0x08, 0x02}), 2);  // NOT_SERVING
-  EXPECT_EQ(DecodeHealthStatus(std::vector<std::uint8_t>{0x10, 0x05, 0x08, 0x01}), 1);
-  EXPECT_FALSE(DecodeHealthStatus(std::vector<std::uint8_t>{0x0a, 0x01, 0x41}));  // bytes field
-  EXPECT_FALSE(DecodeHealthStatus(std::vector<std::uint8_t>{0x08, 0x81}));        // cut varint
+  EXPECT_EQ(Decode(""), 0);          // UNKNOWN (default)
+  EXPECT_EQ(Decode("\x08\x01"), 1);  // SERVING
+  EXPECT_EQ(Decode("\x08\x02"), 2);  // NOT_SERVING
   EXPECT_STREQ(StatusCodeName(4), "DEADLINE_EXCEEDED");
   EXPECT_STREQ(StatusCodeName(14), "UNAVAILABLE");
+}
+
+// As protobuf's runtime parses the message for a server's own clients (grpcio reads SERVING
+// from each of these): unknown fields of every wire type are skipped, the last field 1 wins, and
+// field 1 of another wire type is an unknown field (status stays UNKNOWN).
+TEST(GrpcHealthDecodeTest, SkipsUnknownFieldsOfEveryWireType) {
+  using namespace std::string_view_literals;
+  EXPECT_EQ(Decode("\x10\x05\x08\x01"sv), 1);  // varint field 2 before
+  EXPECT_EQ(Decode("\x08\x01\x12\x03"
+                   "abc"sv),
+            1);                                            // string field 2 after
+  EXPECT_EQ(Decode("\x19\x01\x01\x01\x01\x01\x01\x01\x01"  // fixed64 field 3
+                   "\x25\x02\x02\x02\x02"                  // fixed32 field 4
+                   "\x08\x01"sv),
+            1);
+  EXPECT_EQ(Decode("\x2b\x08\x07\x2c\x08\x01"sv), 1);  // group 5 holding a field 1 of its own
+  EXPECT_EQ(Decode("\x08\x02\x08\x01"sv), 1);          // last one wins
+  EXPECT_EQ(Decode("\x08\x01\x08\x02"sv), 2);
+  EXPECT_EQ(Decode("\x0a\x01\x41"sv), 0);  // field 1 as bytes: unknown
+  EXPECT_EQ(Decode("\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"sv), -1);  // enum -1
+  EXPECT_EQ(Decode("\x08\x07"sv), 7);  // a value this probe does not know is kept (open enum)
+}
+
+TEST(GrpcHealthDecodeTest, BytesThatAreNoMessageAreMalformed) {
+  using namespace std::string_view_literals;
+  EXPECT_FALSE(Decode("\x08\x81"sv));  // varint cut short
+  EXPECT_FALSE(
+      Decode("\x12\x05"
+             "a"sv));                      // length past the end
+  EXPECT_FALSE(Decode("\x2c"sv));          // a group's end with no start
+  EXPECT_FALSE(Decode("\x2b\x08\x01"sv));  // a group never ended
+  EXPECT_FALSE(Decode("\x0f\x00"sv));      // wire type 7
+  EXPECT_FALSE(Decode("\x00\x01"sv));      // field number 0
 }
 
 // `count` calls 10 ms apart to `port`, each failing after `timeout`.
@@ -112,6 +151,97 @@ TEST_F(GrpcProbeTest, ChecksTheHealthResponderOnLoopback) {
             5 * (52 + 9 + 14));
   probe_->RemoveSeries();
   EXPECT_EQ(Requests("OK"), -1);
+}
+
+// A gRPC server (grpc++ on loopback) that answers every call OK with the message `bytes`: a
+// health service of another implementation, whose HealthCheckResponse carries what it likes.
+class FixedAnswerServer {
+ public:
+  explicit FixedAnswerServer(std::string bytes) : service_(std::move(bytes)) {
+    // Off for this server (GrpcHealthServer turns it on process-wide): the generic service,
+    // not gRPC's own health service, must answer /grpc.health.v1.Health/Check.
+    ::grpc::EnableDefaultHealthCheckService(false);
+    ::grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", ::grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterCallbackGenericService(&service_);
+    server_ = builder.BuildAndStart();
+  }
+  ~FixedAnswerServer() {
+    if (server_) server_->Shutdown();
+  }
+  std::uint16_t port() const { return static_cast<std::uint16_t>(port_); }
+
+ private:
+  class Service : public ::grpc::CallbackGenericService {
+   public:
+    explicit Service(std::string bytes) : bytes_(std::move(bytes)) {}
+    ::grpc::ServerGenericBidiReactor* CreateReactor(
+        ::grpc::GenericCallbackServerContext*) override {
+      return new Reactor(bytes_);
+    }
+
+   private:
+    // Reads the request, answers with the bytes, finishes OK; deletes itself when done.
+    class Reactor : public ::grpc::ServerGenericBidiReactor {
+     public:
+      explicit Reactor(const std::string& bytes) {
+        ::grpc::Slice slice(bytes);
+        answer_ = ::grpc::ByteBuffer(&slice, 1);
+        StartRead(&request_);
+      }
+      void OnReadDone(bool ok) override {
+        if (ok) {
+          StartWriteAndFinish(&answer_, ::grpc::WriteOptions(), ::grpc::Status::OK);
+        } else {
+          Finish(::grpc::Status(::grpc::StatusCode::INTERNAL, "no request"));
+        }
+      }
+      void OnDone() override { delete this; }
+
+     private:
+      ::grpc::ByteBuffer request_;
+      ::grpc::ByteBuffer answer_;
+    };
+    std::string bytes_;
+  };
+  Service service_;
+  int port_ = 0;
+  std::unique_ptr<::grpc::Server> server_;
+};
+
+// Issue 44: SERVING with a field this probe does not know (a newer health.proto, another
+// server's extension) is SERVING, as grpcio's clients read it; it was malformed_response.
+TEST_F(GrpcProbeTest, AnAnswerWithUnknownFieldsIsServing) {
+  FixedAnswerServer server(
+      std::string("\x08\x01\x12\x07"
+                  "version",
+                  11));
+  ASSERT_NE(server.port(), 0);
+  ASSERT_TRUE(RunRound(Calls(3, server.port(), 1s), "127.0.0.1"));
+  EXPECT_EQ(Requests("OK"), 3);
+  auto h = FindSeries(metrics_.registry(), "podnet_grpc_request_duration_seconds", labels_);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->histogram.sample_count, 3u);
+  auto l = labels_;
+  l["probe"] = "grpc";
+  l["reason"] = "malformed_response";
+  EXPECT_LE(CounterValue(metrics_.registry(), "podnet_probe_errors_total", l), 0);  // none
+}
+
+// Bytes that are no protobuf message stay malformed_response, and are not timed.
+TEST_F(GrpcProbeTest, AnAnswerThatIsNoMessageIsMalformed) {
+  FixedAnswerServer server(
+      std::string("\x08\x01\x12\x05"
+                  "ab",
+                  6));
+  ASSERT_NE(server.port(), 0);
+  ASSERT_TRUE(RunRound(Calls(2, server.port(), 1s), "127.0.0.1"));
+  auto l = labels_;
+  l["probe"] = "grpc";
+  l["reason"] = "malformed_response";
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total", l), 2);
+  auto h = FindSeries(metrics_.registry(), "podnet_grpc_request_duration_seconds", labels_);
+  EXPECT_TRUE(!h || h->histogram.sample_count == 0u);
 }
 
 TEST_F(GrpcProbeTest, NothingListeningIsUnavailableAndTheRoundEnds) {
