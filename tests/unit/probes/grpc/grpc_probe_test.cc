@@ -115,6 +115,12 @@ class GrpcProbeTest : public ::testing::Test {
     l["code"] = code;
     return CounterValue(metrics_.registry(), "podnet_grpc_requests_total", l);
   }
+  double Errors(const char* reason) {
+    auto l = labels_;
+    l["probe"] = "grpc";
+    l["reason"] = reason;
+    return CounterValue(metrics_.registry(), "podnet_probe_errors_total", l);
+  }
 
   boost::asio::io_context io_;
   metrics::Metrics metrics_;
@@ -222,10 +228,7 @@ TEST_F(GrpcProbeTest, AnAnswerWithUnknownFieldsIsServing) {
   auto h = FindSeries(metrics_.registry(), "podnet_grpc_request_duration_seconds", labels_);
   ASSERT_TRUE(h);
   EXPECT_EQ(h->histogram.sample_count, 3u);
-  auto l = labels_;
-  l["probe"] = "grpc";
-  l["reason"] = "malformed_response";
-  EXPECT_LE(CounterValue(metrics_.registry(), "podnet_probe_errors_total", l), 0);  // none
+  EXPECT_LE(Errors("malformed_response"), 0);  // none
 }
 
 // Bytes that are no protobuf message stay malformed_response, and are not timed.
@@ -236,10 +239,7 @@ TEST_F(GrpcProbeTest, AnAnswerThatIsNoMessageIsMalformed) {
                   6));
   ASSERT_NE(server.port(), 0);
   ASSERT_TRUE(RunRound(Calls(2, server.port(), 1s), "127.0.0.1"));
-  auto l = labels_;
-  l["probe"] = "grpc";
-  l["reason"] = "malformed_response";
-  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total", l), 2);
+  EXPECT_EQ(Errors("malformed_response"), 2);
   auto h = FindSeries(metrics_.registry(), "podnet_grpc_request_duration_seconds", labels_);
   EXPECT_TRUE(!h || h->histogram.sample_count == 0u);
 }
@@ -247,10 +247,7 @@ TEST_F(GrpcProbeTest, AnAnswerThatIsNoMessageIsMalformed) {
 TEST_F(GrpcProbeTest, NothingListeningIsUnavailableAndTheRoundEnds) {
   ASSERT_TRUE(RunRound(Calls(3, 1, 300ms), "127.0.0.1"));  // nothing listens on 127.0.0.1:1
   EXPECT_EQ(Requests("UNAVAILABLE"), 3);
-  auto l = labels_;
-  l["probe"] = "grpc";
-  l["reason"] = "unavailable";
-  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total", l), 3);
+  EXPECT_EQ(Errors("unavailable"), 3);
 }
 
 // `count` TCP connections to 127.0.0.1:`port` from source address `source` (any 127/8 address
