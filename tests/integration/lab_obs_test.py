@@ -11,8 +11,8 @@ cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
     that compare with a day earlier (NEEDS_A_DAY: this Prometheus is minutes old), which must
     have no data yet and evaluate without error; those that read the cluster DNS replicas
     (NEEDS_REPLICAS: probes.dns.cluster_dns needs peers.kubernetes, this lab's peers are
-    static; lab_fleet checks their data), held to the same; and the path-MTU rules and panels (they read
-    podnet_path_mtu_*), which are held to the same only while the client's /metrics has
+    static; lab_fleet checks their data), held to the same; and the path-MTU rules and panels
+    (they read podnet_path_mtu_*), which are held to the same only while the client's /metrics has
     podnet_path_mtu_bytes series: without them (a build without the path-MTU probe, or the
     probe not configured here) they must evaluate and have no data, and the run says so;
   - every dashboard query returns data with a finite value, and every label its legend (or its
@@ -152,7 +152,8 @@ def path_mtu_exported(ns):
 
 def all_recorded(ns, path_mtu):
     names = [r["record"] for _, r in oq.rules() if "record" in r
-             and r["record"] not in NEEDS_A_DAY | NEEDS_REPLICAS and (path_mtu or PATH_MTU not in r["expr"] + r["record"])]
+             and r["record"] not in NEEDS_A_DAY | NEEDS_REPLICAS
+             and (path_mtu or PATH_MTU not in r["expr"] + r["record"])]
     return [n for n in names if not finite(labkit.promql(ns, n))]
 
 

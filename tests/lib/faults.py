@@ -42,15 +42,21 @@ class Fault:
             self._undo()
 
 
-def _node_drop(fleet, n, probability=None):
-    ns = fleet.ns(n)
+def _drop(fleet, ns, rules, probability=None):
+    """Inserts DROP rules in namespace ns's filter table: `rules` are [chain, match...] lists;
+    with `probability`, each drops that share at random (the `statistic` match). Returns the
+    undo (deletes them)."""
     stat = (["-m", "statistic", "--mode", "random", "--probability", "%.5f" % probability]
             if probability else [])
-    rules = [["INPUT", "-i", "eth0"] + stat + ["-j", "DROP"],
-             ["OUTPUT", "-o", "eth0"] + stat + ["-j", "DROP"]]
+    rules = [r + stat + ["-j", "DROP"] for r in rules]
     for r in rules:
         fleet.iptables(ns, "-I", r[0], "1", *r[1:])
     return lambda: [fleet.iptables(ns, "-D", *r) for r in rules]
+
+
+def _node_drop(fleet, n, probability=None):
+    return _drop(fleet, fleet.ns(n), [["INPUT", "-i", "eth0"], ["OUTPUT", "-o", "eth0"]],
+                 probability)
 
 
 def fault_node_blackhole(fleet, n):
@@ -138,15 +144,9 @@ def fault_zone_pair_latency(fleet, zones, added_us=None, rng=random):
 
 def _pair_drop(fleet, zones, probability=None):
     x, y, _ = fleet.pair_of(*zones)
-    ns = fleet.zns(x)
-    stat = (["-m", "statistic", "--mode", "random", "--probability", "%.5f" % probability]
-            if probability else [])
-    rules = [["FORWARD", "-o", "p%d" % y] + stat + ["-j", "DROP"],
-             ["FORWARD", "-i", "p%d" % y] + stat + ["-j", "DROP"]]
-    for r in rules:
-        fleet.iptables(ns, "-I", r[0], "1", *r[1:])
-    return ("zones", F.zone_name(x), F.zone_name(y)), \
-        (lambda: [fleet.iptables(ns, "-D", *r) for r in rules])
+    undo = _drop(fleet, fleet.zns(x), [["FORWARD", "-o", "p%d" % y], ["FORWARD", "-i", "p%d" % y]],
+                 probability)
+    return ("zones", F.zone_name(x), F.zone_name(y)), undo
 
 
 def fault_zone_pair_loss(fleet, zones, loss=None, rng=random):
@@ -173,13 +173,10 @@ def fault_path_mtu_blackhole(fleet, zones, limit=None, rng=random):
         raise labkit.Broken("path_mtu_blackhole needs probes.mtu on in the fleet (mtu=True)")
     limit = limit or int(rng.uniform(1280, 1420))
     src, dst = zones
-    rule = ["FORWARD", "-o", "p%d" % dst, "-m", "length", "--length",
-            "%d:65535" % (limit + 1), "-j", "DROP"]
-    ns = fleet.zns(src)
-    fleet.iptables(ns, "-I", rule[0], "1", *rule[1:])
+    undo = _drop(fleet, fleet.zns(src), [["FORWARD", "-o", "p%d" % dst, "-m", "length",
+                                          "--length", "%d:65535" % (limit + 1)]])
     x, y, _ = fleet.pair_of(src, dst)
-    return Fault("path_mtu_blackhole", ("zones", F.zone_name(x), F.zone_name(y)),
-                 lambda: fleet.iptables(ns, "-D", *rule),
+    return Fault("path_mtu_blackhole", ("zones", F.zone_name(x), F.zone_name(y)), undo,
                  "%s -> %s over %d bytes" % (F.zone_name(src), F.zone_name(dst), limit))
 
 
@@ -242,7 +239,8 @@ FAULTS = {
 TARGET_KIND = {
     "node_blackhole": "node", "node_gray_loss": "node", "node_latency": "node",
     "bad_prober": "node", "zone_pair_latency": "zone_pair", "zone_pair_loss": "zone_pair",
-    "zone_cut": "zone_pair", "path_mtu_blackhole": "zone_pair", "dns_slow": "dns", "dns_servfail": "dns",
+    "zone_cut": "zone_pair", "path_mtu_blackhole": "zone_pair", "dns_slow": "dns",
+    "dns_servfail": "dns",
     "dns_amplification": None, "service_leaves_zone": "zone",
 }
 
