@@ -8,7 +8,9 @@ answers carry one A / AAAA record), garbage (random bytes of random length), ok 
 stray (each UDP question first gets an NXDOMAIN with its ID from the same address but another
 port, then the answer from port N 150 ms later), lose-first-aaaa (an AAAA question with an ID
 not seen before for its name goes unanswered; the same ID again, a libc's retransmission, is
-answered).
+answered), cname-only (NOERROR holding only a CNAME to gone.invalid., a name that does not
+exist: coredns#2492), tc-cname (over UDP: TC and only the first link of a CNAME chain, the
+name → next.<name>; over TCP: the chain and the record: coredns#6149).
 Listens on UDP and TCP; logs one line per question to stdout ("udp A name"). Exits after
 --max-seconds (default 600) so a lost test cannot leave it running.
 """
@@ -41,17 +43,30 @@ def parse_question(msg):
     return qid, flags, ".".join(labels), qtype, msg[12:i + 5]
 
 
-def answer(q, rcode, tc=False, records=False):
+def wire_name(name):
+    return b"".join(bytes([len(l)]) + l.encode() for l in name.split(".") if l) + b"\0"
+
+
+def answer(q, rcode, tc=False, records=False, cname=None):
+    """A response to question q. cname: (target, then_records): a CNAME from the question's
+    name to `target` first, and the record under `target` when then_records."""
     qid, flags, _, qtype, question = q
     rd = flags & 0x0100
     out_flags = 0x8000 | rd | 0x0080 | (0x0200 if tc else 0) | rcode
     rr = b""
     an = 0
+    owner = b"\xc0\x0c"  # the question's name
+    if cname:
+        target = wire_name(cname[0])
+        rr += owner + struct.pack("!HHIH", 5, 1, 60, len(target)) + target
+        an += 1
+        owner = target
+        records = cname[1]
     if records and qtype in (1, 28):
         data = socket.inet_pton(socket.AF_INET, "10.9.9.9") if qtype == 1 else \
             socket.inet_pton(socket.AF_INET6, "fd00:9::9")
-        rr = b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, 60, len(data)) + data
-        an = 1
+        rr += owner + struct.pack("!HHIH", qtype, 1, 60, len(data)) + data
+        an += 1
     return struct.pack("!HHHHHH", qid, out_flags, 1, an, 0, 0) + question + rr
 
 
@@ -66,6 +81,10 @@ def reply_for(mode, q, tcp):
         return answer(q, 5)
     if mode == "tc":
         return answer(q, 0, records=True) if tcp else answer(q, 0, tc=True)
+    if mode == "cname-only":
+        return answer(q, 0, cname=("gone.invalid", False))
+    if mode == "tc-cname":
+        return answer(q, 0, tc=not tcp, cname=("next." + q[2], tcp))
     return answer(q, 0, records=True)
 
 
@@ -75,7 +94,7 @@ def main():
     ap.add_argument("--port", type=int, default=53)
     ap.add_argument("--mode", required=True,
                     choices=["drop", "servfail", "refused", "tc", "garbage", "ok", "stray",
-                             "lose-first-aaaa"])
+                             "lose-first-aaaa", "cname-only", "tc-cname"])
     ap.add_argument("--max-seconds", type=float, default=600)
     a = ap.parse_args()
     fam = socket.AF_INET6 if ":" in a.listen else socket.AF_INET

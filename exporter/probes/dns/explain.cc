@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "exporter/net/address.h"
+#include "exporter/probes/dns/answer.h"
 
 namespace podnet::probes::dns {
 namespace {
@@ -125,7 +126,11 @@ std::vector<std::string> Rules(const ResolvConf& conf, Libc libc, const std::str
       }
     }
     std::string why;
-    if (prev && q.query.tcp && !prev->query.tcp) {
+    if (q.query.pass > 0 && (!prev || prev->query.pass < q.query.pass)) {
+      why = fmt::format(
+          "getaddrinfo again with a {}-byte buffer: the answers did not fit {} bytes (ERANGE)",
+          kGlibcFirstBuffer << q.query.pass, kGlibcFirstBuffer << (q.query.pass - 1));
+    } else if (prev && q.query.tcp && !prev->query.tcp) {
       why = prev->reply && prev->reply->truncated ? "over TCP: the UDP answer was truncated (TC)"
                                                   : "over TCP";
     } else if (!prev && q.query.tcp) {
@@ -207,7 +212,11 @@ std::optional<Reply> Recorded(const LookupOutcome& seen, const WireQuery& q, boo
     ++to_server;
     if (r.reply) (r.reply->kind == Reply::Kind::kConnRefused ? refused : answered)++;
   }
-  if (to_server > 0 && refused == to_server) return Reply{Reply::Kind::kConnRefused};
+  if (to_server > 0 && refused == to_server) {
+    Reply r;
+    r.kind = Reply::Kind::kConnRefused;
+    return r;
+  }
   if (to_server > 0 && answered == 0 && refused == 0) return std::nullopt;
   *assumed = true;
   Reply nx;

@@ -151,6 +151,7 @@ void Lookup::OnReply(std::size_t index, int status, const unsigned char* abuf, i
     r.rcode = abuf[3] & 0x0f;
     r.truncated = (abuf[2] & 0x02) != 0;
     r.ancount = (abuf[6] << 8) | abuf[7];
+    r.message.assign(reinterpret_cast<const char*>(abuf), static_cast<std::size_t>(alen));
   } else if (status == ARES_ECONNREFUSED) {
     r.kind = Reply::Kind::kConnRefused;
   } else {

@@ -62,7 +62,7 @@ struct LookupOutcome {
   /// here: it is not on the wire).
   std::vector<QueryRecord> queries;
   std::string error;  // set with Result::kError from our side (c-ares setup)
-  std::string note;   // the model's ResolverModel::note(): why the libc sent nothing
+  std::string note;   // ResolverModel::note(): why the libc sent nothing, or its verdict
   /// Questions the model asked for that never left the socket (a refused TCP connection, a
   /// send that failed): not in `queries`, not counted anywhere but here.
   int not_sent = 0;

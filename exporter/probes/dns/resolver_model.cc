@@ -1,8 +1,12 @@
 #include "exporter/probes/dns/resolver_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
+
+#include "exporter/probes/dns/answer.h"
 
 namespace podnet::probes::dns {
 
@@ -191,7 +195,10 @@ class GlibcModel : public ResolverModel {
     milliseconds per_name{0};
     for (int ns = 0; ns < Nscount(); ++ns) per_name += ServerTimeout(ns);
     per_name *= conf_.attempts * (qtypes_.size() > 1 ? 3 : 1);
-    return per_name * static_cast<int>(conf_.search.size() + 1);
+    // Answers of a few thousand records (65,535 bytes over TCP) run the lookup up to 9 times
+    // (1,024 bytes doubled to 262,144; answer.h); the first runs end at that answer, so the
+    // bound keeps room for one more whole walk, not eight.
+    return per_name * static_cast<int>(conf_.search.size() + 1) * 2;
   }
 
  private:
@@ -220,6 +227,7 @@ class GlibcModel : public ResolverModel {
     auto [first, fresh] = first_id_.emplace(qt, q.id);
     if (!fresh) q.same_id_as = first->second;
     q.socket = socket_;
+    q.pass = pass_;
     pending_[q.id] = qt;
     return q;
   }
@@ -331,7 +339,7 @@ class GlibcModel : public ResolverModel {
   Actions NameDone(HErrno h) {
     pending_.clear();
     h_errno_ = h;
-    if (h == HErrno::kSuccess) return Finish(Result::kSuccess);
+    if (h == HErrno::kSuccess) return ReadAnswers();
     switch (phase_) {
       case Phase::kAsIsFirst:
         if (shape_.trailing_dot) return FinishWith(h);
@@ -359,6 +367,54 @@ class GlibcModel : public ResolverModel {
         return FinishWalk();
     }
     return Finish(Result::kError);
+  }
+
+  // nss_dns gaih_getanswer over getaddrinfo's buffer: what the walk's answers give the
+  // application; answers that do not fit run the whole lookup again with twice the buffer.
+  Actions ReadAnswers() {
+    // The replies in the order they came (send_dg/send_vc: the first into the first buffer).
+    std::vector<std::string> got;
+    for (QType qt : answered_) {
+      if (replies_.count(qt)) got.push_back(Message(qt));
+    }
+    got.resize(2);
+    std::size_t buffer = kGlibcFirstBuffer << pass_;
+    switch (GlibcReadAnswers(got[0], got[1], buffer)) {
+      case GlibcVerdict::kAddresses:
+        return Finish(Result::kSuccess);
+      case GlibcVerdict::kNoAddress:
+        note_ = "glibc: no address in the answers to " + current_ +
+                " (a CNAME alone, or records of other names or types): nss_dns NOTFOUND, "
+                "getaddrinfo: Name or service not known (resolv/nss_dns/dns-host.c "
+                "gaih_getanswer_slice)";
+        return Finish(Result::kNxDomain);
+      case GlibcVerdict::kTooSmall:
+        break;
+    }
+    // gaih_inet: NSS_STATUS_TRYAGAIN with ERANGE → scratch_buffer_grow, call
+    // _nss_dns_gethostbyname4_r again: a new __res_context_search from the first name.
+    ++pass_;
+    note_ = fmt::format(
+        "glibc ran the lookup {} times: the answers did not fit getaddrinfo's {}-byte buffer "
+        "(ERANGE), so it doubled it and asked every question again "
+        "(sysdeps/posix/getaddrinfo.c, resolv/nss_dns/dns-host.c)",
+        pass_ + 1, buffer);
+    phase_ = Phase::kSearch;
+    domain_index_ = 0;
+    searched_ = root_on_list_ = tried_as_is_ = false;
+    got_nodata_ = got_servfail_ = false;
+    saved_herrno_.reset();
+    h_errno_ = HErrno::kHostNotFound;
+    return Start();
+  }
+
+  // The reply of type `qt` to the name in hand, as its bytes ("" when none).
+  std::string Message(QType qt) const {
+    auto it = replies_.find(qt);
+    if (it == replies_.end()) return {};
+    const Reply& r = it->second;
+    if (!r.message.empty()) return r.message;
+    return MakeAnswer(current_, static_cast<std::uint16_t>(qt), r.rcode, r.ancount, r.truncated);
   }
 
   Actions AfterAsIsFirst() {
@@ -458,6 +514,7 @@ class GlibcModel : public ResolverModel {
   std::map<QType, Reply> replies_;
   std::vector<QType> answered_;
 
+  int pass_ = 0;  // getaddrinfo's runs of the whole lookup so far, less one (ERANGE)
   int next_id_ = 1;
   bool done_ = false;
   Result result_ = Result::kError;
@@ -610,19 +667,26 @@ class MuslModel : public ResolverModel {
     return a;
   }
 
-  // lookup_name.c name_from_dns: A's reply checked first, then AAAA's.
+  // lookup_name.c name_from_dns: A's reply checked first, then AAAA's; then the addresses
+  // __dns_parse finds in them (none: EAI_NONAME, the walk ends).
   Actions NameDone() {
-    int records = 0;
-    for (const auto& ans : answers_) {
+    std::array<std::string, 2> messages;
+    for (std::size_t q = 0; q < answers_.size(); ++q) {
+      const auto& ans = answers_[q];
       if (!ans) return Finish(saw_servfail_ ? Result::kServFail : Result::kTimeout);  // EAI_AGAIN
       if (ans->rcode == kNxDomain) {
         // "return 0": try the next candidate, if any.
         if (++index_ < candidates_.size()) return BeginName();
         return Finish(Result::kNxDomain);
       }
-      records += ans->ancount;
+      messages[q] = !ans->message.empty() ? ans->message
+                                          : MakeAnswer(candidates_[index_], q == 0 ? 1 : 28,
+                                                       ans->rcode, ans->ancount, ans->truncated);
     }
-    return Finish(records > 0 ? Result::kSuccess : Result::kNoData);
+    if (MuslAddresses(messages[0], messages[1]) > 0) return Finish(Result::kSuccess);
+    note_ = "musl: no address in the answers to " + candidates_[index_] +
+            " (src/network/lookup_name.c name_from_dns): Name does not resolve";
+    return Finish(Result::kNxDomain);
   }
 
   Actions Finish(Result r) {

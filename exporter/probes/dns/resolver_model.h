@@ -48,6 +48,9 @@ struct WireQuery {
   /// The DNS message byte for byte (ID bytes zero) when the libc builds one that is not a
   /// well-formed question (MuslQuery on a name ending in two dots); empty otherwise.
   std::string raw;
+  /// glibc: which run of the whole lookup this question belongs to: 0 the first; n after n
+  /// answers that did not fit getaddrinfo's buffer (ERANGE: 1,024 bytes << n, answer.h).
+  int pass = 0;
 };
 
 /// What came back for one WireQuery.
@@ -61,6 +64,9 @@ struct Reply {
   int rcode = kNoError;
   int ancount = 0;
   bool truncated = false;
+  /// The response as the socket read it, header included (answer.h reads its records). Empty
+  /// in scripted replies: then MakeAnswer(question, rcode, ancount, truncated) stands for it.
+  std::string message;
 };
 
 /// What the model asks the driver to do next.
@@ -139,7 +145,13 @@ std::optional<std::string> MuslQuery(std::string_view name, QType qtype);
 ///  - attempts <= 0: no question at all (res_send.c's try loop never runs; ECONNREFUSED ends
 ///    the walk); timeout <= 0: 1 s per try (send_dg's floor);
 ///  - a candidate name that cannot be a question (Encodable) sends nothing: NO_RECOVERY for
-///    that name (resolv/res_mkquery.c, ns_name.c).
+///    that name (resolv/res_mkquery.c, ns_name.c);
+///  - the walk ends at the first name answered NOERROR with records (or NXDOMAIN / FORMERR /
+///    NOTIMP beside one): nss_dns then reads the answers (GlibcReadAnswers): an address is
+///    success; none (a CNAME alone, records of other names or types) is EAI_NONAME (result
+///    nxdomain); answers that do not fit getaddrinfo's buffer (1,024 bytes at first)
+///    make it run the whole lookup again with twice the buffer (WireQuery::pass), every
+///    question of the walk again (sysdeps/posix/getaddrinfo.c gaih_inet).
 std::unique_ptr<ResolverModel> MakeGlibcModel(const ResolvConf& conf, std::string name);
 
 /// musl 1.2.3 (Debian 12 musl-tools) getaddrinfo → src/network/lookup_name.c
@@ -147,7 +159,9 @@ std::unique_ptr<ResolverModel> MakeGlibcModel(const ResolvConf& conf, std::strin
 ///  - dots >= ndots or a trailing dot: the name alone (trailing dot stripped); otherwise each
 ///    search domain in order, then the bare name last;
 ///  - only NXDOMAIN (on A, checked first, or AAAA) continues the walk; NODATA, a timeout or any
-///    failure ends it;
+///    failure ends it; a NOERROR walk's end is success only with an address in its answers
+///    (MuslAddresses: a CNAME alone, NODATA, or a truncated answer holding part of a CNAME
+///    chain is EAI_NONAME, result nxdomain);
 ///  - per name: A and AAAA to every nameserver at once; the first NOERROR or NXDOMAIN answer of
 ///    each type is taken; a SERVFAIL answer is re-asked at once (at most 2×questions times per
 ///    round, as measured on the wire), other rcodes are ignored; unanswered questions are sent
