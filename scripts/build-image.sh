@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds podnet-exporter's OCI image from Debian 12 packages, with no registry, base image or
 # container engine, and writes it as an OCI archive that `skopeo copy` pushes:
-#   skopeo copy oci-archive:build/podnet-exporter-0.1.0.oci.tar \
-#     docker://REGISTRY/podnet-exporter:0.1.0
+#   skopeo copy oci-archive:build/podnet-exporter-0.2.0.oci.tar \
+#     docker://REGISTRY/podnet-exporter:0.2.0
 # (deploy/image/README.md: how to use it, what is in it, how it is tested).
 #   1. the Debian packages that own the shared libraries the binary loads (`ldd`, `dpkg -S`);
 #   2. mmdebstrap --variant=extract: those packages, their library dependencies and
@@ -90,7 +90,7 @@ for tool in mmdebstrap umoci; do
   fi
 done
 binary=$(realpath "$binary")
-# The tag: the binary's version ("podnet-exporter, version 0.1.0 (revision ...)").
+# The tag: the binary's version ("podnet-exporter, version 0.2.0 (revision ...)").
 version=$("$binary" --version | sed -n '1s/.*version \([^ ]*\).*/\1/p')
 if [[ ! "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]]; then
   echo "build-image: no version from $binary --version" >&2

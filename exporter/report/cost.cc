@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "podnet/version.h"
+
 namespace podnet::report {
 namespace {
 
@@ -26,7 +28,8 @@ constexpr double Len(std::string_view s) { return static_cast<double>(s.size());
 // HTTP/1.1 (RFC 9112) as Beast writes http_client.cc's request and the responder's answer.
 constexpr double kCrlf = 2;
 constexpr double kHostValue = 16;  // "10.0.123.45:9479": an IPv4 Pod address and the port
-constexpr std::string_view kUserAgentValue = "podnet-exporter/0.1.0";
+// "podnet-exporter/<version>", as http_client.cc sends it.
+constexpr double kUserAgentValue = Len("podnet-exporter/") + Len(kVersion);
 constexpr std::string_view kConnectionClose = "Connection: close\r\n";
 constexpr double kEchoBody = 75;  // responder_loop.cc, kEchoBody
 
@@ -62,7 +65,7 @@ double RttRoundBytes(const CostConfig::Rtt& rtt) {
 
 double HttpRequestBytes(const CostConfig::Http& http, bool close) {
   return Len("GET ") + Len(http.path) + Len(" HTTP/1.1\r\n") + Len("Host: ") + kHostValue + kCrlf +
-         Len("User-Agent: ") + Len(kUserAgentValue) + kCrlf + (close ? Len(kConnectionClose) : 0) +
+         Len("User-Agent: ") + kUserAgentValue + kCrlf + (close ? Len(kConnectionClose) : 0) +
          kCrlf;
 }
 

@@ -103,7 +103,7 @@ double RttRoundBytes(const CostConfig::Rtt& rtt);
 
 /// The HTTP probe's request as http_client.cc writes it: "GET path HTTP/1.1", Host (an IPv4
 /// address and port, counted as 16 bytes: "10.0.123.45:9479"), User-Agent
-/// "podnet-exporter/0.1.0", Connection: close in new_connection mode. Bytes.
+/// "podnet-exporter/<version>", Connection: close in new_connection mode. Bytes.
 double HttpRequestBytes(const CostConfig::Http& http, bool close);
 /// The /echo answer (responder_loop.cc): status line, Server, Content-Type, Podnet-Node,
 /// Podnet-Zone, Content-Length, Connection: close in new_connection mode, and the 75-byte body.

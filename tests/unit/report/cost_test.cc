@@ -18,6 +18,7 @@
 #include "exporter/config/config.h"
 #include "exporter/probes/http/http_client.h"
 #include "exporter/report/report.h"
+#include "podnet/version.h"
 
 namespace podnet::report {
 namespace {
@@ -97,8 +98,8 @@ TEST(ClusterCostTest, StaticPeersByHandFromTheConfig) {
   std::string node(in.node_name_bytes, 'n'), zone(in.zone_name_bytes, 'z');
   auto request = [&](bool close) {
     return std::string("GET ") + h.path + " HTTP/1.1\r\nHost: 10.0.123.45:9479\r\n" +
-           "User-Agent: podnet-exporter/0.1.0\r\n" + (close ? "Connection: close\r\n" : "") +
-           "\r\n";
+           "User-Agent: podnet-exporter/" + std::string(kVersion) + "\r\n" +
+           (close ? "Connection: close\r\n" : "") + "\r\n";
   };
   auto answer = [&](bool close) {
     return "HTTP/1.1 200 OK\r\nServer: podnet-exporter\r\n"
