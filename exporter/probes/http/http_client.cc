@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "exporter/probes/http/response_framing.h"
 #include "exporter/proto/echo.h"
 #include "podnet/version.h"
 
@@ -40,6 +41,8 @@ const char* FailureReason(Failure f) {
       return "bad_status";
     case Failure::kMalformedResponse:
       return "malformed_response";
+    case Failure::kAmbiguousFraming:
+      return "ambiguous_framing";
     case Failure::kBodyTooLarge:
       return "body_too_large";
     case Failure::kIo:
@@ -127,22 +130,35 @@ void HttpConnection::Connect(Clock::time_point deadline,
                         });
 }
 
+struct HttpConnection::Reading {
+  Exchange ex;
+  std::function<void(const Exchange&)> done;
+  bool awaiting_first_byte = true;  // no byte of the current response seen yet
+  // The current response, once its header section is parsed.
+  std::optional<bhttp::response<bhttp::empty_body>> header;
+  BodyFraming framing = BodyFraming::kUntilClose;
+  bool has_body = false;
+  std::uint64_t left = 0;         // kLength: body bytes still to come
+  std::uint64_t until_close = 0;  // kUntilClose: body bytes so far
+  ChunkedDecoder chunked;
+};
+
 void HttpConnection::Request(bool keep_alive, Clock::time_point deadline,
                              std::function<void(const Exchange&)> done) {
-  auto ex = std::make_shared<Exchange>();
+  auto r = std::make_shared<Reading>();
+  r->done = std::move(done);
   const std::string& req = keep_alive ? request_keepalive_ : request_close_;
   stream_.expires_at(deadline);
   buffer_.clear();
-  ex->sent = Clock::now();
+  r->ex.sent = Clock::now();
   asio::async_write(stream_, asio::buffer(req),
-                    [self = shared_from_this(), ex, done = std::move(done)](beast::error_code ec,
-                                                                            std::size_t n) mutable {
-                      ex->bytes_sent = n;
+                    [self = shared_from_this(), r](beast::error_code ec, std::size_t n) {
+                      r->ex.bytes_sent = n;
                       if (ec) {
-                        self->Fail(ex, ec, false, done);
+                        self->Fail(*r, Classify(ec, false));
                         return;
                       }
-                      self->ReadResponse(ex, std::move(done));
+                      self->Pump(r);
                     });
 }
 
@@ -156,98 +172,153 @@ std::optional<Reconnect> HttpConnection::CheckIdle() {
   return Reconnect::kIdleClosed;
 }
 
-void HttpConnection::ReadResponse(std::shared_ptr<Exchange> ex,
-                                  std::function<void(const Exchange&)> done) {
-  if (buffer_.size() > 0) {
-    // The final response's first bytes came with the interim one's read, a moment ago.
-    ex->first_byte = Clock::now();
-    ReadHeader(ex, std::move(done));
-    return;
+void HttpConnection::Pump(std::shared_ptr<Reading> r) {
+  for (;;) {
+    if (r->awaiting_first_byte && buffer_.size() > 0) {
+      // The response's first bytes came with the previous (1xx) response's read, a moment ago.
+      r->ex.first_byte = Clock::now();
+      r->awaiting_first_byte = false;
+    }
+    Step step = buffer_.size() == 0 ? Step::kNeedMore : r->header ? BodyStep(*r) : HeaderStep(*r);
+    if (step == Step::kFailed) return;
+    if (step == Step::kDone) {
+      if (Complete(*r) == Step::kDone) return;
+      continue;  // an interim response was skipped: the final one follows
+    }
+    break;
   }
-  // A plain read, so that the time to first byte is when it completes; the parser then takes
-  // what it read from the buffer and reads the rest.
+  // A plain read, so that the time to first byte is when it completes.
   stream_.async_read_some(buffer_.prepare(4096),
-                          [self = shared_from_this(), ex, done = std::move(done)](
-                              beast::error_code ec, std::size_t n) mutable {
-                            ex->first_byte = Clock::now();
+                          [self = shared_from_this(), r](beast::error_code ec, std::size_t n) {
+                            if (r->awaiting_first_byte) {
+                              r->ex.first_byte = Clock::now();
+                              r->awaiting_first_byte = false;
+                            }
+                            if (ec == asio::error::eof && r->header && r->has_body &&
+                                r->framing == BodyFraming::kUntilClose) {
+                              self->Complete(*r);  // RFC 9112 6.3 rule 8: the close ends the body
+                              return;
+                            }
                             if (ec) {
-                              self->Fail(ex, ec, ex->bytes_received > 0, done);
+                              self->Fail(*r, Classify(ec, r->ex.bytes_received > 0));
                               return;
                             }
                             self->buffer_.commit(n);
-                            self->ReadHeader(ex, std::move(done));
+                            r->ex.bytes_received += n;
+                            self->Pump(r);
                           });
 }
 
-void HttpConnection::ReadHeader(std::shared_ptr<Exchange> ex,
-                                std::function<void(const Exchange&)> done) {
-  auto parser = std::make_shared<Parser>();
-  parser->header_limit(8192);
-  parser->body_limit(max_body_bytes_);
-  std::size_t before = ex->bytes_received;
-  std::size_t buffered = buffer_.size();
-  // Header first: Beast 1.74 lets a Content-Length over body_limit through when the header and
-  // part of the body arrive in one read (eager parse), so it is checked here.
-  bhttp::async_read_header(
-      stream_, buffer_, *parser,
-      [self = shared_from_this(), ex, parser, before, buffered, done = std::move(done)](
-          beast::error_code ec, std::size_t n) mutable {
-        // n: the header's bytes the parser consumed; on an error, what had arrived.
-        ex->bytes_received = before + (ec ? std::max(buffered, n) : n);
-        if (!ec && parser->content_length() && *parser->content_length() > self->max_body_bytes_) {
-          ec = bhttp::error::body_limit;
-        }
-        if (ec) {
-          self->Fail(ex, ec, true, done);
-          return;
-        }
-        self->ReadBody(ex, parser, std::move(done));
-      });
+HttpConnection::Step HttpConnection::HeaderStep(Reading& r) {
+  std::string_view data(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  auto length = HeaderLength(data.substr(0, kMaxHeaderBytes));
+  if (!length) {
+    if (buffer_.size() < kMaxHeaderBytes) return Step::kNeedMore;
+    Fail(r, Failure::kMalformedResponse);
+    return Step::kFailed;
+  }
+  Head head = NormalizeHead(data.substr(0, *length));
+  if (head.verdict != Head::Verdict::kOk) {
+    Fail(r, head.verdict == Head::Verdict::kAmbiguous ? Failure::kAmbiguousFraming
+                                                      : Failure::kMalformedResponse);
+    return Step::kFailed;
+  }
+  // Beast reads the start line and the fields; the body is framed here (skip: none expected).
+  bhttp::response_parser<bhttp::empty_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(2 * kMaxHeaderBytes));  // CRLF for each LF
+  parser.skip(true);
+  beast::error_code ec;
+  parser.put(asio::buffer(head.normalized), ec);
+  if (ec || !parser.is_header_done()) {
+    Fail(r, Failure::kMalformedResponse);
+    return Step::kFailed;
+  }
+  buffer_.consume(*length);
+  r.header = parser.release();
+  int status = r.header->result_int();
+  // RFC 9112 6.3 rule 1: 1xx, 204 and 304 responses end with their header section.
+  r.has_body = !(status / 100 == 1 || status == 204 || status == 304);
+  r.framing = head.framing;
+  r.left = head.length;
+  if (r.has_body && r.framing == BodyFraming::kLength && r.left > max_body_bytes_) {
+    Fail(r, Failure::kBodyTooLarge);
+    return Step::kFailed;
+  }
+  if (!r.has_body || (r.framing == BodyFraming::kLength && r.left == 0)) return Step::kDone;
+  return buffer_.size() == 0 ? Step::kNeedMore : BodyStep(r);
 }
 
-void HttpConnection::ReadBody(std::shared_ptr<Exchange> ex, std::shared_ptr<Parser> parser,
-                              std::function<void(const Exchange&)> done) {
-  std::size_t header_bytes = ex->bytes_received;
-  bhttp::async_read(stream_, buffer_, *parser,
-                    [self = shared_from_this(), ex, parser, header_bytes, done = std::move(done)](
-                        beast::error_code ec, std::size_t n) mutable {
-                      ex->bytes_received = header_bytes + n;
-                      if (ec) {
-                        self->Fail(ex, ec, true, done);
-                        return;
-                      }
-                      const auto& res = parser->get();
-                      int status = res.result_int();
-                      if (status >= 100 && status <= 199 && status != 101) {
-                        // Interim (103 Early Hints, 100 Continue, ...): skipped; the final
-                        // response follows on the same connection, within the same deadline.
-                        ++ex->interim;
-                        self->ReadResponse(ex, std::move(done));
-                        return;
-                      }
-                      ex->done = Clock::now();
-                      ex->status = status;
-                      ex->keep_alive = res.keep_alive();
-                      for (auto [name, out] : {std::pair{proto::echo::kNodeHeader, &ex->node},
-                                               std::pair{proto::echo::kZoneHeader, &ex->zone}}) {
-                        if (auto it = res.find(beast::string_view(name.data(), name.size()));
-                            it != res.end()) {
-                          *out = std::string(it->value());
-                        }
-                      }
-                      if (ex->status < 200 || ex->status > 299) ex->failure = Failure::kBadStatus;
-                      if (!ex->keep_alive) self->Close();
-                      done(*ex);
-                    });
+HttpConnection::Step HttpConnection::BodyStep(Reading& r) {
+  std::string_view data(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  switch (r.framing) {
+    case BodyFraming::kLength: {
+      auto n = static_cast<std::size_t>(std::min<std::uint64_t>(r.left, data.size()));
+      buffer_.consume(n);
+      r.left -= n;
+      return r.left == 0 ? Step::kDone : Step::kNeedMore;
+    }
+    case BodyFraming::kChunked: {
+      std::size_t n = 0;
+      auto status = r.chunked.Feed(data, &n);
+      buffer_.consume(n);
+      if (status == ChunkedDecoder::Status::kMalformed) {
+        Fail(r, Failure::kMalformedResponse);
+        return Step::kFailed;
+      }
+      if (r.chunked.announced() > max_body_bytes_) {
+        Fail(r, Failure::kBodyTooLarge);
+        return Step::kFailed;
+      }
+      return status == ChunkedDecoder::Status::kDone ? Step::kDone : Step::kNeedMore;
+    }
+    case BodyFraming::kUntilClose:
+      r.until_close += data.size();
+      buffer_.consume(data.size());
+      if (r.until_close > max_body_bytes_) {
+        Fail(r, Failure::kBodyTooLarge);
+        return Step::kFailed;
+      }
+      return Step::kNeedMore;
+  }
+  return Step::kNeedMore;
 }
 
-void HttpConnection::Fail(std::shared_ptr<Exchange> ex, const beast::error_code& ec, bool got_bytes,
-                          const std::function<void(const Exchange&)>& done) {
-  ex->done = Clock::now();
-  ex->failure = Classify(ec, got_bytes);
-  ex->status = 0;
+HttpConnection::Step HttpConnection::Complete(Reading& r) {
+  const auto& res = *r.header;
+  int status = res.result_int();
+  if (status >= 100 && status <= 199 && status != 101) {
+    // Interim (103 Early Hints, 100 Continue, ...): skipped; the final response follows on the
+    // same connection, within the same deadline.
+    ++r.ex.interim;
+    r.header.reset();
+    r.chunked = {};
+    r.until_close = 0;
+    r.awaiting_first_byte = true;
+    return Step::kNeedMore;
+  }
+  Exchange& ex = r.ex;
+  ex.done = Clock::now();
+  ex.status = status;
+  // A body that the close ended leaves no connection to keep.
+  ex.keep_alive = res.keep_alive() && !(r.has_body && r.framing == BodyFraming::kUntilClose);
+  for (auto [name, out] : {std::pair{proto::echo::kNodeHeader, &ex.node},
+                           std::pair{proto::echo::kZoneHeader, &ex.zone}}) {
+    if (auto it = res.find(beast::string_view(name.data(), name.size())); it != res.end()) {
+      *out = std::string(it->value());
+    }
+  }
+  if (ex.status < 200 || ex.status > 299) ex.failure = Failure::kBadStatus;
+  if (!ex.keep_alive) Close();
+  r.done(ex);
+  return Step::kDone;
+}
+
+void HttpConnection::Fail(Reading& r, Failure f) {
+  r.ex.done = Clock::now();
+  r.ex.failure = f;
+  r.ex.status = 0;
   Close();
-  done(*ex);
+  r.done(r.ex);
 }
 
 net::WireBytes HttpConnection::TakeWireBytes() {

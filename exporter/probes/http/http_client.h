@@ -4,8 +4,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstdint>
@@ -32,12 +30,15 @@ enum class Failure {
   kClosed,             // the server closed the connection before a complete response
   kBadStatus,          // a complete response whose status is not 2xx
   kMalformedResponse,  // not parseable as an HTTP/1.1 response (or its header is over 8 KiB)
+  kAmbiguousFraming,   // the body's length is read differently by clients, or the RFC calls the
+                       // framing faulty (response_framing.h: NormalizeHead)
   kBodyTooLarge,       // the response body is longer than max_body_bytes
   kIo,                 // any other socket error
 };
 
 /// The label value: "refused", "unreachable", "connect_failed", "timeout", "slow_response",
-/// "reset", "closed", "bad_status", "malformed_response", "body_too_large", "io".
+/// "reset", "closed", "bad_status", "malformed_response", "ambiguous_framing", "body_too_large",
+/// "io".
 const char* FailureReason(Failure f);
 
 /// Classifies an error of connect, write or read. `got_bytes`: part of the response had arrived
@@ -87,8 +88,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   /// GET target with "Connection: keep-alive" or "close"; reads one whole final response,
   /// skipping interim 1xx responses (RFC 9110 15.2: a client reads and ignores 1xx responses
-  /// other than 101 before the final one; curl and Go do). On any failure the connection is
-  /// closed.
+  /// other than 101 before the final one; curl and Go do). The header section and the body's
+  /// length are read as curl and python do (response_framing.h), the status line and fields by
+  /// Beast's parser. On any failure the connection is closed.
   void Request(bool keep_alive, Clock::time_point deadline,
                std::function<void(const Exchange&)> done);
 
@@ -110,13 +112,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   net::WireBytes TakeWireBytes();
 
  private:
-  void ReadResponse(std::shared_ptr<Exchange> ex, std::function<void(const Exchange&)> done);
-  void ReadHeader(std::shared_ptr<Exchange> ex, std::function<void(const Exchange&)> done);
-  using Parser = boost::beast::http::response_parser<boost::beast::http::string_body>;
-  void ReadBody(std::shared_ptr<Exchange> ex, std::shared_ptr<Parser> parser,
-                std::function<void(const Exchange&)> done);
-  void Fail(std::shared_ptr<Exchange> ex, const boost::system::error_code& ec, bool got_bytes,
-            const std::function<void(const Exchange&)>& done);
+  struct Reading;  // the exchange whose response is being read
+  enum class Step { kNeedMore, kFailed, kDone };
+  /// Reads what the buffer holds of the response, then more from the socket, to its end.
+  void Pump(std::shared_ptr<Reading> r);
+  Step HeaderStep(Reading& r);
+  Step BodyStep(Reading& r);
+  /// The response ended: the next one (after a 1xx) is read, or the exchange is done.
+  Step Complete(Reading& r);
+  void Fail(Reading& r, Failure f);
 
   boost::beast::tcp_stream stream_;
   boost::asio::ip::tcp::endpoint peer_;

@@ -140,10 +140,12 @@ class FaultServer {
 //  - "idle_close": after 3 responses the server closes the idle connection (no
 //    "Connection: close"), as request-count and idle limits do;
 //  - "close_on_reuse": the first request of a connection is answered; at the second the server
-//    closes without a byte (the idle-close race seen from the client).
+//    closes without a byte (the idle-close race seen from the client);
+//  - "raw": every request is answered with the bytes given (`response`), as they are.
 class KeepAliveServer {
  public:
-  explicit KeepAliveServer(std::string mode) : mode_(std::move(mode)) {
+  explicit KeepAliveServer(std::string mode, std::string response = "")
+      : mode_(std::move(mode)), response_(std::move(response)) {
     fd_ = ListenOnLoopback(&port_);
     thread_ = std::thread([this] { Serve(); });
   }
@@ -206,7 +208,7 @@ class KeepAliveServer {
               Send(c.fd, ok);
             }
           } else {
-            Send(c.fd, ok);
+            Send(c.fd, mode_ == "raw" ? response_ : ok);
           }
           if (++c.served == 3 && mode_ == "idle_close") {
             std::this_thread::sleep_for(2ms);  // idle, then closed
@@ -220,6 +222,7 @@ class KeepAliveServer {
   }
 
   std::string mode_;
+  std::string response_;
   int fd_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
@@ -471,6 +474,105 @@ TEST_F(HttpProbeTest, PartialResponseIsNotRetried) {
   EXPECT_EQ(Errors(server.port(), "reset"), 4);
   EXPECT_LE(Reconnects(metrics_, Labels(server.port()), "retried"), 0);
 }
+
+// Response framing (docs/probes.md, "Response framing"): one raw response per case, served on
+// every request of a keep-alive connection. `reason` empty: curl and python's http.client take
+// it (200, connection reused), and so must the probe; else the probe counts that reason.
+struct FramingCase {
+  const char* name;
+  const char* response;
+  const char* reason;
+};
+
+class HttpFramingTest : public HttpProbeTest, public ::testing::WithParamInterface<FramingCase> {};
+
+TEST_P(HttpFramingTest, TakesWhatClientsTakeAndRefusesAmbiguousFraming) {
+  const FramingCase& c = GetParam();
+  KeepAliveServer server("raw", c.response);
+  HttpOptions o = Options();  // 10 requests per mode
+  ASSERT_TRUE(RunRound(o, server.port()));
+  if (*c.reason == '\0') {
+    EXPECT_EQ(Requests(server.port(), "keepalive", "200"), 10) << c.name;
+    EXPECT_EQ(Requests(server.port(), "new", "200"), 10) << c.name;
+    EXPECT_LE(Requests(server.port(), "keepalive", "error"), 0) << c.name;
+    EXPECT_LE(Requests(server.port(), "new", "error"), 0) << c.name;
+    // Kept alive like curl: the 2 connections opened before the run, then one per new request.
+    EXPECT_EQ(server.connections(), 2 + 10) << c.name;
+  } else {
+    EXPECT_EQ(Errors(server.port(), c.reason), 20) << c.name;
+    EXPECT_EQ(Requests(server.port(), "new", "error"), 10) << c.name;
+    EXPECT_EQ(HistogramCount("podnet_http_request_duration_seconds", server.port(), "new"), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Framing, HttpFramingTest,
+    ::testing::Values(
+        // RFC 9112 6.3 rule 3: Transfer-Encoding overrides Content-Length (either order).
+        FramingCase{"ChunkedWithLargerContentLength",
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 100\r\n\r\n"
+                    "6\r\npodnet\r\n0\r\n\r\n",
+                    ""},
+        FramingCase{"ChunkedWithSmallerContentLength",
+                    "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "6\r\npodnet\r\n0\r\n\r\n",
+                    ""},
+        // RFC 9112 2.2: a recipient MAY recognize a single LF as a line terminator.
+        FramingCase{"BareLfHeaderLines", "HTTP/1.1 200 OK\nContent-Length: 6\nX-A: b\n\npodnet",
+                    ""},
+        FramingCase{"BareLfEndOfHeader", "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\npodnet", ""},
+        FramingCase{"BareLfObsFold", "HTTP/1.1 200 OK\nX-A: a\n b\nContent-Length: 6\n\npodnet",
+                    ""},
+        FramingCase{"BareLfChunkLines",
+                    "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n6;a=b\npodnet\r\n0\nX-T: 1\n\n",
+                    ""},
+        FramingCase{"BareLfHeaderChunkedWithContentLength",
+                    "HTTP/1.1 200 OK\nContent-Length: 100\nTransfer-Encoding: chunked\n\n"
+                    "6\npodnet\r\n0\n\n",
+                    ""},
+        // Already taken before, kept: identical lengths, obs-fold, chunk extensions, trailers.
+        FramingCase{"IdenticalContentLengths",
+                    "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nContent-Length: 6\r\n\r\npodnet", ""},
+        FramingCase{"ObsFold", "HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 6\r\n\r\npodnet",
+                    ""},
+        FramingCase{"ChunkExtensionAndTrailer",
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6;a=b\r\npodnet\r\n"
+                    "0\r\nX-T: 1\r\n\r\n",
+                    ""},
+        // Ambiguous: clients frame these differently, or the RFC calls the framing faulty.
+        FramingCase{"DifferentContentLengths",
+                    "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nContent-Length: 7\r\n\r\npodnet!",
+                    "ambiguous_framing"},
+        FramingCase{"ChunkedNotTheOnlyCoding",
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+                    "6\r\npodnet\r\n0\r\n\r\n",
+                    "ambiguous_framing"},
+        FramingCase{
+            "ChunkedTwice",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"
+            "\r\n6\r\npodnet\r\n0\r\n\r\n",
+            "ambiguous_framing"},
+        FramingCase{"ChunkedTwiceInOneField",
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"
+                    "6\r\npodnet\r\n0\r\n\r\n",
+                    "ambiguous_framing"},
+        FramingCase{"CodingNotChunkedWithContentLength",
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 6\r\n\r\npodnet",
+                    "ambiguous_framing"},
+        FramingCase{
+            "TransferEncodingInHttp10",
+            "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+            "6\r\npodnet\r\n0\r\n\r\n",
+            "ambiguous_framing"},
+        // Still malformed (python's http.client and Go refuse them too).
+        FramingCase{"BareLfAfterChunkData",
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\npodnet\n0\r\n\r\n",
+                    "malformed_response"},
+        FramingCase{"BareCr", "HTTP/1.1 200 OK\rContent-Length: 6\r\n\r\npodnet",
+                    "malformed_response"},
+        FramingCase{"NegativeContentLength", "HTTP/1.1 200 OK\r\nContent-Length: -6\r\n\r\npodnet",
+                    "malformed_response"}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace podnet::probes::http
