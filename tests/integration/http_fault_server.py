@@ -9,7 +9,10 @@ Ports from P: +0 blackhole (accepts, reads, never answers), +1 reset (half a res
 real clients (curl, Go's net/http) take without an error: +6 early_hints ("103 Early Hints" with
 a Link header before each 200), +7 idle_close (closes the idle connection after 3 responses,
 without "Connection: close"), +8 close_on_reuse (answers the first request of a connection,
-closes at the second without a byte). "refused" needs no server: a port nothing listens on. Bounded: the process exits after --seconds; every connection is closed
+closes at the second without a byte), +9 chunked_length ("Transfer-Encoding: chunked" and a wrong
+"Content-Length", RFC 9112 6.3: chunked wins), +10 bare_lf (header, chunk-size and trailer lines
+ending in a bare LF, RFC 9112 2.2), and +11 ambiguous_length (two different Content-Length
+fields: curl takes the last, python the first). "refused" needs no server: a port nothing listens on. Bounded: the process exits after --seconds; every connection is closed
 within a few seconds; at most 512 connections per fault are handled at once (more are closed at
 once).
 
@@ -29,9 +32,17 @@ import threading
 import time
 
 FAULTS = ["blackhole", "reset", "status500", "garbage", "slowloris", "bigbody",
-          "early_hints", "idle_close", "close_on_reuse"]
-KEEPALIVE = {"early_hints", "idle_close", "close_on_reuse"}
+          "early_hints", "idle_close", "close_on_reuse", "chunked_length", "bare_lf",
+          "ambiguous_length"]
+KEEPALIVE = {"early_hints", "idle_close", "close_on_reuse", "chunked_length", "bare_lf"}
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\npodnet"
+# The same body framed as the keep-alive framing servers frame it.
+FRAMED = {
+    "chunked_length": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 100\r\n"
+                       b"\r\n6\r\npodnet\r\n0\r\n\r\n"),
+    "bare_lf": (b"HTTP/1.1 200 OK\nTransfer-Encoding: chunked\nX-A: b\n\n"
+                b"6;a=b\npodnet\r\n0\nX-T: 1\n\n"),
+}
 HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
 
 
@@ -60,7 +71,7 @@ def keepalive(kind, c):
             else:
                 c.sendall(HINTS + OK)
         else:
-            c.sendall(OK)
+            c.sendall(FRAMED.get(kind, OK))
         served += 1
         if kind == "idle_close" and served == 3:
             time.sleep(0.002)
@@ -109,6 +120,8 @@ def handle(kind, c):
                 time.sleep(0.05)
                 if i > 60:
                     break
+        elif kind == "ambiguous_length":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nContent-Length: 7\r\n\r\npodnet!")
         elif kind == "bigbody":
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n")
             c.sendall(b"x" * 65536)

@@ -18,7 +18,11 @@ zone and cross zone (behind user-space delay lines). The peers run podnet-export
   - faults, each on its own port of a misbehaving server (http_fault_server.py) in the
     same-node Pod, each with its reason counter, while the healthy peers go on being probed:
     refused, timeout (never answers), reset (mid-response), bad_status (500),
-    malformed_response (garbage), slow_response (byte at a time), body_too_large;
+    malformed_response (garbage), slow_response (byte at a time), body_too_large,
+    ambiguous_framing (two different Content-Length fields);
+  - keep-alive servers curl takes without an error are taken by the probe too (1xx, idle
+    closes, and the framing of docs/probes.md "Response framing": chunked with a
+    Content-Length, bare-LF lines; python's http.client is asked about those too);
   - `promtool check metrics` finds no problem.
 
 Usage: lab_http_test.py --exporter BIN --delayline BIN --lab-script tests/lab/lab.sh
@@ -48,6 +52,7 @@ FAULTS = {  # peer name -> (port offset from FAULT_BASE_PORT, or None for a clos
     "f-garbage": (3, "malformed_response"),
     "f-slowloris": (4, "slow_response"),
     "f-bigbody": (5, "body_too_large"),
+    "f-ambiguous": (11, "ambiguous_framing"),
 }
 # Keep-alive peers real clients take without an error (curl is the truth, asked in the same
 # run): peer name -> (port offset, the reconnect reason the probe must count, or None).
@@ -55,7 +60,16 @@ CLEAN = {
     "f-early-hints": (6, None),
     "f-idle-close": (7, "idle_closed"),
     "f-close-on-reuse": (8, "retried"),
+    "f-chunked-length": (9, None),
+    "f-bare-lf": (10, None),
 }
+# Of those, the ones python's http.client is asked about too (it returns a 103 as the response).
+PYTHON_TOO = {"f-chunked-length", "f-bare-lf"}
+PYTHON_GETS = (
+    "import http.client, sys\n"
+    "c = http.client.HTTPConnection(sys.argv[1], int(sys.argv[2]), timeout=5)\n"
+    "for _ in range(10):\n"
+    "    c.request('GET', '/echo'); r = c.getresponse(); r.read(); print(r.status)\n")
 INTERVAL_S = 6
 
 
@@ -251,6 +265,12 @@ def scenario(args, tmp):
         connects = sum(int(l.split()[1]) for l in r.stdout.splitlines() if l.strip())
         lab.log("curl %s: codes %s, %d connections" % (name, " ".join(codes), connects))
         check(codes == ["200"] * 10, "%s: curl gets 200 ten times (%s)" % (name, codes))
+        if name in PYTHON_TOO:
+            r = lab.in_ns(NS["client"], sys.executable, "-c", PYTHON_GETS, ADDR["same"],
+                          str(FAULT_BASE_PORT + offset), check_rc=False, timeout=30)
+            codes = r.stdout.split()
+            check(codes == ["200"] * 10, "%s: python's http.client gets 200 ten times (%s)"
+                  % (name, codes))
         errors = {l["reason"]: v for l, v in select(first, "podnet_probe_errors_total",
                                                     peer=name, probe="http")}
         ok = counter(first, "podnet_http_requests_total", peer=name, code="200")
