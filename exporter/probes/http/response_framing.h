@@ -92,7 +92,6 @@ class ChunkedDecoder {
   std::size_t line_ = 0;          // bytes in the current chunk-size line
   std::size_t trailer_ = 0;       // bytes of the trailer section
   std::size_t trailer_line_ = 0;  // bytes in the current trailer line
-  bool last_ = false;             // the size line being read is the last chunk's (0)
   std::uint64_t announced_ = 0;
 };
 
