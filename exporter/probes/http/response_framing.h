@@ -9,7 +9,7 @@
 namespace podnet::probes::http {
 
 /// How an HTTP/1.1 response's header section and body are delimited, read as curl and python's
-/// http.client read them (docs/probes.md, "Response framing"; RFC 9112 §2.2, §6, §7). The
+/// http.client read them (docs/probes.md, "Response framing"; RFC 9112 §2.2, §6, §7.1). The
 /// status line and the fields themselves are left to Beast's parser; these functions find the
 /// header's end, give Beast one spelling of it, and decide how long the body is.
 
@@ -54,22 +54,23 @@ struct Head {
 ///  - Transfer-Encoding whose codings, over every such field, are exactly `chunked`: kChunked;
 ///    Content-Length fields are dropped, whatever their values (§6.3 rule 3);
 ///  - any other Transfer-Encoding (`gzip, chunked`, `chunked, chunked`, `gzip`, two fields):
-///    kAmbiguous. §7: "A sender MUST NOT apply the chunked transfer coding more than once"; the
-///    probe asks for no other coding (it sends no TE field, RFC 9110 §10.1.4), and curl, python
-///    and Go frame or refuse such bodies each their own way;
+///    kAmbiguous. §6.1: "A sender MUST NOT apply the chunked transfer coding more than once to a
+///    message body"; the probe asks for no other coding (it sends no TE field, RFC 9110
+///    §10.1.4), and curl, python and Go frame or refuse such bodies each their own way;
 ///  - Content-Length fields: every comma-separated element 1*DIGIT (else kMalformed), all the
-///    same number (RFC 9110 §8.6: a recipient MAY "replace the duplicated field values with a
-///    single valid Content-Length field"; else kAmbiguous, §6.3 rule 5: "the message framing
-///    is invalid"): kLength;
+///    same number (RFC 9110 §8.6: a recipient MAY "replace that invalid field value with a
+///    single instance of the decimal value"; else kAmbiguous, §6.3 rule 5: "the message
+///    framing is invalid"): kLength;
 ///  - neither: kUntilClose (§6.3 rule 8).
 /// Bodies that responses to GET never have (1xx, 204, 304: §6.3 rule 1) are the caller's
 /// concern: the status is Beast's to parse.
 Head NormalizeHead(std::string_view head);
 
 /// Decodes the chunked transfer coding (RFC 9112 §7.1) as it arrives, keeping none of the
-/// data: counts it. Lenient where curl, python and Go all are: a chunk-size line, the last
+/// data: counts it. Lenient where curl, python and Go all are (§7.1's grammar writes CRLF, and
+/// §2.2's bare-LF leniency names only the start-line and fields): a chunk-size line, the last
 /// chunk's line and trailer lines may end with a bare LF, and a chunk extension is skipped
-/// unread; strict where python and Go are: the CRLF after chunk data must be CRLF. Bounded: a
+/// unread. Strict where python and Go are: the CRLF after chunk data must be CRLF. Bounded: a
 /// chunk-size line or the trailer section longer than kMaxHeaderBytes is malformed.
 class ChunkedDecoder {
  public:
