@@ -25,6 +25,9 @@ exposes it for Prometheus on /metrics.
 flags:
   --config.file=PATH             configuration file (YAML; ${VAR} expanded from the environment)
   --config.check                 validate the configuration, print every problem, exit 0 or 2
+  --config.auto-reload-interval=DURATION
+                                 re-read the configuration file this often and reload it when it
+                                 changed, as SIGHUP does (default 0s: never)
   --web.listen-address=HOST:PORT overrides listen_address of the configuration (default :9479)
   --web.config.file=PATH         TLS, basic auth and headers for the HTTP port (exporter-toolkit's
                                  format; /echo, /-/healthy and /-/ready stay plain and open)
@@ -248,7 +251,7 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
     std::string name, value;
     if (!TakeFlag(args, &i,
                   {"--config.file", "--web.listen-address", "--web.config.file", "--log.level",
-                   "--log.format", "--kubeconfig"},
+                   "--log.format", "--kubeconfig", "--config.auto-reload-interval"},
                   "", &name, &value, error)) {
       return std::nullopt;
     }
@@ -256,6 +259,14 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
       if (shared == Shared::kBad) return std::nullopt;
     } else if (name == "--web.config.file") {
       o.web_config_file = value;
+    } else if (name == "--config.auto-reload-interval") {
+      auto d = config::ParseDuration(value);
+      if (!d) {
+        *error = "--config.auto-reload-interval must be a duration such as 30s or 0s, got \"" +
+                 value + "\"";
+        return std::nullopt;
+      }
+      o.config_auto_reload_interval = *d;
     } else {
       std::string err;
       o.listen_address = net::ParseHostPort(value, &err);

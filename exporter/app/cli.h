@@ -18,6 +18,10 @@ struct Options {
   std::string config_file;
   std::optional<net::HostPort> listen_address;  // --web.listen-address overrides the file's
   std::string web_config_file;                  // --web.config.file; "" = plain HTTP, no auth
+  /// --config.auto-reload-interval: how often the configuration file is read and, when its
+  /// bytes changed, reloaded (as SIGHUP does); 0 = never (the default). A mounted ConfigMap
+  /// changes under a running Pod this way (the kubelet swaps a symlink).
+  std::chrono::nanoseconds config_auto_reload_interval{0};
   spdlog::level::level_enum log_level = spdlog::level::info;
   log::Format log_format = log::Format::kLogfmt;
   std::optional<std::string> kubeconfig;  // --kubeconfig, else $KUBECONFIG, else in-cluster

@@ -13,6 +13,7 @@
 
 #include "exporter/app/early_signals.h"
 #include "exporter/app/info.h"
+#include "exporter/config/read_file.h"
 #include "exporter/log/last_chance.h"
 #include "exporter/metrics/protobuf.h"
 #include "exporter/runtime/loop_role.h"
@@ -42,8 +43,11 @@ ControlLoop::ControlLoop(const Options& options, std::shared_ptr<const config::C
       probe_(probe),
       responder_(responder),
       watches_(io_, options.kubeconfig, options.service_account_dir, metrics.registry(), probe,
-               [this] { UpdateReady(); }) {
+               [this] { UpdateReady(); }),
+      config_watch_interval_(options.config_auto_reload_interval) {
   metrics_.SetReloadOutcome(true, UnixNow());
+  std::string err;
+  config_seen_ = config::ReadRegularFile(config_file_, config::kMaxFileBytes, &err).value_or("");
 }
 
 ControlLoop::~ControlLoop() = default;
@@ -65,6 +69,7 @@ void ControlLoop::CatchSignals() {
   PinSignalHandlers();  // destroying signals_ later must not put SIG_DFL back
   WaitForSignal();
   if (tls_) ArmTlsRefresh();
+  if (config_watch_interval_ > std::chrono::nanoseconds(0)) ArmConfigWatch();
   // A SIGHUP that came while we were starting (main() made it harmless) may mean the file
   // changed after we read it: reload once, now that the loop's handler is in place.
   if (TakeEarlyReload()) {
@@ -94,6 +99,7 @@ void ControlLoop::Run() {
   UpdateReady();
   watches_.Stop();
   tls_refresh_.cancel();
+  config_watch_.cancel();
   // asio's handler stays (PinSignalHandlers): a SIGHUP or a second SIGTERM while the other
   // loops stop is written to asio's pipe and read by no one, so the process exits 0.
   signals_.reset();
@@ -125,6 +131,22 @@ void ControlLoop::ArmTlsRefresh() {
           "TLS: certificate files changed but cannot be used, keeping the previous ones: {}", err);
     }
     ArmTlsRefresh();
+  });
+}
+
+void ControlLoop::ArmConfigWatch() {
+  config_watch_.expires_after(config_watch_interval_);
+  config_watch_.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;
+    std::string err;
+    // An unreadable file (mid-swap, removed) is not a change: the next read decides.
+    auto now = config::ReadRegularFile(config_file_, config::kMaxFileBytes, &err);
+    if (now && *now != config_seen_) {
+      config_seen_ = std::move(*now);
+      spdlog::info("configuration file {} changed: reloading", config_file_);
+      Reload(&err);
+    }
+    ArmConfigWatch();
   });
 }
 

@@ -87,6 +87,9 @@ class ControlLoop {
   void WaitForSignal();
   // Certificates re-read when their files change (cert-manager renewals, Secret updates).
   void ArmTlsRefresh();
+  // --config.auto-reload-interval: the file read every interval, reloaded when its bytes
+  // differ from the last ones read (a bad file is tried once per change, not every interval).
+  void ArmConfigWatch();
 
   boost::asio::io_context io_;
   std::string config_file_;
@@ -105,6 +108,9 @@ class ControlLoop {
   std::vector<PendingScrape> pending_scrapes_;
   std::optional<boost::asio::signal_set> signals_;  // from CatchSignals() to Run()'s end
   boost::asio::steady_timer tls_refresh_{io_};
+  std::chrono::nanoseconds config_watch_interval_{0};
+  std::string config_seen_;  // the file's bytes when last read by the watch (or at start)
+  boost::asio::steady_timer config_watch_{io_};
   bool running_ = false;  // Run() runs the loop
 };
 

@@ -320,6 +320,75 @@ def hostile_config(exe, tmp):
     finally:
         stop_exporter(p)
 
+def atomic_write(root, text, seq):
+    """What the kubelet does to a mounted ConfigMap (its AtomicWriter): the files go to a new
+    timestamped directory, a `..data_tmp` symlink to it is renamed over `..data` (one atomic
+    step), the old directory goes; `podnet.yaml` is a symlink to `..data/podnet.yaml`."""
+    new = os.path.join(root, "..2026_12_04_10_00_%02d.%d" % (seq, os.getpid()))
+    os.mkdir(new)
+    with open(os.path.join(new, "podnet.yaml"), "w") as f:
+        f.write(text)
+    old = os.path.realpath(os.path.join(root, "..data")) if os.path.islink(
+        os.path.join(root, "..data")) else None
+    os.symlink(os.path.basename(new), os.path.join(root, "..data_tmp"))
+    os.rename(os.path.join(root, "..data_tmp"), os.path.join(root, "..data"))
+    if not os.path.lexists(os.path.join(root, "podnet.yaml")):
+        os.symlink("..data/podnet.yaml", os.path.join(root, "podnet.yaml"))
+    if old:
+        shutil.rmtree(old)
+
+
+def config_auto_reload(exe, tmp):
+    """--config.auto-reload-interval on a ConfigMap-style directory: a swapped file is reloaded
+    without a signal; a bad one keeps the running configuration, says file:line:column, and is
+    tried once (not every interval); the good one again reloads."""
+    r = run(exe, "--config.file=/nonexistent.yaml", "--config.auto-reload-interval=soon")
+    check(r.returncode == 2 and "--config.auto-reload-interval must be a duration" in r.stderr,
+          "--config.auto-reload-interval=soon: exit 2, says why: %r" % r.stderr.strip())
+    port = free_port()
+    root = os.path.join(tmp, "configmap")
+    os.mkdir(root)
+    good = ('listen_address: "127.0.0.1:%d"\nself: { name: auto, node: n }\n'
+            'responders: { udp_echo: { listen_address: "127.0.0.1:%d" } }\n' % (port, port))
+    atomic_write(root, good, 1)
+    p = subprocess.Popen([exe, "--config.file=" + os.path.join(root, "podnet.yaml"),
+                          "--config.auto-reload-interval=200ms"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = "http://127.0.0.1:%d" % port
+
+    def value(name):
+        m = re.search(r"^%s (\S+)$" % name, get(base + "/metrics")[1], re.M)
+        return float(m.group(1)) if m else None
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and not port_open(port):
+            time.sleep(0.1)
+        wait_metrics(base, lambda t: "podnet_config_last_reload_successful 1" in t, timeout=10)
+        first = value("podnet_config_last_reload_success_timestamp_seconds")
+        time.sleep(1.1)  # the timestamp has whole-second steps
+        atomic_write(root, good + "metrics: { aggregate_peers: true }\n", 2)
+        text = wait_metrics(base, lambda t: value(
+            "podnet_config_last_reload_success_timestamp_seconds") != first, timeout=5)
+        check("podnet_config_last_reload_successful 1" in text
+              and value("podnet_config_last_reload_success_timestamp_seconds") > first,
+              "a swapped ConfigMap file is reloaded without a signal")
+        atomic_write(root, good + "bogus: 1\n", 3)
+        wait_metrics(base, lambda t: "podnet_config_last_reload_successful 0" in t, timeout=5)
+        time.sleep(1.0)  # five more intervals with the same bad file
+        code, _ = get(base + "/-/healthy")
+        check(code == 200, "a bad swapped file: the running configuration keeps serving")
+        atomic_write(root, good, 4)
+        wait_metrics(base, lambda t: "podnet_config_last_reload_successful 1" in t, timeout=5)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        out = p.communicate(timeout=10)[0]
+    failed = [l for l in out.splitlines() if "reload failed" in l]
+    check(len(failed) == 1 and ":4:1: bogus: unknown key" in failed[0],
+          "the bad file is reported once, with its place: %s" % failed)
+    check(out.count("changed: reloading") == 3,
+          "three changes, three reloads (%d)" % out.count("changed: reloading"))
+
+
 def reload_requests_coalesced(exe, tmp, clients=40):
     """`clients` POST /-/reload at once (from 4 loopback addresses: one holds at most 16
     connections): reloads start at most once a second, requests that come meanwhile share the
@@ -1242,6 +1311,7 @@ def main():
     burst_stalled_clients(exe, tmp)
     hostile_config(exe, tmp)
     reload_requests_coalesced(exe, tmp)
+    config_auto_reload(exe, tmp)
     web_config(exe, tmp)
     hostile_http_clients(exe, tmp)
     failed = results.count(False)
