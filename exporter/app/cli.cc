@@ -28,6 +28,9 @@ flags:
   --config.auto-reload-interval=DURATION
                                  re-read the configuration file this often and reload it when it
                                  changed, as SIGHUP does (default 0s: never)
+  --shutdown.drain-period=DURATION
+                                 after SIGTERM, keep answering peers this long with /-/ready
+                                 failing, then stop (default 0s: stop at once)
   --web.listen-address=HOST:PORT overrides listen_address of the configuration (default :9479)
   --web.config.file=PATH         TLS, basic auth and headers for the HTTP port (exporter-toolkit's
                                  format; /echo, /-/healthy and /-/ready stay plain and open)
@@ -251,7 +254,8 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
     std::string name, value;
     if (!TakeFlag(args, &i,
                   {"--config.file", "--web.listen-address", "--web.config.file", "--log.level",
-                   "--log.format", "--kubeconfig", "--config.auto-reload-interval"},
+                   "--log.format", "--kubeconfig", "--config.auto-reload-interval",
+                   "--shutdown.drain-period"},
                   "", &name, &value, error)) {
       return std::nullopt;
     }
@@ -267,6 +271,14 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
         return std::nullopt;
       }
       o.config_auto_reload_interval = *d;
+    } else if (name == "--shutdown.drain-period") {
+      auto d = config::ParseDuration(value);
+      if (!d) {
+        *error =
+            "--shutdown.drain-period must be a duration such as 10s or 0s, got \"" + value + "\"";
+        return std::nullopt;
+      }
+      o.shutdown_drain_period = *d;
     } else {
       std::string err;
       o.listen_address = net::ParseHostPort(value, &err);

@@ -22,6 +22,10 @@ struct Options {
   /// bytes changed, reloaded (as SIGHUP does); 0 = never (the default). A mounted ConfigMap
   /// changes under a running Pod this way (the kubelet swaps a symlink).
   std::chrono::nanoseconds config_auto_reload_interval{0};
+  /// --shutdown.drain-period: after SIGTERM, how long /-/ready says "stopping" while the
+  /// responders keep answering peers (their lists drop this Pod meanwhile), before the process
+  /// stops; 0 = stop at once (the default). A second SIGTERM or SIGINT stops at once.
+  std::chrono::nanoseconds shutdown_drain_period{0};
   spdlog::level::level_enum log_level = spdlog::level::info;
   log::Format log_format = log::Format::kLogfmt;
   std::optional<std::string> kubeconfig;  // --kubeconfig, else $KUBECONFIG, else in-cluster

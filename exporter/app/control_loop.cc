@@ -44,7 +44,8 @@ ControlLoop::ControlLoop(const Options& options, std::shared_ptr<const config::C
       responder_(responder),
       watches_(io_, options.kubeconfig, options.service_account_dir, metrics.registry(), probe,
                [this] { UpdateReady(); }),
-      config_watch_interval_(options.config_auto_reload_interval) {
+      config_watch_interval_(options.config_auto_reload_interval),
+      drain_period_(options.shutdown_drain_period) {
   metrics_.SetReloadOutcome(true, UnixNow());
   std::string err;
   config_seen_ = config::ReadRegularFile(config_file_, config::kMaxFileBytes, &err).value_or("");
@@ -100,6 +101,7 @@ void ControlLoop::Run() {
   watches_.Stop();
   tls_refresh_.cancel();
   config_watch_.cancel();
+  drain_.cancel();
   // asio's handler stays (PinSignalHandlers): a SIGHUP or a second SIGTERM while the other
   // loops stop is written to asio's pipe and read by no one, so the process exits 0.
   signals_.reset();
@@ -112,6 +114,22 @@ void ControlLoop::WaitForSignal() {
       std::string err;
       Reload(&err);
       WaitForSignal();
+      return;
+    }
+    if (sig == SIGTERM && !draining_ && drain_period_ > std::chrono::nanoseconds(0)) {
+      // Kubernetes removes a terminating Pod from the EndpointSlices while it runs; peers
+      // still probing it until their watch drops it get answers, not loss.
+      spdlog::info(
+          "received signal {}, stopping in {} ms: /-/ready fails meanwhile, peers "
+          "are still answered",
+          sig, std::chrono::duration_cast<std::chrono::milliseconds>(drain_period_).count());
+      draining_ = true;
+      UpdateReady();
+      drain_.expires_after(drain_period_);
+      drain_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) Stop();
+      });
+      WaitForSignal();  // a second SIGTERM, or SIGINT, stops at once
       return;
     }
     spdlog::info("received signal {}, stopping", sig);
@@ -289,9 +307,12 @@ responders::HttpResponse ControlLoop::RouteControl(const responders::HttpRequest
 std::string ControlLoop::NotReadyReason() const {
   PODNET_DCHECK_LOOP(kControl);
   if (!running_) return "starting";
+  if (draining_) return "stopping";
   return watches_.NotSyncedReason();
 }
 
-void ControlLoop::UpdateReady() { responder_.SetReady(running_ && watches_.synced()); }
+void ControlLoop::UpdateReady() {
+  responder_.SetReady(running_ && !draining_ && watches_.synced());
+}
 
 }  // namespace podnet::app

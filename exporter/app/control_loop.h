@@ -83,7 +83,7 @@ class ControlLoop {
   std::string NotReadyReason() const;
   // ResponderLoop::SetReady from running_ and discovery's first list.
   void UpdateReady();
-  // SIGHUP reloads; SIGINT and SIGTERM stop.
+  // SIGHUP reloads; SIGINT and SIGTERM stop (SIGTERM after the drain period, if any).
   void WaitForSignal();
   // Certificates re-read when their files change (cert-manager renewals, Secret updates).
   void ArmTlsRefresh();
@@ -109,6 +109,9 @@ class ControlLoop {
   std::optional<boost::asio::signal_set> signals_;  // from CatchSignals() to Run()'s end
   boost::asio::steady_timer tls_refresh_{io_};
   std::chrono::nanoseconds config_watch_interval_{0};
+  std::chrono::nanoseconds drain_period_{0};  // --shutdown.drain-period
+  bool draining_ = false;                     // SIGTERM came; stopping after drain_period_
+  boost::asio::steady_timer drain_{io_};
   std::string config_seen_;  // the file's bytes when last read by the watch (or at start)
   boost::asio::steady_timer config_watch_{io_};
   bool running_ = false;  // Run() runs the loop

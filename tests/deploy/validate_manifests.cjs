@@ -367,8 +367,16 @@ function problems(objects, extraKinds = []) {
   need(!pod.hostNetwork && !pod.hostPID && !pod.hostIPC, "no host network, PID or IPC namespace");
   need((pod.tolerations || []).some((t) => t.operator === "Exists" && !t.key && !t.effect),
     "tolerates every taint (operator Exists, no key, no effect)");
-  need(typeof pod.terminationGracePeriodSeconds === "number" && pod.terminationGracePeriodSeconds <= 10,
-    "terminationGracePeriodSeconds is small (<= 10)");
+  // The drain (--shutdown.drain-period: not ready, still answering peers) fits the grace period
+  // with 2 s to stop, and the grace stays short (a node drain waits for it).
+  const drainArg = ((pod.containers || [])[0] || {}).args || [];
+  const drain = drainArg.map((a) => /^--shutdown\.drain-period=(\d+)s$/.exec(a)).find(Boolean);
+  const drainS = drain ? parseInt(drain[1], 10) : 0;
+  need(drain && drainS >= 5 && typeof pod.terminationGracePeriodSeconds === "number" &&
+    pod.terminationGracePeriodSeconds >= drainS + 2 && pod.terminationGracePeriodSeconds <= 30,
+    `a drain period of at least 5 s inside a grace period of at most 30 s (drain ${drainS} s, grace ${pod.terminationGracePeriodSeconds} s)`);
+  need(drainArg.includes("--config.auto-reload-interval=30s"),
+    "the ConfigMap's updates are reloaded in place (--config.auto-reload-interval=30s)");
   const us = ds.spec.updateStrategy || {};
   need(us.type === "RollingUpdate" && us.rollingUpdate && /^\d+%$/.test(String(us.rollingUpdate.maxUnavailable)) &&
     parseInt(us.rollingUpdate.maxUnavailable, 10) <= 25, "RollingUpdate with maxUnavailable a small percentage");
@@ -512,6 +520,9 @@ const mutations = {
   "config names another Service": (o) => { const cm = get(o, "ConfigMap"); const k = Object.keys(cm.data)[0]; cm.data[k] = cm.data[k].replace("service: podnet", "service: other"); },
   "PodMonitor on the gRPC port": (o) => { get(o, "PodMonitor").spec.podMetricsEndpoints[0].port = "grpc"; },
   "a Secret": (o) => o.push({ apiVersion: "v1", kind: "Secret", metadata: { name: "s", namespace: "podnet" } }),
+  "no drain period": (o) => { ctr(o).args = ctr(o).args.filter((a) => !a.startsWith("--shutdown.drain-period")); },
+  "grace shorter than the drain": (o) => { podSpec(o).terminationGracePeriodSeconds = 5; },
+  "no config auto-reload": (o) => { ctr(o).args = ctr(o).args.filter((a) => !a.startsWith("--config.auto-reload")); },
 };
 // The names of the mutations (name -> edit of a copy of objects) that problemsOf finds nothing in.
 const uncaught = (mutations, objects, problemsOf) => Object.entries(mutations).filter(([, mutate]) => {

@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import ssl
 import subprocess
 import sys
@@ -387,6 +388,59 @@ def config_auto_reload(exe, tmp):
           "the bad file is reported once, with its place: %s" % failed)
     check(out.count("changed: reloading") == 3,
           "three changes, three reloads (%d)" % out.count("changed: reloading"))
+
+
+def drain_on_sigterm(exe, tmp):
+    """--shutdown.drain-period: after SIGTERM, /-/ready says "stopping" while /echo and the UDP
+    echo still answer, then the process exits 0; a second SIGTERM stops at once."""
+    for second in (False, True):
+        port = free_port()
+        cfg = os.path.join(tmp, "drain.yaml")
+        with open(cfg, "w") as f:
+            f.write('listen_address: "127.0.0.1:%d"\nself: { name: drain, node: n }\n'
+                    'responders: { udp_echo: { listen_address: "127.0.0.1:%d" } }\n'
+                    % (port, port))
+        p = subprocess.Popen([exe, "--config.file=" + cfg, "--shutdown.drain-period=2s"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        base = "http://127.0.0.1:%d" % port
+        deadline = time.time() + 10
+        while time.time() < deadline and get_or_none(base + "/-/ready") != 200:
+            time.sleep(0.1)
+        t0 = time.time()
+        p.send_signal(signal.SIGTERM)
+        if second:
+            time.sleep(0.3)
+            p.send_signal(signal.SIGTERM)
+            rc = p.wait(timeout=10)
+            check(rc == 0 and time.time() - t0 < 1.5, "a second SIGTERM while draining stops at "
+                  "once: rc %s after %.2f s" % (rc, time.time() - t0))
+            continue
+        time.sleep(0.5)
+        ready, body = get(base + "/-/ready")
+        echo = get(base + "/echo")[0]
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.settimeout(1)
+            # A UDP echo request (exporter/proto/echo.h: magic "PNET", version 1, a request).
+            u.sendto(struct.pack("!IBBHQ", 0x504E4554, 1, 1, 7, 0xF100D) + b"\0" * 48,
+                     ("127.0.0.1", port))
+            try:
+                udp = len(u.recvfrom(2048)[0]) > 0
+            except OSError:
+                udp = False
+        check(ready == 503 and "stopping" in body and echo == 200 and udp,
+              "draining: /-/ready %d %r, /echo %d, UDP echo answered: %s"
+              % (ready, body.strip(), echo, udp))
+        rc = p.wait(timeout=10)
+        took = time.time() - t0
+        check(rc == 0 and 1.8 <= took < 6, "then it exits 0 after the drain period: rc %s after "
+              "%.2f s" % (rc, took))
+
+
+def get_or_none(url):
+    try:
+        return get(url)[0]
+    except OSError:
+        return None
 
 
 def reload_requests_coalesced(exe, tmp, clients=40):
@@ -1312,6 +1366,7 @@ def main():
     hostile_config(exe, tmp)
     reload_requests_coalesced(exe, tmp)
     config_auto_reload(exe, tmp)
+    drain_on_sigterm(exe, tmp)
     web_config(exe, tmp)
     hostile_http_clients(exe, tmp)
     failed = results.count(False)
