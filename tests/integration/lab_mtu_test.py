@@ -24,8 +24,12 @@ TCP transfer (400 kB from client to peer, through the same router) is timed: it 
 ICMP gets through and stalls (nothing finished within TCP_TIMEOUT_S) in the black hole, while the
 probe's verdict came within its first round.
 
-Usage: lab_mtu_test.py --exporter BIN. Needs root (namespaces, iptables, ip6tables). ~50 s; every
-wait is bounded.
+Then the faults of issue 44 (FAULTS; one round each): a local MTU mismatch (the client's veth
+9001, its router side 1500). Every topology also checks the path MTU the client's kernel learned
+towards the peer (`ip route get`): the truth the probe's ICMP reading must match.
+
+Usage: lab_mtu_test.py --exporter BIN [--only NAME-PART]. Needs root (namespaces, iptables,
+ip6tables). ~65 s; every wait is bounded.
 """
 import argparse
 import os
@@ -52,6 +56,7 @@ PREFIX = {4: 24, 6: 64}
 NET = {4: ("10.27.1.0/24", "10.27.2.0/24"), 6: ("fd27:1::/64", "fd27:2::/64")}
 
 # name, MTU of the router's route to the peer, of its route back, ICMP errors delivered, TCP run
+# (and, for the faults of issue 44 below, what differs).
 TOPOLOGIES = [
     ("1500, ICMP delivered", 1500, 1500, True, True),
     ("1500, ICMP dropped", 1500, 1500, False, True),
@@ -61,6 +66,38 @@ TOPOLOGIES = [
     ("return path 1450 only, ICMP dropped", 9001, 1450, False, False),
 ]
 
+
+class Fault:
+    """A topology of issue 44: the truth per family ({4: .., 6: ..}: the largest IP packet that
+    crosses each way), whether each direction's oversize packets draw an ICMP error the sender's
+    kernel takes (forward, reverse), and how it is made (`setup`: "veth" or "routes"); one round
+    is waited for (its figures are the verdict; the second round's bytes are not printed)."""
+
+    def __init__(self, name, forward, reverse, icmp, tcp, setup, rounds=1):
+        self.name, self.forward, self.reverse, self.icmp = name, forward, reverse, icmp
+        self.tcp, self.setup, self.rounds = tcp, setup, rounds
+
+
+def as_fault(spec):
+    """A TOPOLOGIES row as a Fault: the router's routes locked at its MTUs, two rounds."""
+    name, forward_mtu, reverse_mtu, icmp, tcp = spec
+    return Fault(name, {4: forward_mtu, 6: forward_mtu}, {4: reverse_mtu, 6: reverse_mtu},
+                 (icmp, icmp), tcp, "routes", rounds=2)
+
+
+# Kind 5, a local MTU mismatch: the client's own veth at 9001, its router side at 1500 (the Pod's
+# eth0 and a host-side veth a CNI left at 1500). The router side drops what exceeds its MTU
+# (+ 4 bytes of VLAN header: IP packets up to 1504 cross; net/core/dev.c is_skb_forwardable) and
+# no ICMP error says so: the sender's send() fails with ENOBUFS under IP_RECVERR, "succeeds"
+# without it (udp(7)). Back towards the client, the router forwards into the 1500-byte veth and
+# answers larger replies with an ICMP error naming 1500. No TCP run: the veth lets GSO packets
+# by whatever their size (the router then cuts them to its route's MTU), so a 400 kB send with
+# the veth's TSO/GSO on (the default) completes; with them off it stalls (327,680 B, 3 s), as
+# every datagram over 1504 bytes vanishes.
+FAULTS = [
+    Fault("local veth 9001 -> 1500", {4: 1504, 6: 1504}, {4: 1500, 6: 1500}, (False, True),
+          False, "veth"),
+]
 
 def client_config():
     peers = "".join(
@@ -126,13 +163,14 @@ except (socket.timeout, OSError) as e:
 """
 
 
-def setup(names, forward_mtu, reverse_mtu, icmp):
+def setup(names, spec):
     c, r, p = names
     for ns in names:
         lab.run("ip", "netns", "add", ns)
         lab.run("ip", "-n", ns, "link", "set", "lo", "up")
+    router_side = "1500" if spec.setup == "veth" else "9001"
     lab.run("ip", "-n", c, "link", "add", "c0", "mtu", "9001", "type", "veth", "peer", "name",
-            "r0", "mtu", "9001", "netns", r)
+            "r0", "mtu", router_side, "netns", r)
     lab.run("ip", "-n", r, "link", "add", "r1", "mtu", "9001", "type", "veth", "peer", "name",
             "p0", "mtu", "9001", "netns", p)
     lab.in_ns(r, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
@@ -145,23 +183,33 @@ def setup(names, forward_mtu, reverse_mtu, icmp):
     for f in (4, 6):
         lab.run("ip", "-n", c, "-%d" % f, "route", "add", "default", "via", ADDR[f][1])
         lab.run("ip", "-n", p, "-%d" % f, "route", "add", "default", "via", ADDR[f][2])
+        if spec.setup != "routes":
+            continue  # the interfaces' MTUs
         # The bottlenecks: the router's routes, locked (IPv6 forwarding honours only a lock).
         # The connected routes replaced (IPv6: theirs have metric 256).
         metric = ["metric", "256"] if f == 6 else []
         lab.run("ip", "-n", r, "-%d" % f, "route", "replace", NET[f][1], "dev", "r1", *metric,
-                "mtu", "lock", str(forward_mtu))
+                "mtu", "lock", str(spec.forward[f]))
         lab.run("ip", "-n", r, "-%d" % f, "route", "replace", NET[f][0], "dev", "r0", *metric,
-                "mtu", "lock", str(reverse_mtu))
+                "mtu", "lock", str(spec.reverse[f]))
     # Neighbours resolved and both families forwarded before the exporters start.
     for f in (4, 6):
         lab.wait_for(lambda: lab.in_ns(c, "ping", "-%d" % f, "-c", "1", "-W", "1", ADDR[f][3],
                                        check_rc=False).returncode == 0,
                      10, "IPv%d client -> peer" % f, step=0.1)
-    if not icmp:
+    if spec.setup == "routes" and not spec.icmp[0]:
         lab.in_ns(r, "iptables", "-w", "-A", "OUTPUT", "-p", "icmp", "--icmp-type",
                   "fragmentation-needed", "-j", "DROP")
         lab.in_ns(r, "ip6tables", "-w", "-A", "OUTPUT", "-p", "icmpv6", "--icmpv6-type",
                   "packet-too-big", "-j", "DROP")
+
+
+def learned_mtu(ns, address):
+    """The path MTU the kernel of `ns` learned towards `address` (`ip route get`: a route
+    exception's "mtu N"), or None."""
+    out = lab.in_ns(ns, "ip", "route", "get", address, check_rc=False).stdout
+    m = re.search(r"\bmtu (\d+)", out)
+    return int(m.group(1)) if m else None
 
 
 def gauges(body):
@@ -208,11 +256,11 @@ def tcp_transfer(names, tmp, f):
 
 
 def topology(args, tmp, n, spec):
-    name, forward_mtu, reverse_mtu, icmp, tcp = spec
+    name = spec.name
     names = ("%s-%d-c" % (TAG, n), "%s-%d-r" % (TAG, n), "%s-%d-p" % (TAG, n))
     rows = []
     try:
-        setup(names, forward_mtu, reverse_mtu, icmp)
+        setup(names, spec)
         c, _, p = names
         ccfg, pcfg = os.path.join(tmp, "c%d.yaml" % n), os.path.join(tmp, "p%d.yaml" % n)
         with open(ccfg, "w") as fh:
@@ -235,12 +283,13 @@ def topology(args, tmp, n, spec):
         rounds = rounds_of(clog)
         # One end's view of (forward, reverse): the truth each way, the reverse asked back only
         # up to the forward answer.
-        views = (("client", "peer-v%d", forward_mtu, reverse_mtu),
-                 ("peer", "client-v%d", reverse_mtu, forward_mtu))
+        views = (("client", "peer-v%d", spec.forward, spec.reverse, spec.icmp),
+                 ("peer", "client-v%d", spec.reverse, spec.forward, spec.icmp[::-1]))
         for f in (4, 6):
             seen = {}
-            for end, peer_fmt, true_fwd, true_rev in views:
+            for end, peer_fmt, truth_fwd, truth_rev, (icmp_f, icmp_r) in views:
                 peer = peer_fmt % f
+                true_fwd, true_rev = truth_fwd[f], truth_rev[f]
                 want_rev = min(true_rev, true_fwd)
                 fwd = g.get(("podnet_path_mtu_bytes", peer, "forward"))
                 rev = g.get(("podnet_path_mtu_bytes", peer, "reverse"))
@@ -252,34 +301,41 @@ def topology(args, tmp, n, spec):
                 lab.check(fwd == true_fwd, "%s: forward %s, true %d" % (where, fwd, true_fwd))
                 lab.check(rev == want_rev, "%s: reverse %s, want %d (true %d)"
                           % (where, rev, want_rev, true_rev))
-                lab.check(hole_f == (0 if icmp or true_fwd == 9001 else 1),
+                lab.check(hole_f == (0 if icmp_f or true_fwd == 9001 else 1),
                           "%s: forward black hole %s" % (where, hole_f))
-                lab.check(hole_r == (0 if icmp or true_rev >= true_fwd else 1),
+                lab.check(hole_r == (0 if icmp_r or true_rev >= true_fwd else 1),
                           "%s: reverse black hole %s" % (where, hole_r))
-                want_named = true_fwd if icmp and true_fwd < 9001 else None
+                want_named = true_fwd if icmp_f and true_fwd < 9001 else None
                 lab.check(named == want_named, "%s: MTU named by ICMP %s, want %s"
                           % (where, named, want_named))
                 lab.check(iface == 9001, "%s: interface MTU %s" % (where, iface))
                 seen[end] = (fwd, rev, hole_f, hole_r, named)
             fwd, rev, hole_f, hole_r, named = seen["client"]
             back, _, hole_b, _, _ = seen["peer"]
+            # The kernel's own verdict: the path MTU it learned from the ICMP errors it took (the
+            # probe's datagrams draw them as any sender's would), none where none came.
+            kernel = learned_mtu(c, ADDR[f][3])
+            want_kernel = spec.forward[f] if spec.icmp[0] and spec.forward[f] < 9001 else None
+            lab.check(kernel == want_kernel, "%s, IPv%d: the client's kernel learned %s, want %s"
+                      % (name, f, kernel, want_kernel))
             r = rounds.get("peer-v%d" % f, {})
-            rows.append((name, f, forward_mtu, reverse_mtu, fwd, rev, hole_f, hole_r, back,
-                         hole_b, named, r.get("seconds"), r.get("datagrams"), r.get("bytes"),
-                         ""))
-        if tcp:
+            rows.append((name, f, spec.forward[f], spec.reverse[f], fwd, rev, hole_f, hole_r,
+                         back, hole_b, named, kernel, r.get("seconds"), r.get("datagrams"),
+                         r.get("bytes"), "-", ""))
+        if spec.tcp:
             out = tcp_transfer(names, tmp, 4)
             stalled = out.startswith("stalled")
-            lab.check(stalled != icmp,
+            lab.check(stalled != spec.icmp[0],
                       "%s: TCP %d B client -> peer over IPv4: %s (want %s)"
-                      % (name, TCP_BYTES, out, "done" if icmp else "stalled"))
+                      % (name, TCP_BYTES, out, "done" if spec.icmp[0] else "stalled"))
             rows[-2] = rows[-2][:-1] + (out,)
-        # The next round starts from this one's answers: its bytes (no check, for the docs).
-        lab.wait_for(lambda: len(rounds_of(clog, 1)) == 2, 2 * INTERVAL_S + 10,
-                     "%s: a second round" % name, step=0.2)
-        second = rounds_of(clog, 1)
-        rows = [r[:14] + (second.get("peer-v%d" % r[1], {}).get("bytes"),) + r[14:]
-                if r[0] == name else r for r in rows]
+        if spec.rounds > 1:
+            # The next round starts from this one's answers: its bytes (no check, for the docs).
+            lab.wait_for(lambda: len(rounds_of(clog, 1)) == 2, 2 * INTERVAL_S + 10,
+                         "%s: a second round" % name, step=0.2)
+            second = rounds_of(clog, 1)
+            rows = [r[:15] + (second.get("peer-v%d" % r[1], {}).get("bytes"),) + r[16:]
+                    if r[0] == name else r for r in rows]
     finally:
         lab.stop_all()
         for ns in names:
@@ -291,24 +347,28 @@ def scenario(args, tmp):
     lab.run("ip", "netns", "add", TAG)  # run_namespace_test's: each topology makes its own
     rows = []
     start = time.monotonic()
-    for n, spec in enumerate(TOPOLOGIES):
-        rows += topology(args, tmp, n, spec)
+    for n, spec in enumerate([as_fault(t) for t in TOPOLOGIES] + FAULTS):
+        if args.only in spec.name:
+            rows += topology(args, tmp, n, spec)
     lab.log("")
-    lab.log("%-38s %-4s %-8s %-8s %-6s %-6s %-6s %-6s %-6s %-6s %-6s %-7s %-6s %-7s %-7s %s" % (
-        "topology", "ip", "true fwd", "true rev", "fwd", "rev", "hole f", "hole r", "back",
-        "hole b", "icmp", "round s", "dgrams", "bytes", "next", "tcp"))
+    head = "%-38s %-4s %-8s %-8s " + "%-6s " * 8 + "%-7s %-6s %-7s %-7s %s"
+    lab.log(head % ("topology", "ip", "true fwd", "true rev", "fwd", "rev", "hole f", "hole r",
+                    "back", "hole b", "icmp", "kernel", "round s", "dgrams", "bytes", "next",
+                    "tcp"))
     fmt = lambda v: "-" if v is None else ("%g" % v if isinstance(v, float) else str(v))  # noqa
     for r in rows:
-        lab.log("%-38s v%-3d %-8d %-8d %-6s %-6s %-6s %-6s %-6s %-6s %-6s %-7s %-6s %-7s %-7s %s"
-                % (r[0], r[1], r[2], r[3], *(fmt(v) for v in r[4:15]), r[15]))
+        lab.log(head.replace("%-4s", "v%-3d").replace("%-8s", "%-8d")
+                % (r[0], r[1], r[2], r[3], *(fmt(v) for v in r[4:16]), r[16]))
     lab.log("(fwd, rev, hole f, hole r: the client's view; back, hole b: the return path as the "
-            "peer's own probe measures it, its forward)")
+            "peer's own probe measures it, its forward; kernel: the path MTU the client's kernel "
+            "learned towards the peer)")
     lab.log("all topologies: %.1f s" % (time.monotonic() - start))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
+    ap.add_argument("--only", default="", help="run only the topologies whose name has this")
     args = ap.parse_args()
     if not lab.have_root():
         return lab.skip(lab.ROOT_NEEDED)

@@ -204,13 +204,23 @@ class MtuPeerProbe : public PeerProbeBase {
   }
 
   // Sends the current direction's next size, or moves on: forward, then reverse, then the end.
+  // A size the local kernel did not let leave is settled at once, and the next one is sent.
   void SendNext() {
+    while (SendOne()) {
+    }
+  }
+
+  // Sends one datagram: false when it is on its way (or the round is over), true when the local
+  // kernel refused it at once (settled: send the next).
+  bool SendOne() {
     for (;;) {
-      if (direction_ == Direction::kReverse && old_responder_) return Finish();
-      auto size = search().Next();
-      if (size) break;
+      bool over = direction_ == Direction::kReverse && old_responder_;
+      if (!over && search().Next()) break;
       // Reverse needs a responder that answers: not asked when nothing crossed forward.
-      if (direction_ == Direction::kReverse || forward_search_->largest() == 0) return Finish();
+      if (over || direction_ == Direction::kReverse || forward_search_->largest() == 0) {
+        Finish();
+        return false;
+      }
       direction_ = Direction::kReverse;
       // Up to the forward answer: a reverse request is as large as the reply it asks for, so
       // only sizes that crossed forward can be asked back (a loss is then the return path's).
@@ -242,11 +252,20 @@ class MtuPeerProbe : public PeerProbeBase {
     if (n < 0 && errno == EMSGSIZE) {
       // The local kernel refuses: larger than the interface (or, without PROBE, the path) allows.
       search().TooBig(size, 0);
-      return SendNext();
+      outstanding_ = 0;
+      return true;
     }
     if (n < 0) {
+      // It did not leave, and no ICMP error says why: a datagram lost with no error, as every
+      // other sender's is. ENOBUFS (udp(7): IP_RECVERR reports it, without it the send
+      // "succeeds") is the device's drop: e.g. a veth whose peer has a smaller MTU drops what
+      // exceeds it (net/core/dev.c is_skb_forwardable), as a Pod's 9001 eth0 towards a 1500
+      // host side does. Sent once more, as any loss; lost twice above a size that crossed, a
+      // black hole.
       CountError("send_failed", std::strerror(errno));
-      return Finish();
+      search().Lost(size);
+      outstanding_ = 0;
+      return true;
     }
     sent_bytes_->Increment(static_cast<double>(header + data.size()));
     round_bytes_ += header + data.size();
@@ -258,6 +277,7 @@ class MtuPeerProbe : public PeerProbeBase {
       self.outstanding_ = 0;
       self.SendNext();
     }));
+    return false;
   }
 
   Search& SearchOf(Direction d) {

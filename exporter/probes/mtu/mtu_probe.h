@@ -33,7 +33,10 @@ namespace podnet::probes::mtu {
 ///    search both directions' answer and no reverse one.
 /// Datagrams go one at a time (the next when the last is answered, refused or timed out), at
 /// most max_datagrams a direction; a datagram lost with no error is sent once more before its
-/// size counts as too big.
+/// size counts as too big. A datagram the local kernel does not let leave (send(2) fails, e.g.
+/// ENOBUFS: a veth whose host side has a smaller MTU drops it, with no ICMP error; udp(7)) is
+/// such a loss, counted at once: the search goes on, and the answer is the largest size that
+/// left and crossed, a black hole above it (every other sender's datagram vanishes there).
 ///
 /// Series per peer (labels: metrics::PeerLabels): podnet_path_mtu_bytes{direction} (the largest
 /// IP packet, headers included, that crossed in the last round; 0 when not even min_size did),
@@ -41,7 +44,8 @@ namespace podnet::probes::mtu {
 /// podnet_path_mtu_icmp_bytes (the MTU the last ICMP error for this peer named; added at the
 /// first one), podnet_path_mtu_interface_bytes; podnet_probe_{sent,received}_bytes_total
 /// {probe="mtu"} (IP packets, headers included) and podnet_probe_errors_total{probe="mtu"} with
-/// reason "socket" | "send_failed" | "unreachable" (not even min_size crossed forward) |
+/// reason "socket" | "send_failed" (a datagram the local kernel did not send: a loss, the round
+/// goes on) | "unreachable" (not even min_size crossed forward) |
 /// "no_reverse" (the responder answered no reverse request: an older podnet, or its budget).
 std::shared_ptr<ProbeKind> MakeMtuKind(const MtuOptions& options, ProbeEnv& env);
 
