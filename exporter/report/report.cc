@@ -366,7 +366,8 @@ Section BurstSection(const std::vector<prometheus::MetricFamily>& f, std::vector
 // Path MTU per path class and direction (probes.mtu): over the class's peers, the smallest and
 // largest size that crossed, the interface MTU, and how many peers' paths are black holes. A
 // path MTU is deterministic for one network (its spread is 0: any change is a change); peers
-// with a black hole are named in a note, peers not even min_size reached are failures.
+// with a black hole are named in a note, peers nothing reached (not even the protocol's smallest
+// size) are failures.
 Section MtuSection(const std::vector<prometheus::MetricFamily>& f, std::vector<Failure>& fail) {
   Section s{"mtu", "Path MTU", false, {}, {}};
   std::vector<std::string> by{"path_class", "direction", "peer"};
@@ -390,7 +391,8 @@ Section MtuSection(const std::vector<prometheus::MetricFamily>& f, std::vector<F
       holes[TargetOf({k[2], k[0]})] += (holes[TargetOf({k[2], k[0]})].empty() ? "" : ", ") + k[1];
     }
     if (k[1] == "forward" && bytes <= 0) {
-      fail.push_back({"mtu", TargetOf({k[2], k[0]}), "not even min_size crossed"});
+      fail.push_back({"mtu", TargetOf({k[2], k[0]}),
+                      "nothing crossed, not even the protocol's smallest size"});
     }
   }
   for (const auto& [k, a] : rows) {

@@ -25,11 +25,12 @@ ICMP gets through and stalls (nothing finished within TCP_TIMEOUT_S) in the blac
 probe's verdict came within its first round.
 
 Then the faults of issue 44 (FAULTS; one round each): a local MTU mismatch (the client's veth
-9001, its router side 1500). Every topology also checks the path MTU the client's kernel learned
+9001, its router side 1500), a router whose frag-needed quotes only 28 bytes, and a path of
+1,200 bytes (below min_size) with ICMP delivered and dropped. Every topology also checks the path MTU the client's kernel learned
 towards the peer (`ip route get`): the truth the probe's ICMP reading must match.
 
 Usage: lab_mtu_test.py --exporter BIN [--only NAME-PART]. Needs root (namespaces, iptables,
-ip6tables). ~65 s; every wait is bounded.
+ip6tables). ~85 s; every wait is bounded.
 """
 import argparse
 import os
@@ -94,10 +95,65 @@ def as_fault(spec):
 # by whatever their size (the router then cuts them to its route's MTU), so a 400 kB send with
 # the veth's TSO/GSO on (the default) completes; with them off it stalls (327,680 B, 3 s), as
 # every datagram over 1504 bytes vanishes.
+#
+# Kind 6, ICMP errors the kernel takes: a router whose fragmentation-needed quotes only what
+# RFC 792 asks (the IP header and 8 bytes: 28; RFC 1812 §4.3.2.3 asks for more, many routers
+# don't). The Linux router quotes more, so it forwards everything (its routes 9001), iptables drop
+# what the client sends over 1400 bytes in FORWARD, and QUOTE_ICMP, on the router's client side,
+# answers each such packet with a frag-needed naming 1400 that quotes 28 bytes. The client's
+# kernel takes it (icmp_unreach wants 8 bytes past the quoted IP header; __udp4_lib_err finds the
+# socket by the quoted addresses and ports) and learns 1400; TCP completes. IPv6 is left at 9001.
+# And paths below min_size (1280): 1200 bytes over IPv4 (overlays sit at 1,100-1,200:
+# projectcalico/calico#7146), IPv6 at its minimum, 1280, with the router's ICMP errors delivered
+# and dropped.
 FAULTS = [
     Fault("local veth 9001 -> 1500", {4: 1504, 6: 1504}, {4: 1500, 6: 1500}, (False, True),
           False, "veth"),
+    Fault("frag-needed quoting 28 bytes, 1400", {4: 1400, 6: 9001}, {4: 9001, 6: 9001},
+          (True, True), True, "quote"),
+    Fault("path 1200, ICMP delivered", {4: 1200, 6: 1280}, {4: 1200, 6: 1280}, (True, True),
+          True, "routes"),
+    Fault("path 1200, ICMP dropped", {4: 1200, 6: 1280}, {4: 1200, 6: 1280}, (False, False),
+          False, "routes"),
 ]
+QUOTE_MTU = 1400
+
+QUOTE_ICMP = r"""
+import socket, struct, sys, time
+dev, mtu, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+ETH_P_IP = 0x0800
+sniff = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_IP))
+sniff.bind((dev, ETH_P_IP))
+sniff.settimeout(0.2)
+out = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+
+
+def checksum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))  # 8 + 28 bytes: even
+    s = (s >> 16) + (s & 0xFFFF)
+    return ~(s + (s >> 16)) & 0xFFFF
+
+
+sent = 0
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    try:
+        pkt, addr = sniff.recvfrom(128)
+    except socket.timeout:
+        continue
+    if addr[2] == socket.PACKET_OUTGOING or len(pkt) < 28 or pkt[0] != 0x45:
+        continue  # IPv4 without options: 20 + 8 quoted
+    total, frag = struct.unpack("!HH", pkt[2:4] + pkt[6:8])
+    if total <= mtu or not frag & 0x4000:
+        continue
+    msg = struct.pack("!BBHHH", 3, 4, 0, 0, mtu) + pkt[:28]
+    msg = msg[:2] + struct.pack("!H", checksum(msg)) + msg[4:]
+    out.sendto(msg, (socket.inet_ntoa(pkt[12:16]), 0))
+    sent += 1
+    if sent <= 3 or sent % 100 == 0:
+        print("frag-needed %d to %s quoting 28 bytes of a %d-byte packet (%d sent)"
+              % (mtu, socket.inet_ntoa(pkt[12:16]), total, sent), flush=True)
+"""
 
 def client_config():
     peers = "".join(
@@ -197,6 +253,12 @@ def setup(names, spec):
         lab.wait_for(lambda: lab.in_ns(c, "ping", "-%d" % f, "-c", "1", "-W", "1", ADDR[f][3],
                                        check_rc=False).returncode == 0,
                      10, "IPv%d client -> peer" % f, step=0.1)
+    if spec.setup == "quote":
+        # The client's TCP segments one by one (no GSO packet of several, which the length match
+        # would take whole, and a router cut): each crosses or draws the helper's error.
+        lab.run("ip", "-n", c, "link", "set", "c0", "gso_max_segs", "1")
+        lab.in_ns(r, "iptables", "-w", "-A", "FORWARD", "-i", "r0", "-m", "length", "--length",
+                  "%d:65535" % (QUOTE_MTU + 1), "-j", "DROP")
     if spec.setup == "routes" and not spec.icmp[0]:
         lab.in_ns(r, "iptables", "-w", "-A", "OUTPUT", "-p", "icmp", "--icmp-type",
                   "fragmentation-needed", "-j", "DROP")
@@ -267,6 +329,12 @@ def topology(args, tmp, n, spec):
             fh.write(client_config())
         with open(pcfg, "w") as fh:
             fh.write(peer_config())
+        if spec.setup == "quote":
+            helper = os.path.join(tmp, "quote_icmp.py")
+            with open(helper, "w") as fh:
+                fh.write(QUOTE_ICMP)
+            lab.start(names[1], [sys.executable, helper, "r0", str(QUOTE_MTU), "40"],
+                      os.path.join(tmp, "quote_icmp%d.log" % n), max_seconds=45)
         clog = os.path.join(tmp, "client%d.log" % n)
         plog = os.path.join(tmp, "peer%d.log" % n)
         lab.start(p, [args.exporter, "--config.file=" + pcfg, "--log.level=debug"], plog,

@@ -67,6 +67,11 @@ using Clock = std::chrono::steady_clock;
 // Bytes of an IP packet above its UDP payload: IP header + UDP header.
 int HeaderBytes(bool v6) { return (v6 ? 40 : 20) + 8; }
 
+// The smallest MTU of the protocol, the search's floor below min_size: IPv4 68 (RFC 791: every
+// router forwards 68 bytes unfragmented; a request of 68 holds the 24-byte record), IPv6 1280
+// (RFC 8200 §5).
+int FloorBytes(bool v6) { return v6 ? 1280 : 68; }
+
 // Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct MtuFamilies {
   metrics::Metrics& r;
@@ -137,7 +142,7 @@ class MtuPeerProbe : public PeerProbeBase {
     interface_mtu_ = InterfaceMtu(descriptor_->native_handle(), v6_);
     int top = interface_mtu_ > 0 ? std::min(o.max_size, interface_mtu_) : o.max_size;
     top_ = top;
-    forward_search_.emplace(o.min_size, top, o.max_datagrams, forward_hint_);
+    forward_search_.emplace(o.min_size, top, o.max_datagrams, forward_hint_, FloorBytes(v6_));
     reverse_search_.reset();
     direction_ = Direction::kForward;
     record_answered_ = false;
@@ -226,8 +231,9 @@ class MtuPeerProbe : public PeerProbeBase {
       // only sizes that crossed forward can be asked back (a loss is then the return path's).
       // First guess: the last round's answer (within that bound), else the bound itself.
       const auto& o = kind_->options();
-      reverse_search_.emplace(o.min_size, forward_search_->largest(), o.max_datagrams,
-                              reverse_hint_);
+      int top = forward_search_->largest();
+      reverse_search_.emplace(std::min(o.min_size, top), top, o.max_datagrams, reverse_hint_,
+                              FloorBytes(v6_));
     }
     int size = *search().Next();
     int header = HeaderBytes(v6_);
@@ -373,15 +379,29 @@ class MtuPeerProbe : public PeerProbeBase {
     return seq == outstanding_;
   }
 
+  // `quoted`: the UDP payload the ICMP error quoted (the kernel strips the IP and UDP headers).
   bool OnError(const sock_extended_err& ee, std::span<const std::uint8_t> quoted) {
-    const Sent* s = Match(quoted, wire::Kind::kRequest);
-    if (s == nullptr) return false;
-    std::uint16_t seq = wire::DecodePayload(quoted)->seq;
     bool too_big = (ee.ee_origin == SO_EE_ORIGIN_ICMP && ee.ee_type == 3 && ee.ee_code == 4) ||
                    (ee.ee_origin == SO_EE_ORIGIN_ICMP6 && ee.ee_type == 2) ||
                    (ee.ee_origin == SO_EE_ORIGIN_LOCAL && ee.ee_errno == EMSGSIZE);
     if (!too_big) return false;  // another error (port unreachable, ...): the timeout decides
     int mtu = static_cast<int>(ee.ee_info);
+    const Sent* s = Match(quoted, wire::Kind::kRequest);
+    std::uint16_t seq = s != nullptr ? wire::DecodePayload(quoted)->seq : 0;
+    if (s == nullptr && quoted.size() < wire::kHeaderSize && outstanding_ != 0 && mtu > 0) {
+      // A router that quotes only what RFC 792 asks (the IP header and 8 bytes: none of the
+      // payload; RFC 1812 §4.3.2.3 asks for more, many don't). The kernel took it on the quoted
+      // addresses and ports alone (net/ipv4/icmp.c icmp_unreach, net/ipv4/udp.c
+      // __udp4_lib_err; IPv6 alike): it is this socket's, and it learned the path MTU from it.
+      // Datagrams go one at a time: it is the one in flight's, when larger than the MTU named
+      // (else a late error about an earlier one: the search saw that one lost).
+      auto it = sent_.find(outstanding_);
+      if (it != sent_.end() && it->second.size > mtu) {
+        s = &it->second;
+        seq = outstanding_;
+      }
+    }
+    if (s == nullptr) return false;
     SearchOf(s->direction).TooBig(s->size, mtu);
     if (ee.ee_origin != SO_EE_ORIGIN_LOCAL && s->direction == Direction::kForward && mtu > 0) {
       if (icmp_ == nullptr) icmp_ = &AddSeries(kind_->families().icmp, {});
@@ -406,7 +426,7 @@ class MtuPeerProbe : public PeerProbeBase {
     forward_->Set(fwd.largest());
     forward_hole_->Set(fwd.black_hole() ? 1 : 0);
     forward_hint_ = fwd.exact() ? fwd.largest() : 0;
-    if (fwd.largest() == 0) CountError("unreachable", "not even min_size crossed");
+    if (fwd.largest() == 0) CountError("unreachable", "nothing crossed, not even the floor");
     // A responder whose acknowledgements carry the record answers reverse requests too (kReturn
     // has the wire value of its predecessor's mode): none back is this round's verdict, 0. With
     // nothing across forward nothing was asked back: 0 as well, never an earlier round's figure.

@@ -17,13 +17,19 @@ namespace podnet::probes::mtu {
 /// kernel's cached path MTU not applied, so any size up to the interface's can be sent;
 /// IP_RECVERR / IPV6_RECVERR: ICMP errors are read from the socket's error queue as
 /// sock_extended_err, frag-needed (ICMP type 3 code 4) and packet-too-big (ICMPv6 type 2) with
-/// the MTU they name in ee_info). It reads the MTU of the interface that holds the socket's
-/// source address (SIOCGIFMTU; IP_MTU / IPV6_MTU of the connected socket when none does), then
-/// searches (search.h) between min_size and the smaller of max_size and that MTU:
+/// the MTU they name in ee_info; an error quoting too little of the datagram to name it — RFC 792
+/// asks for the IP header and 8 bytes only, and the kernel takes that on the quoted addresses
+/// and ports — is the datagram in flight's when that is larger than the MTU named). It reads
+/// the MTU of the interface that holds the socket's source address (SIOCGIFMTU; IP_MTU /
+/// IPV6_MTU of the connected socket when none does), then
+/// searches (search.h) between min_size and the smaller of max_size and that MTU, and below
+/// min_size when it does not cross (or an ICMP error names less), down to the protocol's
+/// smallest MTU (IPv4 68, RFC 791; IPv6 1280, RFC 8200; a named MTU below it is tried at it: the
+/// kernel learns no IPv6 path MTU below 1280):
 ///  - forward: requests of the size searched that ask for a small acknowledgement
 ///    (proto/echo.h MtuMode::kAck), so a loss is the forward path's;
 ///  - reverse: requests of the size searched that ask for themselves back, sent with DF
-///    (MtuMode::kReturn), between min_size and the forward answer: the request crossed forward
+///    (MtuMode::kReturn), up to the forward answer: the request crossed forward
 ///    at that size, so a loss is the return path's. No reply is larger than its request (the
 ///    responder is no amplifier), so the reverse answer is at most the forward one: equal to
 ///    it means "at least that much" (the peer's own probe, whose forward is this reverse,
@@ -39,13 +45,13 @@ namespace podnet::probes::mtu {
 /// left and crossed, a black hole above it (every other sender's datagram vanishes there).
 ///
 /// Series per peer (labels: metrics::PeerLabels): podnet_path_mtu_bytes{direction} (the largest
-/// IP packet, headers included, that crossed in the last round; 0 when not even min_size did),
+/// IP packet, headers included, that crossed in the last round; 0 when nothing did),
 /// podnet_path_mtu_black_hole{direction} (1: sizes above it lost with no error while it crossed),
 /// podnet_path_mtu_icmp_bytes (the MTU the last ICMP error for this peer named; added at the
 /// first one), podnet_path_mtu_interface_bytes; podnet_probe_{sent,received}_bytes_total
 /// {probe="mtu"} (IP packets, headers included) and podnet_probe_errors_total{probe="mtu"} with
 /// reason "socket" | "send_failed" (a datagram the local kernel did not send: a loss, the round
-/// goes on) | "unreachable" (not even min_size crossed forward) |
+/// goes on) | "unreachable" (nothing crossed forward, not even the protocol's smallest size) |
 /// "no_reverse" (the responder answered no reverse request: an older podnet, or its budget).
 std::shared_ptr<ProbeKind> MakeMtuKind(const MtuOptions& options, ProbeEnv& env);
 

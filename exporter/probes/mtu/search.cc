@@ -4,8 +4,12 @@
 
 namespace podnet::probes::mtu {
 
-Search::Search(int min, int max, int max_datagrams, int hint)
-    : min_(min), max_(std::max(min, max)), budget_(max_datagrams), hint_(hint) {}
+Search::Search(int min, int max, int max_datagrams, int hint, int floor)
+    : min_(min),
+      max_(std::max(min, max)),
+      budget_(max_datagrams),
+      hint_(hint),
+      floor_(floor > 0 ? std::min(floor, min) : min) {}
 
 int Search::Bad(bool* confirmed) const {
   int bad = max_ + 1;
@@ -34,18 +38,24 @@ std::optional<int> Search::Next() const {
   if (sent_ == 0) return max_;
   bool confirmed = false;
   int bad = Bad(&confirmed);
-  if (ok_ == 0 && (silent_.count(min_) != 0 || refused_.count(min_) != 0)) return std::nullopt;
-  // The upper bound and min are sent again at once when lost.
-  for (int s : {max_, min_}) {
+  auto dead = [&](int s) { return silent_.count(s) != 0 || refused_.count(s) != 0; };
+  if (ok_ == 0 && dead(min_) && dead(floor_)) return std::nullopt;  // nothing crosses
+  // The upper bound, min and the floor are sent again at once when lost.
+  for (int s : {max_, min_, floor_}) {
     if (s > ok_ && once_.count(s) != 0) return s;
   }
-  auto open = [&](int s) { return s > ok_ && s < bad && s >= min_ && s <= max_; };
+  auto open = [&](int s) { return s > ok_ && s < bad && s >= floor_ && s <= max_; };
   if (try_named_ != 0 && open(try_named_)) return try_named_;
   if (hint_ != 0) {
     if (open(hint_)) return hint_;
     if (ok_ == hint_ && open(hint_ + 1)) return hint_ + 1;
   }
-  if (ok_ == 0) return open(min_) ? std::optional<int>(min_) : std::nullopt;
+  if (ok_ == 0) {
+    for (int s : {min_, floor_}) {
+      if (open(s)) return s;
+    }
+    return std::nullopt;
+  }
   if (bad - ok_ <= 1) {
     if (confirmed) return std::nullopt;  // found
     return bad;                          // the boundary, lost once: once more
@@ -77,9 +87,12 @@ void Search::TooBig(int size, int mtu) {
   if (mtu > 0 && mtu < size) {
     named_ = named_ == 0 ? mtu : std::min(named_, mtu);
     // The MTU of one hop: nothing larger crosses it; it may itself cross (or a later hop be
-    // smaller still), so it is tried next.
-    if (mtu + 1 > ok_) refused_.insert(mtu + 1);
-    try_named_ = mtu;
+    // smaller still), so it is tried next. Below the protocol's smallest MTU, that one.
+    int hop = std::max(mtu, floor_);
+    if (hop < size) {
+      if (hop + 1 > ok_) refused_.insert(hop + 1);
+      try_named_ = hop;
+    }
   }
 }
 

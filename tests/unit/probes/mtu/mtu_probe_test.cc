@@ -136,6 +136,15 @@ class MtuProbeTest : public ::testing::Test {
   double Hole(const char* direction) {
     return Gauge("podnet_path_mtu_black_hole", {{"direction", direction}});
   }
+  // The last round's answers on a path carrying `forward` bytes there and `reverse` back, with
+  // no ICMP error: reverse asked only up to the forward answer, a black hole where a path is
+  // narrower than what was sent on it.
+  void ExpectSilentPath(int forward, int reverse) {
+    EXPECT_EQ(Path("forward"), forward);
+    EXPECT_EQ(Path("reverse"), std::min(reverse, forward));
+    EXPECT_EQ(Hole("forward"), forward < 9001 ? 1 : 0);
+    EXPECT_EQ(Hole("reverse"), reverse < forward ? 1 : 0);
+  }
   double Errors(const char* reason) {
     return CounterValue(metrics_.registry(), "podnet_probe_errors_total",
                         Labels({{"probe", "mtu"}, {"reason", reason}}));
@@ -186,35 +195,38 @@ TEST_F(MtuProbeTest, ARealResponderOnLoopbackCarriesTheUpperBoundBothWays) {
 
 // The reverse direction is asked only up to the forward answer (a reply is never larger than its
 // request): a return path wider than the forward one reads as the forward figure, no black hole.
+// Issue 44, kind 6: a path below min_size (1280; overlays sit at 1,100-1,200 bytes) is no
+// unreachable peer: the search goes on down to IPv4's 68 bytes, and larger sizes lost with no
+// error there are a black hole like any other.
 TEST_F(MtuProbeTest, SilentLossesAboveTheMtuAreABlackHoleInTheirDirection) {
   struct Case {
     int forward, reverse;
   };
-  for (Case c : {Case{1450, 9001}, Case{9001, 1500}, Case{1500, 1450}}) {
+  for (Case c : {Case{1450, 9001}, Case{9001, 1500}, Case{1500, 1450}, Case{1200, 1200},
+                 Case{1100, 9001}, Case{9001, 1000}}) {
     SCOPED_TRACE(std::to_string(c.forward) + " " + std::to_string(c.reverse));
     LossyResponder r(c.forward, c.reverse);
     probe_.reset();
     ASSERT_TRUE(RunRound("127.0.0.1", r.port()));
-    EXPECT_EQ(Path("forward"), c.forward);
-    EXPECT_EQ(Path("reverse"), std::min(c.reverse, c.forward));
-    EXPECT_EQ(Hole("forward"), c.forward < 9001 ? 1 : 0);
-    EXPECT_EQ(Hole("reverse"), c.reverse < c.forward ? 1 : 0);
+    ExpectSilentPath(c.forward, c.reverse);
+    EXPECT_LT(Errors("unreachable"), 1);
     EXPECT_LE(Bytes("podnet_probe_received_bytes_total"), Bytes("podnet_probe_sent_bytes_total"));
     // The next round starts from this one's answers: a few datagrams confirm them, far fewer
-    // bytes than the first round's bisection.
+    // bytes than the first round's bisection (below min_size both rounds' two 9001s weigh more).
     double first = Bytes("podnet_probe_sent_bytes_total");
     ASSERT_TRUE(RunRound("127.0.0.1", r.port()));
-    EXPECT_EQ(Path("forward"), c.forward);
-    EXPECT_EQ(Path("reverse"), std::min(c.reverse, c.forward));
-    EXPECT_LT(Bytes("podnet_probe_sent_bytes_total") - first, 0.6 * first);
+    ExpectSilentPath(c.forward, c.reverse);
+    double ratio = std::min(c.forward, c.reverse) < 1280 ? 0.8 : 0.6;  // measured 0.67-0.74
+    EXPECT_LT(Bytes("podnet_probe_sent_bytes_total") - first, ratio * first);
     probe_->RemoveSeries();
   }
 }
 
 // Every round's reverse figure is that round's: a peer that stops answering reads 0 both ways
 // (reverse is at most forward), not the reverse of an earlier round; and a return path that
-// carries the 24-byte acknowledgements but not `min_size` reads 0 from a responder whose
-// acknowledgements carry the MTU record (it answers reverse requests: no `no_reverse`).
+// carries the 52-byte acknowledgements but not IPv4's floor (68 bytes; below `min_size` the
+// search goes on down to it) reads 0 from a responder whose acknowledgements carry the MTU record
+// (it answers reverse requests: no `no_reverse`).
 TEST_F(MtuProbeTest, AReverseFigureIsNeverLeftFromAnEarlierRound) {
   LossyResponder r(9001, 9001);
   ASSERT_TRUE(RunRound("127.0.0.1", r.port()));
@@ -225,10 +237,10 @@ TEST_F(MtuProbeTest, AReverseFigureIsNeverLeftFromAnEarlierRound) {
   EXPECT_EQ(Path("forward"), 0);
   EXPECT_EQ(Path("reverse"), 0) << "not the last round's figure, and at most forward";
   EXPECT_EQ(Hole("reverse"), 0);
-  r.Set(9001, 1000);
+  r.Set(9001, 60);
   ASSERT_TRUE(RunRound("127.0.0.1", r.port()));
   EXPECT_EQ(Path("forward"), 9001);
-  EXPECT_EQ(Path("reverse"), 0) << "no reverse request of min_size came back";
+  EXPECT_EQ(Path("reverse"), 0) << "no reverse request came back, not even of 68 bytes";
   EXPECT_LT(Errors("no_reverse"), 1) << "the responder knows the record: its acks carry it";
   probe_->RemoveSeries();
 }
@@ -245,7 +257,7 @@ TEST_F(MtuProbeTest, NothingAnsweringIsUnreachableAndEndsInBoundedTime) {
   LossyResponder r(0, 0);
   auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(RunRound("127.0.0.1", r.port()));
-  // 4 datagrams of 30 ms forward (9001 and 1280 twice each), no reverse asked.
+  // 6 datagrams of 30 ms forward (9001, 1280 and 68 twice each), no reverse asked.
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s * podnet::testing::TimeScale());
   EXPECT_EQ(Path("forward"), 0);
   EXPECT_EQ(Hole("forward"), 0);
