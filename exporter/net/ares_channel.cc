@@ -36,6 +36,13 @@ struct AresChannel::Pending {
   bool sent = false;
   std::optional<std::uint16_t> wire_id;  // the ID on the wire (UDP)
   std::uint16_t ares_id = 0;             // the ID c-ares knows it by (unique in the channel)
+  /// glibc (match_question): the UDP answer as received. c-ares cuts a UDP answer to 512 bytes
+  /// unless its channel has ARES_FLAG_EDNS (ares_process.c process_answer, "Limit alen to
+  /// PACKETSZ"), which we cannot set: it would also resend a FORMERR'd question without EDNS
+  /// on its own. glibc's send_dg reads the whole datagram (an edns0 answer up to 1,200 bytes),
+  /// so its answer is handed over whole. musl reads 512 bytes at most (res_msend.c): c-ares's
+  /// cut is musl's.
+  std::string datagram;
 };
 
 namespace {
@@ -305,7 +312,10 @@ ares_ssize_t AresChannel::Admit(unsigned char* buf, std::size_t cap, std::size_t
     return translated ? -1 : static_cast<ares_ssize_t>(len);
   }
   SetId(buf, match->ares_id);
-  if (options_.match_question) return static_cast<ares_ssize_t>(len);
+  if (options_.match_question) {
+    match->datagram.assign(reinterpret_cast<const char*>(buf), len);
+    return static_cast<ares_ssize_t>(len);
+  }
   // musl pairs by ID alone: give c-ares the question it asked.
   const auto* q = reinterpret_cast<const unsigned char*>(match->question.data()) - 2;
   auto qend = QuestionEnd(q, match->question.size() + 2);
@@ -405,6 +415,13 @@ void AresChannel::Trampoline(void* arg, int status, int /*timeouts*/, unsigned c
   auto* p = static_cast<Pending*>(arg);
   AresChannel* self = p->owner;
   Callback cb = std::move(p->cb);
+  std::string whole = std::move(p->datagram);
+  if (status == ARES_SUCCESS && abuf && alen >= 0 &&
+      whole.size() > static_cast<std::size_t>(alen) &&
+      std::memcmp(whole.data(), abuf, static_cast<std::size_t>(alen)) == 0) {
+    abuf = reinterpret_cast<unsigned char*>(whole.data());  // c-ares cut it (Pending::datagram)
+    alen = static_cast<int>(whole.size());
+  }
   auto it = std::find_if(self->pending_.begin(), self->pending_.end(),
                          [p](const auto& q) { return q.get() == p; });
   if (it != self->pending_.end()) self->pending_.erase(it);
