@@ -27,7 +27,7 @@ flags:
   --config.check                 validate the configuration, print every problem, exit 0 or 2
   --config.auto-reload-interval=DURATION
                                  re-read the configuration file this often and reload it when it
-                                 changed, as SIGHUP does (default 0s: never)
+                                 changed, as SIGHUP does (at least 1s; default 0s: never)
   --shutdown.drain-period=DURATION
                                  after SIGTERM, keep answering peers this long with /-/ready
                                  failing, then stop (default 0s: stop at once)
@@ -265,9 +265,13 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
       o.web_config_file = value;
     } else if (name == "--config.auto-reload-interval") {
       auto d = config::ParseDuration(value);
-      if (!d) {
-        *error = "--config.auto-reload-interval must be a duration such as 30s or 0s, got \"" +
-                 value + "\"";
+      // At least 1 s, as Prometheus's own --config.auto-reload-interval: each read is up to
+      // 512 KiB, and "30ms" for "30s" would spend a core on it.
+      if (!d || (*d > std::chrono::nanoseconds(0) && *d < std::chrono::seconds(1))) {
+        *error =
+            "--config.auto-reload-interval must be 0s (off) or a duration of 1s or more, "
+            "such as 30s, got \"" +
+            value + "\"";
         return std::nullopt;
       }
       o.config_auto_reload_interval = *d;

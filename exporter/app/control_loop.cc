@@ -47,8 +47,15 @@ ControlLoop::ControlLoop(const Options& options, std::shared_ptr<const config::C
       config_watch_interval_(options.config_auto_reload_interval),
       drain_period_(options.shutdown_drain_period) {
   metrics_.SetReloadOutcome(true, UnixNow());
+  config_seen_ = ReadForWatch();
+}
+
+std::string ControlLoop::ReadForWatch() const {
   std::string err;
-  config_seen_ = config::ReadRegularFile(config_file_, config::kMaxFileBytes, &err).value_or("");
+  auto bytes = config::ReadRegularFile(config_file_, config::kMaxFileBytes, &err);
+  // Not a YAML file's bytes (a NUL first): an unreadable file is a state of its own, so the
+  // change to it, and from it back to the same good bytes, are both changes.
+  return bytes ? std::move(*bytes) : std::string(1, '\0') + "unreadable: " + err;
 }
 
 ControlLoop::~ControlLoop() = default;
@@ -156,12 +163,11 @@ void ControlLoop::ArmConfigWatch() {
   config_watch_.expires_after(config_watch_interval_);
   config_watch_.async_wait([this](boost::system::error_code ec) {
     if (ec) return;
-    std::string err;
-    // An unreadable file (mid-swap, removed) is not a change: the next read decides.
-    auto now = config::ReadRegularFile(config_file_, config::kMaxFileBytes, &err);
-    if (now && *now != config_seen_) {
-      config_seen_ = std::move(*now);
+    // The kubelet swaps a ConfigMap's files in one rename: a file that became unreadable
+    // (removed, too big, a FIFO) is a change too, and fails the reload like a bad file.
+    if (ReadForWatch() != config_seen_) {
       spdlog::info("configuration file {} changed: reloading", config_file_);
+      std::string err;
       Reload(&err);
     }
     ArmConfigWatch();
@@ -170,6 +176,7 @@ void ControlLoop::ArmConfigWatch() {
 
 bool ControlLoop::Reload(std::string* error) {
   PODNET_DCHECK_NOT_LOOP(kResponder);
+  config_seen_ = ReadForWatch();  // what this reload saw: the watch reloads only after a change
   auto result = config::LoadFile(config_file_, config::ProcessEnv());
   for (const auto& w : result.warnings) spdlog::warn("reload: {}", w.ToString());
   if (!result.ok()) {

@@ -90,6 +90,8 @@ class ControlLoop {
   // --config.auto-reload-interval: the file read every interval, reloaded when its bytes
   // differ from the last ones read (a bad file is tried once per change, not every interval).
   void ArmConfigWatch();
+  // The file's bytes, or a marker naming why it cannot be read (for the watch's comparison).
+  std::string ReadForWatch() const;
 
   boost::asio::io_context io_;
   std::string config_file_;
@@ -112,7 +114,7 @@ class ControlLoop {
   std::chrono::nanoseconds drain_period_{0};  // --shutdown.drain-period
   bool draining_ = false;                     // SIGTERM came; stopping after drain_period_
   boost::asio::steady_timer drain_{io_};
-  std::string config_seen_;  // the file's bytes when last read by the watch (or at start)
+  std::string config_seen_;  // ReadForWatch() at start and at the last reload
   boost::asio::steady_timer config_watch_{io_};
   bool running_ = false;  // Run() runs the loop
 };

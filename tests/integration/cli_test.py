@@ -324,11 +324,13 @@ def hostile_config(exe, tmp):
 def atomic_write(root, text, seq):
     """What the kubelet does to a mounted ConfigMap (its AtomicWriter): the files go to a new
     timestamped directory, a `..data_tmp` symlink to it is renamed over `..data` (one atomic
-    step), the old directory goes; `podnet.yaml` is a symlink to `..data/podnet.yaml`."""
+    step), the old directory goes; `podnet.yaml` is a symlink to `..data/podnet.yaml`. `text`
+    None: the key is gone from the ConfigMap (the symlink dangles)."""
     new = os.path.join(root, "..2026_12_04_10_00_%02d.%d" % (seq, os.getpid()))
     os.mkdir(new)
-    with open(os.path.join(new, "podnet.yaml"), "w") as f:
-        f.write(text)
+    if text is not None:
+        with open(os.path.join(new, "podnet.yaml"), "w") as f:
+            f.write(text)
     old = os.path.realpath(os.path.join(root, "..data")) if os.path.islink(
         os.path.join(root, "..data")) else None
     os.symlink(os.path.basename(new), os.path.join(root, "..data_tmp"))
@@ -341,11 +343,14 @@ def atomic_write(root, text, seq):
 
 def config_auto_reload(exe, tmp):
     """--config.auto-reload-interval on a ConfigMap-style directory: a swapped file is reloaded
-    without a signal; a bad one keeps the running configuration, says file:line:column, and is
-    tried once (not every interval); the good one again reloads."""
-    r = run(exe, "--config.file=/nonexistent.yaml", "--config.auto-reload-interval=soon")
-    check(r.returncode == 2 and "--config.auto-reload-interval must be a duration" in r.stderr,
-          "--config.auto-reload-interval=soon: exit 2, says why: %r" % r.stderr.strip())
+    without a signal; a bad or unreadable one keeps the running configuration, says why, and
+    is tried once per change (not every interval); the good one again reloads; a SIGHUP's
+    reload is not done twice."""
+    for bad in ("soon", "30ms"):
+        r = run(exe, "--config.file=/nonexistent.yaml", "--config.auto-reload-interval=" + bad)
+        check(r.returncode == 2 and "--config.auto-reload-interval must be 0s (off) or a "
+              "duration of 1s or more" in r.stderr,
+              "--config.auto-reload-interval=%s: exit 2, says why: %r" % (bad, r.stderr.strip()))
     port = free_port()
     root = os.path.join(tmp, "configmap")
     os.mkdir(root)
@@ -353,9 +358,10 @@ def config_auto_reload(exe, tmp):
             'responders: { udp_echo: { listen_address: "127.0.0.1:%d" } }\n' % (port, port))
     atomic_write(root, good, 1)
     p = subprocess.Popen([exe, "--config.file=" + os.path.join(root, "podnet.yaml"),
-                          "--config.auto-reload-interval=200ms"],
+                          "--config.auto-reload-interval=1s"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = "http://127.0.0.1:%d" % port
+    ok = "podnet_config_last_reload_successful 1"
 
     def value(name):
         m = re.search(r"^%s (\S+)$" % name, get(base + "/metrics")[1], re.M)
@@ -364,30 +370,37 @@ def config_auto_reload(exe, tmp):
         deadline = time.time() + 10
         while time.time() < deadline and not port_open(port):
             time.sleep(0.1)
-        wait_metrics(base, lambda t: "podnet_config_last_reload_successful 1" in t, timeout=10)
+        wait_metrics(base, lambda t: ok in t, timeout=10)
         first = value("podnet_config_last_reload_success_timestamp_seconds")
         time.sleep(1.1)  # the timestamp has whole-second steps
         atomic_write(root, good + "metrics: { aggregate_peers: true }\n", 2)
         text = wait_metrics(base, lambda t: value(
-            "podnet_config_last_reload_success_timestamp_seconds") != first, timeout=5)
-        check("podnet_config_last_reload_successful 1" in text
-              and value("podnet_config_last_reload_success_timestamp_seconds") > first,
+            "podnet_config_last_reload_success_timestamp_seconds") != first, timeout=6)
+        check(ok in text and value("podnet_config_last_reload_success_timestamp_seconds") > first,
               "a swapped ConfigMap file is reloaded without a signal")
-        atomic_write(root, good + "bogus: 1\n", 3)
-        wait_metrics(base, lambda t: "podnet_config_last_reload_successful 0" in t, timeout=5)
-        time.sleep(1.0)  # five more intervals with the same bad file
-        code, _ = get(base + "/-/healthy")
-        check(code == 200, "a bad swapped file: the running configuration keeps serving")
-        atomic_write(root, good, 4)
-        wait_metrics(base, lambda t: "podnet_config_last_reload_successful 1" in t, timeout=5)
+        for seq, text_now, what in ((3, good + "bogus: 1\n", "a bad file"),
+                                    (4, None, "the key gone (a dangling symlink)")):
+            atomic_write(root, text_now, seq)
+            wait_metrics(base, lambda t: "podnet_config_last_reload_successful 0" in t, timeout=6)
+            time.sleep(2.5)  # more intervals with the same state
+            code, _ = get(base + "/-/healthy")
+            check(code == 200 and ok not in get(base + "/metrics")[1],
+                  "%s: the running configuration keeps serving, the reload failed" % what)
+        atomic_write(root, good, 5)
+        text = wait_metrics(base, lambda t: ok in t, timeout=6)
+        check(ok in text, "the good file again: reloaded")
+        p.send_signal(signal.SIGHUP)  # a reload by hand: the watch does not do it again
+        time.sleep(2.5)
     finally:
         p.send_signal(signal.SIGTERM)
         out = p.communicate(timeout=10)[0]
     failed = [l for l in out.splitlines() if "reload failed" in l]
-    check(len(failed) == 1 and ":4:1: bogus: unknown key" in failed[0],
-          "the bad file is reported once, with its place: %s" % failed)
-    check(out.count("changed: reloading") == 3,
-          "three changes, three reloads (%d)" % out.count("changed: reloading"))
+    check(len(failed) == 2 and ":4:1: bogus: unknown key" in failed[0]
+          and "podnet.yaml" in failed[1],
+          "each bad state is reported once, with its place or why it cannot be read: %s" % failed)
+    check(out.count("changed: reloading") == 4 and out.count("configuration reloaded") == 3,
+          "four changes, four reloads by the watch (%d), three good ones with the SIGHUP's (%d)"
+          % (out.count("changed: reloading"), out.count("configuration reloaded")))
 
 
 def drain_on_sigterm(exe, tmp):
