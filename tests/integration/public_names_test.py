@@ -95,8 +95,9 @@ def released():
 
 
 def unreleased_section(changelog):
-    m = re.search(r"^## Unreleased\s*$(.*?)(?=^## |\Z)", changelog, re.M | re.S)
-    return m.group(1) if m else ""
+    """The text under "## Unreleased" (or "## [Unreleased]"), None without that heading."""
+    m = re.search(r"^## \[?Unreleased\]?\s*$(.*?)(?=^## |\Z)", changelog, re.M | re.S)
+    return m.group(1) if m else None
 
 
 def mentioned(item, notes):
@@ -109,15 +110,21 @@ def mentioned(item, notes):
     return "`%s`" % name in notes
 
 
+HOW = {"label": " (name the label in backticks on a line that also names its family)",
+       "report-schema-version": ' (write "schema version N")'}
+
+
 def problems(now, then, notes):
     """Each name gone or new since the release that the Unreleased notes do not name."""
     out = []
     for item in sorted(then - now):
         if not mentioned(item, notes):
-            out.append("gone since the last release, not in CHANGELOG.md's Unreleased: " + fmt(item))
+            out.append("gone since the last release, not in CHANGELOG.md's Unreleased: %s%s"
+                       % (fmt(item), HOW.get(item[0], " (name it in backticks)")))
     for item in sorted(now - then):
         if not mentioned(item, notes):
-            out.append("new since the last release, not in CHANGELOG.md's Unreleased: " + fmt(item))
+            out.append("new since the last release, not in CHANGELOG.md's Unreleased: %s%s"
+                       % (fmt(item), HOW.get(item[0], " (name it in backticks)")))
     return out
 
 
@@ -139,8 +146,13 @@ def self_check(now, notes):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
-    ap.add_argument("--write", action="store_true", help="write the list anew (at a release)")
+    ap.add_argument("--write", action="store_true",
+                    help="write the list anew: at a release only (docs/compatibility.md), since "
+                    "it makes every change since the last release pass")
     a = ap.parse_args()
+    if not os.access(a.exporter, os.X_OK):
+        print("FAIL --exporter %s: not an executable (build it first)" % a.exporter)
+        return 1
     now = current(a.exporter)
     counts = {}
     for k, _ in now:
@@ -155,6 +167,9 @@ def main():
         print("wrote %d names to %s" % (len(now), RELEASED))
         return 0
     notes = unreleased_section(read("CHANGELOG.md"))
+    if notes is None:
+        print("FAIL CHANGELOG.md has no \"## Unreleased\" heading: every change is listed under it")
+        return 1
     failures = problems(now, released(), notes) + self_check(now, notes)
     for k in ("metric", "label", "config", "record", "alert", "flag", "command"):
         if counts.get(k, 0) < 2:
