@@ -96,14 +96,9 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
 
 std::vector<topology::Peer> ProbeLoop::Discovered(const topology::Self& self,
                                                   const config::Config& next) const {
-  std::vector<topology::Peer> found;
-  if (next.kubernetes && discovered_.synced) {
-    for (const auto& e : discovered_.endpoints) {
-      found.push_back(discovery::kubernetes::PeerOf(self, e, next.kubernetes->port));
-      found.back().burst_port = next.kubernetes->burst_port;
-    }
-  }
-  return found;
+  if (!next.kubernetes || !discovered_.synced) return {};
+  return discovery::kubernetes::ProbePeersOf(self, discovered_.endpoints, next.kubernetes->port,
+                                             next.kubernetes->burst_port);
 }
 
 topology::Composition ProbeLoop::PeersFor(const topology::Self& self, const config::Config& next,

@@ -65,8 +65,9 @@ class ProbeLoop {
  private:
   // The one path from (configuration, discovery snapshot) to running probes.
   void Reconcile(std::shared_ptr<const config::Config> next);
-  // The discovered endpoints as peers of `self` (PeerOf, with next's ports), self included;
-  // empty before the first list succeeded or without peers.kubernetes.
+  // The discovered probe Pods as peers of `self`, named after their nodes (ProbePeersOf, with
+  // next's ports), self included; empty before the first list succeeded or without
+  // peers.kubernetes.
   std::vector<topology::Peer> Discovered(const topology::Self& self,
                                          const config::Config& next) const;
   // The peers of `self` under `next` (topology::ComposePeers): the static ones and the

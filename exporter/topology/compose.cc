@@ -14,7 +14,7 @@ namespace {
 std::vector<Peer> OthersClassified(const Self& self, const std::vector<Peer>& from) {
   std::vector<Peer> out;
   for (const Peer& p : from) {
-    if (p.name == self.name) continue;
+    if (IsSelf(self, p)) continue;
     out.push_back(p);
     out.back().path = Classify(self, p.node, p.zone);
   }

@@ -28,12 +28,13 @@ struct Composition {
 ///  - `self` is the effective self (the configuration's, with the zone read from the Node when
 ///    the configuration has none); every peer is classified against it here, whatever `path`
 ///    it came with.
-///  - A peer named self.name is left out of both lists: a Pod never probes itself.
+///  - A peer that IsSelf is left out of both lists: a Pod never probes itself.
 ///  - `static_peers` (peers.static) are all kept: they are chosen by hand, not selected.
-///  - `discovered` (the Kubernetes candidates, one per Pod: discovery::kubernetes::MergeSlices
-///    gives one per name, IPv4 preferred on a dual-stack Service) go through SelectPeers(self,
-///    ·, options.peers_per_zone): every same_node candidate, at most peers_per_zone of the
-///    others per zone, candidates of unknown zone one more group. Addresses play no part.
+///  - `discovered` (the Kubernetes candidates, one per node: discovery::kubernetes::ProbePeersOf
+///    names them after their nodes, IPv4 preferred on a dual-stack Service) go through
+///    SelectPeers(self, ·, options.peers_per_zone): every same_node candidate, at most
+///    peers_per_zone of the others per zone, candidates of unknown zone one more group. Addresses
+///    play no part.
 ///  - A static peer wins over a selected candidate of the same name (the static entry is
 ///    kept). The candidate still took its place in its zone's selection: a shadowed candidate
 ///    does not let another one in.

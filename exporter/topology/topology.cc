@@ -27,6 +27,10 @@ PathClass Classify(const topology::Self& self, std::string_view peer_node,
   return self.zone == peer_zone ? PathClass::kSameZone : PathClass::kCrossZone;
 }
 
+bool IsSelf(const Self& self, const Peer& p) {
+  return p.name == self.name || (!p.pod.empty() && p.pod == self.name);
+}
+
 PeerDiff Diff(const std::vector<Peer>& before, const std::vector<Peer>& after) {
   std::map<std::string, const Peer*> old_by_name;
   for (const auto& p : before) old_by_name[p.name] = &p;

@@ -36,6 +36,9 @@ PathClass Classify(const topology::Self& self, std::string_view peer_node,
 
 /// A peer this Pod probes, with its path class. Two peers are the same peer only if every field
 /// is equal: a peer whose address or zone changes is a new peer (old series go, new ones come).
+/// `name` is the `peer` label's value: a static peer's configured name; a discovered probe Pod's
+/// node name (discovery::kubernetes::ProbePeersOf: stable across a DaemonSet's rollouts), with
+/// the Pod's own name in `pod`; a cluster DNS replica's Pod name.
 struct Peer {
   std::string name;
   boost::asio::ip::address address;
@@ -44,9 +47,15 @@ struct Peer {
   std::string node;
   std::string zone;
   PathClass path = PathClass::kUnknown;
+  std::string pod;  // the Pod behind a discovered probe peer named after its node; else ""
 
   bool operator==(const Peer&) const = default;
 };
+
+/// Whether `p` is this probe Pod itself: its name is self.name (a static entry, or a discovered
+/// Pod without a node), or its Pod is (a discovered probe Pod, named after its node). A Pod
+/// never probes itself; coordinated bursts find their own place in the candidates by it.
+bool IsSelf(const Self& self, const Peer& p);
 
 /// What changed between two peer lists (each sorted by name, as discovery gives them).
 struct PeerDiff {

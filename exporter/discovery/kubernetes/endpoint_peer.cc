@@ -1,5 +1,8 @@
 #include "exporter/discovery/kubernetes/endpoint_peer.h"
 
+#include <map>
+#include <string>
+
 namespace podnet::discovery::kubernetes {
 
 topology::Peer PeerOf(const topology::Self& self, const Endpoint& e, std::uint16_t port) {
@@ -11,6 +14,29 @@ topology::Peer PeerOf(const topology::Self& self, const Endpoint& e, std::uint16
   p.zone = e.zone;
   p.path = topology::Classify(self, e.node, e.zone);
   return p;
+}
+
+std::vector<topology::Peer> ProbePeersOf(const topology::Self& self,
+                                         const std::vector<Endpoint>& endpoints, std::uint16_t port,
+                                         std::uint16_t burst_port) {
+  std::map<std::string, const Endpoint*> by_name;  // sorted by name, as Diff wants the list
+  auto is_self = [&](const Endpoint* e) { return e->name == self.name; };
+  for (const Endpoint& e : endpoints) {
+    auto [it, inserted] = by_name.emplace(e.node.empty() ? e.name : e.node, &e);
+    if (inserted || is_self(it->second)) continue;
+    if (is_self(&e) || PreferredEndpoint(e, *it->second)) it->second = &e;
+  }
+  std::vector<topology::Peer> out;
+  out.reserve(by_name.size());
+  for (const auto& [name, e] : by_name) {
+    out.push_back(PeerOf(self, *e, port));
+    out.back().burst_port = burst_port;
+    if (!e->node.empty()) {
+      out.back().name = name;
+      out.back().pod = e->name;
+    }
+  }
+  return out;
 }
 
 }  // namespace podnet::discovery::kubernetes

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "exporter/discovery/kubernetes/resources.h"
 #include "exporter/topology/topology.h"
@@ -15,5 +16,17 @@ namespace podnet::discovery::kubernetes {
 /// address is the one MergeSlices kept (IPv4 first on a dual-stack Service); its family plays
 /// no part in the path class.
 topology::Peer PeerOf(const topology::Self& self, const Endpoint& e, std::uint16_t port);
+
+/// The probe Pods of the Service (MergeSlices' endpoints, this Pod's own included) as peers of
+/// `self`, named after their nodes: a DaemonSet has one probe Pod a node, and a rollout replaces
+/// the Pod, not the node, so the `peer` label (and every series of the peer) survives it. Each
+/// peer is PeerOf(self, e, port) with burst_port set, `name` = e.node and `pod` = e.name; an
+/// endpoint without a nodeName keeps its Pod's name (as `name`, `pod` empty).
+/// One peer a name: where two Pods share a node (a rollout with maxSurge, or a second probe
+/// Pod on it), this Pod's own endpoint wins on its node (topology::IsSelf finds it), elsewhere
+/// MergeSlices' preference (IPv4 first, then the smallest address). Sorted by name.
+std::vector<topology::Peer> ProbePeersOf(const topology::Self& self,
+                                         const std::vector<Endpoint>& endpoints, std::uint16_t port,
+                                         std::uint16_t burst_port);
 
 }  // namespace podnet::discovery::kubernetes

@@ -127,16 +127,17 @@ std::optional<std::vector<Endpoint>> ReadyEndpoints(const json& slice, std::stri
   return out;
 }
 
+bool PreferredEndpoint(const Endpoint& a, const Endpoint& b) {
+  if (a.address.is_v4() != b.address.is_v4()) return a.address.is_v4();
+  return a.address < b.address;
+}
+
 std::vector<Endpoint> MergeSlices(const std::map<std::string, std::vector<Endpoint>>& slices) {
   std::map<std::string, Endpoint> by_name;
-  auto better = [](const Endpoint& a, const Endpoint& b) {  // a preferred over b
-    if (a.address.is_v4() != b.address.is_v4()) return a.address.is_v4();
-    return a.address < b.address;
-  };
   for (const auto& [slice, endpoints] : slices) {
     for (const auto& e : endpoints) {
       auto [it, inserted] = by_name.emplace(e.name, e);
-      if (!inserted && better(e, it->second)) it->second = e;
+      if (!inserted && PreferredEndpoint(e, it->second)) it->second = e;
     }
   }
   std::vector<Endpoint> out;

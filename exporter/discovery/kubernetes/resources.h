@@ -79,6 +79,11 @@ std::optional<std::vector<Endpoint>> ReadyEndpoints(const nlohmann::json& slice,
 /// topology::kMaxSubdomainBytes.
 std::string ObjectName(const nlohmann::json& object, topology::TextRepairs* repairs = nullptr);
 
+/// Whether endpoint `a` is preferred over `b` for one Pod (or node) seen twice: an IPv4 address
+/// first, then the smaller address. A total order on addresses: every Pod that merges the same
+/// endpoints keeps the same one.
+bool PreferredEndpoint(const Endpoint& a, const Endpoint& b);
+
 /// The candidates of the Service: the endpoints of every current slice (by slice name), one
 /// per Pod even when a Pod shows in several slices (slice churn, or an IPv4 and an IPv6 slice of
 /// a dual-stack Service): an IPv4 address is preferred, then the smallest address. Sorted by

@@ -22,7 +22,7 @@ PeriodDecision PeriodLatch::Decide(std::uint64_t period, const topology::Self& s
   }
   PeriodDecision d;
   bool listed = std::any_of(candidates.begin(), candidates.end(),
-                            [&](const topology::Peer& p) { return p.name == self.name; });
+                            [&](const topology::Peer& p) { return topology::IsSelf(self, p); });
   for (const std::string& zone : topology::ZonesOf(candidates)) {
     if (!decided_.insert(zone).second) continue;
     if (!listed) {
@@ -31,7 +31,7 @@ PeriodDecision PeriodLatch::Decide(std::uint64_t period, const topology::Self& s
     }
     auto pair = topology::ChooseBurstPair(period, self.zone, zone, candidates);
     if (!pair) continue;  // no peer in that zone (a zone of one Pod: no same-zone pair)
-    if (candidates[pair->prober].name == self.name) {
+    if (topology::IsSelf(self, candidates[pair->prober])) {
       d.targets.push_back(candidates[pair->peer]);
     } else {
       ++d.not_chosen;

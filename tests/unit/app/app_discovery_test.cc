@@ -206,11 +206,9 @@ probes:
   // zone read from the Node; never self.
   EXPECT_TRUE(Eventually(
       [&] {
-        return value(
-                   R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="podnet-b")") >
+        return value(R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="node-b")") >
                    0 &&
-               value(
-                   R"(podnet_rtt_packets_received_total{path_class="cross_zone",peer="podnet-c")") >
+               value(R"(podnet_rtt_packets_received_total{path_class="cross_zone",peer="node-c")") >
                    0;
       },
       8000ms))
@@ -238,7 +236,8 @@ probes:
         << metrics();
   }
 
-  // podnet-c leaves the Service: its probes stop and its series go; podnet-b keeps running.
+  // podnet-c (on node-c) leaves the Service: its probes stop and its series go; podnet-b keeps
+  // running. Peers are named after their nodes.
   std::shared_ptr<FakeStream> w;
   ASSERT_TRUE(Eventually([&] {
     std::lock_guard lock(mu);
@@ -246,8 +245,8 @@ probes:
     return w != nullptr;
   }));
   w->Push(EventJson("MODIFIED", SliceJson("podnet-abc12", "101", {endpoints[0], endpoints[1]})));
-  EXPECT_TRUE(Eventually([&] { return !has(R"(peer="podnet-c")"); }, 3000ms)) << metrics();
-  EXPECT_TRUE(has(R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="podnet-b")"));
+  EXPECT_TRUE(Eventually([&] { return !has(R"(peer="node-c")"); }, 3000ms)) << metrics();
+  EXPECT_TRUE(has(R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="node-b")"));
   EXPECT_TRUE(has(R"(podnet_peers{path_class="cross_zone"} 0)"));
   EXPECT_TRUE(has(R"(podnet_peers{path_class="same_zone"} 1)"));
   EXPECT_TRUE(
@@ -264,11 +263,10 @@ probes:
   EXPECT_NE(answer.find("peers.kubernetes"), std::string::npos) << answer;
   EXPECT_TRUE(has("podnet_config_last_reload_successful 0"));
   const double before =
-      value(R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="podnet-b")");
+      value(R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="node-b")");
   EXPECT_TRUE(Eventually(
       [&] {
-        return value(
-                   R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="podnet-b")") >
+        return value(R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="node-b")") >
                before;
       },
       3000ms))
@@ -282,7 +280,7 @@ probes:
   HttpGet(port, "/-/reload", &status, boost::beast::http::verb::post);
   EXPECT_EQ(status, 200);
   EXPECT_TRUE(
-      Eventually([&] { return !has(R"(peer="podnet-b")") && has(R"(peer="static-lo")"); }, 3000ms))
+      Eventually([&] { return !has(R"(peer="node-b")") && has(R"(peer="static-lo")"); }, 3000ms))
       << metrics();
   // The zone read from the Node went with discovery: self.zone is "" again.
   EXPECT_TRUE(has(R"(path_class="unknown",peer="static-lo")")) << metrics();
@@ -502,7 +500,7 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
   struct Pod {
     std::string name, node, zone;
   };
-  std::vector<Pod> pods = {{"", "node-s", "zone-a"},           {"podnet-a2", "node-a2", "zone-a"},
+  std::vector<Pod> pods = {{"podnet-s", "", "zone-a"},         {"podnet-a2", "node-a2", "zone-a"},
                            {"podnet-a3", "node-a3", "zone-a"}, {"podnet-b1", "node-b1", "zone-b"},
                            {"podnet-b2", "node-b2", "zone-b"}, {"podnet-c1", "node-c1", "zone-c"},
                            {"podnet-c2", "node-c2", "zone-c"}};
@@ -510,17 +508,19 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
   constexpr std::chrono::hours kPeriod{1'000'000};
   const std::uint64_t period =
       probes::burst::PeriodNumber(std::chrono::system_clock::now(), kPeriod);
-  // What ChooseBurstPair picks for this Pod (pods[0]) named `self`: the peer it bursts to, by
-  // peer zone, and how many pairs another Pod probes.
+  // What ChooseBurstPair picks for this Pod (pods[0]) on node `self_node`: the peer it bursts
+  // to, by peer zone, and how many pairs another Pod probes. The list's names are the nodes'
+  // (discovery names probe Pods after their nodes).
   std::vector<std::string> zones;
   std::map<std::string, std::size_t> bursts;  // peer zone -> index into pods
   std::size_t not_chosen = 0;
-  auto expect_for = [&](const std::string& self) {
-    pods[0].name = self;
+  auto expect_for = [&](const std::string& self_node) {
+    pods[0].name = "podnet-s";
+    pods[0].node = self_node;
     std::vector<topology::Peer> list;
     for (const auto& p : pods) {
       list.emplace_back();
-      list.back().name = p.name;
+      list.back().name = p.node;
       list.back().node = p.node;
       list.back().zone = p.zone;
     }
@@ -537,11 +537,11 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
       }
     }
   };
-  // A name for this Pod that is the prober of some of its pairs and not of others, so that
+  // A node name for this Pod that is the prober of some of its pairs and not of others, so that
   // both outcomes are checked (the hashes are deterministic: found by looking).
   bool mixed = false;
   for (int i = 0; i < 100 && !mixed; ++i) {
-    expect_for("podnet-s" + std::to_string(i));
+    expect_for("node-s" + std::to_string(i));
     mixed = !bursts.empty() && not_chosen > 0;
   }
   ASSERT_TRUE(mixed);

@@ -103,5 +103,69 @@ TEST(EndpointPeerTest, FieldCasesOfSlicesBecomeClassifiedPeers) {
   }
 }
 
+// The probe Pods as ProbePeersOf gives them (the Service's one slice, merged as the App does).
+std::vector<Peer> ProbePeers(const topology::Self& self, std::vector<json> endpoints) {
+  std::string err;
+  auto ready = ReadyEndpoints(SliceJson("s", "1", std::move(endpoints), "IPv4"), &err);
+  EXPECT_TRUE(ready) << err;
+  std::map<std::string, std::vector<Endpoint>> slices;
+  if (ready) slices["s"] = *ready;
+  return ProbePeersOf(self, MergeSlices(slices), 9479, 5202);
+}
+
+Peer Probe(const char* node, const char* address, const char* zone, PathClass path,
+           const char* pod) {
+  Peer p = testing::MakePeer(node, address, node, zone, path, 9479, 5202);
+  p.pod = pod;
+  return p;
+}
+
+TEST(ProbePeersOfTest, NamesEachProbePodAfterItsNodeSelfIncluded) {
+  const topology::Self self{"podnet-x1", "node-1", "zone-a"};
+  EXPECT_EQ(ProbePeers(self, {EndpointJson("podnet-x1", "10.0.0.1", "node-1", "zone-a"),
+                              EndpointJson("podnet-x2", "10.0.0.2", "node-2", "zone-a"),
+                              EndpointJson("podnet-x3", "10.0.0.3", "node-3", "zone-b")}),
+            (std::vector<Peer>{
+                Probe("node-1", "10.0.0.1", "zone-a", PathClass::kSameNode, "podnet-x1"),
+                Probe("node-2", "10.0.0.2", "zone-a", PathClass::kSameZone, "podnet-x2"),
+                Probe("node-3", "10.0.0.3", "zone-b", PathClass::kCrossZone, "podnet-x3")}));
+}
+
+// The property the names are for: a DaemonSet's rollout replaces every Pod (new name, new
+// address) and keeps every `peer` value, so no series of a new name appears.
+TEST(ProbePeersOfTest, ARolloutKeepsEveryPeerName) {
+  const topology::Self self{"podnet-new1", "node-1", "zone-a"};
+  auto before = ProbePeers(self, {EndpointJson("podnet-old2", "10.0.0.2", "node-2", "zone-a"),
+                                  EndpointJson("podnet-old3", "10.0.0.3", "node-3", "zone-b")});
+  auto after = ProbePeers(self, {EndpointJson("podnet-new2", "10.0.1.2", "node-2", "zone-a"),
+                                 EndpointJson("podnet-new3", "10.0.1.3", "node-3", "zone-b")});
+  EXPECT_EQ(testing::PeerNames(before), testing::PeerNames(after));
+  EXPECT_EQ(testing::PeerNames(after), (std::vector<std::string>{"node-2", "node-3"}));
+  EXPECT_EQ(after[0].pod, "podnet-new2");
+}
+
+TEST(ProbePeersOfTest, TwoPodsOnANodeAreOnePeer) {
+  const topology::Self self{"podnet-me", "node-1", "zone-a"};
+  // maxSurge: the new Pod beside the old on node-2 (the smaller address kept), and a second
+  // probe Pod on this Pod's own node (this Pod kept, whatever its address).
+  EXPECT_EQ(
+      ProbePeers(self, {EndpointJson("podnet-b", "10.0.0.9", "node-2", "zone-a"),
+                        EndpointJson("podnet-a", "10.0.0.4", "node-2", "zone-a"),
+                        EndpointJson("podnet-other", "10.0.0.1", "node-1", "zone-a"),
+                        EndpointJson("podnet-me", "10.0.0.8", "node-1", "zone-a")}),
+      (std::vector<Peer>{Probe("node-1", "10.0.0.8", "zone-a", PathClass::kSameNode, "podnet-me"),
+                         Probe("node-2", "10.0.0.4", "zone-a", PathClass::kSameZone, "podnet-a")}));
+}
+
+TEST(ProbePeersOfTest, AnEndpointWithoutANodeKeepsItsPodName) {
+  const topology::Self self{"podnet-me", "node-1", "zone-a"};
+  auto peers =
+      ProbePeers(self, {Without(EndpointJson("podnet-n", "10.0.0.5", "", "zone-a"), "nodeName")});
+  ASSERT_EQ(peers.size(), 1u);
+  EXPECT_EQ(peers[0].name, "podnet-n");
+  EXPECT_EQ(peers[0].pod, "");
+  EXPECT_EQ(peers[0].path, PathClass::kUnknown);
+}
+
 }  // namespace
 }  // namespace podnet::discovery::kubernetes

@@ -19,7 +19,7 @@ namespace podnet::topology {
 inline void PrintTo(const Peer& p, std::ostream* os) {
   *os << "{" << p.name << " " << p.address.to_string() << " port " << p.port << " burst "
       << p.burst_port << " node \"" << p.node << "\" zone \"" << p.zone << "\" "
-      << PathClassName(p.path) << "}";
+      << PathClassName(p.path) << (p.pod.empty() ? "" : " pod " + p.pod) << "}";
 }
 
 }  // namespace podnet::topology

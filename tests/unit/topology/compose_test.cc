@@ -23,6 +23,12 @@ Peer Out(std::string name, const char* address, std::string node, std::string zo
   return testing::MakePeer(std::move(name), address, std::move(node), std::move(zone), path, port);
 }
 
+// `p` as discovery names a probe Pod: after its node, the Pod in `pod`.
+Peer Named(Peer p, std::string pod) {
+  p.pod = std::move(pod);
+  return p;
+}
+
 struct ComposeCase {
   std::string name;
   Self self;
@@ -66,6 +72,18 @@ INSTANTIATE_TEST_SUITE_P(
                     {Out("p-a2", "10.0.0.2", "node-2", "zone-a", PathClass::kSameZone)},
                     1,
                     1},
+        // Discovered probe Pods are named after their nodes, their Pods in `pod`: this Pod's
+        // own endpoint is node-1 with pod-self, and IsSelf finds it by the Pod.
+        ComposeCase{
+            "self_excluded_by_its_pod_when_named_after_its_node",
+            kSelf,
+            {},
+            {Named(In("node-1", "10.0.0.1", "node-1", "zone-a"), "pod-self"),
+             Named(In("node-2", "10.0.0.2", "node-2", "zone-a"), "pod-2")},
+            3,
+            {Named(Out("node-2", "10.0.0.2", "node-2", "zone-a", PathClass::kSameZone), "pod-2")},
+            1,
+            1},
         ComposeCase{"static_name_wins_over_a_discovered_peer",
                     kSelf,
                     {In("p-a2", "192.168.0.2", "vm-9", "zone-b", 8080)},

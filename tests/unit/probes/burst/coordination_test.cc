@@ -71,6 +71,27 @@ TEST(CoordinationTest, EachPairHasOneProberPerPeriodAndEveryOtherPodSkips) {
   EXPECT_EQ(not_chosen, 12u * 3 - 9);
 }
 
+// Discovered probe Pods are named after their nodes (the `peer` label), each Pod's own name in
+// `pod`: a Pod finds itself in the list by its Pod name, and each pair still has one prober.
+TEST(CoordinationTest, PodsNamedAfterTheirNodesFindThemselves) {
+  auto pods = Pods(3, 4);
+  for (auto& p : pods) {
+    p.pod = p.name;
+    p.name = p.node;
+  }
+  std::map<std::string, PeriodLatch> latches;
+  std::size_t targets = 0;
+  for (const auto& pod : pods) {
+    topology::Self self{pod.pod, pod.node, pod.zone};
+    auto d = latches[pod.pod].Decide(7, self, pods);
+    EXPECT_EQ(d.not_listed, 0u) << pod.pod;
+    EXPECT_EQ(d.targets.size() + d.not_chosen, 3u) << pod.pod;
+    for (const auto& t : d.targets) EXPECT_NE(t.pod, pod.pod) << "a Pod chose itself";
+    targets += d.targets.size();
+  }
+  EXPECT_EQ(targets, 9u);
+}
+
 TEST(CoordinationTest, APodLeavingMidPeriodLeavesThePairToTheNextPeriod) {
   auto pods = Pods(3, 4);
   std::map<std::string, PeriodLatch> latches;
