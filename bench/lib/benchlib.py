@@ -157,18 +157,7 @@ def machine_line():
 # ---------------------------------------------------------------------------------------------
 # Processes (started and stopped with labkit.start and labkit.stop)
 
-def leaf_pid(pid, depth=4):
-    """The process actually doing the work under `timeout` wrappers: follows single children."""
-    for _ in range(depth):
-        try:
-            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                kids = f.read().split()
-        except OSError:
-            return pid
-        if len(kids) != 1:
-            return pid
-        pid = int(kids[0])
-    return pid
+leaf_pid = K.leaf_pid  # the process under `timeout` wrappers (tests/lib/labkit.py)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,8 +10,10 @@ then, scored by tests/lib/campaign.py on what the webhook receiver logged:
   2. a zone cut between two random zones: the first notification names that zone pair, at most
      2 notifications (one page for a cut, not one per path);
   3. a rolling restart of every exporter, one at a time (a DaemonSet rollout: each Pod's
-     endpoint terminating, the Pod replaced under a new name, ready, back in the Service): no
-     notification at all;
+     endpoint terminating, the Pod drained and replaced under a new name, ready, back in the
+     Service; its peers hear of it 0.5 s after its SIGTERM): no notification at all, at most
+     one HTTP or gRPC probe refused by a stopped Pod (TCP resets counted in each node), no RTT echo
+     request lost (exact, from the raw samples) and no new `peer` value;
   4. every recording rule that reads the cluster DNS replicas (discovered through the
      EndpointSlices of kube-dns: lab_obs_test's lab has none) has data, one series per replica
      where it is per replica.
@@ -83,6 +85,18 @@ def main():
             p = c.phases[-1]
             check(p["false_notifications"] == 0, "rollout of %d Pods: %d notifications %s %s"
                   % (len(fl.live()), p["false_notifications"], p["alerts"], p["examples"]))
+            # At most 1: two runs here refused 0 and 1 (by port: not recorded then); without the
+            # drain, 89. The one reset is not explained yet (bench/README.md, "Rollouts").
+            check(p["refused_probes"] <= 1,
+                  "rollout: %d HTTP/gRPC probes refused by a stopped Pod %s (at most 1 wanted: a "
+                  "stopping Pod answers through its drain, its peers drop it first)"
+                  % (p["refused_probes"], p["refused_by_port"]))
+            check(p["rtt_sent"] > 0 and p["rtt_lost"] == 0,
+                  "rollout: %d RTT echo requests sent by the probers, %d lost"
+                  % (p["rtt_sent"], p["rtt_lost"]))
+            check(not p["new_peer_values"], "rollout: no new peer values (%s)"
+                  % (p["new_peer_values"] or "none"))
+            log("rollout: probe errors %s" % (p["probe_errors"] or "none"))
             for name in sorted(obs_queries.replica_rules()):
                 got = fl.promql(name)
                 servers = {r["metric"].get("server") for r in got} - {None}

@@ -177,6 +177,8 @@ class Campaign:
         if name == "quiet":
             time.sleep(self.args.quiet)
         elif name == "rollout":
+            peers_before = peer_values(fl, t0)
+            refused_before = fl.refused_probes()
             for n in fl.live():
                 fl.restart_exporter(n)
             detail = "%d Pods replaced one at a time" % len(fl.live())
@@ -201,9 +203,66 @@ class Campaign:
                "false_notifications": len(firing),
                "alerts": sorted({a["alertname"] for _, alerts in firing for a in alerts}),
                "examples": [_brief(a["labels"]) for _, alerts in firing[:5] for a in alerts[:3]]}
+        if name == "rollout":
+            # What the peers saw: no HTTP or gRPC probe refused by a stopping Pod (its drain
+            # answers until its peers have dropped it), the RTT requests sent and lost as
+            # Prometheus has them, and no `peer` value that was not there before (peers are
+            # named after their nodes). The RTT probe here is ICMP, which the node's kernel
+            # answers whatever the Pod does: its loss can show a network fault, not a Pod's stop.
+            sent = exact_increase(fl, "podnet_rtt_packets_sent_total", t0, t1)
+            received = exact_increase(fl, "podnet_rtt_packets_received_total", t0, t1)
+            refused = {k: v - refused_before[k] for k, v in fl.refused_probes().items()}
+            rec.update({"refused_probes": sum(refused.values()), "refused_by_port": refused,
+                        "rtt_sent": sent, "rtt_lost": sent - received,
+                        "probe_errors": probe_errors(fl, t0, t1),
+                        "new_peer_values": sorted(peer_values(fl, t1, t1 - t0) - peers_before)})
+            detail += ("; probes refused: %s; RTT: %d sent, %d lost; new peer values: %s; "
+                       "probe errors: %s" % (refused, sent, sent - received,
+                                             rec["new_peer_values"] or "none",
+                                             rec["probe_errors"] or "none"))
         self.phases.append(rec)
         self.progress("phase %-18s %5.0f s, %d false notifications %s %s"
                       % (name, t1 - t0, len(firing), rec["alerts"], detail))
+
+
+def exact_increase(fl, metric, t0, t1):
+    """The increase of counter `metric` from t0 to t1, summed over its series, from the raw
+    samples Prometheus holds (not increase(), which extrapolates to the window's edges): from
+    each series' last sample at or before t0 (0 for a series first scraped after t0: a new
+    Pod's, or a peer's added again), every rise added, a fall read as a reset (the value after
+    it counts from 0). The RTT counters move when a train settles, sent and received together,
+    so the two increases of one window compare exactly."""
+    res = fl.promql("%s[%ds]" % (metric, int(t1 - t0) + 60), at=t1)
+    total = 0.0
+    for r in res:
+        prev = 0.0
+        for t, v in ((float(t), float(v)) for t, v in r["values"]):
+            if t <= t0:
+                prev = v
+                continue
+            total += v - prev if v >= prev else v
+            prev = v
+    return total
+
+
+def peer_values(fl, at, window=60):
+    """The `peer` values of the RTT series scraped in the `window` s before `at`."""
+    got = fl.promql("count by (peer) (count_over_time(podnet_rtt_packets_sent_total[%ds]))"
+                    % max(int(window), 10), at=at)
+    return {r["metric"].get("peer", "") for r in got}
+
+
+def probe_errors(fl, t0, t1):
+    """The probe errors counted from t0 to t1, by probe and reason (exact_increase each)."""
+    got = fl.promql("count by (probe, reason) (podnet_probe_errors_total)", at=t1)
+    out = {}
+    for r in got:
+        probe, reason = r["metric"].get("probe", ""), r["metric"].get("reason", "")
+        n = exact_increase(fl, 'podnet_probe_errors_total{probe="%s",reason="%s"}'
+                           % (probe, reason), t0, t1)
+        if n:
+            out["%s/%s" % (probe, reason)] = n
+    return out
 
 
 def plan(classes, trials, rng):

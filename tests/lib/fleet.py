@@ -50,6 +50,14 @@ SERVICE_VIP = "10.96.0.20"
 API_ADDRESS = "10.79.255.1"
 CLUSTER = "fleet"
 SERVICE = "echo"  # the Service the Service probe asks (namespace podnet)
+# How long after a Pod's SIGTERM its peers' watches say it is terminating (Fleet.restart_exporter).
+PROPAGATION_S = 0.5
+# The exporters' drain: the DaemonSet's --shutdown.drain-period=10s is not scaled down with the
+# probes (10 s / 5 = 2 s): 5 s is 5x what the peers take here to drop a Pod (PROPAGATION_S, then
+# at most 1 s of discovery's publish interval, which is not scaled either).
+DRAIN_S = 5
+REFUSED = "podnet-refused"  # the comment of the counters of refused probes (Fleet.refused_probes)
+REFUSED_PORTS = ((9479, "http"), (9480, "grpc"))
 DNS_NAMES = ["kubernetes.default", "sts.ap-northeast-2.amazonaws.com"]
 RESOLV = ("search podnet.svc.cluster.local svc.cluster.local cluster.local\n"
           "nameserver %s\noptions ndots:5 timeout:1 attempts:2\n" % KUBE_DNS_VIP)
@@ -335,6 +343,11 @@ class Fleet:
         rules += self._random_dnat("PODNET-SVC", [(b.address, 9479) for b in backends],
                                    ("udp",), 9479)
         rules.append("COMMIT")
+        # A counter, no verdict: the TCP resets this node sends from its responders' ports to a
+        # prober (not to Prometheus, in 10.79/16): a probe that found no responder listening.
+        rules += ["*filter"] + [
+            "-A OUTPUT -p tcp -d 10.77.0.0/16 --sport %d --tcp-flags RST RST -m comment"
+            " --comment %s-%s" % (port, REFUSED, what) for port, what in REFUSED_PORTS] + ["COMMIT"]
         r = subprocess.run(["ip", "netns", "exec", self.ns(n), "iptables-restore"],
                            input="\n".join(rules) + "\n", capture_output=True, text=True,
                            timeout=30)
@@ -505,6 +518,7 @@ class Fleet:
             f.write(self.exporter_config(n))
         n.exporter = labkit.start(self.ns(n), [self.exe, "--config.file=" + cfg,
                                                "--kubeconfig=" + self.kubeconfig,
+                                               "--shutdown.drain-period=%ds" % DRAIN_S,
                                                "--log.level=warn"],
                                   os.path.join(self.tmp, "%s.log" % n.pod),
                                   max_seconds=self.max_seconds)
@@ -559,8 +573,8 @@ class Fleet:
         labkit.stop(self.prom, grace=30)
         self.start_prometheus()
 
-    def promql(self, expr):
-        return labkit.promql(self.ctl, expr, port=self.prom_port)
+    def promql(self, expr, at=None):
+        return labkit.promql(self.ctl, expr, at=at, port=self.prom_port)
 
     def firing(self):
         """Alerts firing in Prometheus now: a list of label dicts."""
@@ -574,10 +588,19 @@ class Fleet:
 
     # ---- life cycle of Pods and nodes ------------------------------------------------------
     def restart_exporter(self, n, timeout=60):
-        """One DaemonSet Pod replaced: the old one terminating (its endpoint so), stopped, the
-        new one (next generation, a new Pod name) started, ready, and in the Service."""
+        """One DaemonSet Pod replaced: the old one terminating, stopped, the new one (next
+        generation, a new Pod name) started, ready, and in the Service. As in a cluster, the
+        kubelet's SIGTERM comes first and the watchers hear of the terminating endpoint later
+        (the EndpointSlice controller batches, the watch delivers: PROPAGATION_S here), so the
+        peers probe a stopping Pod for a while: its drain must answer them."""
         n.ready = False
+        labkit.terminate(n.exporter)
+        time.sleep(PROPAGATION_S)
         self._write_endpoints()
+        try:  # the drain; a second SIGTERM (stop()'s) would end it at once
+            n.exporter.wait(timeout=DRAIN_S + 10)
+        except subprocess.TimeoutExpired:
+            pass
         labkit.stop(n.exporter)
         n.exporter = None
         n.generation += 1
@@ -608,6 +631,20 @@ class Fleet:
         """Injects fault `kind` at `target` (tests/lib/faults.py); returns a Fault."""
         import faults  # the faults act on a Fleet: imported when first used
         return faults.FAULTS[kind](self, target, **params)
+
+    def refused_probes(self):
+        """TCP resets sent so far from a node's responder ports to a prober, by port ({"http":
+        n, "grpc": m}), summed over the nodes (_node_nat's counters): each is an HTTP or gRPC probe that
+        reached a node where no responder listened (a Pod stopped before its peers dropped it)."""
+        total = {what: 0 for _, what in REFUSED_PORTS}
+        for n in self.nodes:
+            out = labkit.run("ip", "netns", "exec", self.ns(n), "iptables", "-w", "5", "-nvxL",
+                             "OUTPUT").stdout
+            for line in out.splitlines():
+                for _, what in REFUSED_PORTS:
+                    if "%s-%s " % (REFUSED, what) in line + " ":
+                        total[what] += int(line.split()[0])
+        return total
 
     def iptables(self, ns, *args):
         labkit.run("ip", "netns", "exec", ns, "iptables", "-w", "5", *args)

@@ -159,7 +159,7 @@ def start(ns, args, logfile, max_seconds=None, env=None):
     is the program's) in a session of its own, so that stop() can signal its whole process
     group; stdout and stderr to `logfile`, stdin from /dev/null. With `max_seconds`, the program
     runs under coreutils `timeout`, so it ends by itself even if its starter is SIGKILLed (the
-    pid is then timeout's: leaf_pid() in bench/lib/benchlib.py finds the program's).
+    pid is then timeout's: leaf_pid() finds the program's).
 
     `args` may begin with `nice -n N`. With sched_autogroup (kernel.sched_autogroup_enabled=1,
     Debian's default), a new session is a scheduling group of its own, and a nice value only
@@ -193,6 +193,31 @@ def pause(p):
 def resume(p):
     """SIGCONT to the process group of a start()ed program."""
     _signal_group(p, signal.SIGCONT)
+
+
+def leaf_pid(pid, depth=4):
+    """The process actually doing the work under `timeout` wrappers: follows single children."""
+    for _ in range(depth):
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                kids = f.read().split()
+        except OSError:
+            return pid
+        if len(kids) != 1:
+            return pid
+        pid = int(kids[0])
+    return pid
+
+
+def terminate(p):
+    """One SIGTERM to a start()ed program itself (leaf_pid: not to its `timeout` wrapper, which
+    passes a signal on to the program and to its group, so the program would get it twice and
+    take the second as "stop at once"), without waiting: stop() waits."""
+    if p.poll() is None:
+        try:
+            os.kill(leaf_pid(p.pid), signal.SIGTERM)
+        except ProcessLookupError:
+            pass
 
 
 def _signal_group(p, sig):
