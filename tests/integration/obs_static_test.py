@@ -15,6 +15,9 @@
     one that keeps it quiet, and a row in docs/deploy.md's table of alerts;
   - the job the alerts select (`up{job="..."}`) is the job both documented ways of scraping
     produce: the scrape-config example's job_name and the PodMonitor's job relabeling.
+  - the DaemonSet the alerts read from kube-state-metrics (`namespace="...", daemonset="..."`,
+    named once) is the one deploy/kubernetes/base renders, and the queries and commands of its
+    runbook (docs/runbooks.md, PodnetCoverageHole) name the same one.
 
 Usage: obs_static_test.py [--promtool PATH]
 """
@@ -175,6 +178,35 @@ def check_job_name():
           % (job, set_job))
 
 
+def check_daemonset_name():
+    pairs = set()
+    for _group, r in oq.rules():
+        pairs.update(re.findall(r'\bnamespace="([^"]*)",\s*daemonset="([^"]*)"', r["expr"]))
+    check(len(pairs) == 1, "the alerts name one DaemonSet (namespace, name): %s" % sorted(pairs))
+    namespace, name = next(iter(pairs), (None, None))
+    base = os.path.join(oq.ROOT, "deploy", "kubernetes", "base")
+    with open(os.path.join(base, "daemonset.yaml"), encoding="utf-8") as f:
+        ds = yaml.safe_load(f)
+    with open(os.path.join(base, "kustomization.yaml"), encoding="utf-8") as f:
+        kust = yaml.safe_load(f)
+    namespaces = [yaml.safe_load(t)["metadata"]["namespace"] for t in kust.get("transformers", [])
+                  if yaml.safe_load(t).get("kind") == "NamespaceTransformer"]
+    check(ds["metadata"]["name"] == name and namespaces == [namespace],
+          "the alerts' DaemonSet %s/%s is the base's %s/%s"
+          % (namespace, name, namespaces, ds["metadata"]["name"]))
+    with open(oq.RUNBOOKS, encoding="utf-8") as f:
+        runbooks = f.read()
+    # The section of the alert that reads the DaemonSet (other runbooks name other namespaces).
+    runbooks = runbooks.partition("\n## PodnetCoverageHole\n")[2].partition("\n## ")[0]
+    names = set(re.findall(r'\b(?:daemonset|created_by_name|owner_name)="([^"]*)"', runbooks))
+    names.update(re.findall(r"\bdescribe ds (\S+)", runbooks))
+    spaces = set(re.findall(r'\bnamespace="([^"]*)"', runbooks))
+    spaces.update(re.findall(r"\bkubectl -n (\S+)", runbooks))
+    check(names == {name} and spaces == {namespace},
+          "docs/runbooks.md#podnetcoveragehole names the DaemonSet %s/%s only: %s/%s"
+          % (namespace, name, sorted(spaces), sorted(names)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
@@ -184,6 +216,7 @@ def main():
     check_dashboards()
     check_rules()
     check_job_name()
+    check_daemonset_name()
     labkit.log(labkit.summary())
     return 1 if labkit.failures else 0
 
