@@ -225,24 +225,26 @@ class Campaign:
                       % (name, t1 - t0, len(firing), rec["alerts"], detail))
 
 
-def exact_increase(fl, metric, t0, t1):
-    """The increase of counter `metric` from t0 to t1, summed over its series, from the raw
+def exact_increase(fl, metric, t0, t1, by=None):
+    """The increase of counter `metric` from t0 to t1, summed over its series (or, with `by` a
+    label name tuple, a dict from those labels' values to the sum of their series), from the raw
     samples Prometheus holds (not increase(), which extrapolates to the window's edges): from
     each series' last sample at or before t0 (0 for a series first scraped after t0: a new
     Pod's, or a peer's added again), every rise added, a fall read as a reset (the value after
     it counts from 0). The RTT counters move when a train settles, sent and received together,
     so the two increases of one window compare exactly."""
     res = fl.promql("%s[%ds]" % (metric, int(t1 - t0) + 60), at=t1)
-    total = 0.0
+    sums = {}
     for r in res:
+        key = tuple(r["metric"].get(label, "") for label in by or ())
         prev = 0.0
         for t, v in ((float(t), float(v)) for t, v in r["values"]):
             if t <= t0:
                 prev = v
                 continue
-            total += v - prev if v >= prev else v
+            sums[key] = sums.get(key, 0.0) + (v - prev if v >= prev else v)
             prev = v
-    return total
+    return sums if by is not None else sums.get((), 0.0)
 
 
 def peer_values(fl, at, window=60):
@@ -253,16 +255,9 @@ def peer_values(fl, at, window=60):
 
 
 def probe_errors(fl, t0, t1):
-    """The probe errors counted from t0 to t1, by probe and reason (exact_increase each)."""
-    got = fl.promql("count by (probe, reason) (podnet_probe_errors_total)", at=t1)
-    out = {}
-    for r in got:
-        probe, reason = r["metric"].get("probe", ""), r["metric"].get("reason", "")
-        n = exact_increase(fl, 'podnet_probe_errors_total{probe="%s",reason="%s"}'
-                           % (probe, reason), t0, t1)
-        if n:
-            out["%s/%s" % (probe, reason)] = n
-    return out
+    """The probe errors counted from t0 to t1, by probe and reason ("rtt/timeout": n)."""
+    got = exact_increase(fl, "podnet_probe_errors_total", t0, t1, by=("probe", "reason"))
+    return {"%s/%s" % key: n for key, n in sorted(got.items()) if n}
 
 
 def plan(classes, trials, rng):
