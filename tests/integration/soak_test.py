@@ -78,8 +78,9 @@ OUTCOMES = {"podnet_probe_errors_total", "podnet_responder_dropped_total",
 SET_A = ("soak-a1", "soak-a2")
 SET_B = ("soak-b1", "soak-b2", "soak-b3")
 OUTCOMES |= {"podnet_kubernetes_watch_events_total", "podnet_kubernetes_api_errors_total"}
-# What the fake API server's cluster gives peers.kubernetes: 12 Pods (podnet-00000..11, node-i,
-# zone-a for even i, zone-b for odd), this exporter is podnet-00000; peers_per_zone 2 of the 5
+# What the fake API server's cluster gives peers.kubernetes: 12 Pods (podnet-00000..11 on node-i,
+# zone-a for even i, zone-b for odd; a discovered peer is named after its node), this exporter is
+# podnet-00000; peers_per_zone 2 of the 5
 # others in zone-a and of the 6 in zone-b, and with one Pod out of service still 2 of each.
 API_NODES, API_ZONES, PEERS_PER_ZONE = 12, 2, 2
 # A Pod out of service for 1/CHURN_PER_S s: longer than discovery's publish interval (1 s), and
@@ -437,8 +438,9 @@ class Loads:
 
 
 def discovered_peers(samples):
-    """The names of the discovered peers (podnet-NNNNN) that have series in `samples`."""
-    return {l["peer"] for _, l, _ in samples if l.get("peer", "").startswith("podnet-")}
+    """The names of the discovered peers (named after their nodes: node-N) that have series in
+    `samples`."""
+    return {l["peer"] for _, l, _ in samples if l.get("peer", "").startswith("node-")}
 
 
 def series_problems(baseline, end):
