@@ -35,6 +35,8 @@ test_pkgs=(
   # ctest image: scripts/build-image.sh (mmdebstrap, umoci), skopeo copy, and the image run by
   # podman (runc: Debian 12's crun cannot start it on cgroup v1), else by bubblewrap
   mmdebstrap umoci skopeo podman runc bubblewrap
+  # the arm64 image (scripts/build-arm64.sh): the cross compiler; qemu-user runs its binary
+  g++-aarch64-linux-gnu qemu-user-static
 )
 # scripts/sanitize.sh and scripts/fuzz.sh (--sanitize): clang with its runtimes (ASan, UBSan,
 # TSan and libFuzzer live in libclang-rt-14-dev), on top of the test packages.
