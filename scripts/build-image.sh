@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Builds podnet-exporter's OCI image from Debian 12 packages, with no registry, base image or
-# container engine, and writes it as an OCI archive that `skopeo copy` pushes:
-#   skopeo copy oci-archive:build/podnet-exporter-0.2.0.oci.tar \
+# container engine, for this machine's architecture and, given --binary-arm64 (the exporter
+# cross-built by scripts/build-arm64.sh), for arm64 too, and writes it as an OCI archive whose
+# one reference is an image index (one manifest per architecture) that `skopeo copy --all`
+# pushes:
+#   skopeo copy --all oci-archive:build/podnet-exporter-0.2.0.oci.tar \
 #     docker://REGISTRY/podnet-exporter:0.2.0
 # (deploy/image/README.md: how to use it, what is in it, how it is tested).
-#   1. the Debian packages that own the shared libraries the binary loads (`ldd`, `dpkg -S`);
+#   1. the Debian packages that own the shared libraries the binary loads (`ldd`, `dpkg -S`; the
+#      same packages serve arm64: Debian names a library's package alike on every architecture);
+#   For each architecture (arm64: the packages' arm64 builds, from Debian's arm64 lists):
 #   2. mmdebstrap --variant=extract: those packages, their library dependencies and
 #      ca-certificates, unpacked (no shell, no dpkg, no apt, no maintainer script run), from this
 #      machine's Debian sources (scripts/lib/debian-sources.sh, as scripts/fresh-root-check.sh);
@@ -13,19 +18,30 @@
 #   3. in that root: the certificate bundle /etc/ssl/certs/ca-certificates.crt (what
 #      update-ca-certificates writes) and OpenSSL's default paths to it; /var/lib/dpkg/status
 #      naming the packages and versions (for image scanners); /etc/passwd and /etc/group with
-#      root and podnet (65532); /etc/ld.so.cache; the binary (debug sections stripped) as
+#      root and podnet (65532); /etc/ld.so.cache (this machine's architecture only: arm64's
+#      loader finds its libraries in its default directories, /usr/lib/aarch64-linux-gnu); every
+#      library the binary needs (ELF DT_NEEDED, transitively) checked to be in the root; the
+#      binary (debug sections stripped) as
 #      /usr/bin/podnet-exporter and config/podnet.yaml as /etc/podnet-exporter/podnet.yaml, as
 #      deploy/docker/Dockerfile; docs (but each copyright file), manual pages, locales, the
 #      programs only maintainer scripts use (openssl's, debconf's) and /dev's nodes left out;
-#   4. umoci: an OCI layout with that root as one layer and the image configuration of the
-#      Dockerfile (user 65532:65532, ENTRYPOINT the binary with --config.file, ports), named
-#      podnet-exporter:VERSION (the binary's; the image the DaemonSet names), in a tar.
+#   4. umoci: an image with that root as one layer and the image configuration of the
+#      Dockerfile (user 65532:65532, ENTRYPOINT the binary with --config.file, ports, the
+#      architecture);
+#   5. the OCI layout's one reference podnet-exporter:VERSION (the binary's; the image the
+#      DaemonSet names): an image index (OCI image-spec image-index.md) of the images, each
+#      with its platform (linux/amd64, linux/arm64), in a tar.
 # Root only (mmdebstrap --mode=root). Timestamps are SOURCE_DATE_EPOCH's (default: the commit
 # time of HEAD). Prints the image's packages with their sizes, and the archive's size.
-# Usage: scripts/build-image.sh [--binary build/podnet-exporter] [--output FILE] [--root DIR]
-#   --output  the OCI archive (default build/podnet-exporter-VERSION.oci.tar)
-#   --root    also leave the image's root file system in DIR (for a look)
-# Packages it needs: mmdebstrap umoci (scripts/install-deps.sh --test installs them).
+# Usage: scripts/build-image.sh [--binary build/podnet-exporter] [--binary-arm64 FILE]
+#                               [--output FILE] [--root DIR]
+#   --binary-arm64  also the arm64 image, of this aarch64 binary (build-arm64/podnet-exporter;
+#                   its --version must be the same as --binary's)
+#   --output        the OCI archive (default build/podnet-exporter-VERSION.oci.tar)
+#   --root          also leave the image's root file system in DIR (for a look; this machine's
+#                   architecture)
+# Packages it needs: mmdebstrap umoci, and for arm64 binutils-aarch64-linux-gnu (strip; with
+# g++-aarch64-linux-gnu) (scripts/install-deps.sh --test installs them).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -36,13 +52,14 @@ if [[ "${1:-}" == "--extract-hook" ]]; then
   root=$2
   archives=$root/var/cache/apt/archives
   # The .deb files extracted: of the packages whose copyright file is in the root (Debian
-  # policy: every package has one), the highest version in the cache (it also has other
-  # packages, and older versions, from this machine's apt cache).
+  # policy: every package has one), the highest version in the cache of the image's
+  # architecture (PODNET_IMAGE_ARCH) or `all` (the cache also has other packages, other
+  # architectures' and older versions, from this machine's apt cache).
   declare -A deb_of version_of
   for doc in "$root"/usr/share/doc/*/copyright; do
     pkg=${doc%/copyright}
     pkg=${pkg##*/}
-    for deb in "$archives/${pkg}_"*.deb; do
+    for deb in "$archives/${pkg}_"*"_$PODNET_IMAGE_ARCH.deb" "$archives/${pkg}_"*_all.deb; do
       [[ -e "$deb" ]] || continue
       ver=$(dpkg-deb -f "$deb" Version)
       if [[ -z "${version_of[$pkg]:-}" ]] || dpkg --compare-versions "$ver" gt "${version_of[$pkg]}"
@@ -69,14 +86,17 @@ if [[ "${1:-}" == "--extract-hook" ]]; then
 fi
 
 binary=$repo/build/podnet-exporter
+binary_arm64=
 output=
 keep_root=
 while (($#)); do
   case "$1" in
     --binary) binary=$2; shift 2 ;;
+    --binary-arm64) binary_arm64=$2; shift 2 ;;
     --output) output=$2; shift 2 ;;
     --root) keep_root=$2; shift 2 ;;
-    *) echo "usage: $0 [--binary FILE] [--output FILE] [--root DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--binary FILE] [--binary-arm64 FILE] [--output FILE] [--root DIR]" >&2
+       exit 2 ;;
   esac
 done
 if [[ $(id -u) -ne 0 ]]; then
@@ -90,10 +110,33 @@ for tool in mmdebstrap umoci; do
   fi
 done
 binary=$(realpath "$binary")
+host_arch=$(dpkg --print-architecture)
+arches=("$host_arch")
+declare -A binary_of=([$host_arch]=$binary)
+if [[ -n "$binary_arm64" ]]; then
+  if [[ $host_arch == arm64 ]]; then
+    echo "build-image: --binary-arm64 on an arm64 machine: give it as --binary" >&2
+    exit 2
+  fi
+  if ! command -v aarch64-linux-gnu-strip >/dev/null 2>&1; then
+    echo "build-image: aarch64-linux-gnu-strip is missing (scripts/install-deps.sh --test)" >&2
+    exit 1
+  fi
+  binary_of[arm64]=$(realpath "$binary_arm64")
+  arches+=(arm64)
+fi
 # The tag: the binary's version ("podnet-exporter, version 0.2.0 (revision ...)").
 version=$("$binary" --version | sed -n '1s/.*version \([^ ]*\).*/\1/p')
 if [[ ! "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]]; then
   echo "build-image: no version from $binary --version" >&2
+  exit 1
+fi
+# The other architecture's binary cannot run here (without qemu): its read-only data must hold
+# the version string, and it must be an ELF of that architecture.
+if [[ -n "$binary_arm64" ]] &&
+   ! { grep -aqF "$version" "$binary_arm64" &&
+       readelf -h "$binary_arm64" 2>/dev/null | grep -q 'Machine: *AArch64'; }; then
+  echo "build-image: $binary_arm64 is not an AArch64 build of version $version" >&2
   exit 1
 fi
 output=$(realpath -m "${output:-$repo/build/podnet-exporter-$version.oci.tar}")
@@ -135,24 +178,56 @@ done
 mapfile -t packages < <(printf '%s\n' "${packages[@]}" ca-certificates | sort -u)
 echo "build-image: packages: ${packages[*]}" >&2
 
-# Step 2: mmdebstrap. Sources as scripts/fresh-root-check.sh's; this machine's package lists
-# when it has them for every source (no `apt-get update`; if they are too old for the mirror,
-# one retry with the update), and its apt cache.
 source "$repo/scripts/lib/debian-sources.sh"
 work=$(mktemp -d /var/tmp/podnet-image.XXXXXX)
 trap 'rm -rf --one-file-system "$work"' EXIT
-root=$work/root
 export PODNET_IMAGE_APT_CACHE=/var/cache/apt/archives
-lists_ok=true
-for s in "${debian_sources[@]}"; do
-  read -r _ uri suite _ <<<"$s"
-  prefix=$(sed -E 's|^[a-z]+://||; s|/+$||; s|/|_|g' <<<"$uri")_dists_${suite}_
-  compgen -G "/var/lib/apt/lists/${prefix}*Packages*" >/dev/null || lists_ok=false
-done
 # Hard links, in one command (none when the cache is elsewhere or empty: then apt downloads).
 seed='mkdir -p "$1/var/cache/apt/archives" &&
   { ln -t "$1/var/cache/apt/archives" /var/cache/apt/archives/*.deb 2>/dev/null || true; }'
 hook="\"$repo/scripts/build-image.sh\" --extract-hook \"\$1\""
+oci=$work/oci
+umoci init --layout "$oci"
+declare -A took_s
+
+# needed_in_root ROOT BINARY: every shared library BINARY needs (DT_NEEDED, transitively) is in
+# ROOT's library directories; prints the first one missing and fails otherwise.
+needed_in_root() {
+  local root=$1 todo=("$2") seen=" " file lib dir found
+  while ((${#todo[@]})); do
+    file=${todo[0]}
+    todo=("${todo[@]:1}")
+    for lib in $(readelf -d "$file" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+      [[ $seen == *" $lib "* ]] && continue
+      seen+="$lib "
+      found=
+      for dir in "$root"/usr/lib/*-linux-gnu "$root"/lib/*-linux-gnu "$root"/usr/lib "$root"/lib
+      do
+        if [[ -e "$dir/$lib" ]]; then found=$dir/$lib && break; fi
+      done
+      if [[ -z "$found" ]]; then
+        echo "build-image: $lib (needed by ${file#"$root"}) is not in the image" >&2
+        return 1
+      fi
+      todo+=("$(realpath "$found")")
+    done
+  done
+}
+
+for arch in "${arches[@]}"; do
+arch_started=$SECONDS
+root=$work/root-$arch
+export PODNET_IMAGE_ARCH=$arch
+
+# Step 2: mmdebstrap. Sources as scripts/fresh-root-check.sh's; this machine's package lists
+# when it has them for every source and this architecture (no `apt-get update`; if they are too
+# old for the mirror, one retry with the update), and its apt cache.
+lists_ok=true
+for s in "${debian_sources[@]}"; do
+  read -r _ uri suite _ <<<"$s"
+  prefix=$(sed -E 's|^[a-z]+://||; s|/+$||; s|/|_|g' <<<"$uri")_dists_${suite}_
+  compgen -G "/var/lib/apt/lists/${prefix}*binary-${arch}_Packages*" >/dev/null || lists_ok=false
+done
 debstrap() {  # debstrap USE_HOST_LISTS
   local extra=()
   if [[ $1 == true ]]; then
@@ -160,9 +235,9 @@ debstrap() {  # debstrap USE_HOST_LISTS
              cp -p /var/lib/apt/lists/*_dists_bookworm* "$1/var/lib/apt/lists/"')
   fi
   rm -rf "$root"
-  mmdebstrap --quiet --variant=extract --mode=root "${debian_aptopts[@]}" \
-    --include="$(IFS=,; echo "${packages[*]}")" --setup-hook="$seed" "${extra[@]}" \
-    --extract-hook="$hook" bookworm "$root" "${debian_sources[@]}" \
+  mmdebstrap --quiet --variant=extract --mode=root --architectures="$arch" \
+    "${debian_aptopts[@]}" --include="$(IFS=,; echo "${packages[*]}")" --setup-hook="$seed" \
+    "${extra[@]}" --extract-hook="$hook" bookworm "$root" "${debian_sources[@]}" \
     2> >(tee "$work/mmdebstrap.log" >&2)
 }
 if ! debstrap "$lists_ok"; then
@@ -171,7 +246,7 @@ if ! debstrap "$lists_ok"; then
   echo "build-image: retrying with apt-get update (this machine's package lists are too old)" >&2
   debstrap false
 fi
-mmdebstrap_s=$((SECONDS - started))
+mmdebstrap_s=$((SECONDS - arch_started))
 
 # Step 3 (the rest): what the image has besides the packages' files, and less.
 # The certificate bundle, as update-ca-certificates writes it with ca-certificates.conf's
@@ -197,23 +272,27 @@ printf '%s\n' root:x:0:0:root:/root:/usr/sbin/nologin \
   podnet:x:65532:65532:podnet-exporter:/nonexistent:/usr/sbin/nologin >"$root/etc/passwd"
 printf 'root:x:0:\npodnet:x:65532:\n' >"$root/etc/group"
 printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$root/etc/nsswitch.conf"
-ldconfig -r "$root"  # /etc/ld.so.cache, as libc6's trigger would
-strip --strip-debug -o "$root/usr/bin/podnet-exporter" "$binary"
+strip=strip
+if [[ $arch == "$host_arch" ]]; then
+  ldconfig -r "$root"  # /etc/ld.so.cache, as libc6's trigger would
+else
+  strip=aarch64-linux-gnu-strip
+fi
+$strip --strip-debug -o "$root/usr/bin/podnet-exporter" "${binary_of[$arch]}"
 install -m 0644 "$repo/config/podnet.yaml" "$root/etc/podnet-exporter/podnet.yaml"
+needed_in_root "$root" "$root/usr/bin/podnet-exporter"
 
-# Step 4: the OCI layout: one layer, the image configuration; then the archive.
-# /dev's nodes (mmdebstrap's) stay out: /dev is the runtime's.
+# Step 4: the image, tagged with its architecture in the layout: one layer, the image
+# configuration. /dev's nodes (mmdebstrap's) stay out: /dev is the runtime's.
 tar -C "$root" --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime \
-  --exclude='./dev/*' -cf "$work/layer.tar" .
-oci=$work/oci
-umoci init --layout "$oci"
-umoci new --image "$oci:$image"
-umoci raw add-layer --image "$oci:$image" --history.created="$created" \
+  --exclude='./dev/*' -cf "$work/layer-$arch.tar" .
+umoci new --image "$oci:$arch"
+umoci raw add-layer --image "$oci:$arch" --history.created="$created" \
   --history.created_by="scripts/build-image.sh (mmdebstrap --variant=extract: ${packages[*]})" \
-  "$work/layer.tar"
-umoci config --image "$oci:$image" --created="$created" --history.created="$created" \
+  "$work/layer-$arch.tar"
+umoci config --image "$oci:$arch" --created="$created" --history.created="$created" \
   --history.created_by="scripts/build-image.sh (user, entrypoint, ports)" \
-  --architecture="$(dpkg --print-architecture)" --os=linux \
+  --architecture="$arch" --os=linux \
   --config.user=65532:65532 --config.workingdir=/ \
   --config.env=PATH=/usr/bin \
   --config.entrypoint=/usr/bin/podnet-exporter \
@@ -224,7 +303,44 @@ umoci config --image "$oci:$image" --created="$created" --history.created="$crea
   --config.label=org.opencontainers.image.version="$version" \
   --config.label=org.opencontainers.image.revision="$revision" \
   --config.label=org.opencontainers.image.created="$created"
+
+# What is in it: each package's installed size (as dpkg counts it, before the removals above)
+# and the image's own sizes.
+echo "build-image: image $image ($arch), packages:" >&2
+awk -F': ' '/^Package: /{p=$2} /^Version: /{v=$2} /^Installed-Size: /{s=$2}
+            /^$/ && p { printf "build-image:   %-28s %-24s %6d KiB\n", p, v, s; p="" }' \
+  "$root/var/lib/dpkg/status" >&2
+printf 'build-image: %s: root file system %s KiB (binary %s KiB); mmdebstrap %d s, in all %d s\n' \
+  "$arch" "$(du -sk "$root" | cut -f1)" "$(du -k "$root/usr/bin/podnet-exporter" | cut -f1)" \
+  "$mmdebstrap_s" $((SECONDS - arch_started)) >&2
+done
 umoci gc --layout "$oci"
+
+# Step 5: one reference, an image index of the architectures' manifests with their platforms
+# (what `docker buildx` and `skopeo copy --all` write), in place of the per-architecture tags.
+python3 - "$oci" "$image" "${arches[@]}" <<'PY'
+import hashlib, json, os, sys
+oci, ref, arches = sys.argv[1], sys.argv[2], sys.argv[3:]
+path = os.path.join(oci, "index.json")
+with open(path) as f:
+    layout = json.load(f)
+tagged = {m["annotations"]["org.opencontainers.image.ref.name"]: m for m in layout["manifests"]}
+manifests = []
+for arch in arches:
+    m = {k: v for k, v in tagged[arch].items() if k != "annotations"}
+    m["platform"] = {"architecture": arch, "os": "linux"}
+    manifests.append(m)
+blob = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                   "manifests": manifests}, indent=None, separators=(",", ":")).encode()
+digest = hashlib.sha256(blob).hexdigest()
+with open(os.path.join(oci, "blobs", "sha256", digest), "wb") as f:
+    f.write(blob)
+layout["manifests"] = [{"mediaType": "application/vnd.oci.image.index.v1+json",
+                        "digest": "sha256:" + digest, "size": len(blob),
+                        "annotations": {"org.opencontainers.image.ref.name": ref}}]
+with open(path, "w") as f:
+    json.dump(layout, f, separators=(",", ":"))
+PY
 mkdir -p "$(dirname "$output")"
 tar -C "$oci" --sort=name --numeric-owner --owner=0 --group=0 --mtime="@$SOURCE_DATE_EPOCH" \
   -cf "$output.tmp" oci-layout index.json blobs
@@ -233,17 +349,7 @@ mv "$output.tmp" "$output"
 if [[ -n "$keep_root" ]]; then
   rm -rf "$keep_root"
   mkdir -p "$keep_root"
-  tar -C "$keep_root" -xf "$work/layer.tar"
-  root=$keep_root
+  tar -C "$keep_root" -xf "$work/layer-$host_arch.tar"
 fi
-# What is in it: each package's installed size (as dpkg counts it, before the removals above)
-# and the image's own sizes.
-echo "build-image: image $image ($(dpkg --print-architecture)), packages:" >&2
-awk -F': ' '/^Package: /{p=$2} /^Version: /{v=$2} /^Installed-Size: /{s=$2}
-            /^$/ && p { printf "build-image:   %-28s %-24s %6d KiB\n", p, v, s; p="" }' \
-  "$root/var/lib/dpkg/status" >&2
-printf 'build-image: root file system %s KiB (binary %s KiB); layer %s KiB compressed\n' \
-  "$(du -sk "$root" | cut -f1)" "$(du -k "$root/usr/bin/podnet-exporter" | cut -f1)" \
-  "$(($(find "$oci/blobs" -type f -size +100k -printf '%s\n' | sort -n | tail -n 1) / 1024))" >&2
-printf 'build-image: wrote %s (%s KiB); mmdebstrap %d s, in all %d s\n' "$output" \
-  "$(du -k "$output" | cut -f1)" "$mmdebstrap_s" $((SECONDS - started)) >&2
+printf 'build-image: wrote %s (%s KiB): %s as an index of %s; in all %d s\n' "$output" \
+  "$(du -k "$output" | cut -f1)" "$image" "${arches[*]}" $((SECONDS - started)) >&2
