@@ -126,7 +126,13 @@ class GrpcPeerProbe : public PeerProbeBase {
     outlet_->io = &env().io;
     std::string target = (peer.address.is_v6() ? "ipv6:" : "ipv4:") +
                          net::FormatHostPort(peer.address, kind_->options().port);
-    channel_ = ::grpc::CreateChannel(target, ::grpc::InsecureChannelCredentials());
+    // A subchannel pool of the channel's own (GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, grpc_types.h):
+    // by default gRPC shares one connection, and its reconnect backoff, among every channel of
+    // the process to an address, so a probe made for a peer that came back (a rollout's new Pod
+    // on the node's old address) could inherit the old Pod's failed connection and its backoff.
+    ::grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    channel_ = ::grpc::CreateCustomChannel(target, ::grpc::InsecureChannelCredentials(), args);
     channel_->GetState(/*try_to_connect=*/true);  // connect before the first round
     stub_ = std::make_unique<::grpc::GenericStub>(channel_);
     duration_ = AddSeries(kind_->families().duration, {});
