@@ -18,6 +18,7 @@ import json
 import time
 
 import faults as F
+import fleet
 import labkit as K
 from alerting import seconds
 
@@ -178,7 +179,7 @@ class Campaign:
             time.sleep(self.args.quiet)
         elif name == "rollout":
             peers_before = peer_values(fl, t0)
-            refused_before = fl.refused_probes()
+            resets_before = fl.responder_resets()
             for n in fl.live():
                 fl.restart_exporter(n)
             detail = "%d Pods replaced one at a time" % len(fl.live())
@@ -211,13 +212,16 @@ class Campaign:
             # answers whatever the Pod does: its loss can show a network fault, not a Pod's stop.
             sent = exact_increase(fl, "podnet_rtt_packets_sent_total", t0, t1)
             received = exact_increase(fl, "podnet_rtt_packets_received_total", t0, t1)
-            refused = {k: v - refused_before[k] for k, v in fl.refused_probes().items()}
+            resets = {kind: {w: v - resets_before[kind][w] for w, v in by_port.items()}
+                      for kind, by_port in fl.responder_resets().items()}
+            refused = resets["refused"]
             rec.update({"refused_probes": sum(refused.values()), "refused_by_port": refused,
+                        "other_resets": resets["other"],
                         "rtt_sent": sent, "rtt_lost": sent - received,
                         "probe_errors": probe_errors(fl, t0, t1),
                         "new_peer_values": sorted(peer_values(fl, t1, t1 - t0) - peers_before)})
-            detail += ("; probes refused: %s; RTT: %d sent, %d lost; new peer values: %s; "
-                       "probe errors: %s" % (refused, sent, sent - received,
+            detail += ("; probes refused: %s (other resets %s); RTT: %d sent, %d lost; new peer values: %s; "
+                       "probe errors: %s" % (refused, resets["other"], sent, sent - received,
                                              rec["new_peer_values"] or "none",
                                              rec["probe_errors"] or "none"))
         self.phases.append(rec)
@@ -229,17 +233,20 @@ def exact_increase(fl, metric, t0, t1, by=None):
     """The increase of counter `metric` from t0 to t1, summed over its series (or, with `by` a
     label name tuple, a dict from those labels' values to the sum of their series), from the raw
     samples Prometheus holds (not increase(), which extrapolates to the window's edges): from
-    each series' last sample at or before t0 (0 for a series first scraped after t0: a new
-    Pod's, or a peer's added again), every rise added, a fall read as a reset (the value after
-    it counts from 0). The RTT counters move when a train settles, sent and received together,
-    so the two increases of one window compare exactly."""
+    each series' last sample at or before t0, every rise added, a fall read as a reset (the value
+    after it counts from 0). A series first scraped after t0 counts from 0 (a new Pod's, or a
+    peer's added again), unless its first sample is within two scrapes of t0: then that sample is
+    its start, for a counter made at its first event (an error's) may have counted before t0
+    and been scraped after (seen: a gRPC round failing 7 s before a rollout, after the zone cut
+    before it, counted in the rollout). The RTT counters move when a train settles, sent and
+    received together, so the two increases of one window compare exactly."""
     res = fl.promql("%s[%ds]" % (metric, int(t1 - t0) + 60), at=t1)
     sums = {}
     for r in res:
         key = tuple(r["metric"].get(label, "") for label in by or ())
         prev = 0.0
-        for t, v in ((float(t), float(v)) for t, v in r["values"]):
-            if t <= t0:
+        for i, (t, v) in enumerate((float(t), float(v)) for t, v in r["values"]):
+            if t <= t0 or (i == 0 and t <= t0 + 2 * fleet.SCRAPE_S):
                 prev = v
                 continue
             sums[key] = sums.get(key, 0.0) + (v - prev if v >= prev else v)

@@ -55,9 +55,18 @@ PROPAGATION_S = 0.5
 # The exporters' drain: the DaemonSet's --shutdown.drain-period=10s is not scaled down with the
 # probes (10 s / 5 = 2 s): 5 s is 5x what the peers take here to drop a Pod (PROPAGATION_S, then
 # at most 1 s of discovery's publish interval, which is not scaled either).
-DRAIN_S = 5
-REFUSED = "podnet-refused"  # the comment of the counters of refused probes (Fleet.refused_probes)
+# PODNET_LAB_DRAIN_S overrides it (0: no drain, the rollout check of lab_fleet then fails).
+DRAIN_S = int(os.environ.get("PODNET_LAB_DRAIN_S", "5"))
+# Prometheus' scrape (and rule evaluation) interval, s: see Fleet._prometheus.
+SCRAPE_S = 2
+# The comments of the counters of TCP resets from the responders' ports (Fleet.responder_resets).
+RESETS = {"refused": "podnet-refused", "other": "podnet-reset"}
 REFUSED_PORTS = ((9479, "http"), (9480, "grpc"))
+# A reset that refuses a connection answers a SYN, a segment without ACK: RFC 9293 (3.10.7.1)
+# gives it sequence number 0 and the ACK flag. The kernel's other resets (a socket closed with
+# data unread, a segment for a connection that is gone) carry a sequence number of the
+# connection. u32: the TCP header's offset from the IP header's length, then its word 4..7.
+REFUSAL_MATCH = "--tcp-flags RST,ACK RST,ACK -m u32 --u32 0>>22&0x3C@4=0"
 DNS_NAMES = ["kubernetes.default", "sts.ap-northeast-2.amazonaws.com"]
 RESOLV = ("search podnet.svc.cluster.local svc.cluster.local cluster.local\n"
           "nameserver %s\noptions ndots:5 timeout:1 attempts:2\n" % KUBE_DNS_VIP)
@@ -343,11 +352,14 @@ class Fleet:
         rules += self._random_dnat("PODNET-SVC", [(b.address, 9479) for b in backends],
                                    ("udp",), 9479)
         rules.append("COMMIT")
-        # A counter, no verdict: the TCP resets this node sends from its responders' ports to a
-        # prober (not to Prometheus, in 10.79/16): a probe that found no responder listening.
+        # Counters, no verdict: the TCP resets this node sends from its responders' ports to a
+        # prober (not to Prometheus, in 10.79/16): refusals (a probe that found no responder
+        # listening), then every reset (aborts too: the difference).
         rules += ["*filter"] + [
-            "-A OUTPUT -p tcp -d 10.77.0.0/16 --sport %d --tcp-flags RST RST -m comment"
-            " --comment %s-%s" % (port, REFUSED, what) for port, what in REFUSED_PORTS] + ["COMMIT"]
+            "-A OUTPUT -p tcp -d 10.77.0.0/16 --sport %d %s -m comment --comment %s-%s"
+            % (port, match, RESETS[kind], what) for port, what in REFUSED_PORTS
+            for kind, match in (("refused", REFUSAL_MATCH), ("other", "--tcp-flags RST RST"))]
+        rules.append("COMMIT")
         r = subprocess.run(["ip", "netns", "exec", self.ns(n), "iptables-restore"],
                            input="\n".join(rules) + "\n", capture_output=True, text=True,
                            timeout=30)
@@ -543,8 +555,8 @@ class Fleet:
             # Every 2 s, with a 2 s timeout: at 1 s / 1 s a busy machine (another job beside the
             # fleet) timed scrapes out and PodnetExporterDown went pending for exporters that
             # were fine; the rules' windows (15 s) still hold 7 scrapes.
-            f.write("global: { scrape_interval: 2s, evaluation_interval: 2s,"
-                    " external_labels: {} }\n"
+            f.write("global: { scrape_interval: %ds, evaluation_interval: %ds,"
+                    " external_labels: {} }\n" % (SCRAPE_S, SCRAPE_S) +
                     "rule_files: [%s]\n"
                     "alerting:\n  alertmanagers:\n"
                     "    - static_configs: [ { targets: ['127.0.0.1:%d'] } ]\n"
@@ -632,18 +644,23 @@ class Fleet:
         import faults  # the faults act on a Fleet: imported when first used
         return faults.FAULTS[kind](self, target, **params)
 
-    def refused_probes(self):
-        """TCP resets sent so far from a node's responder ports to a prober, by port ({"http":
-        n, "grpc": m}), summed over the nodes (_node_nat's counters): each is an HTTP or gRPC probe that
-        reached a node where no responder listened (a Pod stopped before its peers dropped it)."""
-        total = {what: 0 for _, what in REFUSED_PORTS}
+    def responder_resets(self):
+        """TCP resets sent so far from the nodes' responder ports to probers, summed over the
+        nodes (_node_nat's counters), by kind and port: {"refused": {"http": n, "grpc": m},
+        "other": {...}}. A refusal is an HTTP or gRPC probe's connection that reached a node
+        where no responder listened (a Pod stopped before its peers dropped it); the others
+        end a connection that was open (a responder closing with a request unread, a segment
+        for a connection already closed)."""
+        total = {kind: {what: 0 for _, what in REFUSED_PORTS} for kind in RESETS}
         for n in self.nodes:
             out = labkit.run("ip", "netns", "exec", self.ns(n), "iptables", "-w", "5", "-nvxL",
                              "OUTPUT").stdout
             for line in out.splitlines():
-                for _, what in REFUSED_PORTS:
-                    if "%s-%s " % (REFUSED, what) in line + " ":
-                        total[what] += int(line.split()[0])
+                for kind, comment in RESETS.items():
+                    for _, what in REFUSED_PORTS:
+                        if "/* %s-%s */" % (comment, what) in line:
+                            total[kind][what] += int(line.split()[0])
+        total["other"] = {w: v - total["refused"][w] for w, v in total["other"].items()}
         return total
 
     def iptables(self, ns, *args):
