@@ -55,7 +55,7 @@ std::string LogfmtValue(std::string_view v) {
       out += c;
     } else if (c == '\n') {
       out += "\\n";
-    } else if (c < 0x20 && c >= 0) {
+    } else if (static_cast<unsigned char>(c) < 0x20) {  // char is unsigned on arm64
       out += ' ';
     } else {
       out += c;
