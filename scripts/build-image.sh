@@ -214,6 +214,19 @@ needed_in_root() {
   done
 }
 
+debstrap() {  # debstrap USE_HOST_LISTS: the root of $arch in $root
+  local extra=()
+  if [[ $1 == true ]]; then
+    extra=(--skip=update --setup-hook='mkdir -p "$1/var/lib/apt/lists" &&
+             cp -p /var/lib/apt/lists/*_dists_bookworm* "$1/var/lib/apt/lists/"')
+  fi
+  rm -rf "$root"
+  mmdebstrap --quiet --variant=extract --mode=root --architectures="$arch" \
+    "${debian_aptopts[@]}" --include="$(IFS=,; echo "${packages[*]}")" --setup-hook="$seed" \
+    "${extra[@]}" --extract-hook="$hook" bookworm "$root" "${debian_sources[@]}" \
+    2> >(tee "$work/mmdebstrap.log" >&2)
+}
+
 for arch in "${arches[@]}"; do
 arch_started=$SECONDS
 root=$work/root-$arch
@@ -228,18 +241,6 @@ for s in "${debian_sources[@]}"; do
   prefix=$(sed -E 's|^[a-z]+://||; s|/+$||; s|/|_|g' <<<"$uri")_dists_${suite}_
   compgen -G "/var/lib/apt/lists/${prefix}*binary-${arch}_Packages*" >/dev/null || lists_ok=false
 done
-debstrap() {  # debstrap USE_HOST_LISTS
-  local extra=()
-  if [[ $1 == true ]]; then
-    extra=(--skip=update --setup-hook='mkdir -p "$1/var/lib/apt/lists" &&
-             cp -p /var/lib/apt/lists/*_dists_bookworm* "$1/var/lib/apt/lists/"')
-  fi
-  rm -rf "$root"
-  mmdebstrap --quiet --variant=extract --mode=root --architectures="$arch" \
-    "${debian_aptopts[@]}" --include="$(IFS=,; echo "${packages[*]}")" --setup-hook="$seed" \
-    "${extra[@]}" --extract-hook="$hook" bookworm "$root" "${debian_sources[@]}" \
-    2> >(tee "$work/mmdebstrap.log" >&2)
-}
 if ! debstrap "$lists_ok"; then
   # This machine's lists name a version the mirror no longer has: once more with fresh lists.
   [[ $lists_ok == true ]] && grep -q 'Failed to fetch' "$work/mmdebstrap.log" || exit 1

@@ -97,7 +97,7 @@ def main():
                   "in all: %s %s)" % (len(fl.live()), p["false_notifications"], p["alerts"],
                                       p["examples"]))
             # Refusals only (a reset answering a SYN), not the resets that end open connections
-            # (bench/README.md, "Rollouts"): 0 in every run with the drain; 9+ without.
+            # (bench/README.md, "Rollouts"): 0 in every run with the drain, 83 without.
             # At most 2: a flake guard for a busy CI machine, far below a broken drain.
             check(p["refused_probes"] <= 2,
                   "rollout: %d HTTP/gRPC connections refused by a stopped Pod %s (0 is the aim, "

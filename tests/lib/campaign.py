@@ -220,8 +220,8 @@ class Campaign:
                         "rtt_sent": sent, "rtt_lost": sent - received,
                         "probe_errors": probe_errors(fl, t0, t1),
                         "new_peer_values": sorted(peer_values(fl, t1, t1 - t0) - peers_before)})
-            detail += ("; probes refused: %s (other resets %s); RTT: %d sent, %d lost; new peer values: %s; "
-                       "probe errors: %s" % (refused, resets["other"], sent, sent - received,
+            detail += ("; probes refused: %s (other resets %s); RTT: %d sent, %d lost; "
+                       "new peer values: %s; probe errors: %s" % (refused, resets["other"], sent, sent - received,
                                              rec["new_peer_values"] or "none",
                                              rec["probe_errors"] or "none"))
         self.phases.append(rec)
