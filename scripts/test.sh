@@ -26,4 +26,12 @@ if [[ $mode == quick ]]; then
 fi
 # -j2: the unit and other tests two at a time (their timing bounds have 5x margin, and most of
 # them wait on timers); the lab tests are RUN_SERIAL, each alone.
-ctest --output-on-failure --timeout 900 -j2 "$@"
+rc=0
+ctest --output-on-failure --timeout 900 -j2 "$@" || rc=$?
+if ((rc != 0)); then
+  # The failed checks again, last: a CI log cut to its head and tail still shows them.
+  echo "test.sh: the failed checks (Testing/Temporary/LastTest.log):" >&2
+  grep -E '^(FAILED |\[  FAILED  \]|[^ ]+:[0-9]+: Failure)' Testing/Temporary/LastTest.log \
+    | tail -n 40 >&2 || true
+fi
+exit "$rc"

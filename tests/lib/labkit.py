@@ -131,8 +131,10 @@ def check(cond, what):
 
 
 def summary():
-    """The closing line ctest logs and CI reads."""
-    return "%d passed, %d failed" % (len(passed), len(failures))
+    """The closing line ctest logs and CI reads: the counts, then each failed check's text (CI
+    shows a failing test's first and last lines only)."""
+    return "%d passed, %d failed%s" % (len(passed), len(failures),
+                                       "".join("\nFAILED " + f for f in failures))
 
 
 def exit_code():
