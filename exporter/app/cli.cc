@@ -58,12 +58,14 @@ docs/design.md; --format=html one self-contained page (the latency ladder and th
 as inline SVG, then the tables; no network). --baseline=FILE.json starts with a one-line verdict (how many figures
 changed beyond their run-to-run spread, the largest named) and shows each figure's change
 against an earlier JSON report, marking with ! a change larger than either run's spread;
---fail-on-change (needs --baseline) makes such a change exit 3; --price-per-gb (default 0.02, as
+--fail-on-change (needs --baseline) makes such a change exit 3, and a comparison that is not
+complete (a section, row or figure on one side only, or nothing compared) exit 4; --price-per-gb (default 0.02, as
 the recording rules) prices cross-zone bytes; --input=FILE.json prints a saved report instead
 of probing (with --baseline: compares two saved reports). --config.file defaults to
 /etc/podnet-exporter/podnet.yaml. Exit codes: 0 every probe got answers (and, with
 --fail-on-change, no change), 1 a probe failed (each named in the output and on stderr; before
-3), 2 bad flags, configuration or baseline, 3 --fail-on-change and a change beyond the spread.
+3), 2 bad flags, configuration or baseline, 3 --fail-on-change and a change beyond the spread,
+4 --fail-on-change and an incomplete comparison (after 3).
 
 exit codes: 0 ok, 1 a listener cannot be bound, 2 bad flags or bad configuration.
 SIGHUP or POST /-/reload reloads the configuration; a bad file keeps the running one.

@@ -405,7 +405,9 @@ int RunReport(const Options& options, std::shared_ptr<const config::Config> conf
   // The verdict on stderr too: a CI job's log shows it whatever it does with the report.
   if (baseline) err << "podnet-exporter: report: verdict: " << verdict.line << "\n";
   if (!rep.failures.empty()) return 1;
-  return o.fail_on_change && !verdict.changed.empty() ? 3 : 0;
+  if (!o.fail_on_change) return 0;
+  // Fails closed: "no change" only where everything either side shows was compared.
+  return !verdict.changed.empty() ? 3 : !verdict.complete ? 4 : 0;
 }
 
 }  // namespace podnet::app

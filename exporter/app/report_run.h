@@ -29,7 +29,10 @@ namespace podnet::app {
 /// --fail-on-change, the verdict against --baseline names no change), 1 one did not (named in
 /// the report and on `err`; it comes before 3), 3 --fail-on-change and at least one figure
 /// changed beyond its run-to-run spread (report::VerdictOf; its line is also on `err` whenever
-/// there is a baseline), 2 a baseline or --input file that cannot be read or is
+/// there is a baseline), 4 --fail-on-change, no such change, and an incomplete comparison
+/// (Verdict::complete false: a section, row or shown figure on one side only, a value null or a
+/// spread not finite on one side, or no figure at all; the verdict names them; 3 comes
+/// first), 2 a baseline or --input file that cannot be read or is
 /// not a report: not a regular file (a directory, a FIFO — never waited on —, a device), larger
 /// than report::kMaxReportBytes, not JSON, or a value outside its meaning (report::FromJson);
 /// `err` names the file and the reason, with the value's JSON path.

@@ -802,7 +802,10 @@ double ReadNumber(const json& j, const std::string& path, const Meaning& m) {
     if (!m.none) throw refuse("null where a value is needed");
     return v;
   }
-  if (std::isinf(v) && !(m.inf && v > 0)) throw refuse(Shown(j) + " is not finite");
+  if (std::isinf(v)) {
+    if (!(m.inf && v > 0)) throw refuse(Shown(j) + " is not finite");
+    return v;  // "+Inf" where it may stand: above every bound, not a value past hi
+  }
   if (v < m.lo) throw refuse(Shown(j) + (m.lo == 0 ? " is negative" : " is too small"));
   if (v > m.hi) throw refuse(Shown(j) + " is too large");
   return v;
@@ -812,46 +815,51 @@ double ReadNumber(const json& j, const std::string& path, const Meaning& m) {
 // A figure this build does not know (a newer one's) is any number.
 Meaning FigureMeaning(const std::string& name) {
   static const std::map<std::string, Meaning> kMeanings = {
-      {"peers", {0, kInf, false, false, "a count"}},
-      {"packets_sent", {0, kInf, false, false, "a count"}},
-      {"requests", {0, kInf, false, false, "a count"}},
-      {"failed_requests", {0, kInf, false, false, "a count"}},
-      {"samples", {0, kInf, false, false, "a count"}},
-      {"retransmits", {0, kInf, false, false, "a count"}},
-      {"lookups", {0, kInf, false, false, "a count"}},
-      {"failed_lookups", {0, kInf, false, false, "a count"}},
+      {"peers", {0, kMaxCount, false, false, "a count"}},
+      {"packets_sent", {0, kMaxCount, false, false, "a count"}},
+      {"requests", {0, kMaxCount, false, false, "a count"}},
+      {"failed_requests", {0, kMaxCount, false, false, "a count"}},
+      {"samples", {0, kMaxCount, false, false, "a count"}},
+      {"retransmits", {0, kMaxCount, false, false, "a count"}},
+      {"lookups", {0, kMaxCount, false, false, "a count"}},
+      {"failed_lookups", {0, kMaxCount, false, false, "a count"}},
       {"loss_ratio", {0, 1, true, false, "a ratio from 0 to 1, or null"}},
-      {"p50_seconds", {0, kInf, true, false, "seconds, or null"}},
-      {"p90_seconds", {0, kInf, true, false, "seconds, or null"}},
-      {"p99_seconds", {0, kInf, true, false, "seconds, or null"}},
-      {"max_seconds", {0, kInf, true, true, "seconds, \"+Inf\" or null"}},
-      {"tcp_rtt_seconds", {0, kInf, false, false, "seconds"}},
-      {"throughput_bits_per_second", {0, kInf, false, false, "bits per second"}},
-      {"sent_bytes", {0, kInf, false, false, "bytes"}},
-      {"queries_per_lookup", {0, kInf, true, false, "a non-negative ratio, or null"}},
-      {"nxdomain_per_lookup", {0, kInf, true, false, "a non-negative ratio, or null"}},
-      {"run_bytes", {0, kInf, false, false, "bytes"}},
-      {"daemon_bytes_per_hour", {0, kInf, false, false, "bytes per hour"}},
-      {"daemon_usd_per_30_days", {0, kInf, false, false, "US dollars"}},
-      {"pods", {0, kInf, false, false, "a count"}},
-      {"zones", {0, kInf, false, false, "a count"}},
-      {"series_per_pod", {0, kInf, false, false, "a count"}},
-      {"pod_bytes_per_hour", {0, kInf, false, false, "bytes per hour"}},
-      {"cluster_bytes_per_month", {0, kInf, false, false, "bytes"}},
-      {"cluster_usd_per_month", {0, kInf, false, false, "US dollars"}},
+      {"p50_seconds", {0, kMaxSeconds, true, false, "seconds, or null"}},
+      {"p90_seconds", {0, kMaxSeconds, true, false, "seconds, or null"}},
+      {"p99_seconds", {0, kMaxSeconds, true, false, "seconds, or null"}},
+      {"max_seconds", {0, kMaxSeconds, true, true, "seconds, \"+Inf\" or null"}},
+      {"tcp_rtt_seconds", {0, kMaxSeconds, false, false, "seconds"}},
+      {"throughput_bits_per_second", {0, kMaxBitsPerSecond, false, false, "bits per second"}},
+      {"sent_bytes", {0, kMaxCount, false, false, "bytes"}},
+      {"queries_per_lookup", {0, kMaxCount, true, false, "a non-negative ratio, or null"}},
+      {"nxdomain_per_lookup", {0, kMaxCount, true, false, "a non-negative ratio, or null"}},
+      {"run_bytes", {0, kMaxCount, false, false, "bytes"}},
+      {"daemon_bytes_per_hour", {0, kMaxCount, false, false, "bytes per hour"}},
+      {"daemon_usd_per_30_days", {0, kMaxCount, false, false, "US dollars"}},
+      {"pods", {0, kMaxCount, false, false, "a count"}},
+      {"zones", {0, kMaxCount, false, false, "a count"}},
+      {"series_per_pod", {0, kMaxCount, false, false, "a count"}},
+      {"pod_bytes_per_hour", {0, kMaxCount, false, false, "bytes per hour"}},
+      {"cluster_bytes_per_month", {0, kMaxCount, false, false, "bytes"}},
+      {"cluster_usd_per_month", {0, kMaxCount, false, false, "US dollars"}},
   };
   auto it = kMeanings.find(name);
   if (it != kMeanings.end()) return it->second;
   return {-kInf, kInf, true, true, "a number, \"+Inf\" or null"};
 }
 
-// A spread is a distance: non-negative; +Inf for a figure never marked; null when its figure is.
-constexpr Meaning kSpread{0, kInf, true, true, "a non-negative number, \"+Inf\" or null"};
+// A spread is a distance: non-negative, at most what its figure may be (a count's at most
+// kMaxCount); +Inf for a figure never marked; null when its figure is.
+Meaning SpreadMeaning(const Meaning& figure) {
+  return {0, figure.hi, true, true,
+          "a non-negative number no larger than its figure may be, "
+          "\"+Inf\" or null"};
+}
 
 Figure ReadFigure(const json& jf, const std::string& path, const std::string& name) {
   Meaning m = FigureMeaning(name);
   Figure f = Fig(ReadNumber(At(jf, path, "value"), Member(path, "value"), m),
-                 ReadNumber(At(jf, path, "spread"), Member(path, "spread"), kSpread));
+                 ReadNumber(At(jf, path, "spread"), Member(path, "spread"), SpreadMeaning(m)));
   if (jf.contains("baseline")) {
     f.baseline = ReadNumber(jf.at("baseline"), Member(path, "baseline"), m);
     f.beyond_spread = ReadBool(At(jf, path, "beyond_spread"), Member(path, "beyond_spread"));
@@ -1036,14 +1044,94 @@ Report Build(const std::vector<prometheus::MetricFamily>& families, RunInfo run)
   return r;
 }
 
+namespace {
+
+using RowKey = std::vector<std::pair<std::string, std::string>>;
+
+// A row as the verdict names it: "RTT cross_zone icmp".
+std::string RowName(const std::string& section, const RowKey& key) {
+  std::string out = SectionShort(section);
+  for (const auto& [k, v] : key) out += " " + v;
+  return out;
+}
+
+// The sections a verdict weighs, by id: those with columns this build knows, zones aside (the
+// RTT section's samples again).
+std::map<std::string, const Section*> WeighedSections(const Report& r) {
+  std::map<std::string, const Section*> out;
+  for (const auto& s : r.sections) {
+    if (s.id != "zones" && !LayoutOf(s.id).columns.empty()) out[s.id] = &s;
+  }
+  return out;
+}
+
+// Why figure `a` (the input's) and `b` (the baseline's) of one shown column cannot be compared
+// ("" when they can, or when neither side has anything to compare: both null, or both spreads
+// +Inf, a figure never marked).
+std::string UncomparedWhy(const Figure* a, const Figure* b) {
+  auto side = [](bool input) { return std::string(input ? "input" : "baseline"); };
+  if (!a && !b) return "";
+  if (!a || !b) return "not in the " + side(!a);
+  bool na = std::isnan(a->value), nb = std::isnan(b->value);
+  if (na && nb) return "";
+  if (na || nb) return "no value in the " + side(na);
+  bool fa = std::isfinite(a->spread), fb = std::isfinite(b->spread);
+  if (!fa && !fb) return "";
+  if (!fa || !fb) return "spread not finite in the " + side(!fa);
+  return "";
+}
+
+// Report::uncompared of `report` against `baseline` (Compare()'s docstring says what counts).
+std::vector<std::string> Uncompared(const Report& report, const Report& baseline) {
+  std::vector<std::string> out;
+  auto in = WeighedSections(report), base = WeighedSections(baseline);
+  std::set<std::string> ids;
+  for (const auto* side : {&in, &base}) {
+    for (const auto& [id, s] : *side) ids.insert(id);
+  }
+  for (const auto& id : ids) {
+    auto a = in.find(id), b = base.find(id);
+    if (a == in.end() || b == base.end()) {
+      const Section& only = a == in.end() ? *b->second : *a->second;
+      if (only.configured || !only.rows.empty()) {
+        out.push_back("section " + id + ": not in the " + (a == in.end() ? "input" : "baseline"));
+      }
+      continue;
+    }
+    std::map<RowKey, const Row*> base_rows;
+    for (const auto& row : b->second->rows) base_rows[row.key] = &row;
+    std::set<RowKey> matched;
+    for (const auto& row : a->second->rows) {
+      auto found = base_rows.find(row.key);
+      if (found == base_rows.end()) {
+        out.push_back(RowName(id, row.key) + ": not in the baseline");
+        continue;
+      }
+      matched.insert(row.key);
+      for (const auto& c : LayoutOf(id).columns) {
+        auto fa = row.figures.find(c.figure), fb = found->second->figures.find(c.figure);
+        std::string why = UncomparedWhy(fa == row.figures.end() ? nullptr : &fa->second,
+                                        fb == found->second->figures.end() ? nullptr : &fb->second);
+        if (!why.empty()) out.push_back(RowName(id, row.key) + " " + c.figure + ": " + why);
+      }
+    }
+    for (const auto& row : b->second->rows) {
+      if (!matched.count(row.key)) out.push_back(RowName(id, row.key) + ": not in the input");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void Compare(Report& report, const Report& baseline) {
   report.compared = true;
   report.baseline_started = baseline.run.started;
+  report.uncompared = Uncompared(report, baseline);
   // One lookup table for the baseline, keyed by section id and row key: a linear search per row
   // made a comparison of two 80,000-row reports take 52 s. FromJson refuses a repeated key, so
   // each (section, key) names at most one row; Build() never repeats one either.
-  using RowKey = std::pair<std::string, std::vector<std::pair<std::string, std::string>>>;
-  std::map<RowKey, const Row*> rows;
+  std::map<std::pair<std::string, RowKey>, const Row*> rows;
   for (const auto& b : baseline.sections) {
     for (const auto& row : b.rows) rows[{b.id, row.key}] = &row;
   }
@@ -1108,13 +1196,29 @@ Verdict VerdictOf(const Report& r) {
   };
   std::stable_sort(v.changed.begin(), v.changed.end(),
                    [&](const Change& a, const Change& b) { return excess(a) > excess(b); });
+  constexpr std::size_t kNamed = 3;
+  v.uncompared = r.uncompared;
+  v.complete = v.uncompared.empty() && v.figures > 0;
+  if (!v.uncompared.empty()) {
+    v.line = "Incomplete comparison: " + std::to_string(v.uncompared.size()) +
+             " could not be compared (";
+    for (std::size_t i = 0; i < v.uncompared.size() && i < kNamed; ++i) {
+      v.line += (i ? "; " : "") + v.uncompared[i];
+    }
+    if (v.uncompared.size() > kNamed) {
+      v.line += "; and " + std::to_string(v.uncompared.size() - kNamed) + " more";
+    }
+    v.line += "). ";
+  } else if (v.figures == 0) {
+    v.line = "Incomplete comparison: no figure on either side. ";
+  }
   if (v.changed.empty()) {
-    v.line = "No change beyond the run-to-run spread in " + std::to_string(v.figures) + " figures.";
+    v.line +=
+        "No change beyond the run-to-run spread in " + std::to_string(v.figures) + " figures.";
     return v;
   }
-  v.line = std::to_string(v.changed.size()) + " of " + std::to_string(v.figures) +
-           " figures changed beyond their run-to-run spread: ";
-  constexpr std::size_t kNamed = 3;
+  v.line += std::to_string(v.changed.size()) + " of " + std::to_string(v.figures) +
+            " figures changed beyond their run-to-run spread: ";
   for (std::size_t i = 0; i < v.changed.size() && i < kNamed; ++i) {
     const Change& c = v.changed[i];
     const Column* col = nullptr;
@@ -1185,8 +1289,11 @@ nlohmann::json ToJson(const Report& r) {
   if (r.compared) {
     j["baseline"] = {{"started", r.baseline_started}};
     Verdict v = VerdictOf(r);
-    j["verdict"] = {
-        {"figures", v.figures}, {"summary", v.line}, {"changed", nlohmann::json::array()}};
+    j["verdict"] = {{"figures", v.figures},
+                    {"complete", v.complete},
+                    {"summary", v.line},
+                    {"changed", nlohmann::json::array()},
+                    {"uncompared", v.uncompared}};
     for (const auto& c : v.changed) {
       nlohmann::json key = nlohmann::json::object();
       for (const auto& [k, val] : c.key) key[k] = val;

@@ -108,13 +108,24 @@ struct Report {
   std::vector<Failure> failures;
   bool compared = false;  // Compare() ran
   std::string baseline_started;
+  /// What Compare() could not compare, one entry each, input and baseline in their order:
+  /// "section http: not in the input", "RTT cross_zone icmp: not in the baseline" (a row either
+  /// side lacks), "RTT same_zone icmp p50_seconds: no value in the input" (null on one side),
+  /// "... p99_seconds: spread not finite in the baseline" (+Inf or null where the other side's is
+  /// a number). Written to the JSON's verdict; not read back (FromJson leaves it empty).
+  std::vector<std::string> uncompared;
 };
 
 /// The tables from a registry's Collect(). Series of kinds not in run.configured are ignored.
 Report Build(const std::vector<prometheus::MetricFamily>& families, RunInfo run);
 
 /// Sets every figure's baseline and beyond_spread from `baseline` (rows matched by section id
-/// and key, figures by name; a figure the baseline lacks has no baseline).
+/// and key, figures by name; a figure the baseline lacks has no baseline), and lists in
+/// report.uncompared every section, row and shown figure (the Markdown's columns; zones aside,
+/// as in VerdictOf) that one side has and the other cannot be compared with. A figure null on
+/// both sides, or whose spread is +Inf on both (never marked: a burst's TCP RTT), is neither
+/// compared nor listed; a section on one side only that is off there and has no rows is not
+/// listed either.
 void Compare(Report& report, const Report& baseline);
 
 /// Number of figures Compare() marked beyond spread.
@@ -140,11 +151,19 @@ struct Change {
 /// value and baseline are both numbers and that can be marked (a finite spread: a burst's TCP
 /// RTT never is).
 struct Verdict {
-  int figures = 0;              // compared
-  std::vector<Change> changed;  // beyond spread, the largest |change| / spread first
+  int figures = 0;                      // compared
+  std::vector<Change> changed;          // beyond spread, the largest |change| / spread first
+  std::vector<std::string> uncompared;  // Report::uncompared
+  /// Every figure either side shows was compared (uncompared is empty) and there was at least
+  /// one: what `report --fail-on-change` needs to say "no change" (exit 4 otherwise,
+  /// app/report_run.h).
+  bool complete = false;
   /// One line: "2 of 37 figures changed beyond their run-to-run spread: RTT cross_zone icmp
   /// p50 ms 0.550 → 0.776 (+41 %); ..." (at most three named, "and N more"), or "No change
-  /// beyond the run-to-run spread in 37 figures.". Empty when the report was not compared.
+  /// beyond the run-to-run spread in 37 figures.". When not complete, it begins "Incomplete
+  /// comparison: 2 could not be compared (section http: not in the input; ...). " (at most
+  /// three named), or "Incomplete comparison: no figure on either side. ". Empty when the
+  /// report was not compared.
   std::string line;
 };
 
@@ -155,25 +174,35 @@ Verdict VerdictOf(const Report& report);
 /// peers weighs with every kind configured and every peer failing, the heaviest real one
 /// (`--format=json`: 1,480,073 bytes; 552,904 when every peer answers; report_test.cc,
 /// TheFileCapIsTenThousandPeerReports, measures it again and holds the cap to 10–20 times it).
+/// The largest values FromJson accepts where no run can measure more: counts, bytes, ratios
+/// per lookup and prices (2^53: past it a double no longer counts by one), a latency in seconds
+/// (an hour: every probe's timeout is seconds), a throughput in bits per second (10 Tbit/s).
+inline constexpr double kMaxCount = 9007199254740992.0;
+inline constexpr double kMaxSeconds = 3600;
+inline constexpr double kMaxBitsPerSecond = 1e13;
+
 inline constexpr std::size_t kMaxReportBytes = 16 * 1024 * 1024;
 /// Every string FromJson reads is cut to this many bytes (a name is at most 253, a note about
 /// 600).
 inline constexpr std::size_t kMaxReportTextBytes = 4096;
 
 /// The JSON form (docs/design.md, "One-shot report": the schema, version 2). After Compare() it
-/// also holds "verdict": {figures, summary, changed: [{section, key, figure, value, baseline,
-/// spread}]} (VerdictOf; recomputed from the figures, never read back).
+/// also holds "verdict": {figures, complete, summary, changed: [{section, key, figure, value,
+/// baseline, spread}], uncompared: [text]} (VerdictOf; never read back).
 nlohmann::json ToJson(const Report& report);
 /// Parses ToJson's output, as hostile input (a file anyone may have written). std::nullopt and
-/// *error on a document that is not a version-1 report, and on any value outside its meaning,
+/// *error on a document that is not a version-2 report, and on any value outside its meaning,
 /// the error starting with the value's JSON path
 /// ("sections[0].rows[1].figures.peers.value: -5 is negative (a count)"):
-///  - "version" another number than the integer 1 (1.5 is not version 1), or absent;
+///  - "version" another number than the integer 2 (2.5 is not version 2), or absent;
 ///  - a missing key, or a value of another JSON type than ToJson writes;
 ///  - counts (peers, packets_sent, requests, samples, lookups, targets' rounds, ...) negative,
 ///    fractional rounds, or not finite; loss_ratio outside 0 … 1; seconds, bytes, throughput
 ///    and prices negative; null (nothing measured) or "+Inf" where the figure cannot be that
-///    (only percentiles and ratios may be null, max_seconds and spreads "+Inf").
+///    (only percentiles and ratios may be null, max_seconds and spreads "+Inf");
+///  - values no run can measure (kMaxCount, kMaxSeconds, kMaxBitsPerSecond): a count, a byte
+///    count, a ratio per lookup or a price over 2^53, a latency over an hour, a throughput over
+///    10 Tbit/s; a spread over what its figure may be (a count's over 2^53, ...).
 /// Strings (names, notes, reasons) come back through topology::SafeText, at most
 /// kMaxReportTextBytes: control characters (a terminal's escape sequences), NUL and invalid
 /// UTF-8 shown as \xNN, never passed on to the Markdown.

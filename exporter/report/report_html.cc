@@ -218,6 +218,7 @@ h1 { font-size: 22px; margin: 0 0 8px; } h2 { font-size: 17px; margin: 28px 0 8p
 .verdict { font-size: 16px; padding: 10px 14px; border-radius: 6px; border: 1px solid; }
 .verdict.changed { background: #fff4e5; border-color: #e8a33d; }
 .verdict.same { background: #eaf6ec; border-color: #4fa463; }
+.verdict.incomplete { background: #fdecea; border-color: #d9534f; }
 figure { margin: 8px 0 16px; } figcaption { font-weight: 600; margin-bottom: 4px; }
 svg text { font: 13px system-ui, sans-serif; fill: #1b1f24; }
 svg text.value { font-variant-numeric: tabular-nums; }
@@ -298,9 +299,14 @@ std::string ToHtml(const Report& r) {
       << kStyle << "</style></head><body>\n<h1>podnet-exporter report</h1>\n";
   if (r.compared) {
     Verdict v = VerdictOf(r);
-    out << "<p class=\"verdict " << (v.changed.empty() ? "same" : "changed")
+    // Not green unless complete: an incomplete "no change" is what the gate refuses.
+    out << "<p class=\"verdict "
+        << (!v.changed.empty() ? "changed"
+            : v.complete       ? "same"
+                               : "incomplete")
         << "\" id=\"verdict\" data-changed=\"" << v.changed.size() << "\" data-figures=\""
-        << v.figures << "\"><b>Verdict:</b> " << HtmlEscape(v.line) << "</p>\n";
+        << v.figures << "\" data-complete=\"" << (v.complete ? "true" : "false")
+        << "\"><b>Verdict:</b> " << HtmlEscape(v.line) << "</p>\n";
   }
   out << "<p>Prober <code>" << HtmlEscape(r.run.self_name) << "</code> (node <code>"
       << HtmlEscape(r.run.self_node) << "</code>, zone <code>"

@@ -1022,6 +1022,45 @@ def report_inputs(exe, tmp):
     check(rc == 2 and "--fail-on-change needs --baseline" in err,
           "report --fail-on-change without --baseline: exit 2: rc=%s %s" % (rc, err.strip()))
 
+    # The gate fails closed (issue 42): where the data it should compare has gone, with a p50
+    # moved x100 beside it, --fail-on-change exits 4 (not 0) and the verdict names what could
+    # not be compared; without the flag the exit code stays 0.
+    def gone(edit):
+        doc = report_document()
+        doc["sections"][0]["rows"][0]["figures"]["p50_seconds"]["value"] *= 100
+        edit(doc)
+        return doc
+    for what, doc, input_side, named in [
+            ("no sections", gone(lambda d: d.update(sections=[])), True,
+             "section rtt: not in the input"),
+            ("the RTT section missing from the baseline", gone(lambda d: d.update(sections=[])),
+             False, "section rtt: not in the baseline"),
+            ("a row keyed udp, not icmp",
+             gone(lambda d: d["sections"][0]["rows"][0]["key"].update(protocol="udp")), True,
+             "RTT same_zone udp: not in the baseline"),
+            ("a row keyed Cross_Zone",
+             gone(lambda d: d["sections"][0]["rows"][0]["key"].update(path_class="Cross_Zone")),
+             True, "RTT Cross_Zone icmp: not in the baseline"),
+            ("a spread +Inf",
+             gone(lambda d: d["sections"][0]["rows"][0]["figures"]["p50_seconds"]
+                  .update(spread="+Inf")), True,
+             "RTT same_zone icmp p50_seconds: spread not finite in the input")]:
+        path = write("incomplete-report.json", doc)
+        files = ["--input=" + path, "--baseline=" + good] if input_side else \
+            ["--input=" + good, "--baseline=" + path]
+        for flags, want in (([], 0), (["--fail-on-change"], 4)):
+            rc, out, err, took = report_run(*files, *flags)
+            check(rc == want and "**Verdict:** Incomplete comparison: " in out and named in out
+                  and "verdict: Incomplete comparison: " in err,
+                  "report %s with %s: exit %d, the verdict names %r: rc=%s %s"
+                  % (" ".join(flags) or "--baseline", what, want, named, rc, err.strip()[-400:]))
+    rc, out, err, took = report_run("--input=" + good, "--baseline=" + good, "--format=json",
+                                    "--fail-on-change")
+    verdict = json.loads(out)["verdict"] if rc == 0 else {}
+    check(verdict.get("complete") is True and verdict.get("uncompared") == [],
+          "report --format=json against itself: verdict complete, nothing uncompared: %s"
+          % verdict)
+
     # An empty file name is refused, not read as an absent flag (--input= probed live before,
     # --baseline= compared with nothing).
     for flag in ("--input", "--baseline"):
@@ -1064,7 +1103,11 @@ def report_inputs(exe, tmp):
             ("-1 rounds", lambda d: d["run"]["targets"][0].update(rounds=-1),
              "run.targets[0].rounds"),
             ("a null count", lambda d: d["sections"][0]["rows"][0]["figures"]["samples"]
-             .update(value=None), rows + "samples.value")]:
+             .update(value=None), rows + "samples.value"),
+            ("a p50 of 1.2e29 s", lambda d: d["sections"][0]["rows"][0]["figures"]
+             ["p50_seconds"].update(value=1.2e29), rows + "p50_seconds.value"),
+            ("2^53 + 2 packets", lambda d: d["sections"][0]["rows"][0]["figures"]
+             ["packets_sent"].update(value=2 ** 53 + 2), rows + "packets_sent.value")]:
         doc = report_document()
         edit(doc)
         bad = write("nonsense-report.json", doc)

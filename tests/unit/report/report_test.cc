@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -615,6 +616,13 @@ TEST(ReportTest, ValuesOutsideTheirMeaningAreRefusedWithTheirJsonPath) {
            {"/run/self/name", 7, "run.self.name: "},
            {"/sections/0/configured", "yes", "sections[0].configured: "},
            {"/failures", nlohmann::json::array({{{"probe", "rtt"}}}), "failures[0].target: "},
+           // Past what a run can measure (issue 42: 1.2e29 was read as a p50).
+           {fig + "p50_seconds/value", 1.2e29, "sections[0].rows[0].figures.p50_seconds.value: "},
+           {fig + "max_seconds/value", 3601, "sections[0].rows[0].figures.max_seconds.value: "},
+           {fig + "packets_sent/value", 9007199254740994.0,
+            "sections[0].rows[0].figures.packets_sent.value: "},
+           {fig + "p50_seconds/spread", 1e6, "sections[0].rows[0].figures.p50_seconds.spread: "},
+           {fig + "peers/spread", 1e300, "sections[0].rows[0].figures.peers.spread: "},
        }) {
     nlohmann::json doctored = good;
     doctored[Ptr(c.pointer)] = c.value;
@@ -646,6 +654,120 @@ TEST(ReportTest, ValuesOutsideTheirMeaningAreRefusedWithTheirJsonPath) {
   empty[Ptr(fig + "max_seconds/value")] = "+Inf";
   empty[Ptr(fig + "loss_ratio/value")] = 1;
   EXPECT_TRUE(FromJson(empty, &error)) << error;
+  // ... and the bounds themselves: an hour, 2^53.
+  nlohmann::json edge = good;
+  edge[Ptr(fig + "max_seconds/value")] = 3600;
+  edge[Ptr(fig + "packets_sent/value")] = 9007199254740992.0;
+  edge[Ptr(fig + "p50_seconds/spread")] = "+Inf";
+  EXPECT_TRUE(FromJson(edge, &error)) << error;
+}
+
+// The gate fails closed (issue 42): a comparison is complete only when every figure the tables
+// show on either side was compared. Each way the data to compare can go (the cases the issue
+// found passing as "no change") is named in the verdict and makes it incomplete; the same
+// report against itself, or a second run of the same network, stays complete.
+TEST(ReportVerdictTest, AComparisonWithSomethingMissingIsIncompleteAndSaysWhat) {
+  Recorded a, b;
+  for (Recorded* r : {&a, &b}) {
+    unsigned seed = r == &a ? 30 : 31;
+    r->Peer("zone", "same_zone", Rtts(400e-6, 20e-6, 400, seed));
+    r->Peer("cross", "cross_zone", Rtts(600e-6, 30e-6, 400, seed + 10));
+  }
+  const Report base = Build(a.registry.Collect(), Probed());
+  const nlohmann::json run = ToJson(Build(b.registry.Collect(), Probed()));
+  std::string error;
+  auto judge = [&](const nlohmann::json& input, const Report& baseline) {
+    auto r = FromJson(input, &error);
+    EXPECT_TRUE(r) << error;
+    if (!r) return Verdict{};
+    Compare(*r, baseline);
+    return VerdictOf(*r);
+  };
+  Verdict same = judge(run, base);
+  EXPECT_TRUE(same.complete) << same.line;
+  EXPECT_TRUE(same.uncompared.empty()) << same.line;
+  EXPECT_EQ(same.line.rfind("No change beyond the run-to-run spread in ", 0), 0u) << same.line;
+
+  using Ptr = nlohmann::json::json_pointer;
+  ASSERT_EQ(run["sections"][0]["id"], "rtt");
+  ASSERT_EQ(run["sections"][0]["rows"][0]["key"]["path_class"], "cross_zone");
+  struct Case {
+    std::string what;
+    std::function<void(nlohmann::json&)> doctor;
+    std::vector<std::string> named;  // what the verdict must list, in its order
+  };
+  for (const Case& c : std::vector<Case>{
+           {"no sections at all",
+            [](nlohmann::json& j) { j["sections"] = nlohmann::json::array(); },
+            {"section cost: not in the input", "section rtt: not in the input"}},
+           {"the RTT section gone",
+            [](nlohmann::json& j) { j["sections"].erase(0); },
+            {"section rtt: not in the input"}},
+           {"a row's key another protocol",
+            [](nlohmann::json& j) { j[Ptr("/sections/0/rows/0/key/protocol")] = "udp"; },
+            {"RTT cross_zone udp: not in the baseline", "RTT cross_zone icmp: not in the input"}},
+           {"a row's key another spelling",
+            [](nlohmann::json& j) { j[Ptr("/sections/0/rows/1/key/path_class")] = "Same_Zone"; },
+            {"RTT Same_Zone icmp: not in the baseline", "RTT same_zone icmp: not in the input"}},
+           {"a spread +Inf",
+            [](nlohmann::json& j) {
+              j[Ptr("/sections/0/rows/1/figures/p50_seconds/spread")] = "+Inf";
+            },
+            {"RTT same_zone icmp p50_seconds: spread not finite in the input"}},
+           {"a figure null",
+            [](nlohmann::json& j) {
+              j[Ptr("/sections/0/rows/1/figures/p90_seconds/value")] = nullptr;
+              j[Ptr("/sections/0/rows/1/figures/p90_seconds/spread")] = nullptr;
+            },
+            {"RTT same_zone icmp p90_seconds: no value in the input"}},
+           {"a figure gone",
+            [](nlohmann::json& j) { j[Ptr("/sections/0/rows/0/figures")].erase("loss_ratio"); },
+            {"RTT cross_zone icmp loss_ratio: not in the input"}},
+       }) {
+    nlohmann::json doctored = run;
+    c.doctor(doctored);
+    Verdict v = judge(doctored, base);
+    EXPECT_FALSE(v.complete) << c.what << ": " << v.line;
+    EXPECT_EQ(v.uncompared, c.named) << c.what << ": " << v.line;
+    EXPECT_EQ(v.line.rfind("Incomplete comparison: " + std::to_string(c.named.size()) +
+                               " could not be compared (" + c.named[0],
+                           0),
+              0u)
+        << c.what << ": " << v.line;
+    // The other way round too: what the input has and the baseline lacks.
+    auto other = FromJson(run, &error);
+    auto doctored_base = FromJson(doctored, &error);
+    ASSERT_TRUE(other && doctored_base) << error;
+    Compare(*other, *doctored_base);
+    Verdict reverse = VerdictOf(*other);
+    EXPECT_FALSE(reverse.complete) << c.what << " in the baseline: " << reverse.line;
+    std::vector<std::string> swapped;
+    for (std::string n : c.named) {
+      auto at = n.rfind("in the ");
+      n = n.substr(0, at) + (n.substr(at) == "in the input" ? "in the baseline" : "in the input");
+      swapped.push_back(n);
+    }
+    std::sort(swapped.begin(), swapped.end());
+    std::vector<std::string> got = reverse.uncompared;
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, swapped) << c.what << ": " << reverse.line;
+    // In the JSON, for a CI job to read.
+    auto j = ToJson(*other);
+    EXPECT_EQ(j["verdict"]["complete"], false);
+    EXPECT_EQ(j["verdict"]["uncompared"].size(), reverse.uncompared.size());
+    // And not green on the page.
+    EXPECT_NE(ToHtml(*other).find("class=\"verdict incomplete\""), std::string::npos) << c.what;
+  }
+  // Both sides empty: nothing compared is not "no change".
+  nlohmann::json nothing = run;
+  nothing["sections"] = nlohmann::json::array();
+  auto empty_base = FromJson(nothing, &error);
+  ASSERT_TRUE(empty_base) << error;
+  Verdict none = judge(nothing, *empty_base);
+  EXPECT_FALSE(none.complete);
+  EXPECT_EQ(none.line,
+            "Incomplete comparison: no figure on either side. No change beyond the run-to-run "
+            "spread in 0 figures.");
 }
 
 // Names in a report file are printed with their control characters shown, not acted on: a
