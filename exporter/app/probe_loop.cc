@@ -73,8 +73,10 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
                         prev->kubernetes.has_value() != next->kubernetes.has_value();
   if (next->kubernetes) {
     probe_env_.burst_candidates = std::move(discovered);
+    probe_env_.burst_secret = discovered_.service_uid;
   } else {
     probe_env_.burst_candidates.reset();
+    probe_env_.burst_secret.clear();
   }
   if (labels_changed) {
     RestartKinds(*next, self, peers);

@@ -67,6 +67,10 @@ struct ProbeEnv {
   /// discovery: bursts go to every peer, each at its own interval. The app sets it from every
   /// discovery snapshot; turning discovery on or off restarts the kinds.
   std::optional<std::vector<topology::Peer>> burst_candidates = std::nullopt;
+  /// What keys the coordinated bursts' choice (topology::ChooseBurstPair): the peers' Service's
+  /// UID from discovery (Snapshot::service_uid), "" without it. The app sets it with
+  /// burst_candidates.
+  std::string burst_secret = {};
   /// The coordinated bursts' per-period decisions, owned here (not by the kind) so that a
   /// reload, which rebuilds the kind, does not decide a period a second time. Set by the burst
   /// kind when null.

@@ -32,13 +32,16 @@ std::optional<std::size_t> Highest(const std::string& key, std::string_view zone
 }  // namespace
 
 std::optional<BurstPair> ChooseBurstPair(std::uint64_t period, std::string_view from_zone,
-                                         std::string_view to_zone, const std::vector<Peer>& pods) {
+                                         std::string_view to_zone, const std::vector<Peer>& pods,
+                                         std::string_view secret) {
   // Spaces cannot appear in the period's digits; RendezvousWeight length-prefixes both keys, so
   // zone names (whatever they hold) cannot make two pairs' keys collide into one string either
-  // way round: the key is period, then each zone with its length.
-  std::string key = std::to_string(period) + " " + std::to_string(from_zone.size()) + ":" +
-                    std::string(from_zone) + " " + std::to_string(to_zone.size()) + ":" +
-                    std::string(to_zone);
+  // way round: the key is the secret, the period, then each zone, each string with its length.
+  auto counted = [](std::string_view text) {
+    return std::to_string(text.size()) + ":" + std::string(text);
+  };
+  std::string key = counted(secret) + " " + std::to_string(period) + " " + counted(from_zone) +
+                    " " + counted(to_zone);
   auto prober = Highest(key + " prober", from_zone, pods, std::nullopt, {});
   if (!prober) return std::nullopt;
   auto peer = Highest(key + " peer", to_zone, pods, prober, pods[*prober].node);

@@ -20,9 +20,18 @@ struct BurstPair {
 /// The coordinated burst of the ordered zone pair (from_zone → to_zone) in period `period`
 /// (floor(unix seconds / period length)), chosen by rendezvous (highest-random-weight) hashing
 /// with no coordinator: the prober is the Pod of from_zone with the highest
-/// RendezvousWeight("<period> <from_zone> <to_zone> prober", Pod name), the peer the Pod of
-/// to_zone, other than the prober and not on its node (when both nodes are known), with the
-/// highest weight under the key "... peer". Ties (astronomically rare) go to the smaller name.
+/// RendezvousWeight("<secret> <period> <from_zone> <to_zone> prober", Pod name), the peer the
+/// Pod of to_zone, other than the prober and not on its node (when both nodes are known), with
+/// the highest weight under the key "... peer". Ties (astronomically rare) go to the smaller
+/// name.
+///
+/// `secret` keys the weights so that nobody can aim them: with the weight a function of public
+/// names only, a Pod name that wins a chosen period and pair is found in ~N tries (N Pods in the
+/// zone; 51 measured at 10 per zone) and a forged or planted Pod takes the burst. The exporter
+/// passes the Service's UID from its EndpointSlices' owner reference (discovery Snapshot::
+/// service_uid): assigned by the API server, the same for every Pod that lists the Service,
+/// never chosen by a Pod; it changes only when the Service is recreated. Empty (static peers,
+/// tests): unkeyed.
 ///
 /// `pods` is every discovered probe Pod (self included), in any order, with unique names;
 /// only `name`, `node` and `zone` are read (an empty zone is one more zone). Pure: every Pod
@@ -38,7 +47,8 @@ struct BurstPair {
 /// std::nullopt when from_zone has no Pod, or to_zone has no Pod other than the prober (a zone
 /// of one Pod has no same-zone pair).
 std::optional<BurstPair> ChooseBurstPair(std::uint64_t period, std::string_view from_zone,
-                                         std::string_view to_zone, const std::vector<Peer>& pods);
+                                         std::string_view to_zone, const std::vector<Peer>& pods,
+                                         std::string_view secret = {});
 
 /// The distinct zones of `pods`, sorted ("" — unknown — first when present).
 std::vector<std::string> ZonesOf(const std::vector<Peer>& pods);

@@ -4,6 +4,8 @@ a running exporter. tests/lib/fake_apiserver.py serves (loopback, TLS, bearer to
   - the peers' Service podnet/hostile, whose EndpointSlice has two endpoints with a 1 MB Pod
     name, a 1 MB zone behind a terminal escape (ESC [2J), a NUL in a node name, an OSC escape
     (set the window title) in a Pod name and a 300-byte node name;
+  - beside it, a forged slice of podnet/hostile (labelled with the Service's name, not managed
+    by the EndpointSlice controller) holding one more "probe Pod": ignored, counted;
   - the Service shop/api that a probes.service target names, with a 1 MB
     spec.trafficDistribution and a NUL in spec.internalTrafficPolicy.
 Measured, from /metrics and the exporter's log once the discovered peers have been probed: the
@@ -61,11 +63,19 @@ def main():
         json.dump(hostile_endpoints(), f)
     with open(service, "w") as f:
         json.dump(hostile_service(), f)
+    # Issue 42: a slice labelled with the Service's name that the EndpointSlice controller did
+    # not write, holding a "probe Pod" in zone-a (it would steer the bursts): ignored, counted.
+    forged = os.path.join(tmp, "forged.json")
+    with open(forged, "w") as f:
+        json.dump([{"addresses": ["127.1.9.3"], "conditions": {"ready": True},
+                    "targetRef": {"kind": "Pod", "namespace": "podnet", "name": "podnet-forged"},
+                    "nodeName": "node-forged", "zone": "zone-a"}], f)
     exporter = None
     try:
         _, kubeconfig = fake_apiserver.start(
             tmp, TOKEN, ["--nodes", "1", "--churn", "0",
                          "--extra-service", "podnet/hostile=" + endpoints,
+                         "--forged-slice", "podnet/hostile=" + forged,
                          "--object", "/api/v1/namespaces/shop/services/api=" + service,
                          "--max-seconds", "90"])
         burst, closed = labkit.free_port(), labkit.free_port()
@@ -131,6 +141,16 @@ def main():
                      and sanitized.get(("services", "truncated"), 0) >= 1
                      and sanitized.get(("services", "escaped"), 0) >= 1,
                      "podnet_kubernetes_strings_sanitized_total counts what was cut and escaped")
+        unmanaged = sum(v for n, l, v in series if n == "podnet_kubernetes_api_errors_total"
+                        and l.get("reason") == "unmanaged_slice"
+                        and l.get("resource") == "endpointslices")
+        candidates = [v for n, _, v in series if n == "podnet_discovery_candidates"]
+        forged_labels = sorted({"%s=%s" % (k, v) for _, l, _ in series for k, v in l.items()
+                                if "forged" in v})
+        labkit.check(unmanaged >= 1 and candidates == [2] and not forged_labels,
+                     "a forged EndpointSlice (not the controller's) is ignored and counted: "
+                     "unmanaged_slice %g, candidates %s, labels naming it %s"
+                     % (unmanaged, candidates, forged_labels or "none"))
         ready = urllib.request.urlopen(base + "/-/ready", timeout=10).status
         labkit.check(exporter.poll() is None and ready == 200,
                      "the exporter runs on and is ready (%s)" % ready)

@@ -28,6 +28,9 @@ peer address is loopback, so an exporter fed this cluster only ever probes its o
 EndpointSlice whose `endpoints` are FILE's JSON list (as the API writes them), re-read when FILE
 changes (replace it atomically); its watch sends that slice as MODIFIED within 0.2 s of a
 change, and a BOOKMARK every 5 s.
+--forged-slice NS/SVC=FILE adds to that --extra-service's list a slice of FILE's endpoints that
+the EndpointSlice controller does not manage (a forgery a client must ignore). Every other slice
+carries the controller's managed-by label and the Service as its controller owner.
 --service-file FILE serves the probe Pods' own Service (--namespace/--service) from FILE instead
 of the simulated cluster: one EndpointSlice whose `endpoints` are FILE's JSON list, re-read and
 sent as MODIFIED as --extra-service does (the proving ground's Pods join, leave and roll out this
@@ -52,6 +55,7 @@ import sys
 import threading
 import time
 import urllib.parse
+import uuid
 
 import labkit
 
@@ -154,7 +158,22 @@ class FileSlice:
         self.ports = ports or [{"name": "dns", "protocol": "UDP", "port": 53}]
         self.lock = threading.Lock()
         self.rv, self.stamp, self.slice = 1, None, None
+        self.forged = None  # --forged-slice: a slice the controller did not write
         self.refresh()
+
+    def forge(self, path):
+        """Adds to the list a second slice labelled with the Service's name, endpoints from
+        `path` (read once), that the EndpointSlice controller does not manage: what anyone who
+        may write EndpointSlices in the namespace can make (issue 42). Lists only."""
+        with open(path) as f:
+            endpoints = json.load(f)
+        self.forged = {
+            "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+            "metadata": {"name": self.service + "-forged", "namespace": self.namespace,
+                         "resourceVersion": "1",
+                         "labels": {"kubernetes.io/service-name": self.service,
+                                    "endpointslice.kubernetes.io/managed-by": "someone-else"}},
+            "addressType": "IPv4", "endpoints": endpoints, "ports": self.ports}
 
     def refresh(self):
         """Re-reads the file if it changed; True when it did (the slice has a new version)."""
@@ -174,7 +193,14 @@ class FileSlice:
                 "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
                 "metadata": {"name": self.service + "-x7k2p", "namespace": self.namespace,
                              "resourceVersion": str(self.rv),
-                             "labels": {"kubernetes.io/service-name": self.service}},
+                             "labels": {"kubernetes.io/service-name": self.service,
+                                        "endpointslice.kubernetes.io/managed-by":
+                                            "endpointslice-controller.k8s.io"},
+                             "ownerReferences": [{
+                                 "apiVersion": "v1", "kind": "Service", "name": self.service,
+                                 "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, "%s/%s" % (
+                                     self.namespace, self.service))),
+                                 "controller": True, "blockOwnerDeletion": True}]},
                 "addressType": "IPv4", "endpoints": endpoints, "ports": self.ports,
             }
             return True
@@ -183,7 +209,7 @@ class FileSlice:
         with self.lock:
             return json.dumps({"kind": "EndpointSliceList", "apiVersion": "discovery.k8s.io/v1",
                                "metadata": {"resourceVersion": str(self.rv)},
-                               "items": [self.slice] if self.slice else []})
+                               "items": [x for x in (self.slice, self.forged) if x]})
 
     def event(self, type_):
         with self.lock:
@@ -429,6 +455,9 @@ def main():
     ap.add_argument("--extra-service", action="append", default=[], metavar="NS/SVC=FILE",
                     help="one more Service whose one slice's endpoints are FILE's JSON list")
     ap.add_argument("--service-file", help="the probe Pods' Service: its endpoints are FILE's list")
+    ap.add_argument("--forged-slice", action="append", default=[], metavar="NS/SVC=FILE",
+                    help="the --extra-service NS/SVC lists one more slice, endpoints FILE's list, "
+                         "not managed by the EndpointSlice controller")
     ap.add_argument("--node-zones", help="JSON node name -> zone for GET /api/v1/nodes/NAME")
     ap.add_argument("--listen", default="127.0.0.1", help="the address to listen on")
     ap.add_argument("--object", action="append", default=[], metavar="PATH=FILE",
@@ -450,6 +479,12 @@ def main():
             {"name": "http", "protocol": "TCP", "port": 9479},
             {"name": "echo", "protocol": "UDP", "port": 9479},
             {"name": "burst", "protocol": "TCP", "port": 5201}]))
+    for spec in args.forged_slice:
+        name, _, path = spec.partition("=")
+        target = [fs for fs in extra if "%s/%s" % (fs.namespace, fs.service) == name]
+        if not target or not path:
+            sys.exit("--forged-slice wants NS/SVC=FILE of an --extra-service, got %r" % spec)
+        target[0].forge(path)
     objects = dict(spec.partition("=")[::2] for spec in args.object)
     srv = Server((args.listen, 0), make_handler(cluster, args.token, args.churn, stats,
                                                        args.gone_file, args.pause_file, extra,

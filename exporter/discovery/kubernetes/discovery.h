@@ -27,8 +27,10 @@ namespace podnet::discovery::kubernetes {
 ///    cluster DNS Service's, DiscoveryOptions::resource) | services and service_endpointslices
 ///    (ServiceInfoPoller), reason ∈ ApiErrorName ∪ StatusReason ∪
 ///    watch_error (an ERROR event other than 410) ∪ watch_closed (a watch the server ended at
-///    once without events) ∪ no_zone_label (the Node has none); an ERROR event with code 410
-///    counts as gone;
+///    once without events) ∪ no_zone_label (the Node has none) ∪ unmanaged_slice (a slice
+///    labelled with the Service's name that the EndpointSlice controller does not manage,
+///    ignored: ControllerManaged; once per list item or watch event); an ERROR event with
+///    code 410 counts as gone;
 ///  - podnet_kubernetes_watch_events_total{resource, type}: type ∈ ADDED | MODIFIED | DELETED |
 ///    BOOKMARK | ERROR, resource as above (the EndpointSlice watches only);
 ///  - podnet_kubernetes_lists_total{resource}: successful EndpointSlice lists (1 + relists);
@@ -112,6 +114,9 @@ struct Snapshot {
   std::string self_zone;            // "" until read from the Node (or when not asked to)
   bool synced = false;              // the first list succeeded; `endpoints` is meaningful
   std::vector<Endpoint> endpoints;  // MergeSlices of the current slices (self included)
+  /// The Service's UID, from the current slices' controller owner reference (ServiceUid; the
+  /// smallest when they disagree, a Service recreated mid-watch); "" when none says.
+  std::string service_uid;
 };
 
 /// Kubernetes peer discovery on one io_context (the control loop; docs/design.md "Thread

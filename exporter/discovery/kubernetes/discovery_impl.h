@@ -121,6 +121,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     std::string reason = FailureReason(r);
     std::string detail = r.detail;
     std::map<std::string, std::vector<Endpoint>> slices;
+    std::map<std::string, std::string> uids;
     std::string rv;
     topology::TextRepairs repairs;
     if (reason.empty()) {
@@ -143,7 +144,15 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
               detail = err;
               break;
             }
-            slices[ObjectName(item, &repairs)] = std::move(*eps);
+            // After its shape: the API server validates a slice's shape on every write, so a
+            // forged one is well-shaped; a badly shaped answer is the server's, as before.
+            if (!ControllerManaged(item)) {
+              Unmanaged(item, &repairs);
+              continue;
+            }
+            std::string name = ObjectName(item, &repairs);
+            slices[name] = std::move(*eps);
+            uids[name] = ServiceUid(item, &repairs);
           }
         }
       }
@@ -157,6 +166,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
       return;
     }
     slices_ = std::move(slices);
+    slice_uids_ = std::move(uids);
     resource_version_ = rv;
     metrics_.lists(options_.resource).Increment();
     // The backoff is reset by a watch that delivers, not by the list: a server that lists fine
@@ -232,10 +242,18 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
         spdlog::debug("kubernetes: bad {} event: {}", type, err);
         return false;
       }
-      if (type == "DELETED") {
-        slices_.erase(ObjectName(*object, &repairs));
+      std::string name = ObjectName(*object, &repairs);
+      if (type != "DELETED" && !ControllerManaged(*object)) {
+        // Ignored like a listed one; a slice that lost the controller's label is gone.
+        Unmanaged(*object, &repairs);
+        slices_.erase(name);
+        slice_uids_.erase(name);
+      } else if (type == "DELETED") {
+        slices_.erase(name);
+        slice_uids_.erase(name);
       } else {
-        slices_[ObjectName(*object, &repairs)] = std::move(*eps);
+        slices_[name] = std::move(*eps);
+        slice_uids_[name] = ServiceUid(*object, &repairs);
       }
     }
     metrics_.Event(options_.resource, type);
@@ -307,6 +325,14 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     return attempt == 1 || attempt % 10 == 0 ? spdlog::level::warn : spdlog::level::debug;
   }
 
+  // A slice labelled with the Service's name that the EndpointSlice controller does not manage
+  // (ControllerManaged): its endpoints are no probe Pods'; counted, logged at debug.
+  void Unmanaged(const json& slice, topology::TextRepairs* repairs) {
+    metrics_.Error(options_.resource, "unmanaged_slice");
+    spdlog::debug("kubernetes: ignored EndpointSlice {} of {}: not managed by {}",
+                  ObjectName(slice, repairs), options_.service, kEndpointSliceController);
+  }
+
   void Publish(bool force) {
     auto now = Clock::now();
     if (!force && now - last_publish_ < options_.min_publish_interval) {
@@ -328,8 +354,13 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     publish_timer_.cancel();
     last_publish_ = Clock::now();
     auto endpoints = MergeSlices(slices_);
-    if (!force && endpoints == snapshot_.endpoints) return;
+    std::string uid;
+    for (const auto& [name, u] : slice_uids_) {
+      if (!u.empty() && (uid.empty() || u < uid)) uid = u;
+    }
+    if (!force && endpoints == snapshot_.endpoints && uid == snapshot_.service_uid) return;
     snapshot_.endpoints = std::move(endpoints);
+    snapshot_.service_uid = std::move(uid);
     if (snapshot_.synced && options_.count_candidates) {
       metrics_.candidates().Set(static_cast<double>(snapshot_.endpoints.size()));
     }
@@ -355,6 +386,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
 
   Snapshot snapshot_;
   std::map<std::string, std::vector<Endpoint>> slices_;  // by slice name
+  std::map<std::string, std::string> slice_uids_;        // ServiceUid, by slice name
   std::string resource_version_;
   // The watch in flight.
   int watch_events_ = 0;

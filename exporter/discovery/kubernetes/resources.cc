@@ -74,6 +74,25 @@ std::string ObjectName(const json& object, topology::TextRepairs* repairs) {
   return m ? TextAt(*m, "name", topology::kMaxSubdomainBytes, repairs) : "";
 }
 
+bool ControllerManaged(const json& slice) {
+  const json* m = ObjectAt(slice, "metadata");
+  const json* labels = m ? ObjectAt(*m, "labels") : nullptr;
+  return labels &&
+         StringAt(*labels, "endpointslice.kubernetes.io/managed-by") == kEndpointSliceController;
+}
+
+std::string ServiceUid(const json& slice, topology::TextRepairs* repairs) {
+  const json* m = ObjectAt(slice, "metadata");
+  const json* owners = m ? ArrayAt(*m, "ownerReferences") : nullptr;
+  if (!owners) return "";
+  for (const auto& o : *owners) {
+    if (StringAt(o, "kind") == "Service" && BoolAt(o, "controller").value_or(false)) {
+      return TextAt(o, "uid", topology::kMaxSubdomainBytes, repairs);
+    }
+  }
+  return "";
+}
+
 std::optional<std::string> NodeZone(const json& node, std::string* error,
                                     topology::TextRepairs* repairs) {
   const json* meta = ObjectAt(node, "metadata");

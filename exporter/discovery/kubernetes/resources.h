@@ -75,6 +75,19 @@ std::optional<std::string> NodeZone(const nlohmann::json& node, std::string* err
 std::optional<std::vector<Endpoint>> ReadyEndpoints(const nlohmann::json& slice, std::string* error,
                                                     topology::TextRepairs* repairs = nullptr);
 
+/// Whether an EndpointSlice is managed by the EndpointSlice controller: label
+/// endpointslice.kubernetes.io/managed-by = endpointslice-controller.k8s.io (the controller
+/// sets it on every slice it writes; the API reference, EndpointSlice "Management"). Anyone who
+/// may write EndpointSlices in the namespace can label one with the Service's name; only the
+/// controller's list the Service's ready Pods. A slice without metadata or labels: false.
+bool ControllerManaged(const nlohmann::json& slice);
+inline constexpr std::string_view kEndpointSliceController = "endpointslice-controller.k8s.io";
+
+/// The UID of the Service that owns an EndpointSlice: its ownerReferences entry of kind Service
+/// with controller true (the controller writes exactly one); "" when there is none. TextAt's
+/// topology::kMaxSubdomainBytes.
+std::string ServiceUid(const nlohmann::json& slice, topology::TextRepairs* repairs = nullptr);
+
 /// The name of a Kubernetes object (metadata.name), "" when absent; TextAt's
 /// topology::kMaxSubdomainBytes.
 std::string ObjectName(const nlohmann::json& object, topology::TextRepairs* repairs = nullptr);

@@ -327,7 +327,7 @@ class CoordinatedProbe : public BurstProbeBase {
     const auto& o = kind_->options().coordinated;
     auto now = e.wall_clock ? e.wall_clock() : std::chrono::system_clock::now();
     std::uint64_t period = PeriodNumber(now, o.period);
-    PeriodDecision d = e.burst_latch->Decide(period, e.self, candidates);
+    PeriodDecision d = e.burst_latch->Decide(period, e.self, candidates, e.burst_secret);
     auto& skipped = kind_->coordination().skipped;
     if (d.not_chosen) {
       AddSeries(skipped, {{"reason", "not_chosen"}}).Increment(static_cast<double>(d.not_chosen));

@@ -14,7 +14,8 @@ std::uint64_t PeriodNumber(std::chrono::system_clock::time_point now,
 }
 
 PeriodDecision PeriodLatch::Decide(std::uint64_t period, const topology::Self& self,
-                                   const std::vector<topology::Peer>& candidates) {
+                                   const std::vector<topology::Peer>& candidates,
+                                   std::string_view secret) {
   if (!started_ || period != period_) {
     started_ = true;
     period_ = period;
@@ -29,7 +30,7 @@ PeriodDecision PeriodLatch::Decide(std::uint64_t period, const topology::Self& s
       ++d.not_listed;
       continue;
     }
-    auto pair = topology::ChooseBurstPair(period, self.zone, zone, candidates);
+    auto pair = topology::ChooseBurstPair(period, self.zone, zone, candidates, secret);
     if (!pair) continue;  // no peer in that zone (a zone of one Pod: no same-zone pair)
     if (topology::IsSelf(self, candidates[pair->prober])) {
       d.targets.push_back(candidates[pair->peer]);

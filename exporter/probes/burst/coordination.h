@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exporter/topology/topology.h"
@@ -39,8 +40,10 @@ class PeriodLatch {
   /// Decides every pair (self.zone → B), for each zone B among `candidates` (every discovered
   /// Pod, self included when listed) not yet decided in `period`; a new period forgets the
   /// previous one's decisions. Empty candidates (discovery has not listed yet): nothing.
+  /// `secret` keys the choice (topology::ChooseBurstPair: the Service's UID).
   PeriodDecision Decide(std::uint64_t period, const topology::Self& self,
-                        const std::vector<topology::Peer>& candidates);
+                        const std::vector<topology::Peer>& candidates,
+                        std::string_view secret = {});
 
  private:
   bool started_ = false;

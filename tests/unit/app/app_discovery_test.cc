@@ -528,7 +528,9 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
     bursts.clear();
     not_chosen = 0;
     for (const auto& zone : zones) {
-      auto pair = topology::ChooseBurstPair(period, pods[0].zone, zone, list);
+      // Keyed by the Service's UID, which discovery reads from the slices' controller owner
+      // reference (tests/unit/discovery/fixtures.h: "svc-uid").
+      auto pair = topology::ChooseBurstPair(period, pods[0].zone, zone, list, "svc-uid");
       if (!pair) continue;
       if (pair->prober == 0) {
         bursts[zone] = pair->peer;

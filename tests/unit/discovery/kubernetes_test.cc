@@ -574,6 +574,53 @@ TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
   EXPECT_EQ(Errors("endpointslices", "connection_lost"), -1);
 }
 
+// Issue 42: anyone who may write EndpointSlices in the namespace can label one with the
+// Service's name. Only the EndpointSlice controller's slices list probe Pods: a forged one, in
+// the list or in a watch event, is ignored and counted, without a relist; a slice that loses
+// the controller's label leaves. (A badly shaped one stays a bad_response: the API server
+// validates every slice written, so that is the server's fault.) The Service's UID comes from
+// the controller's owner reference (the bursts' key).
+TEST_F(DiscoveryTest, SlicesTheControllerDidNotWriteAreIgnoredAndCounted) {
+  auto forged = [](const std::string& name, const std::string& rv, const std::string& pod) {
+    json s = SliceJson(name, rv, {EndpointJson(pod, "10.0.9.9", "node-x", "ap-northeast-2a")});
+    s["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] = "kubectl";
+    s["metadata"]["ownerReferences"][0]["uid"] = "chosen-by-the-attacker";
+    return s;
+  };
+  json unlabelled = forged("podnet-nolabel", "4999", "podnet-evil2");
+  unlabelled["metadata"]["labels"].erase("endpointslice.kubernetes.io/managed-by");
+  auto script = std::make_shared<Script>();
+  script->lists = {
+      ListJson("5000", {forged("podnet-evil", "4998", "podnet-evil1"), SliceA(), unlabelled})};
+  FakeApiServer server([script](const FakeRequest& r) { return (*script)(r); });
+  StartDiscovery(server.port(), false);
+  ASSERT_TRUE(Eventually([&] { return Last().synced; }));
+  EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
+  EXPECT_EQ(Last().service_uid, "svc-uid");
+  EXPECT_EQ(Errors("endpointslices", "unmanaged_slice"), 2);
+  EXPECT_EQ(Errors("endpointslices", "bad_response"), -1);
+
+  ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }));
+  auto w = script->Watch(0);
+  w->Push(EventJson("ADDED", forged("podnet-evil", "5001", "podnet-evil3")) +
+          EventJson("MODIFIED", forged("podnet-evil", "5002", "podnet-evil4")));
+  // The controller's slice moves on (a Pod in another zone) after them: when it shows, the
+  // forged events before it have been read.
+  json a = SliceA("5003");
+  a["endpoints"].push_back(EndpointJson("podnet-d", "10.0.4.10", "node-d", "ap-northeast-2c"));
+  w->Push(EventJson("MODIFIED", a));
+  ASSERT_TRUE(Eventually([&] { return Last().endpoints.size() == 4; }));
+  EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-d", "podnet-self"}));
+  EXPECT_EQ(Errors("endpointslices", "unmanaged_slice"), 4);
+  EXPECT_EQ(Lists(), 1) << "a forged event made the Pod relist";
+  // The controller's slice relabelled by someone else: its Pods leave.
+  json taken = SliceA("5004");
+  taken["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] = "kubectl";
+  w->Push(EventJson("MODIFIED", taken));
+  ASSERT_TRUE(Eventually([&] { return Last().endpoints.empty(); }));
+  EXPECT_EQ(Last().service_uid, "");
+}
+
 TEST_F(VirtualDiscoveryTest, ABurstOfEventsIsPublishedTogether) {
   // A rollout: 30 MODIFIED events at once. Publishing each would rebuild and re-select every
   // candidate 30 times; with the interval, the changes within it go out together at its end,
@@ -959,7 +1006,8 @@ TEST_F(DiscoveryTest, AnyJsonTypeInAnyApiFieldIsABadResponseNotACrash) {
       R"("targetRef":{"name":{}},"nodeName":[],"zone":null}]}})"
       "\n");
   ASSERT_TRUE(Eventually([&] { return Events("ADDED") == 1; }));
-  EXPECT_EQ(Errors("endpointslices", "watch_error"), 1);  // code "410" is not the number 410
+  EXPECT_EQ(Errors("endpointslices", "unmanaged_slice"), 1);  // no labels: not the controller's
+  EXPECT_EQ(Errors("endpointslices", "watch_error"), 1);      // code "410" is not the number 410
   EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
 }
 

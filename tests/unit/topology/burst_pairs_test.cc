@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -248,6 +249,49 @@ TEST(BurstPairsTest, EveryPodIsChosenAboutEquallyOften) {
       }
     }
   }
+}
+
+// Issue 42: with the weight a function of public names only, an attacker who can plant one Pod
+// in zone-a finds, for any period it likes, a name that makes that Pod the prober of
+// zone-a -> zone-b (a handful of tries: the weight is computed offline). Keyed by a secret the
+// attacker does not know (the Service's UID), the same names win no more often than any Pod's
+// fair share, 1 in 11; and the key changes the choice itself, not only for the planted names.
+TEST(BurstPairsTest, ASecretKeyTakesAwayAimedNames) {
+  const auto pods = Pods({10, 10});
+  constexpr std::uint64_t kPeriods = 300;
+  const std::string secret = "5f0c7c47-6d6e-4b59-9b2a-3d1e0a5e8c11";
+  int unkeyed_wins = 0, keyed_wins = 0, tries = 0, moved = 0;
+  for (std::uint64_t period = 1000; period < 1000 + kPeriods; ++period) {
+    // The attacker's search: names until one wins this period, unkeyed.
+    std::vector<Peer> with = pods;
+    with.push_back(Peer{});
+    Peer& planted = with.back();
+    planted.node = "node-planted";
+    planted.zone = "zone-a";
+    for (int n = 0;; ++n) {
+      ASSERT_LT(n, 10000) << "no winning name found";
+      ++tries;
+      planted.name = "podnet-x" + std::to_string(period) + "-" + std::to_string(n);
+      auto pair = ChooseBurstPair(period, "zone-a", "zone-b", with);
+      if (pair && with[pair->prober].name == planted.name) break;
+    }
+    ++unkeyed_wins;
+    auto keyed = ChooseBurstPair(period, "zone-a", "zone-b", with, secret);
+    ASSERT_TRUE(keyed);
+    keyed_wins += with[keyed->prober].name == planted.name;
+    auto plain = ChooseBurstPair(period, "zone-a", "zone-b", pods);
+    auto plain_keyed = ChooseBurstPair(period, "zone-a", "zone-b", pods, secret);
+    moved += plain->prober != plain_keyed->prober;
+  }
+  EXPECT_EQ(unkeyed_wins, static_cast<int>(kPeriods));
+  // Tens of tries per period (43 here; the issue measured 51): cheap, which is the attack.
+  EXPECT_LT(tries, 100 * static_cast<int>(kPeriods));
+  // Fair share: 300 / 11 ≈ 27; at most twice that (deterministic hashes: checked exactly).
+  EXPECT_LE(keyed_wins, 2 * static_cast<int>(kPeriods) / 11) << keyed_wins << " of " << kPeriods;
+  // The key draws anew: about 10 in 11 periods have another prober with it.
+  EXPECT_GE(moved, static_cast<int>(kPeriods) * 3 / 4) << moved << " of " << kPeriods;
+  std::printf("aimed names: %d tries for %d periods; won %d unkeyed, %d keyed\n", tries,
+              static_cast<int>(kPeriods), unkeyed_wins, keyed_wins);
 }
 
 }  // namespace
