@@ -14,8 +14,9 @@ then, scored by tests/lib/campaign.py on what the webhook receiver logged:
      Service; its peers hear of it 0.5 s after its SIGTERM): no notification but the lab's
      HTTP noise (LAB_NOISE), at most 2 HTTP or gRPC connections refused by a stopped Pod
      (resets answering a SYN, counted in each node; 0 with the drain, 83 without it:
-     PODNET_LAB_DRAIN_S=0 shows this check fail), no RTT echo request lost (exact, from the
-     raw samples) and no new `peer` value;
+     PODNET_LAB_DRAIN_S=0 shows this check fail), no RTT echo request lost (from the raw
+     samples, a torn scrape at either end dropped: campaign.rtt_sent_lost) and no new `peer`
+     value;
   4. every recording rule that reads the cluster DNS replicas (discovered through the
      EndpointSlices of kube-dns: lab_obs_test's lab has none) has data, one series per replica
      where it is per replica.

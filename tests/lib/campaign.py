@@ -210,18 +210,17 @@ class Campaign:
             # Prometheus has them, and no `peer` value that was not there before (peers are
             # named after their nodes). The RTT probe here is ICMP, which the node's kernel
             # answers whatever the Pod does: its loss can show a network fault, not a Pod's stop.
-            sent = exact_increase(fl, "podnet_rtt_packets_sent_total", t0, t1)
-            received = exact_increase(fl, "podnet_rtt_packets_received_total", t0, t1)
+            sent, lost = rtt_sent_lost(fl, t0, t1)
             resets = {kind: {w: v - resets_before[kind][w] for w, v in by_port.items()}
                       for kind, by_port in fl.responder_resets().items()}
             refused = resets["refused"]
             rec.update({"refused_probes": sum(refused.values()), "refused_by_port": refused,
                         "other_resets": resets["other"],
-                        "rtt_sent": sent, "rtt_lost": sent - received,
+                        "rtt_sent": sent, "rtt_lost": lost,
                         "probe_errors": probe_errors(fl, t0, t1),
                         "new_peer_values": sorted(peer_values(fl, t1, t1 - t0) - peers_before)})
             detail += ("; probes refused: %s (other resets %s); RTT: %d sent, %d lost; "
-                       "new peer values: %s; probe errors: %s" % (refused, resets["other"], sent, sent - received,
+                       "new peer values: %s; probe errors: %s" % (refused, resets["other"], sent, lost,
                                              rec["new_peer_values"] or "none",
                                              rec["probe_errors"] or "none"))
         self.phases.append(rec)
@@ -229,29 +228,79 @@ class Campaign:
                       % (name, t1 - t0, len(firing), rec["alerts"], detail))
 
 
-def exact_increase(fl, metric, t0, t1, by=None):
+def exact_increase(fl, metric, t0, t1, by=None, grace_scrapes=0):
     """The increase of counter `metric` from t0 to t1, summed over its series (or, with `by` a
     label name tuple, a dict from those labels' values to the sum of their series), from the raw
     samples Prometheus holds (not increase(), which extrapolates to the window's edges): from
     each series' last sample at or before t0, every rise added, a fall read as a reset (the value
     after it counts from 0). A series first scraped after t0 counts from 0 (a new Pod's, or a
-    peer's added again), unless its first sample is within two scrapes of t0: then that sample is
-    its start, for a counter made at its first event (an error's) may have counted before t0
-    and been scraped after (seen: a gRPC round failing 7 s before a rollout, after the zone cut
-    before it, counted in the rollout). The RTT counters move when a train settles, sent and
-    received together, so the two increases of one window compare exactly."""
+    peer's added again), unless its first sample is within `grace_scrapes` scrapes of t0: then
+    that sample is its start. For a counter made at its first event (an error's), which may have
+    counted before t0 and been scraped after (seen: a gRPC round failing 7 s before a rollout,
+    after the zone cut before it, counted in the rollout): probe_errors passes 2. Not for the
+    RTT counters, which move when a train settles, sent and received together, so that the two
+    increases of one window compare exactly: a grace there made a loss of -20 (lab_fleet, a
+    received series first scraped one scrape after its sent series, which the grace had
+    started from its first train, counted that train as received only)."""
     res = fl.promql("%s[%ds]" % (metric, int(t1 - t0) + 60), at=t1)
     sums = {}
     for r in res:
         key = tuple(r["metric"].get(label, "") for label in by or ())
         prev = 0.0
         for i, (t, v) in enumerate((float(t), float(v)) for t, v in r["values"]):
-            if t <= t0 or (i == 0 and t <= t0 + 2 * fleet.SCRAPE_S):
+            if t <= t0 or (i == 0 and t <= t0 + grace_scrapes * fleet.SCRAPE_S):
                 prev = v
                 continue
             sums[key] = sums.get(key, 0.0) + (v - prev if v >= prev else v)
             prev = v
     return sums if by is not None else sums.get((), 0.0)
+
+
+def _cumulative(values, t0):
+    """A counter's raw samples [(t, v)] as its increase so far at each sample: from 0 at the
+    sample at or before t0 that starts the range (a series first scraped after t0 counts from 0,
+    its first value included), every rise added, a fall read as a reset."""
+    out, total, prev = [], 0.0, None
+    for t, v in ((float(t), float(v)) for t, v in values):
+        if prev is None:
+            total = 0.0 if t <= t0 else v
+        else:
+            total += v - prev if v >= prev else v
+        prev = v
+        out.append((t, total))
+    return out
+
+
+def rtt_sent_lost(fl, t0, t1):
+    """The RTT echo requests the probers sent from t0 to t1, and how many of them were lost,
+    from Prometheus' raw samples. Loss per series is the rise of sent − received (sent and
+    received, increased when a train settles, compared scrape by scrape), each end the median of
+    the last three scrapes at or before it: a scrape can read a train's received counter before
+    it settles and its sent counter after (the exposition reads the families one after the
+    other, `received` before `sent`), which alone read as ±1 train at that end (lab_fleet saw
+    "-20 lost"); the median drops such a scrape. Returns (sent, lost)."""
+    window = "[%ds]" % (int(t1 - t0) + 60)
+
+    def curves(metric):
+        out = {}
+        for r in fl.promql(metric + window, at=t1):
+            key = tuple(sorted((k, v) for k, v in r["metric"].items() if k != "__name__"))
+            out[key] = _cumulative(r["values"], t0)
+        return out
+
+    def at_or_before(points, t, n):
+        got = [v for ts, v in points if ts <= t][-n:]
+        return sorted(got)[len(got) // 2] if got else 0.0
+
+    sent, received = (curves("podnet_rtt_packets_sent_total"),
+                      curves("podnet_rtt_packets_received_total"))
+    total_sent = total_lost = 0.0
+    for key, s_points in sent.items():
+        r_by_t = dict(received.get(key, []))
+        lost_points = [(t, v - r_by_t.get(t, 0.0)) for t, v in s_points]
+        total_sent += at_or_before(s_points, t1, 1) - at_or_before(s_points, t0, 1)
+        total_lost += at_or_before(lost_points, t1, 3) - at_or_before(lost_points, t0, 3)
+    return total_sent, total_lost
 
 
 def peer_values(fl, at, window=60):
@@ -263,7 +312,8 @@ def peer_values(fl, at, window=60):
 
 def probe_errors(fl, t0, t1):
     """The probe errors counted from t0 to t1, by probe and reason ("rtt/timeout": n)."""
-    got = exact_increase(fl, "podnet_probe_errors_total", t0, t1, by=("probe", "reason"))
+    got = exact_increase(fl, "podnet_probe_errors_total", t0, t1, by=("probe", "reason"),
+                         grace_scrapes=2)
     return {"%s/%s" % key: n for key, n in sorted(got.items()) if n}
 
 
