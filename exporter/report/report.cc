@@ -736,6 +736,10 @@ std::string Element(const std::string& path, std::size_t i) {
 
 // The offending value as JSON, short and in ASCII (control characters as \u escapes).
 std::string Shown(const json& j) {
+  // An array or object as its brackets only: dump() recurses once per level, and a value nested
+  // 50,000 arrays deep (a 100 KB file) overflowed the stack here.
+  if (j.is_array()) return j.empty() ? "[]" : "[...]";
+  if (j.is_object()) return j.empty() ? "{}" : "{...}";
   std::string s = j.dump(-1, ' ', /*ensure_ascii=*/true);
   return s.size() <= 40 ? s : s.substr(0, 37) + "...";
 }
@@ -842,6 +846,10 @@ Meaning FigureMeaning(const std::string& name) {
       {"pod_bytes_per_hour", {0, kMaxCount, false, false, "bytes per hour"}},
       {"cluster_bytes_per_month", {0, kMaxCount, false, false, "bytes"}},
       {"cluster_usd_per_month", {0, kMaxCount, false, false, "US dollars"}},
+      {"path_mtu_min_bytes", {0, kMaxMtuBytes, true, false, "bytes, at most 65,536, or null"}},
+      {"path_mtu_max_bytes", {0, kMaxMtuBytes, true, false, "bytes, at most 65,536, or null"}},
+      {"interface_mtu_bytes", {0, kMaxMtuBytes, true, false, "bytes, at most 65,536, or null"}},
+      {"black_hole_peers", {0, kMaxCount, false, false, "a count"}},
   };
   auto it = kMeanings.find(name);
   if (it != kMeanings.end()) return it->second;
@@ -902,11 +910,16 @@ Report ReadBody(const json& j) {
                              ReadCount(At(t, path, "rounds"), Member(path, "rounds"))});
   }
   const json& sections = ReadArray(At(j, "", "sections"), "sections");
+  // A section id seen twice would be printed twice and compared once (the last copy): refused.
+  std::map<std::string, std::size_t> ids;
   for (std::size_t i = 0; i < sections.size(); ++i) {
     std::string path = Element("sections", i);
     const json& js = sections[i];
     Section s;
     s.id = ReadText(At(js, path, "id"), Member(path, "id"));
+    if (auto [first, fresh] = ids.emplace(s.id, i); !fresh) {
+      throw Invalid{Member(path, "id"), "repeats the id of " + Element("sections", first->second)};
+    }
     s.title = ReadText(At(js, path, "title"), Member(path, "title"));
     s.configured = ReadBool(At(js, path, "configured"), Member(path, "configured"));
     const json& notes = ReadArray(At(js, path, "notes"), Member(path, "notes"));
@@ -1065,10 +1078,16 @@ std::map<std::string, const Section*> WeighedSections(const Report& r) {
   return out;
 }
 
-// Why figure `a` (the input's) and `b` (the baseline's) of one shown column cannot be compared
-// ("" when they can, or when neither side has anything to compare: both null, or both spreads
-// +Inf, a figure never marked).
-std::string UncomparedWhy(const Figure* a, const Figure* b) {
+// The shown figures Build() never marks: their spread is +Inf by design (a histogram keeps no
+// maximum; one burst's retransmits and TCP RTT give no spread).
+bool NeverMarked(std::string_view figure) {
+  return figure == "max_seconds" || figure == "retransmits" || figure == "tcp_rtt_seconds";
+}
+
+// Why figure `a` (the input's) and `b` (the baseline's) of column `figure` cannot be compared
+// ("" when they can, or when neither side has anything to compare: both null, or a figure
+// never marked with +Inf spreads on both sides).
+std::string UncomparedWhy(std::string_view figure, const Figure* a, const Figure* b) {
   auto side = [](bool input) { return std::string(input ? "input" : "baseline"); };
   if (!a && !b) return "";
   if (!a || !b) return "not in the " + side(!a);
@@ -1076,7 +1095,7 @@ std::string UncomparedWhy(const Figure* a, const Figure* b) {
   if (na && nb) return "";
   if (na || nb) return "no value in the " + side(na);
   bool fa = std::isfinite(a->spread), fb = std::isfinite(b->spread);
-  if (!fa && !fb) return "";
+  if (!fa && !fb) return NeverMarked(figure) ? "" : "spread not finite on either side";
   if (!fa || !fb) return "spread not finite in the " + side(!fa);
   return "";
 }
@@ -1110,7 +1129,7 @@ std::vector<std::string> Uncompared(const Report& report, const Report& baseline
       matched.insert(row.key);
       for (const auto& c : LayoutOf(id).columns) {
         auto fa = row.figures.find(c.figure), fb = found->second->figures.find(c.figure);
-        std::string why = UncomparedWhy(fa == row.figures.end() ? nullptr : &fa->second,
+        std::string why = UncomparedWhy(c.figure, fa == row.figures.end() ? nullptr : &fa->second,
                                         fb == found->second->figures.end() ? nullptr : &fb->second);
         if (!why.empty()) out.push_back(RowName(id, row.key) + " " + c.figure + ": " + why);
       }
@@ -1146,7 +1165,9 @@ void Compare(Report& report, const Report& baseline) {
         fig.baseline = it->second.value;
         double change = fig.value - it->second.value;
         double spread = std::max(fig.spread, it->second.spread);
-        fig.beyond_spread = std::isfinite(change) && std::abs(change) > spread + 1e-12;
+        // A value that became +Inf (a sample above every bucket) moved beyond any finite spread;
+        // both +Inf (NaN) is no change.
+        fig.beyond_spread = !std::isnan(change) && std::abs(change) > spread + 1e-12;
       }
     }
   }
@@ -1229,7 +1250,7 @@ Verdict VerdictOf(const Report& r) {
     for (const auto& [k, val] : c.key) v.line += " " + val;
     v.line += " " + std::string(col->header) + " " + Fmt(c.baseline * col->scale, col->decimals) +
               " → " + Fmt(c.value * col->scale, col->decimals);
-    if (c.baseline != 0) {
+    if (c.baseline != 0 && std::isfinite(c.value)) {  // no "+Inf %" for a +Inf max
       double pct = 100 * (c.value - c.baseline) / c.baseline;
       v.line += " (" + std::string(pct >= 0 ? "+" : "") + Fmt(pct, 0) + " %)";
     }

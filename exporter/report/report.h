@@ -122,10 +122,11 @@ Report Build(const std::vector<prometheus::MetricFamily>& families, RunInfo run)
 /// Sets every figure's baseline and beyond_spread from `baseline` (rows matched by section id
 /// and key, figures by name; a figure the baseline lacks has no baseline), and lists in
 /// report.uncompared every section, row and shown figure (the Markdown's columns; zones aside,
-/// as in VerdictOf) that one side has and the other cannot be compared with. A figure null on
-/// both sides, or whose spread is +Inf on both (never marked: a burst's TCP RTT), is neither
-/// compared nor listed; a section on one side only that is off there and has no rows is not
-/// listed either.
+/// as in VerdictOf) that one side has and the other cannot be compared with, or whose spreads
+/// are +Inf or null on both sides. A figure null on both sides, or one Build() never marks
+/// (max_seconds, a burst's retransmits and tcp_rtt_seconds) with +Inf spreads on both, is
+/// neither compared nor listed; a section on one side only that is off there and has no rows is
+/// not listed either. A value that became +Inf (max_seconds) is beyond any finite spread.
 void Compare(Report& report, const Report& baseline);
 
 /// Number of figures Compare() marked beyond spread.
@@ -180,6 +181,8 @@ Verdict VerdictOf(const Report& report);
 inline constexpr double kMaxCount = 9007199254740992.0;
 inline constexpr double kMaxSeconds = 3600;
 inline constexpr double kMaxBitsPerSecond = 1e13;
+/// The largest MTU a report holds, bytes: Linux's loopback (65,536), the largest a link has.
+inline constexpr double kMaxMtuBytes = 65536;
 
 inline constexpr std::size_t kMaxReportBytes = 16 * 1024 * 1024;
 /// Every string FromJson reads is cut to this many bytes (a name is at most 253, a note about
@@ -200,9 +203,12 @@ nlohmann::json ToJson(const Report& report);
 ///    fractional rounds, or not finite; loss_ratio outside 0 … 1; seconds, bytes, throughput
 ///    and prices negative; null (nothing measured) or "+Inf" where the figure cannot be that
 ///    (only percentiles and ratios may be null, max_seconds and spreads "+Inf");
-///  - values no run can measure (kMaxCount, kMaxSeconds, kMaxBitsPerSecond): a count, a byte
-///    count, a ratio per lookup or a price over 2^53, a latency over an hour, a throughput over
-///    10 Tbit/s; a spread over what its figure may be (a count's over 2^53, ...).
+///  - values no run can measure (kMaxCount, kMaxSeconds, kMaxBitsPerSecond, kMaxMtuBytes): a
+///    count, a byte count, a ratio per lookup or a price over 2^53, a latency over an hour, a
+///    throughput over 10 Tbit/s, an MTU over 65,536 bytes; a spread over what its figure may be
+///    (a count's over 2^53, ...);
+///  - a section id that an earlier section has ("sections[3].id: repeats the id of
+///    sections[0]").
 /// Strings (names, notes, reasons) come back through topology::SafeText, at most
 /// kMaxReportTextBytes: control characters (a terminal's escape sequences), NUL and invalid
 /// UTF-8 shown as \xNN, never passed on to the Markdown.

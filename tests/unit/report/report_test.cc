@@ -354,6 +354,31 @@ TEST(ReportTest, RepeatedRowKeyIsRefusedWithItsPath) {
   // The same figures under another key are two rows.
   doctored["sections"][0]["rows"][last]["key"]["path_class"] = "same_zone";
   EXPECT_TRUE(FromJson(doctored, &error)) << error;
+  // A section twice: printed twice, compared once (the last copy) before it was refused.
+  auto twice = j;
+  twice["sections"].push_back(j["sections"][0]);
+  std::size_t copy = twice["sections"].size() - 1;
+  EXPECT_FALSE(FromJson(twice, &error));
+  EXPECT_EQ(error, "sections[" + std::to_string(copy) + "].id: repeats the id of sections[0]");
+}
+
+// A value nested 100,000 arrays deep (a 200 KB file) where the error quotes it: refused with its
+// path, not a crash (the quote recursed once per level and overflowed the stack at ~50,000).
+TEST(ReportTest, ADeeplyNestedValueIsRefusedNotACrash) {
+  Recorded rec;
+  rec.Peer("same", "same_node", Rtts(60e-6, 10e-6, 100, 21));
+  const auto good = ToJson(Build(rec.registry.Collect(), Probed()));
+  constexpr std::size_t kDepth = 100000;
+  for (const char* where : {"/version", "/sections/0/rows/0/figures/p50_seconds/value",
+                            "/sections/0/rows/0/key/path_class"}) {
+    // Parsed (nlohmann's parser and destructor do not recurse); moved in, never copied.
+    auto deep = nlohmann::json::parse(std::string(kDepth, '[') + std::string(kDepth, ']'));
+    nlohmann::json doctored = good;
+    doctored[nlohmann::json::json_pointer(where)] = std::move(deep);
+    std::string error;
+    EXPECT_FALSE(FromJson(doctored, &error)) << where;
+    EXPECT_NE(error.find("[...]"), std::string::npos) << where << ": " << error;
+  }
 }
 
 TEST(ReportTest, SecondRunOfTheSameNetworkStaysWithinSpreadAShiftedOneDoesNot) {
@@ -617,6 +642,9 @@ TEST(ReportTest, ValuesOutsideTheirMeaningAreRefusedWithTheirJsonPath) {
            {"/sections/0/configured", "yes", "sections[0].configured: "},
            {"/failures", nlohmann::json::array({{{"probe", "rtt"}}}), "failures[0].target: "},
            // Past what a run can measure (issue 42: 1.2e29 was read as a p50).
+           {fig + "path_mtu_min_bytes",
+            {{"value", 1e308}, {"spread", 0}},
+            "sections[0].rows[0].figures.path_mtu_min_bytes.value: "},
            {fig + "p50_seconds/value", 1.2e29, "sections[0].rows[0].figures.p50_seconds.value: "},
            {fig + "max_seconds/value", 3601, "sections[0].rows[0].figures.max_seconds.value: "},
            {fig + "packets_sent/value", 9007199254740994.0,
@@ -758,6 +786,37 @@ TEST(ReportVerdictTest, AComparisonWithSomethingMissingIsIncompleteAndSaysWhat) 
     // And not green on the page.
     EXPECT_NE(ToHtml(*other).find("class=\"verdict incomplete\""), std::string::npos) << c.what;
   }
+  // A spread +Inf (or null) on both sides silenced a p50 moved x100: only the figures Build()
+  // never marks (max, a burst's retransmits and TCP RTT) may have it.
+  for (const nlohmann::json& spread : {nlohmann::json("+Inf"), nlohmann::json(nullptr)}) {
+    nlohmann::json in = run, base_doc = ToJson(base);
+    for (auto* d : {&in, &base_doc}) {
+      (*d)[Ptr("/sections/0/rows/1/figures/p50_seconds/spread")] = spread;
+    }
+    in[Ptr("/sections/0/rows/1/figures/p50_seconds/value")] = 0.04;
+    auto b = FromJson(base_doc, &error);
+    ASSERT_TRUE(b) << error;
+    Verdict v = judge(in, *b);
+    EXPECT_FALSE(v.complete) << spread.dump() << ": " << v.line;
+    EXPECT_EQ(v.uncompared,
+              std::vector<std::string>{
+                  "RTT same_zone icmp p50_seconds: spread not finite on either side"})
+        << v.line;
+  }
+  // A max that became +Inf (a sample above every bucket) beside finite spreads changed.
+  {
+    nlohmann::json in = run, base_doc = ToJson(base);
+    for (auto* d : {&in, &base_doc}) {
+      (*d)[Ptr("/sections/0/rows/0/figures/max_seconds/spread")] = 0.0001;
+    }
+    in[Ptr("/sections/0/rows/0/figures/max_seconds/value")] = "+Inf";
+    auto b = FromJson(base_doc, &error);
+    ASSERT_TRUE(b) << error;
+    Verdict v = judge(in, *b);
+    ASSERT_EQ(v.changed.size(), 1u) << v.line;
+    EXPECT_EQ(v.changed[0].figure, "max_seconds");
+  }
+
   // Both sides empty: nothing compared is not "no change".
   nlohmann::json nothing = run;
   nothing["sections"] = nlohmann::json::array();
