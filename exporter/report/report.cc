@@ -1246,8 +1246,7 @@ Verdict VerdictOf(const Report& r) {
     for (const auto& k : LayoutOf(c.section).columns) {
       if (c.figure == k.figure) col = &k;
     }
-    v.line += (i ? "; " : "") + SectionShort(c.section);
-    for (const auto& [k, val] : c.key) v.line += " " + val;
+    v.line += (i ? "; " : "") + RowName(c.section, c.key);
     v.line += " " + std::string(col->header) + " " + Fmt(c.baseline * col->scale, col->decimals) +
               " → " + Fmt(c.value * col->scale, col->decimals);
     if (c.baseline != 0 && std::isfinite(c.value)) {  // no "+Inf %" for a +Inf max

@@ -243,12 +243,13 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
         return false;
       }
       std::string name = ObjectName(*object, &repairs);
-      if (type != "DELETED" && !ControllerManaged(*object)) {
+      bool gone = type == "DELETED";
+      if (!gone && !ControllerManaged(*object)) {
         // Ignored like a listed one; a slice that lost the controller's label is gone.
         Unmanaged(*object, &repairs);
-        slices_.erase(name);
-        slice_uids_.erase(name);
-      } else if (type == "DELETED") {
+        gone = true;
+      }
+      if (gone) {
         slices_.erase(name);
         slice_uids_.erase(name);
       } else {
