@@ -10,8 +10,12 @@ namespace podnet::app {
 App::App(Options options, std::shared_ptr<const config::Config> config,
          std::shared_ptr<const web::WebConfig> web)
     : options_(std::move(options)),
-      probe_(metrics_, [this](const std::string& node,
-                              const std::string& zone) { responder_.SetIdentity(node, zone); }),
+      probe_(metrics_, {[this](const std::string& node, const std::string& zone) {
+                          responder_.SetIdentity(node, zone);
+                        },
+                        [this](std::vector<boost::asio::ip::address> sources) {
+                          responder_.AdmitBurstSources(std::move(sources));
+                        }}),
       responder_(
           metrics_, web,
           {[this](responders::HttpRequest req, std::string path, responders::HttpRespond respond) {

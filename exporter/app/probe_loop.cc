@@ -11,8 +11,8 @@
 
 namespace podnet::app {
 
-ProbeLoop::ProbeLoop(metrics::Metrics& metrics, IdentityHook on_identity)
-    : on_identity_(std::move(on_identity)),
+ProbeLoop::ProbeLoop(metrics::Metrics& metrics, ResponderHooks responders)
+    : responders_(std::move(responders)),
       scheduler_metrics_(metrics.registry(), &metrics),
       probe_env_{io_, metrics, {}},
       scheduler_(io_, &scheduler_metrics_) {}
@@ -86,7 +86,8 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   // The responders answer with the effective identity: a zone read from the Node later (or a
   // reload that changes self) reaches them here, before any probe of this Reconcile runs a
   // round.
-  if (prev == nullptr || self_ != self) on_identity_(self.node, self.zone);
+  if (prev == nullptr || self_ != self) responders_.identity(self.node, self.zone);
+  responders_.probe_pods(ProbePodAddresses(*next, probe_env_.burst_candidates));
   probe_env_.metrics.SetPeers(peers);
   bool log = prev != next.get() || peers != peers_ || labels_changed;
   peers_ = std::move(peers);
@@ -101,6 +102,16 @@ std::vector<topology::Peer> ProbeLoop::Discovered(const topology::Self& self,
   if (!next.kubernetes || !discovered_.synced) return {};
   return discovery::kubernetes::ProbePeersOf(self, discovered_.endpoints, next.kubernetes->port,
                                              next.kubernetes->burst_port);
+}
+
+std::vector<boost::asio::ip::address> ProbeLoop::ProbePodAddresses(
+    const config::Config& next, const std::optional<std::vector<topology::Peer>>& discovered) {
+  std::vector<boost::asio::ip::address> out;
+  for (const auto& p : next.static_peers) out.push_back(p.address);
+  if (discovered) {
+    for (const auto& p : *discovered) out.push_back(p.address);
+  }
+  return out;
 }
 
 topology::Composition ProbeLoop::PeersFor(const topology::Self& self, const config::Config& next,

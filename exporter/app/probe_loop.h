@@ -1,9 +1,11 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,14 +29,19 @@ namespace podnet::app {
 /// Kubernetes ones), diff against the running peers, start and stop only what changed.
 class ProbeLoop {
  public:
-  /// Called on the probe loop when the effective self's node or zone is set or changes (the
-  /// responders answer with it).
-  using IdentityHook = std::function<void(const std::string& node, const std::string& zone)>;
+  /// What the responders learn from the probe loop; each is called on the probe loop.
+  struct ResponderHooks {
+    /// The effective self's node or zone was set or changed (the responders answer with it).
+    std::function<void(const std::string& node, const std::string& zone)> identity;
+    /// The addresses of every probe Pod (discovered ones, this Pod included, and the static
+    /// peers), after each Reconcile: the sources the burst responder admits.
+    std::function<void(std::vector<boost::asio::ip::address>)> probe_pods;
+  };
   /// What every probe kind goes through before the scheduler gets it (App::BoundedRun::wrap).
   using Wrap =
       std::function<std::shared_ptr<probes::ProbeKind>(std::shared_ptr<probes::ProbeKind>)>;
 
-  ProbeLoop(metrics::Metrics& metrics, IdentityHook on_identity);
+  ProbeLoop(metrics::Metrics& metrics, ResponderHooks responders);
   ~ProbeLoop();
 
   /// Before Start(): every kind goes through `wrap`.
@@ -70,6 +77,10 @@ class ProbeLoop {
   // peers.kubernetes.
   std::vector<topology::Peer> Discovered(const topology::Self& self,
                                          const config::Config& next) const;
+  // ResponderHooks::probe_pods' list: the static peers' addresses of `next`, then those of
+  // `discovered` (every probe Pod, self included; nullopt without peers.kubernetes).
+  static std::vector<boost::asio::ip::address> ProbePodAddresses(
+      const config::Config& next, const std::optional<std::vector<topology::Peer>>& discovered);
   // The peers of `self` under `next` (topology::ComposePeers): the static ones and the
   // `discovered` endpoints (Discovered) as candidates.
   topology::Composition PeersFor(const topology::Self& self, const config::Config& next,
@@ -90,7 +101,7 @@ class ProbeLoop {
 
   boost::asio::io_context io_;
   LoopThread thread_{io_, runtime::Loop::kProbe, "probe"};
-  IdentityHook on_identity_;
+  ResponderHooks responders_;
   Wrap wrap_;
   DiscoveredHook on_discovered_;
   scheduler::SchedulerMetrics scheduler_metrics_;

@@ -181,6 +181,12 @@ void ResponderLoop::SetIdentity(const std::string& node, const std::string& zone
   });
 }
 
+void ResponderLoop::AdmitBurstSources(std::vector<boost::asio::ip::address> sources) {
+  boost::asio::post(io_, [this, sources = std::move(sources)]() mutable {
+    if (burst_) burst_->AdmitSources(std::move(sources));
+  });
+}
+
 void ResponderLoop::ReloadFinished() {
   boost::asio::post(io_, [this] { reload_pacer_.Finished(); });
 }

@@ -67,6 +67,9 @@ class ResponderLoop {
   /// Thread-safe, posted: who answers, in every /echo response (proto/echo.h: kNodeHeader,
   /// kZoneHeader) and UDP echo reply.
   void SetIdentity(const std::string& node, const std::string& zone);
+  /// Thread-safe, posted: the sources the burst responder admits from now on
+  /// (BurstResponder::AdmitSources); nothing without one.
+  void AdmitBurstSources(std::vector<boost::asio::ip::address> sources);
   /// Thread-safe, posted: the reload ControlHooks::reload began is over.
   void ReloadFinished();
   /// Thread-safe (an atomic): whether /-/ready answers "Ready." at once; when not, the control

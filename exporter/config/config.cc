@@ -67,7 +67,8 @@ void DecodeSelf(Decoder& d, const YAML::Node& root, const YAML::Node& n, Config&
 
 void DecodeBurstResponder(Decoder& d, const YAML::Node& n, Config& c) {
   const std::string base = "responders.burst";
-  if (!d.CheckMap(n, base, {"listen_address", "max_duration", "max_clients", "max_streams"})) {
+  if (!d.CheckMap(n, base,
+                  {"listen_address", "max_duration", "max_clients", "max_streams", "clients"})) {
     return;
   }
   BurstResponderOptions o;
@@ -88,6 +89,15 @@ void DecodeBurstResponder(Decoder& d, const YAML::Node& n, Config& c) {
   }
   if (const YAML::Node v = n["max_streams"]; v.IsDefined()) {
     if (auto i = d.Integer(v, base + ".max_streams", 1, 128)) o.max_streams = static_cast<int>(*i);
+  }
+  if (const YAML::Node v = n["clients"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".clients")) {
+      if (*s == "any") {
+        o.any_client = true;
+      } else if (*s != "probe_pods") {
+        d.Fail(v, base + ".clients", "must be \"probe_pods\" or \"any\", got " + Quote(*s));
+      }
+    }
   }
   c.burst_responder = o;
 }

@@ -213,11 +213,15 @@ struct BurstResponderOptions {
   std::chrono::seconds max_duration{10};  // a test asking for longer (time + omit) is refused
   int max_clients = 2;                    // concurrent tests; more get ACCESS_DENIED
   int max_streams = 16;                   // parallel streams per test
+  // `clients`: false ("probe_pods", the default) admits only the addresses of the probe Pods
+  // discovery lists and of the static peers; true ("any") every source, e.g. `iperf3 -c`.
+  bool any_client = false;
 
   bool operator==(const BurstResponderOptions& o) const {
     return listen_address.address == o.listen_address.address &&
            listen_address.port == o.listen_address.port && max_duration == o.max_duration &&
-           max_clients == o.max_clients && max_streams == o.max_streams;
+           max_clients == o.max_clients && max_streams == o.max_streams &&
+           any_client == o.any_client;
   }
 };
 

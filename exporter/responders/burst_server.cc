@@ -18,6 +18,7 @@
 #include <chrono>
 #include <list>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "exporter/log/last_chance.h"
@@ -101,6 +102,7 @@ class BurstResponder::Impl {
     pending_limit_ = ResponderDrop(registry, "burst", "no_cookie", "pending_limit");
     cookie_timeout_ = ResponderDrop(registry, "burst", "no_cookie", "timeout");
     bad_cookie_ = ResponderDrop(registry, "burst", "no_cookie", "malformed");
+    stranger_ = ResponderDrop(registry, "burst", "refused", "not_probe_pod");
     received_ = &prometheus::BuildCounter()
                      .Name("podnet_responder_burst_received_bytes_total")
                      .Help("Payload bytes the burst responder received from testing clients.")
@@ -118,6 +120,13 @@ class BurstResponder::Impl {
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
   int active() const { return active_.load(); }
 
+  void AdmitSources(std::vector<boost::asio::ip::address> sources) {
+    boost::asio::post(io_, [this, sources = std::move(sources)] {
+      admitted_.clear();
+      for (const auto& a : sources) admitted_.insert(net::Unmapped(a));
+    });
+  }
+
  private:
   class Test;
   using Address = boost::asio::ip::address;
@@ -133,9 +142,21 @@ class BurstResponder::Impl {
   void Accept() {
     acceptor_.async_accept([this](ErrorCode ec, tcp::socket socket) {
       if (ec == boost::asio::error::operation_aborted || !acceptor_.is_open()) return;
-      if (!ec) ReadCookie(std::move(socket));
+      if (!ec && Admitted(socket)) ReadCookie(std::move(socket));
       Accept();
     });
+  }
+
+  // Whether `socket`'s source may test (options_.any_client, or an address AdmitSources
+  // listed). A stranger is closed at once, before it holds anything, and counted.
+  bool Admitted(tcp::socket& socket) {
+    if (options_.any_client) return true;
+    ErrorCode ec;
+    auto source = socket.remote_endpoint(ec).address();
+    if (!ec && admitted_.contains(net::Unmapped(source))) return true;
+    stranger_.Count();  // first: a client that sees the close may look at the counter
+    socket.close(ec);
+    return false;
   }
 
   // Every connection starts with a cookie: a new test's control connection, or a data stream
@@ -235,6 +256,7 @@ class BurstResponder::Impl {
   std::list<std::shared_ptr<Test>> tests_;       // oldest first
   std::list<std::shared_ptr<Pending>> pending_;  // oldest first
   std::map<Address, std::shared_ptr<Waiting>> waiting_;
+  std::set<Address> admitted_;  // AdmitSources: the probe Pods' and static peers' addresses
   bool rebalancing_ = false;
   std::atomic<int> active_{0};
   prometheus::Counter* completed_;
@@ -249,6 +271,7 @@ class BurstResponder::Impl {
   ResponderDrop stalled_;         // the data phase brought less than kMinWindowBytes in a window
   ResponderDrop preempted_;       // gave its slot to a waiting source (BurstAdmission::Victim)
   ResponderDrop pending_limit_;   // closed before its cookie to make room (per source or in all)
+  ResponderDrop stranger_;        // a source that is no probe Pod (options_.any_client off)
   ResponderDrop cookie_timeout_;  // no cookie within kCookieTimeout
   ResponderDrop bad_cookie_;      // the first 37 bytes were not a cookie
   prometheus::Counter* received_;
@@ -722,5 +745,8 @@ BurstResponder::~BurstResponder() { impl_->Stop(); }
 
 std::uint16_t BurstResponder::port() const { return impl_->port(); }
 int BurstResponder::active_tests() const { return impl_->active(); }
+void BurstResponder::AdmitSources(std::vector<boost::asio::ip::address> sources) {
+  impl_->AdmitSources(std::move(sources));
+}
 
 }  // namespace podnet::responders

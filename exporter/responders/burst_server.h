@@ -2,7 +2,9 @@
 
 #include <prometheus/registry.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <memory>
+#include <vector>
 
 #include "exporter/config/probe_options.h"
 
@@ -15,8 +17,15 @@ namespace podnet::responders {
 /// max_streams SERVER_ERROR IENUMSTREAMS, and a client that finds no slot free (max_clients
 /// tests run) ACCESS_DENIED (what iperf3 -s answers when busy), after a wait of up to 3 s.
 ///
-/// Any Pod can connect, so no client may hold a slot without using it, and the slots are
-/// shared by source address:
+/// Who may test (`clients`): with "probe_pods" (the default) only the addresses AdmitSources
+/// last listed — every probe Pod discovery lists, this one included, and the static peers; none
+/// before the first list — and any source with "any" (ad-hoc `iperf3 -c`). A stranger's
+/// connection is closed as it is accepted, before its cookie: it holds nothing, and a stock
+/// client reports the control socket closed. Source addresses can be shared or spoofed (a SNAT,
+/// a reused Pod IP, a hostNetwork Pod), so every admitted source still gets the bounds below.
+///
+/// Any admitted source can connect, so no client may hold a slot without using it, and the
+/// slots are shared by source address:
 ///  - Every step has a deadline near what a real client needs (measured for stock iperf3 3.12
 ///    and our own client by bench/iperf3_step_times.py; each at least 10x that over a 100 ms
 ///    RTT path): the cookie 2 s after connecting, the parameters 2 s after PARAM_EXCHANGE, the
@@ -55,7 +64,8 @@ namespace podnet::responders {
 ///
 /// Series (responder_metrics.h): podnet_responder_requests_total{responder="burst",
 /// result="completed" | "access_denied" | "refused" | "failed" | "no_cookie"}; of those not
-/// served, podnet_responder_dropped_total{responder="burst", reason=} "busy" (no slot within the
+/// served, podnet_responder_dropped_total{responder="burst", reason=} "not_probe_pod" (a source
+/// AdmitSources did not list; refused), "busy" (no slot within the
 /// 3 s wait, or this source already runs or waits for a test, or a full line; result
 /// access_denied), "penalty" (no slot free and a test of this source failed within the hour;
 /// access_denied), "unsupported" (UDP/SCTP/reverse/bidirectional; access_denied), "too_long"
@@ -73,6 +83,11 @@ class BurstResponder {
   BurstResponder(const probes::burst::BurstResponderOptions& options,
                  prometheus::Registry& registry);
   ~BurstResponder();  // stops the thread; open tests are closed
+
+  /// Thread-safe (posted to the responder's thread): the addresses admitted from now on
+  /// (IPv4-mapped IPv6 ones as IPv4), replacing the last list. Tests already running go on.
+  /// Ignored with `clients: any`.
+  void AdmitSources(std::vector<boost::asio::ip::address> sources);
 
   std::uint16_t port() const;
   /// Tests in progress (for tests).

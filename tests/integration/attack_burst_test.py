@@ -14,13 +14,19 @@ that have not just tested), alternating a stock `iperf3 -c` and the exporter's o
      starts again as soon as its connection is closed; 4 tests;
   3. 32 sources (127.0.1.1-32): one attacker each, cycling through the same five stalls; 4
      tests.
+  4. strangers: a second exporter with the default `clients: probe_pods` and one static peer,
+     127.0.0.1 (the legitimate client): the 32 attackers of phase 3 are closed as they connect
+     (reason not_probe_pod, no other), its 4 tests complete, and a stock `iperf3 -c` bound to
+     127.0.0.5 is turned away.
+Phases 1-3 run with `clients: any`: what sources that share a probe Pod's address (a SNAT, a
+reused Pod IP) or any client, with `any`, can do.
 Every attacker is a bounded loop (it stops with its phase, each connection held at most 20 s).
 Printed: per phase the tests that completed and their wall time, and the refusals by reason
 (podnet_responder_dropped_total{responder="burst"}). Asserted: every test of every phase
 completes. Before the fix (held 5 s after the cookie or the parameters, 15 s after
 CREATE_STREAMS, slots taken again at once) the attacked phases completed 0 of 4.
 
-Only ever aimed at 127.0.0.0/8, no root needed; ~45 s.
+Only ever aimed at 127.0.0.0/8, no root needed; ~65 s.
 Usage: attack_burst_test.py --exporter BIN [--burst PODNET_BURST] [--iperf3 iperf3]
 """
 import argparse
@@ -197,6 +203,48 @@ def phase(name, attackers, port, base, args):
     return done, n, delta
 
 
+def start(args, tmp, name, extra):
+    """An exporter on loopback with a burst responder (its options `extra`, YAML flow pairs
+    after the address; then the rest of the file): (process, HTTP port, burst port), or None
+    (a failed check) when it does not start."""
+    bport = labkit.free_port()
+    try:
+        p, http = labkit.start_exporter(
+            args.exporter, tmp, "listen_address: \"127.0.0.1:{port}\"\n"
+            "self: { name: %s, node: n }\n"
+            "responders:\n  udp_echo: { listen_address: \"127.0.0.1:0\" }\n"
+            "  burst: { listen_address: \"127.0.0.1:%d\"%s\n" % (name, bport, extra))
+    except labkit.Broken as e:
+        labkit.check(False, "the exporter %s starts (%s)" % (name, e))
+        return None
+    return p, http, bport
+
+
+def strangers(args, tmp, attackers):
+    """Phase 4: the default `clients: probe_pods`, 127.0.0.1 its one probe Pod."""
+    started = start(args, tmp, "guard", " }\npeers:\n  static:\n"
+                    "    - { name: prober, address: 127.0.0.1, node: n2 }")
+    if not started:
+        return
+    g, ghttp, gport = started
+    gbase = "http://127.0.0.1:%d" % ghttp
+    try:
+        done, n, delta = phase("strangers", attackers, gport, gbase, args)
+        labkit.check(done == n, "strangers: %d of %d tests of the probe Pod completed" % (done, n))
+        labkit.check(delta.get("not_probe_pod", 0) > 0 and set(delta) == {"not_probe_pod"},
+                     "strangers are closed as they connect, counted as not_probe_pod only: %s"
+                     % delta)
+        r = subprocess.run([args.iperf3, "-c", "127.0.0.1", "-p", str(gport), "-t", "1",
+                            "--bind", "127.0.0.5", "--connect-timeout", "3000"],
+                           capture_output=True, text=True, timeout=30)
+        labkit.check(r.returncode != 0 and "receiver" not in r.stdout,
+                     "a stock iperf3 -c from 127.0.0.5 is turned away: %s"
+                     % (r.stdout + r.stderr).strip().splitlines()[-1:])
+        labkit.check(g.poll() is None, "the exporter with clients: probe_pods is still running")
+    finally:
+        labkit.stop(g)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
@@ -208,16 +256,11 @@ def main():
         print(labkit.summary())
         return 1
     with tempfile.TemporaryDirectory(prefix="podnet-attack-burst-") as tmp:
-        bport = labkit.free_port()
-        try:
-            p, http = labkit.start_exporter(
-                args.exporter, tmp, "listen_address: \"127.0.0.1:{port}\"\n"
-                "self: { name: attack, node: n }\n"
-                "responders:\n  udp_echo: { listen_address: \"127.0.0.1:0\" }\n"
-                "  burst: { listen_address: \"127.0.0.1:%d\" }\n" % bport)
-        except labkit.Broken as e:
-            labkit.check(False, "the exporter starts (%s)" % e)
+        started = start(args, tmp, "attack", ", clients: any }")
+        if not started:
+            print(labkit.summary())
             return 1
+        p, http, bport = started
         base = "http://127.0.0.1:%d" % http
         try:
             one = [(STEPS[i:] + STEPS[:i], "127.0.0.2") for i in range(len(STEPS))]
@@ -236,6 +279,7 @@ def main():
             labkit.check(p.poll() is None, "the exporter is still running")
         finally:
             labkit.stop(p)
+        strangers(args, tmp, many)
     print(labkit.summary())
     return 1 if labkit.failures else 0
 

@@ -238,7 +238,7 @@ def burst_stalled_clients(exe, tmp):
     bport = free_port()
     p, base = start_exporter(exe, tmp, "stall", "responders:\n  udp_echo: { listen_address: "
                              "\"127.0.0.1:0\" }\n  burst: { listen_address: \"127.0.0.1:%d\","
-                             " max_duration: 5s }\n" % bport)
+                             " max_duration: 5s, clients: any }\n" % bport)
     try:
         for sources in (1, 16):
             stalled = []

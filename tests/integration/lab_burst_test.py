@@ -4,7 +4,8 @@ and against Debian's stock iperf3, in the network-namespace lab (tests/lab/lab.s
 
   1. interop: ours -> stock `iperf3 -s`; stock `iperf3 -c` -> our responder (in podnet-exporter);
      ours -> ours; the responder refuses too-long tests and too many streams, and is busy
-     (ACCESS_DENIED) beyond max_clients;
+     (ACCESS_DENIED) beyond max_clients; a responder with the default `clients: probe_pods`
+     serves its probe Pod and turns a stranger's `iperf3 -c` away (counted);
   2. a tbf-limited path: with `tc qdisc ... tbf` on the client's link, the measured goodput is
      at least half the limit and at most 15 % above it, for 1 and 4 streams (a functional check
      with a 5x margin beside a busy neighbour; the figures and stock iperf3's on the same path
@@ -94,11 +95,16 @@ def main():
 
 
 def responder_config(tmp, name, extra=""):
+    """"same" admits any client (stock `iperf3 -c` interop); "cross" only its probe Pods (the
+    default, clients: probe_pods): the client, a static peer of it."""
     cfg = os.path.join(tmp, name + ".yaml")
+    clients = ", clients: any" if name == "same" else ""
+    peers = ("" if name == "same" else
+             "peers:\n  static: [{ name: client, address: %s, node: n-client }]\n" % ADDR["client"])
     with open(cfg, "w") as f:
         f.write("self: { name: %s, node: n-%s, zone: z }\n"
                 "responders:\n  burst: { listen_address: \"0.0.0.0:5201\", max_duration: 5s, "
-                "max_clients: 1, max_streams: 8 }\n%s" % (name, name, extra))
+                "max_clients: 1, max_streams: 8%s }\n%s%s" % (name, name, clients, peers, extra))
     return cfg
 
 
@@ -149,6 +155,23 @@ def scenario(args, tmp):
     check("error" in j and "busy" in j["error"],
           "a second client while one runs gets ACCESS_DENIED: %s" % j.get("error"))
     check(json.loads(out)["error"] == "", "... and the first test completes")
+
+    # Who may test: "cross" admits its probe Pods only. The client is one; "zone" is not.
+    j = iperf3_client(ADDR["cross"])
+    check("error" not in j and j.get("end", {}).get("sum_received", {}).get("bytes", 0) > 0,
+          "stock iperf3 -c from a probe Pod (client) -> cross (clients: probe_pods): %s"
+          % j.get("error", "completed"))
+    r = in_ns(NS["zone"], "iperf3", "-c", ADDR["cross"], "-p", "5201", "-t", "1", "-J",
+              check_rc=False, timeout=60)
+    try:
+        j = json.loads(r.stdout)  # iperf3 3.12 -J exits 0 on an error too: its JSON says so
+    except ValueError:
+        j = {"error": "no JSON: exit %d" % r.returncode}
+    refused = series(scrape(NS["cross"]), "podnet_responder_dropped_total", responder="burst",
+                     reason="not_probe_pod")
+    check("error" in j and not j.get("end", {}).get("sum_received") and refused == 1,
+          "stock iperf3 -c from a stranger (zone) -> cross is turned away: %s; not_probe_pod %s"
+          % (j.get("error"), refused))
 
     # 2. A tbf-limited path (client egress), 1 and 4 streams, 2 s each. Functional, not an
     # accuracy check: the goodput must reach at least 50 % of the tbf rate (a shortfall 5x the

@@ -165,7 +165,7 @@ def scenario(args, lab, tmp):
         cfg = os.path.join(tmp, name + ".yaml")
         with open(cfg, "w") as f:
             f.write("self: { name: %s, node: n-%s, zone: z }\n"
-                    'responders: { burst: { listen_address: "0.0.0.0:5201" } }\n' % (name, name))
+                    'responders: { burst: { listen_address: "0.0.0.0:5201", clients: any } }\n' % (name, name))
         labkit.start(ns[name], [args.exporter, "--config.file=" + cfg],
                      os.path.join(tmp, name + ".log"))
     labkit.start_unbound(ns["client"], tmp)

@@ -126,7 +126,7 @@ def scenario(args, tmp):
         with open(cfg, "w") as f:
             f.write("self: { name: %s, node: n-%s, zone: z }\n"
                     "responders:\n  grpc: { listen_address: \"0.0.0.0:9480\" }\n"
-                    "  burst: { listen_address: \"0.0.0.0:5201\", max_duration: 5s }\n" % (name, name))
+                    "  burst: { listen_address: \"0.0.0.0:5201\", max_duration: 5s, clients: any }\n" % (name, name))
         start(NS[name], [args.exporter, "--config.file=" + cfg], os.path.join(tmp, name + ".log"))
     dns_dir = os.path.join(tmp, "dns")
     os.mkdir(dns_dir)

@@ -106,7 +106,7 @@ def config_text(ports, peers):
     text = ("listen_address: \"127.0.0.1:%d\"\n"
             "self: { name: podnet-00000, node: node-0, zone: zone-a }\n"
             "responders:\n  udp_echo: { listen_address: \"127.0.0.1:%d\" }\n"
-            "  burst: { listen_address: \"127.0.0.1:%d\" }\n"
+            "  burst: { listen_address: \"127.0.0.1:%d\", clients: any }\n"
             "  grpc: { listen_address: \"127.0.0.1:%d\" }\n"
             "peers:\n"
             "  kubernetes: { namespace: podnet, service: podnet, peers_per_zone: %d, port: %d }\n"

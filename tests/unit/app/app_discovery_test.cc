@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
+#include <sys/socket.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -86,6 +88,29 @@ std::string HttpGet(std::uint16_t port, const std::string& target, int* status =
   return res.body();
 }
 
+// The fake API server's answer to `r` for a Service whose one slice lists `endpoints`: the list,
+// or for a watch a stream held open in `watch` (the latest; guarded by `mu`) for the test to feed.
+FakeResponse ListOrWatch(const FakeRequest& r, const std::vector<json>& endpoints, std::mutex& mu,
+                         std::shared_ptr<FakeStream>& watch) {
+  if (r.target.find("watch=1") != std::string::npos) {
+    std::lock_guard lock(mu);
+    watch = std::make_shared<FakeStream>();
+    return FakeResponse{200, {}, "", watch};
+  }
+  return FakeResponse{200, {}, ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)})};
+}
+
+// The watch ListOrWatch holds once the App has opened one (within 2 s); nullptr if it has not.
+std::shared_ptr<FakeStream> LatestWatch(std::mutex& mu, const std::shared_ptr<FakeStream>& watch) {
+  std::shared_ptr<FakeStream> w;
+  Eventually([&] {
+    std::lock_guard lock(mu);
+    w = watch;
+    return w != nullptr;
+  });
+  return w;
+}
+
 // A kubeconfig in `dir` for the fake API server on 127.0.0.1:`port` (its CA in ca.crt next to
 // it), with `user` as the user's entry (e.g. "{tokenFile: token}").
 std::string WriteKubeconfig(const TempDir& dir, std::uint16_t port, const std::string& user) {
@@ -149,12 +174,7 @@ TEST(AppDiscoveryTest, DiscoveredPeersAreProbedAndRemovedPeersLoseTheirSeries) {
                 {{"name", "node-a"}, {"labels", {{"topology.kubernetes.io/zone", "zone-a"}}}}}}
               .dump()};
     }
-    if (r.target.find("watch=1") != std::string::npos) {
-      std::lock_guard lock(mu);
-      watch = std::make_shared<FakeStream>();
-      return FakeResponse{200, {}, "", watch};
-    }
-    return FakeResponse{200, {}, ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)})};
+    return ListOrWatch(r, endpoints, mu, watch);
   });
 
   TempDir dir;
@@ -238,12 +258,8 @@ probes:
 
   // podnet-c (on node-c) leaves the Service: its probes stop and its series go; podnet-b keeps
   // running. Peers are named after their nodes.
-  std::shared_ptr<FakeStream> w;
-  ASSERT_TRUE(Eventually([&] {
-    std::lock_guard lock(mu);
-    w = watch;
-    return w != nullptr;
-  }));
+  std::shared_ptr<FakeStream> w = LatestWatch(mu, watch);
+  ASSERT_TRUE(w);
   w->Push(EventJson("MODIFIED", SliceJson("podnet-abc12", "101", {endpoints[0], endpoints[1]})));
   EXPECT_TRUE(Eventually([&] { return !has(R"(peer="node-c")"); }, 3000ms)) << metrics();
   EXPECT_TRUE(has(R"(podnet_rtt_packets_received_total{path_class="same_zone",peer="node-b")"));
@@ -460,6 +476,7 @@ struct PodResponders {
       try {
         for (std::size_t i = 0; i < pods; ++i) {
           probes::burst::BurstResponderOptions o;
+          o.any_client = true;  // other Pods' responders: the App under test is their client
           o.listen_address = {boost::asio::ip::make_address("127.0.0." + std::to_string(i + 1)),
                               port};
           registries.push_back(std::make_unique<prometheus::Registry>());
@@ -650,6 +667,75 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
       for (const auto& l : m.label) EXPECT_NE(l.name, "peer") << family.name;
     }
   }
+}
+
+// The burst responder admits the probe Pods discovery lists (clients: probe_pods, the
+// default), follows the list when a Pod leaves, and closes any other source as it connects.
+// Sources: 127.0.0.1 is this Pod, 127.0.0.2 a discovered Pod, 127.0.0.9 a stranger.
+TEST(AppDiscoveryTest, TheBurstResponderAdmitsTheDiscoveredProbePodsOnly) {
+  std::vector<json> endpoints = {EndpointJson("podnet-s", "127.0.0.1", "node-s", "zone-a"),
+                                 EndpointJson("podnet-b", "127.0.0.2", "node-b", "zone-a")};
+  std::mutex mu;
+  std::shared_ptr<FakeStream> watch;
+  FakeApiServer server([&](const FakeRequest& r) { return ListOrWatch(r, endpoints, mu, watch); });
+  TempDir dir;
+  std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{token: t}");
+  std::uint16_t port = FreePort();
+  ASSERT_NE(port, 0);
+  PodResponders free_port(1);  // a burst port free on 127.0.0.1, released for the App
+  std::uint16_t burst_port = free_port.port;
+  free_port.servers.clear();
+  ASSERT_NE(burst_port, 0);
+  std::string p = std::to_string(port);
+  std::string config_path =
+      dir.Write("podnet.yaml",
+                "listen_address: \"127.0.0.1:" + p +
+                    "\"\nself: {name: podnet-s, node: node-s, zone: zone-a}\n"
+                    "responders: {udp_echo: {listen_address: \"127.0.0.1:" +
+                    p + "\"}, burst: {listen_address: \"127.0.0.1:" + std::to_string(burst_port) +
+                    "\"}}\npeers:\n  kubernetes: {namespace: podnet, service: podnet, "
+                    "port: " +
+                    p + "}\n");
+  auto app = MakeApp(config_path, kubeconfig);
+  ASSERT_TRUE(app);
+  auto& registry = app->metrics().registry();
+  // One control connection from `source` that sends a cookie: true when the responder asks for
+  // the parameters (PARAM_EXCHANGE, 9), false when it closes the connection.
+  auto admitted = [&](const std::string& source) {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket s(io);
+    s.open(boost::asio::ip::tcp::v4());
+    s.bind({boost::asio::ip::make_address(source), 0});
+    boost::system::error_code ec;
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), burst_port}, ec);
+    if (ec) return false;
+    std::string cookie(36, 'a');
+    cookie.push_back('\0');
+    boost::asio::write(s, boost::asio::buffer(cookie), ec);
+    timeval tv{2, 0};
+    setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char state = 0;
+    std::size_t n = s.read_some(boost::asio::buffer(&state, 1), ec);
+    return !ec && n == 1 && state == 9;
+  };
+  auto refused = [&] {
+    return podnet::testing::CounterValue(registry, "podnet_responder_dropped_total",
+                                         {{"responder", "burst"}, {"reason", "not_probe_pod"}});
+  };
+  Running running(*app);
+  // Before discovery's first answer nobody is admitted; then the listed Pods are.
+  EXPECT_TRUE(Eventually([&] { return admitted("127.0.0.2"); }, 5000ms));
+  EXPECT_TRUE(admitted("127.0.0.1"));
+  const double before = refused();
+  EXPECT_FALSE(admitted("127.0.0.9"));
+  EXPECT_EQ(refused(), before + 1);
+  // podnet-b leaves the Service: from now on its address is a stranger's.
+  std::shared_ptr<FakeStream> w = LatestWatch(mu, watch);
+  ASSERT_TRUE(w);
+  w->Push(EventJson("MODIFIED", SliceJson("podnet-abc12", "101", {endpoints[0]})));
+  EXPECT_TRUE(Eventually([&] { return !admitted("127.0.0.2"); }, 3000ms));
+  EXPECT_TRUE(admitted("127.0.0.1"));
+  EXPECT_EQ(running.Join(), 0);
 }
 
 // Every responder counts what it serves: /echo, the HTTP latency target, as

@@ -615,6 +615,22 @@ TEST(ConfigTest, BurstSections) {
   EXPECT_EQ(r.config->burst_responder->max_duration, std::chrono::seconds(20));
   EXPECT_EQ(r.config->burst_responder->max_clients, 3);
   EXPECT_EQ(r.config->burst_responder->max_streams, 8);
+  // Only probe Pods may test unless `clients: any` says otherwise.
+  EXPECT_FALSE(r.config->burst_responder->any_client);
+  LoadResult any =
+      Parse(kSelf + "responders:\n  burst: {clients: any}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(any.ok()) << Dump(any.errors);
+  EXPECT_TRUE(any.config->burst_responder->any_client);
+  LoadResult pods =
+      Parse(kSelf + "responders:\n  burst: {clients: probe_pods}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(pods.ok()) << Dump(pods.errors);
+  EXPECT_FALSE(pods.config->burst_responder->any_client);
+  LoadResult bad =
+      Parse(kSelf + "responders:\n  burst: {clients: all}\n", "test.yaml", FakeEnv({}));
+  ASSERT_EQ(bad.errors.size(), 1u) << Dump(bad.errors);
+  EXPECT_NE(bad.errors[0].ToString().find("responders.burst.clients"), std::string::npos)
+      << Dump(bad.errors);
+  EXPECT_NE(bad.errors[0].ToString().find("\"all\""), std::string::npos) << Dump(bad.errors);
   // Absent sections are off; an empty one takes the defaults (port 5201).
   LoadResult off = Parse(kSelf, "test.yaml", FakeEnv({}));
   ASSERT_TRUE(off.ok()) << Dump(off.errors);

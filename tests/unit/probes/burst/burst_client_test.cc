@@ -53,6 +53,7 @@ BurstResponderOptions Loopback() {
   o.max_duration = 3s;
   o.max_clients = 1;
   o.max_streams = 4;
+  o.any_client = true;  // no discovery here: every source, as with `clients: any`
   return o;
 }
 

@@ -43,6 +43,7 @@ struct SharedResponder {
   static BurstResponderOptions Options() {
     BurstResponderOptions ro;
     ro.listen_address = {boost::asio::ip::make_address("::"), 0};
+    ro.any_client = true;  // no discovery here: every source, as with `clients: any`
     return ro;
   }
   metrics::Metrics metrics;
@@ -73,6 +74,7 @@ std::vector<topology::Peer> LoopbackPods(
 TEST(BurstProbeTest, LoopbackBurstsAreNotChargedToTheBudget) {
   BurstResponderOptions ro;
   ro.listen_address = {boost::asio::ip::make_address("::"), 0};
+  ro.any_client = true;
   metrics::Metrics metrics;
   responders::BurstResponder responder(ro, metrics.registry());
   ASSERT_NE(responder.port(), 0);
