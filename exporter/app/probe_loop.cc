@@ -6,6 +6,7 @@
 
 #include "exporter/discovery/kubernetes/endpoint_peer.h"
 #include "exporter/discovery/static_peers.h"
+#include "exporter/topology/burst_pairs.h"
 #include "exporter/topology/compose.h"
 #include "exporter/topology/selection.h"
 
@@ -72,7 +73,7 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
                         prev->families_off != next->families_off ||
                         prev->kubernetes.has_value() != next->kubernetes.has_value();
   if (next->kubernetes) {
-    probe_env_.burst_candidates = std::move(discovered);
+    probe_env_.burst_candidates = topology::BurstCandidates(self, std::move(discovered));
     probe_env_.burst_secret = discovered_.service_uid;
   } else {
     probe_env_.burst_candidates.reset();
@@ -87,7 +88,7 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   // reload that changes self) reaches them here, before any probe of this Reconcile runs a
   // round.
   if (prev == nullptr || self_ != self) responders_.identity(self.node, self.zone);
-  responders_.probe_pods(ProbePodAddresses(*next, probe_env_.burst_candidates));
+  responders_.probe_pods(ProbePodAddresses(*next));
   probe_env_.metrics.SetPeers(peers);
   bool log = prev != next.get() || peers != peers_ || labels_changed;
   peers_ = std::move(peers);
@@ -105,11 +106,11 @@ std::vector<topology::Peer> ProbeLoop::Discovered(const topology::Self& self,
 }
 
 std::vector<boost::asio::ip::address> ProbeLoop::ProbePodAddresses(
-    const config::Config& next, const std::optional<std::vector<topology::Peer>>& discovered) {
+    const config::Config& next) const {
   std::vector<boost::asio::ip::address> out;
   for (const auto& p : next.static_peers) out.push_back(p.address);
-  if (discovered) {
-    for (const auto& p : *discovered) out.push_back(p.address);
+  if (next.kubernetes && discovered_.synced) {
+    for (const auto& e : discovered_.endpoints) out.push_back(e.address);
   }
   return out;
 }

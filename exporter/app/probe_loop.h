@@ -77,10 +77,10 @@ class ProbeLoop {
   // peers.kubernetes.
   std::vector<topology::Peer> Discovered(const topology::Self& self,
                                          const config::Config& next) const;
-  // ResponderHooks::probe_pods' list: the static peers' addresses of `next`, then those of
-  // `discovered` (every probe Pod, self included; nullopt without peers.kubernetes).
-  static std::vector<boost::asio::ip::address> ProbePodAddresses(
-      const config::Config& next, const std::optional<std::vector<topology::Peer>>& discovered);
+  // ResponderHooks::probe_pods' list: the static peers' addresses of `next`, then every ready
+  // endpoint of the last synced snapshot with peers.kubernetes (self included, and both Pods of
+  // a node during a rollout, where Discovered() keeps one).
+  std::vector<boost::asio::ip::address> ProbePodAddresses(const config::Config& next) const;
   // The peers of `self` under `next` (topology::ComposePeers): the static ones and the
   // `discovered` endpoints (Discovered) as candidates.
   topology::Composition PeersFor(const topology::Self& self, const config::Config& next,

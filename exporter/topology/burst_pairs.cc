@@ -1,5 +1,6 @@
 #include "exporter/topology/burst_pairs.h"
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -47,6 +48,14 @@ std::optional<BurstPair> ChooseBurstPair(std::uint64_t period, std::string_view 
   auto peer = Highest(key + " peer", to_zone, pods, prober, pods[*prober].node);
   if (!peer) return std::nullopt;
   return BurstPair{*prober, *peer};
+}
+
+std::vector<Peer> BurstCandidates(const Self& self, std::vector<Peer> pods) {
+  auto out =
+      std::stable_partition(pods.begin(), pods.end(), [](const Peer& p) { return p.burst_port; });
+  bool self_out = std::any_of(out, pods.end(), [&](const Peer& p) { return IsSelf(self, p); });
+  pods.erase(self_out ? pods.begin() : out, pods.end());
+  return pods;
 }
 
 std::vector<std::string> ZonesOf(const std::vector<Peer>& pods) {

@@ -50,6 +50,12 @@ std::optional<BurstPair> ChooseBurstPair(std::uint64_t period, std::string_view 
                                          std::string_view to_zone, const std::vector<Peer>& pods,
                                          std::string_view secret = {});
 
+/// The Pods that take part in coordinated bursts: `pods` without those whose burst_port is 0
+/// (a node pool kept out of bursts, discovery::kubernetes::ProbePeersOf), order kept; empty
+/// when `self` is one of those (IsSelf): such a Pod decides no pair, it neither probes nor,
+/// since every other Pod leaves it out too, receives a burst.
+std::vector<Peer> BurstCandidates(const Self& self, std::vector<Peer> pods);
+
 /// The distinct zones of `pods`, sorted ("" — unknown — first when present).
 std::vector<std::string> ZonesOf(const std::vector<Peer>& pods);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // deploy/kubernetes as a cluster would receive it: `kubectl kustomize` renders the base, the
-// prometheus-operator overlay, the TLS, grafana-dashboards, report and networkpolicy overlays; every object
+// prometheus-operator overlay, the TLS, grafana-dashboards, report, networkpolicy and no-burst-pool overlays; every object
 // (and the TLS overlay's cert-manager Certificate example) is validated offline against the
 // Kubernetes, prometheus-operator and cert-manager schemas (kubernetes-models: JSON schema with
 // types, enums and formats; TypeScript over the same models' types: unknown fields, as the API
@@ -1126,6 +1126,95 @@ function netpolProblems(objects, { icmp = true } = {}) {
     }
     check(ok, `the ${expect} patch documented in networkpolicy/${file} applies as written` +
       (r.error ? `: ${r.error}` : ""));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The no-burst-pool overlay: the base plus one DaemonSet, podnet-exporter-no-bursts, for the
+// nodes labelled podnet.io/bursts=off. It is the base's DaemonSet but for its name, one label
+// more (podnet.io/pool: no-bursts) on itself, its selector and its Pods, the affinity expression
+// In [off], and no `burst` container port; the base's DaemonSet gains NotIn [off], nothing else
+// changes. The Service still selects both (the pool's Pods are probed), the pool's Pods name no
+// `burst` port (the EndpointSlice controller then leaves the Service's `burst` port out of their
+// slices: what keeps them out of coordinated bursts), and the two selectors claim disjoint Pods.
+function poolProblems(objects) {
+  const p = [];
+  const need = (ok, what) => { if (!ok) p.push(what); };
+  const dsOf = (name) => objects.find((o) => o.kind === "DaemonSet" && o.metadata.name === name);
+  const baseDs = get(base.objects, "DaemonSet"), svc = get(base.objects, "Service");
+  const main = dsOf("podnet-exporter"), pool = dsOf("podnet-exporter-no-bursts");
+  if (!main || !pool) return ["no DaemonSet podnet-exporter or podnet-exporter-no-bursts"];
+  const others = objects.filter((o) => o !== main && o !== pool);
+  need(objects.length === base.objects.length + 1 &&
+    others.every((o) => base.objects.some((q) => deepEqual(q, o))),
+    "the overlay is the base plus one DaemonSet");
+  const terms = (ds) => ds.spec.template.spec.affinity.nodeAffinity
+    .requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+  const rule = (op) => ({ key: "podnet.io/bursts", operator: op, values: ["off"] });
+  // The base's DaemonSet, as each should be.
+  const wantMain = clone(baseDs);
+  terms(wantMain).forEach((t) => t.matchExpressions.push(rule("NotIn")));
+  need(deepEqual(main, wantMain), "podnet-exporter is the base's DaemonSet plus NotIn [off]");
+  const wantPool = clone(baseDs);
+  wantPool.metadata.name = "podnet-exporter-no-bursts";
+  for (const labels of [wantPool.metadata.labels, wantPool.spec.selector.matchLabels,
+    wantPool.spec.template.metadata.labels]) labels["podnet.io/pool"] = "no-bursts";
+  terms(wantPool).forEach((t) => t.matchExpressions.push(rule("In")));
+  for (const c of wantPool.spec.template.spec.containers) {
+    c.ports = (c.ports || []).filter((port) => port.name !== "burst");
+  }
+  const sortKeys = (x) => JSON.parse(JSON.stringify(x, (k, v) =>
+    v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort()) : v));
+  need(deepEqual(sortKeys(pool), sortKeys(wantPool)),
+    "podnet-exporter-no-bursts is the base's DaemonSet, renamed, labelled podnet.io/pool, In [off], " +
+    "without the burst port");
+  const podLabels = pool.spec.template.metadata.labels;
+  need(Object.entries(svc.spec.selector).every(([k, v]) => podLabels[k] === v),
+    "the Service selects the pool's Pods");
+  need(!pool.spec.template.spec.containers.some((c) => (c.ports || []).some((q) => q.name === "burst")),
+    "the pool's Pods declare no burst port");
+  need(svc.spec.ports.some((q) => q.name === "burst" && q.targetPort === "burst"),
+    "the Service's burst port targets the named container port (a number would be found in every Pod)");
+  const mainLabels = main.spec.template.metadata.labels;
+  need(!Object.entries(pool.spec.selector.matchLabels).every(([k, v]) => mainLabels[k] === v),
+    "the pool's selector does not claim the base DaemonSet's Pods");
+  return p;
+}
+if (!args.exporter) {
+  const withPool = render(path.join(kubeDir, "no-burst-pool"));
+  check(!withPool.error, "kubectl kustomize .../no-burst-pool renders" +
+    (withPool.error ? `: ${withPool.error}` : ""));
+  if (!withPool.error) {
+    const found = poolProblems(withPool.objects);
+    check(found.length === 0, "the no-burst-pool overlay keeps its promises" +
+      (found.length ? `: ${found.join("; ")}` : ""));
+    const dsOf = (o, name) => o.find((x) => x.kind === "DaemonSet" && x.metadata.name === name);
+    const mutants = {
+      "the pool keeps its burst port": (o) => {
+        dsOf(o, "podnet-exporter-no-bursts").spec.template.spec.containers[0].ports.push(
+          { name: "burst", containerPort: 5201, protocol: "TCP" });
+      },
+      "the base DaemonSet also on the pool": (o) => {
+        dsOf(o, "podnet-exporter").spec.template.spec.affinity.nodeAffinity
+          .requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions.pop();
+      },
+      "the pool's Pods not selected by the Service": (o) => {
+        delete dsOf(o, "podnet-exporter-no-bursts").spec.template.metadata.labels["app.kubernetes.io/component"];
+      },
+      "overlapping selectors": (o) => {
+        delete dsOf(o, "podnet-exporter-no-bursts").spec.selector.matchLabels["podnet.io/pool"];
+      },
+      "the pool drifted from the base (another image)": (o) => {
+        dsOf(o, "podnet-exporter-no-bursts").spec.template.spec.containers[0].image = "other";
+      },
+    };
+    const missed = Object.entries(mutants).filter(([, mutate]) => {
+      const objs = clone(withPool.objects);
+      mutate(objs);
+      return poolProblems(objs).length === 0;
+    }).map(([what]) => what);
+    check(missed.length === 0, `each of ${Object.keys(mutants).length} broken no-burst-pool promises is caught` +
+      (missed.length ? `: missed ${missed.join(", ")}` : ""));
   }
 }
 

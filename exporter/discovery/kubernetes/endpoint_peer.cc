@@ -1,5 +1,6 @@
 #include "exporter/discovery/kubernetes/endpoint_peer.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -26,11 +27,15 @@ std::vector<topology::Peer> ProbePeersOf(const topology::Self& self,
     if (inserted || is_self(it->second)) continue;
     if (is_self(&e) || PreferredEndpoint(e, *it->second)) it->second = &e;
   }
+  const bool burst_port_in_service =
+      std::any_of(endpoints.begin(), endpoints.end(),
+                  [](const Endpoint& e) { return e.burst_port_named.value_or(false); });
   std::vector<topology::Peer> out;
   out.reserve(by_name.size());
   for (const auto& [name, e] : by_name) {
     out.push_back(PeerOf(self, *e, port));
-    out.back().burst_port = burst_port;
+    bool no_bursts = burst_port_in_service && !e->burst_port_named.value_or(true);
+    out.back().burst_port = no_bursts ? 0 : burst_port;
     if (!e->node.empty()) {
       out.back().name = name;
       out.back().pod = e->name;

@@ -25,6 +25,10 @@ topology::Peer PeerOf(const topology::Self& self, const Endpoint& e, std::uint16
 /// One peer a name: where two Pods share a node (a rollout with maxSurge, or a second probe
 /// Pod on it), this Pod's own endpoint wins on its node (topology::IsSelf finds it), elsewhere
 /// MergeSlices' preference (IPv4 first, then the smallest address). Sorted by name.
+/// Bursts kept off a node pool: when some endpoint's slice names the burst port
+/// (Endpoint::burst_port_named) and a Pod's does not, its peer's burst_port is 0 — a Pod of a
+/// DaemonSet without the `burst` container port, which takes no part in coordinated bursts
+/// (topology::BurstCandidates).
 std::vector<topology::Peer> ProbePeersOf(const topology::Self& self,
                                          const std::vector<Endpoint>& endpoints, std::uint16_t port,
                                          std::uint16_t burst_port);

@@ -1,5 +1,6 @@
 #include "exporter/discovery/kubernetes/resources.h"
 
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -123,6 +124,12 @@ std::optional<std::vector<Endpoint>> ReadyEndpoints(const json& slice, std::stri
     *error = "EndpointSlice " + ObjectName(slice) + ": endpoints is not an array";
     return std::nullopt;
   }
+  std::optional<bool> burst_port_named;
+  if (const json* ports = ArrayAt(slice, "ports"); ports && !ports->empty()) {
+    burst_port_named = std::any_of(ports->begin(), ports->end(), [](const json& p) {
+      return StringAt(p, "name") == kBurstPortName;
+    });
+  }
   for (const auto& e : *endpoints) {
     if (!e.is_object()) continue;
     if (!Condition(e, "ready").value_or(true) || Condition(e, "terminating").value_or(false)) {
@@ -141,6 +148,7 @@ std::optional<std::vector<Endpoint>> ReadyEndpoints(const json& slice, std::stri
     if (ep.name.empty()) ep.name = address.to_string();
     ep.node = TextAt(e, "nodeName", topology::kMaxSubdomainBytes, repairs);
     ep.zone = TextAt(e, "zone", topology::kMaxLabelValueBytes, repairs);
+    ep.burst_port_named = burst_port_named;
     out.push_back(std::move(ep));
   }
   return out;

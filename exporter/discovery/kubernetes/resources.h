@@ -12,12 +12,21 @@
 
 namespace podnet::discovery::kubernetes {
 
+/// The name of the Service's port for the burst responder (deploy/kubernetes/base/service.yaml).
+inline constexpr std::string_view kBurstPortName = "burst";
+
 /// One probe Pod found in the Service's EndpointSlices: a peer candidate before classification.
 struct Endpoint {
   std::string name;  // targetRef.name (the Pod); the address when there is no targetRef
   boost::asio::ip::address address;
   std::string node;  // nodeName; "" when the slice does not say
   std::string zone;  // zone; "" when the slice does not say
+  // Whether the endpoint's slice lists a port named kBurstPortName; nullopt when the slice lists
+  // no ports. The EndpointSlice controller leaves a Service port out of a Pod's endpoint when
+  // the Pod declares no container port of the target port's name (getEndpointPorts in
+  // kubernetes' pkg/controller/endpointslice), and puts Pods with other port sets in other
+  // slices: a probe Pod without a `burst` container port sits in a slice without it.
+  std::optional<bool> burst_port_named;
 
   bool operator==(const Endpoint&) const = default;
 };
@@ -69,7 +78,9 @@ std::optional<std::string> NodeZone(const nlohmann::json& node, std::string* err
 ///    the first only); addresses that are not IP literals are skipped;
 ///  - names as TextAt reads them: targetRef.name and nodeName at most
 ///    topology::kMaxSubdomainBytes (Pod and Node names are DNS subdomains), zone at most
-///    topology::kMaxLabelValueBytes (it is the Node's zone label's value).
+///    topology::kMaxLabelValueBytes (it is the Node's zone label's value);
+///  - burst_port_named from the slice's ports (a port named kBurstPortName or not; nullopt
+///    without ports).
 /// std::nullopt and *error when the object is not EndpointSlice-shaped (no metadata.name, a
 /// non-array endpoints).
 std::optional<std::vector<Endpoint>> ReadyEndpoints(const nlohmann::json& slice, std::string* error,

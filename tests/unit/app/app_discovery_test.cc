@@ -88,28 +88,31 @@ std::string HttpGet(std::uint16_t port, const std::string& target, int* status =
   return res.body();
 }
 
-// The fake API server's answer to `r` for a Service whose one slice lists `endpoints`: the list,
-// or for a watch a stream held open in `watch` (the latest; guarded by `mu`) for the test to feed.
-FakeResponse ListOrWatch(const FakeRequest& r, const std::vector<json>& endpoints, std::mutex& mu,
-                         std::shared_ptr<FakeStream>& watch) {
-  if (r.target.find("watch=1") != std::string::npos) {
+// The fake API server's side of the Service: `list` (a ListJson body) for a list, and for each
+// watch a stream held open, which the test may feed (Latest) or leave silent.
+struct ServiceSlices {
+  explicit ServiceSlices(std::string list_body) : list(std::move(list_body)) {}
+  FakeResponse operator()(const FakeRequest& r) {
+    if (r.target.find("watch=1") == std::string::npos) return FakeResponse{200, {}, list};
     std::lock_guard lock(mu);
-    watch = std::make_shared<FakeStream>();
-    return FakeResponse{200, {}, "", watch};
+    watches.push_back(std::make_shared<FakeStream>());
+    return FakeResponse{200, {}, "", watches.back()};
   }
-  return FakeResponse{200, {}, ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)})};
-}
+  // The latest watch once the App has opened one (within 2 s); nullptr if it has not.
+  std::shared_ptr<FakeStream> Latest() {
+    std::shared_ptr<FakeStream> w;
+    Eventually([&] {
+      std::lock_guard lock(mu);
+      if (!watches.empty()) w = watches.back();
+      return w != nullptr;
+    });
+    return w;
+  }
 
-// The watch ListOrWatch holds once the App has opened one (within 2 s); nullptr if it has not.
-std::shared_ptr<FakeStream> LatestWatch(std::mutex& mu, const std::shared_ptr<FakeStream>& watch) {
-  std::shared_ptr<FakeStream> w;
-  Eventually([&] {
-    std::lock_guard lock(mu);
-    w = watch;
-    return w != nullptr;
-  });
-  return w;
-}
+  const std::string list;
+  std::mutex mu;
+  std::vector<std::shared_ptr<FakeStream>> watches;
+};
 
 // A kubeconfig in `dir` for the fake API server on 127.0.0.1:`port` (its CA in ca.crt next to
 // it), with `user` as the user's entry (e.g. "{tokenFile: token}").
@@ -160,8 +163,7 @@ TEST(AppDiscoveryTest, DiscoveredPeersAreProbedAndRemovedPeersLoseTheirSeries) {
   std::vector<json> endpoints = {EndpointJson("podnet-self", "127.0.0.1", "node-a", "zone-a"),
                                  EndpointJson("podnet-b", "127.0.0.1", "node-b", "zone-a"),
                                  EndpointJson("podnet-c", "127.0.0.1", "node-c", "zone-b")};
-  std::mutex mu;
-  std::shared_ptr<FakeStream> watch;
+  ServiceSlices slices(ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)}));
   FakeApiServer server([&](const FakeRequest& r) {
     if (r.authorization != "Bearer app-token") return FakeResponse{401, {}, "{}"};
     if (r.target == "/api/v1/nodes/node-a") {
@@ -174,7 +176,7 @@ TEST(AppDiscoveryTest, DiscoveredPeersAreProbedAndRemovedPeersLoseTheirSeries) {
                 {{"name", "node-a"}, {"labels", {{"topology.kubernetes.io/zone", "zone-a"}}}}}}
               .dump()};
     }
-    return ListOrWatch(r, endpoints, mu, watch);
+    return slices(r);
   });
 
   TempDir dir;
@@ -258,7 +260,7 @@ probes:
 
   // podnet-c (on node-c) leaves the Service: its probes stop and its series go; podnet-b keeps
   // running. Peers are named after their nodes.
-  std::shared_ptr<FakeStream> w = LatestWatch(mu, watch);
+  std::shared_ptr<FakeStream> w = slices.Latest();
   ASSERT_TRUE(w);
   w->Push(EventJson("MODIFIED", SliceJson("podnet-abc12", "101", {endpoints[0], endpoints[1]})));
   EXPECT_TRUE(Eventually([&] { return !has(R"(peer="node-c")"); }, 3000ms)) << metrics();
@@ -507,6 +509,27 @@ struct PodResponders {
   std::vector<std::unique_ptr<responders::BurstResponder>> servers;
 };
 
+// One coordinated-burst period for the next decades: the App and a test compute the same
+// period number.
+constexpr std::chrono::hours kBurstPeriod{1'000'000};
+
+// The App's configuration for coordinated bursts among the Pods the fake API server lists, on
+// loopback: this Pod `self` (a YAML flow map), HTTP and UDP echo on `port`, the peers' burst
+// responders on `burst_port`; every second a round of 100 ms of data capped at 1 MB (loopback
+// sends that in a few ms), in one period (kBurstPeriod).
+std::string CoordinatedBurstConfig(const std::string& self, std::uint16_t port,
+                                   std::uint16_t burst_port) {
+  const std::string p = std::to_string(port);
+  return "listen_address: \"127.0.0.1:" + p + "\"\nself: " + self +
+         "\nresponders: {udp_echo: {listen_address: \"127.0.0.1:" + p +
+         "\"}}\npeers:\n  kubernetes: {namespace: podnet, service: podnet, peers_per_zone: 1, "
+         "port: " +
+         p + ", burst_port: " + std::to_string(burst_port) +
+         "}\nprobes:\n  burst: {interval: 1s, duration: 100ms, streams: [1], timeout: 200ms, "
+         "coordinated: {period: " +
+         std::to_string(kBurstPeriod.count()) + "h, max_bytes_per_burst: 1MB}}\n";
+}
+
 // Coordinated bursts in the whole App: the Pod list the fake API server gives (this Pod and six
 // peers in three zones, on 127.0.0.1-7) is what the burst kind chooses among. Expected: per
 // ordered zone pair (own zone -> each zone) what topology::ChooseBurstPair picks for that very
@@ -521,10 +544,8 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
                            {"podnet-a3", "node-a3", "zone-a"}, {"podnet-b1", "node-b1", "zone-b"},
                            {"podnet-b2", "node-b2", "zone-b"}, {"podnet-c1", "node-c1", "zone-c"},
                            {"podnet-c2", "node-c2", "zone-c"}};
-  // One period for the next decades: the App and this test compute the same period number.
-  constexpr std::chrono::hours kPeriod{1'000'000};
   const std::uint64_t period =
-      probes::burst::PeriodNumber(std::chrono::system_clock::now(), kPeriod);
+      probes::burst::PeriodNumber(std::chrono::system_clock::now(), kBurstPeriod);
   // What ChooseBurstPair picks for this Pod (pods[0]) on node `self_node`: the peer it bursts
   // to, by peer zone, and how many pairs another Pod probes. The list's names are the nodes'
   // (discovery names probe Pods after their nodes).
@@ -575,33 +596,16 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
     endpoints.push_back(
         EndpointJson(pods[i].name, "127.0.0." + std::to_string(i + 1), pods[i].node, pods[i].zone));
   }
-  std::mutex mu;
-  std::vector<std::shared_ptr<FakeStream>> watches;  // held open, never fed
-  FakeApiServer server([&](const FakeRequest& r) {
-    if (r.target.find("watch=1") != std::string::npos) {
-      std::lock_guard lock(mu);
-      watches.push_back(std::make_shared<FakeStream>());
-      return FakeResponse{200, {}, "", watches.back()};
-    }
-    return FakeResponse{200, {}, ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)})};
-  });
+  ServiceSlices slices(ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)}));
+  FakeApiServer server([&](const FakeRequest& r) { return slices(r); });
   TempDir dir;
   std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{token: t}");
   std::uint16_t port = FreePort();
   ASSERT_NE(port, 0);
-  std::string p = std::to_string(port);
-  // A round is 100 ms of data capped at 1 MB (loopback sends that in a few ms), within 1 s.
   std::string config_path = dir.Write(
-      "podnet.yaml",
-      "listen_address: \"127.0.0.1:" + p + "\"\nself: {name: " + pods[0].name +
-          ", node: " + pods[0].node + ", zone: " + pods[0].zone +
-          "}\nresponders: {udp_echo: {listen_address: \"127.0.0.1:" + p +
-          "\"}}\npeers:\n  kubernetes: {namespace: podnet, service: podnet, peers_per_zone: 1, "
-          "port: " +
-          p + ", burst_port: " + std::to_string(burst_responders.port) +
-          "}\nprobes:\n  burst: {interval: 1s, duration: 100ms, streams: [1], timeout: 200ms, "
-          "coordinated: {period: " +
-          std::to_string(kPeriod.count()) + "h, max_bytes_per_burst: 1MB}}\n");
+      "podnet.yaml", CoordinatedBurstConfig("{name: " + pods[0].name + ", node: " + pods[0].node +
+                                                ", zone: " + pods[0].zone + "}",
+                                            port, burst_responders.port));
   auto app = MakeApp(config_path, kubeconfig);
   ASSERT_TRUE(app);
   auto& registry = app->metrics().registry();
@@ -669,15 +673,76 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
   }
 }
 
+// A node pool kept out of bursts, in the whole App: this Pod (zone-a) and podnet-c1 (zone-c) are
+// in a slice with the Service's `burst` port, podnet-b1 (zone-b, alone there) in one without it
+// (the pool's DaemonSet declares no burst container port). This Pod bursts to zone-c and not to
+// zone-b: b1, the only Pod of zone-b, would be its certain peer if the pool were not left out.
+TEST(AppDiscoveryTest, APodInASliceWithoutTheBurstPortIsNeverBurstTo) {
+  PodResponders burst_responders(3);  // 127.0.0.1 this Pod, .2 podnet-b1, .3 podnet-c1
+  ASSERT_NE(burst_responders.port, 0);
+  auto with_ports = [](json slice, std::vector<std::string> names) {
+    slice["ports"] = json::array();
+    for (const auto& n : names) slice["ports"].push_back({{"name", n}, {"port", 1}});
+    return slice;
+  };
+  ServiceSlices slices(ListJson(
+      "100", {with_ports(SliceJson("podnet-abc12", "99",
+                                   {EndpointJson("podnet-s", "127.0.0.1", "node-s", "zone-a"),
+                                    EndpointJson("podnet-c1", "127.0.0.3", "node-c1", "zone-c")}),
+                         {"http", "burst"}),
+              with_ports(SliceJson("podnet-pool1", "99",
+                                   {EndpointJson("podnet-b1", "127.0.0.2", "node-b1", "zone-b")}),
+                         {"http"})}));
+  FakeApiServer server([&](const FakeRequest& r) { return slices(r); });
+  TempDir dir;
+  std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{token: t}");
+  std::uint16_t port = FreePort();
+  ASSERT_NE(port, 0);
+  std::string config_path = dir.Write(
+      "podnet.yaml", CoordinatedBurstConfig("{name: podnet-s, node: node-s, zone: zone-a}", port,
+                                            burst_responders.port));
+  auto app = MakeApp(config_path, kubeconfig);
+  ASSERT_TRUE(app);
+  auto& registry = app->metrics().registry();
+  auto rounds = [&] {
+    auto h = podnet::testing::FindSeries(registry, "podnet_probe_round_start_delay_seconds",
+                                         {{"probe", "burst"}});
+    return h ? h->histogram.sample_count : 0;
+  };
+  {
+    Running running(*app);
+    EXPECT_TRUE(Eventually([&] { return burst_responders.Completed(2) >= 1; }, 8000ms));
+    const auto after = rounds();  // and one more round: nothing left to decide this period
+    EXPECT_TRUE(Eventually([&] { return rounds() > after; }, 3000ms)) << "rounds " << rounds();
+    EXPECT_EQ(running.Join(), 0);
+  }
+  EXPECT_EQ(burst_responders.Requests(1), 0) << "podnet-b1, in the pool";
+  EXPECT_EQ(burst_responders.Completed(2), 1) << "podnet-c1";
+  EXPECT_FALSE(podnet::testing::FindSeries(registry, "podnet_burst_sent_bytes_total",
+                                           {{"peer_zone", "zone-b"}, {"streams", "1"}}));
+  // Not tried either: a burst to the pool's Pod (discovery gives it no burst port) would be an
+  // error of the burst probe.
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "podnet_probe_errors_total") continue;
+    for (const auto& m : family.metric) {
+      bool burst = std::any_of(m.label.begin(), m.label.end(), [](const auto& l) {
+        return l.name == "probe" && l.value == "burst";
+      });
+      EXPECT_FALSE(burst && m.counter.value > 0) << "a burst probe error";
+    }
+  }
+}
+
 // The burst responder admits the probe Pods discovery lists (clients: probe_pods, the
 // default), follows the list when a Pod leaves, and closes any other source as it connects.
-// Sources: 127.0.0.1 is this Pod, 127.0.0.2 a discovered Pod, 127.0.0.9 a stranger.
+// Sources: 127.0.0.1 is this Pod, 127.0.0.2 and .3 two discovered Pods of one node (a rollout
+// with maxSurge: discovery probes one of them, both may be probers), 127.0.0.9 a stranger.
 TEST(AppDiscoveryTest, TheBurstResponderAdmitsTheDiscoveredProbePodsOnly) {
   std::vector<json> endpoints = {EndpointJson("podnet-s", "127.0.0.1", "node-s", "zone-a"),
-                                 EndpointJson("podnet-b", "127.0.0.2", "node-b", "zone-a")};
-  std::mutex mu;
-  std::shared_ptr<FakeStream> watch;
-  FakeApiServer server([&](const FakeRequest& r) { return ListOrWatch(r, endpoints, mu, watch); });
+                                 EndpointJson("podnet-b", "127.0.0.2", "node-b", "zone-a"),
+                                 EndpointJson("podnet-b2", "127.0.0.3", "node-b", "zone-a")};
+  ServiceSlices slices(ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)}));
+  FakeApiServer server([&](const FakeRequest& r) { return slices(r); });
   TempDir dir;
   std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{token: t}");
   std::uint16_t port = FreePort();
@@ -726,14 +791,16 @@ TEST(AppDiscoveryTest, TheBurstResponderAdmitsTheDiscoveredProbePodsOnly) {
   // Before discovery's first answer nobody is admitted; then the listed Pods are.
   EXPECT_TRUE(Eventually([&] { return admitted("127.0.0.2"); }, 5000ms));
   EXPECT_TRUE(admitted("127.0.0.1"));
+  EXPECT_TRUE(admitted("127.0.0.3"));
   const double before = refused();
   EXPECT_FALSE(admitted("127.0.0.9"));
   EXPECT_EQ(refused(), before + 1);
-  // podnet-b leaves the Service: from now on its address is a stranger's.
-  std::shared_ptr<FakeStream> w = LatestWatch(mu, watch);
+  // podnet-b and podnet-b2 leave the Service: from now on their addresses are strangers'.
+  std::shared_ptr<FakeStream> w = slices.Latest();
   ASSERT_TRUE(w);
   w->Push(EventJson("MODIFIED", SliceJson("podnet-abc12", "101", {endpoints[0]})));
   EXPECT_TRUE(Eventually([&] { return !admitted("127.0.0.2"); }, 3000ms));
+  EXPECT_FALSE(admitted("127.0.0.3"));
   EXPECT_TRUE(admitted("127.0.0.1"));
   EXPECT_EQ(running.Join(), 0);
 }

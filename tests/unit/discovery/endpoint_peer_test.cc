@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "exporter/topology/burst_pairs.h"
 #include "tests/unit/discovery/fixtures.h"
 #include "tests/unit/testing/peers.h"
 
@@ -155,6 +156,55 @@ TEST(ProbePeersOfTest, TwoPodsOnANodeAreOnePeer) {
                         EndpointJson("podnet-me", "10.0.0.8", "node-1", "zone-a")}),
       (std::vector<Peer>{Probe("node-1", "10.0.0.8", "zone-a", PathClass::kSameNode, "podnet-me"),
                          Probe("node-2", "10.0.0.4", "zone-a", PathClass::kSameZone, "podnet-a")}));
+}
+
+// A node pool kept out of bursts: its Pods (a second DaemonSet without the `burst` container
+// port) sit in slices whose ports do not name it (the EndpointSlice controller drops a named
+// target port a Pod lacks). They take no part in coordinated bursts, on either end; nothing
+// changes while no slice names the port, or for a slice that lists no ports.
+TEST(ProbePeersOfTest, PodsInSlicesWithoutTheBurstPortTakeNoPartInBursts) {
+  auto slice = [](const std::string& name, std::vector<json> endpoints,
+                  std::vector<std::string> ports) {
+    json s = SliceJson(name, "1", std::move(endpoints), "IPv4");
+    s.erase("ports");  // SliceJson's own: http
+    if (!ports.empty()) s["ports"] = json::array();
+    for (const auto& p : ports) s["ports"].push_back({{"name", p}, {"port", 1}});
+    return s;
+  };
+  auto peers = [&](const topology::Self& self, std::vector<std::string> pool_ports,
+                   std::vector<std::string> other_ports) {
+    std::map<std::string, std::vector<Endpoint>> slices;
+    std::string err;
+    for (const auto& s :
+         {slice("a",
+                {EndpointJson("podnet-x1", "10.0.0.1", "node-1", "zone-a"),
+                 EndpointJson("podnet-x3", "10.0.0.3", "node-3", "zone-b")},
+                other_ports),
+          slice("pool", {EndpointJson("podnet-x2", "10.0.0.2", "node-2", "zone-a")}, pool_ports)}) {
+      auto ready = ReadyEndpoints(s, &err);
+      EXPECT_TRUE(ready) << err;
+      slices[s["metadata"]["name"]] = ready.value_or(std::vector<Endpoint>{});
+    }
+    return ProbePeersOf(self, MergeSlices(slices), 9479, 5202);
+  };
+  auto burst_ports = [](const std::vector<Peer>& list) {
+    std::vector<int> out;
+    for (const auto& p : list) out.push_back(p.burst_port);
+    return out;
+  };
+  const topology::Self x1{"podnet-x1", "node-1", "zone-a"};
+  const topology::Self x2{"podnet-x2", "node-2", "zone-a"};
+  auto kept = peers(x1, {"http", "echo"}, {"http", "echo", "burst"});
+  EXPECT_EQ(testing::PeerNames(kept), (std::vector<std::string>{"node-1", "node-2", "node-3"}));
+  EXPECT_EQ(burst_ports(kept), (std::vector<int>{5202, 0, 5202}));
+  EXPECT_EQ(testing::PeerNames(topology::BurstCandidates(x1, kept)),
+            (std::vector<std::string>{"node-1", "node-3"}));
+  // The pool's own Pod decides no pair at all.
+  EXPECT_TRUE(topology::BurstCandidates(x2, peers(x2, {"http"}, {"http", "burst"})).empty());
+  // No slice names the port (a Service without it), or the pool's slice lists no ports: all in.
+  EXPECT_EQ(burst_ports(peers(x1, {"http"}, {"http"})), (std::vector<int>{5202, 5202, 5202}));
+  EXPECT_EQ(burst_ports(peers(x1, {}, {"http", "burst"})), (std::vector<int>{5202, 5202, 5202}));
+  EXPECT_EQ(topology::BurstCandidates(x2, peers(x2, {}, {"http", "burst"})).size(), 3u);
 }
 
 TEST(ProbePeersOfTest, AnEndpointWithoutANodeKeepsItsPodName) {
