@@ -13,8 +13,8 @@ App::App(Options options, std::shared_ptr<const config::Config> config,
       probe_(metrics_, {[this](const std::string& node, const std::string& zone) {
                           responder_.SetIdentity(node, zone);
                         },
-                        [this](std::vector<boost::asio::ip::address> sources) {
-                          responder_.AdmitBurstSources(std::move(sources));
+                        [this](std::vector<responders::KnownProber> pods) {
+                          responder_.SetProbePods(std::move(pods));
                         }}),
       responder_(
           metrics_, web,

@@ -88,7 +88,7 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   // reload that changes self) reaches them here, before any probe of this Reconcile runs a
   // round.
   if (prev == nullptr || self_ != self) responders_.identity(self.node, self.zone);
-  responders_.probe_pods(ProbePodAddresses(*next));
+  responders_.probe_pods(ProbePods(*next, self));
   probe_env_.metrics.SetPeers(peers);
   bool log = prev != next.get() || peers != peers_ || labels_changed;
   peers_ = std::move(peers);
@@ -105,12 +105,17 @@ std::vector<topology::Peer> ProbeLoop::Discovered(const topology::Self& self,
                                              next.kubernetes->burst_port);
 }
 
-std::vector<boost::asio::ip::address> ProbeLoop::ProbePodAddresses(
-    const config::Config& next) const {
-  std::vector<boost::asio::ip::address> out;
-  for (const auto& p : next.static_peers) out.push_back(p.address);
+std::vector<responders::KnownProber> ProbeLoop::ProbePods(const config::Config& next,
+                                                          const topology::Self& self) const {
+  std::vector<responders::KnownProber> out;
+  auto add = [&](const boost::asio::ip::address& address, const std::string& node,
+                 const std::string& zone) {
+    out.push_back({address, zone,
+                   std::string(topology::PathClassName(topology::Classify(self, node, zone)))});
+  };
+  for (const auto& p : next.static_peers) add(p.address, p.node, p.zone);
   if (next.kubernetes && discovered_.synced) {
-    for (const auto& e : discovered_.endpoints) out.push_back(e.address);
+    for (const auto& e : discovered_.endpoints) add(e.address, e.node, e.zone);
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/probe.h"
 #include "exporter/probes/registry.h"
+#include "exporter/responders/prober_tally.h"
 #include "exporter/scheduler/scheduler.h"
 #include "exporter/topology/compose.h"
 #include "exporter/topology/topology.h"
@@ -32,9 +33,10 @@ class ProbeLoop {
   struct ResponderHooks {
     /// The effective self's node or zone was set or changed (the responders answer with it).
     std::function<void(const std::string& node, const std::string& zone)> identity;
-    /// The addresses of every probe Pod (discovered ones, this Pod included, and the static
-    /// peers), after each Reconcile: the sources the burst responder admits.
-    std::function<void(std::vector<boost::asio::ip::address>)> probe_pods;
+    /// Every probe Pod (discovered ones, this Pod included, and the static peers) with its
+    /// zone and path class to this Pod, after each Reconcile: the sources the burst responder
+    /// admits and the probers the coverage tally counts.
+    std::function<void(std::vector<responders::KnownProber>)> probe_pods;
   };
   /// What every probe kind goes through before the scheduler gets it (App::BoundedRun::wrap).
   using Wrap =
@@ -76,10 +78,11 @@ class ProbeLoop {
   // peers.kubernetes.
   std::vector<topology::Peer> Discovered(const topology::Self& self,
                                          const config::Config& next) const;
-  // ResponderHooks::probe_pods' list: the static peers' addresses of `next`, then every ready
-  // endpoint of the last synced snapshot with peers.kubernetes (self included, and both Pods of
-  // a node during a rollout, where Discovered() keeps one).
-  std::vector<boost::asio::ip::address> ProbePodAddresses(const config::Config& next) const;
+  // ResponderHooks::probe_pods' list: the static peers of `next`, then every ready endpoint of
+  // the last synced snapshot with peers.kubernetes (self included, and both Pods of a node
+  // during a rollout, where Discovered() keeps one), classified from `self`.
+  std::vector<responders::KnownProber> ProbePods(const config::Config& next,
+                                                 const topology::Self& self) const;
   // The peers of `self` under `next` (topology::ComposePeers): the static ones and the
   // `discovered` endpoints (Discovered) as candidates.
   topology::Composition PeersFor(const topology::Self& self, const config::Config& next,

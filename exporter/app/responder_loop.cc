@@ -25,6 +25,10 @@ constexpr int kAuthWorkerNice = 19;
 constexpr auto kReloadInterval = std::chrono::seconds(1);
 constexpr std::size_t kMaxReloadWaiting = 16;
 
+// podnet_responder_probers is rewritten this often: a fraction of its 5-minute window, and
+// cheap (one pass over the known probe Pods).
+constexpr auto kProberPublishInterval = std::chrono::seconds(15);
+
 // What stays plain HTTP and open with a web configuration: the peers' latency target (its RTT
 // must not include a TLS handshake or a bcrypt check) and the kubelet's probes.
 bool OpenPath(const std::string& path) {
@@ -83,7 +87,8 @@ ResponderLoop::ResponderLoop(metrics::Metrics& metrics, std::shared_ptr<const we
       http_echo_answered_(responders::ResponderRequests(metrics.registry())
                               .Add({{"responder", "http_echo"}, {"result", "answered"}})),
       reload_pacer_(io_, kReloadInterval, kMaxReloadWaiting,
-                    [this](ReloadPacer::Batch batch) { control_.reload(std::move(batch)); }) {
+                    [this](ReloadPacer::Batch batch) { control_.reload(std::move(batch)); }),
+      probers_(metrics.registry()) {
   if (web_ && !web_->users.empty()) SetUpAuth(metrics.registry());
   // The HTTP server's own reasons are in the same family (responders/http_server.h).
   reload_refused_ = &responders::ResponderDropped(metrics.registry())
@@ -91,6 +96,19 @@ ResponderLoop::ResponderLoop(metrics::Metrics& metrics, std::shared_ptr<const we
 }
 
 ResponderLoop::~ResponderLoop() { Shutdown(); }
+
+void ResponderLoop::Start() {
+  boost::asio::post(io_, [this] { PublishProbers(); });
+  thread_.Start();
+}
+
+void ResponderLoop::PublishProbers() {
+  probers_.Publish(std::chrono::steady_clock::now());
+  probers_timer_.expires_after(kProberPublishInterval);
+  probers_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) PublishProbers();
+  });
+}
 
 void ResponderLoop::SetUpAuth(prometheus::Registry& registry) {
   web::AuthLimits limits;
@@ -143,6 +161,7 @@ bool ResponderLoop::Bind(const config::Config& config, const net::HostPort& list
              [&] {
                udp_echo_ = std::make_unique<responders::UdpEchoResponder>(
                    io_, config.udp_echo_listen_address, metrics_.registry());
+               udp_echo_->SetHeardHook(ProberHeardHook());
                return udp_echo_->port();
              }) &&
       (!config.burst_responder ||
@@ -157,7 +176,8 @@ bool ResponderLoop::Bind(const config::Config& config, const net::HostPort& list
                     Listen("gRPC health", "responders.grpc.listen_address",
                            *config.grpc_listen_address, [&] {
                              grpc_health_ = std::make_unique<responders::GrpcHealthServer>(
-                                 *config.grpc_listen_address, metrics_.registry());
+                                 *config.grpc_listen_address, metrics_.registry(),
+                                 responders::GrpcConnectionLimits{}, ProberHeardHook());
                              return grpc_health_->port();
                            }));
 #endif
@@ -178,13 +198,25 @@ void ResponderLoop::SetIdentity(const std::string& node, const std::string& zone
     echo_identity_headers_ = {{std::string(proto::echo::kNodeHeader), node},
                               {std::string(proto::echo::kZoneHeader), zone}};
     if (udp_echo_) udp_echo_->SetIdentity(node, zone);
+    probers_.SetSelf(node, zone);
   });
 }
 
-void ResponderLoop::AdmitBurstSources(std::vector<boost::asio::ip::address> sources) {
-  boost::asio::post(io_, [this, sources = std::move(sources)]() mutable {
-    if (burst_) burst_->AdmitSources(std::move(sources));
+void ResponderLoop::SetProbePods(std::vector<responders::KnownProber> pods) {
+  boost::asio::post(io_, [this, pods = std::move(pods)] {
+    probers_.SetProbers(pods);
+    if (!burst_) return;
+    std::vector<boost::asio::ip::address> sources;
+    sources.reserve(pods.size());
+    for (const auto& p : pods) sources.push_back(p.address);
+    burst_->AdmitSources(std::move(sources));
   });
+}
+
+responders::HeardHook ResponderLoop::ProberHeardHook() {
+  return [this](const boost::asio::ip::address& source) {
+    probers_.Heard(source, std::chrono::steady_clock::now());
+  };
 }
 
 void ResponderLoop::ReloadFinished() {
@@ -271,6 +303,7 @@ void ResponderLoop::RouteAuthorized(responders::HttpRequest req, std::string pat
   // What peers and the kubelet time is answered here, from constants and atomics only.
   if (path == "/echo" && (get || req.method == "POST")) {
     http_echo_answered_.Increment();
+    probers_.Heard(req.remote, std::chrono::steady_clock::now());
     responders::HttpResponse echo{200, "text/plain; charset=utf-8", kEchoBody};
     echo.headers = echo_identity_headers_;
     respond(std::move(echo));

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "exporter/responders/burst_server.h"
 #include "exporter/responders/grpc_health.h"
 #include "exporter/responders/http_server.h"
+#include "exporter/responders/prober_tally.h"
 #include "exporter/responders/udp_echo.h"
 #include "exporter/runtime/bounded_worker.h"
 #include "exporter/web/auth_gate.h"
@@ -31,9 +33,10 @@ namespace podnet::app {
 /// It owns the HTTP server's sockets and routing, the UDP echo responder, the identity every
 /// answer carries, the basic auth gate and the /-/reload pacer; /echo, /-/healthy, /-/ready
 /// and / are answered on it at once, the rest goes to the control loop (ControlHooks) and the
-/// finished response comes back here. It also owns the burst and gRPC health responders, which
-/// run on threads of their own. Other threads reach it through SetIdentity and ReloadFinished
-/// (each posts to the loop) and SetReady (an atomic).
+/// finished response comes back here. It keeps the coverage tally (responders::ProberTally)
+/// that the UDP echo, HTTP /echo and gRPC health responders feed. It also owns the burst and gRPC
+/// health responders, which run on threads of their own. Other threads reach it through SetIdentity
+/// and ReloadFinished (each posts to the loop) and SetReady (an atomic).
 class ResponderLoop {
  public:
   /// How the responder loop hands work to the control loop; each call posts there.
@@ -58,7 +61,7 @@ class ResponderLoop {
   bool Bind(const config::Config& config, const net::HostPort& listen, std::string_view listen_key,
             std::shared_ptr<web::TlsContextSource> tls);
   /// Runs the loop on its thread. Stop() is thread-safe.
-  void Start() { thread_.Start(); }
+  void Start();
   void Stop() { io_.stop(); }
   /// Stops the loop and waits for it, then closes the HTTP and UDP echo listeners (no peer is
   /// answered by a half-torn-down server).
@@ -67,9 +70,9 @@ class ResponderLoop {
   /// Thread-safe, posted: who answers, in every /echo response (proto/echo.h: kNodeHeader,
   /// kZoneHeader) and UDP echo reply.
   void SetIdentity(const std::string& node, const std::string& zone);
-  /// Thread-safe, posted: the sources the burst responder admits from now on
-  /// (BurstResponder::AdmitSources); nothing without one.
-  void AdmitBurstSources(std::vector<boost::asio::ip::address> sources);
+  /// Thread-safe, posted: the probe Pods from now on: the sources the burst responder admits
+  /// (BurstResponder::AdmitSources) and those whose requests count as coverage (ProberTally).
+  void SetProbePods(std::vector<responders::KnownProber> pods);
   /// Thread-safe, posted: the reload ControlHooks::reload began is over.
   void ReloadFinished();
   /// Thread-safe (an atomic): whether /-/ready answers "Ready." at once; when not, the control
@@ -88,6 +91,10 @@ class ResponderLoop {
   // Route's part after the TLS and basic auth checks.
   void RouteAuthorized(responders::HttpRequest req, std::string path,
                        responders::HttpRespond respond);
+  // What the UDP echo and gRPC health responders call for each request served: probers_.Heard.
+  responders::HeardHook ProberHeardHook();
+  // Writes podnet_responder_probers now and every kProberPublishInterval after.
+  void PublishProbers();
   // Queues a /-/reload request (reload_pacer_), or refuses it when too many wait.
   void RequestReload(responders::HttpRespond respond);
   // The auth gate, its worker and podnet_web_auth_failures_total, for basic_auth_users.
@@ -114,6 +121,9 @@ class ResponderLoop {
   // Set from the effective self by the probe loop (SetIdentity).
   std::vector<std::pair<std::string, std::string>> echo_identity_headers_;
   std::atomic<bool> ready_{false};
+  // Coverage: the probe Pods heard by the UDP echo, HTTP /echo and gRPC health responders.
+  responders::ProberTally probers_;
+  boost::asio::steady_timer probers_timer_{io_};
 
   std::unique_ptr<responders::HttpServer> http_;
   std::unique_ptr<responders::UdpEchoResponder> udp_echo_;

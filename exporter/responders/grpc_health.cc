@@ -194,10 +194,17 @@ struct GrpcHealthServer::Impl final : CallTracker {
     int fd;
     int copy;
     int calls = 0;  // alive, as the interceptors report
+    boost::asio::ip::address source;
   };
 
-  Impl(const net::HostPort& listen, prometheus::Registry& registry, const GrpcConnectionLimits& l)
-      : counters(registry), limits(l), acceptor(io), pause(io), slots(l) {
+  Impl(const net::HostPort& listen, prometheus::Registry& registry, const GrpcConnectionLimits& l,
+       HeardHook heard_hook)
+      : counters(registry),
+        limits(l),
+        heard(std::move(heard_hook)),
+        acceptor(io),
+        pause(io),
+        slots(l) {
     tcp::endpoint ep(listen.address, listen.port);
     acceptor.open(ep.protocol());
     acceptor.set_option(boost::asio::socket_base::reuse_address(true));
@@ -267,7 +274,7 @@ struct GrpcHealthServer::Impl final : CallTracker {
       // Descriptor numbers are reused at once: one still on record is a connection gRPC closed.
       if (auto old = by_fd.find(fd); old != by_fd.end()) Forget(old->second, now);
       slots.Add(id, remote.address(), now);
-      connections.emplace(id, Connection{fd, copy});
+      connections.emplace(id, Connection{fd, copy, 0, remote.address()});
       by_fd[fd] = id;
       // What it sent before gRPC reads anything (a flood may be queued already) counts first.
       if (!Look(id, now)) {  // over its source's budget already: never gRPC's
@@ -390,15 +397,22 @@ struct GrpcHealthServer::Impl final : CallTracker {
   // CallTracker, on gRPC's threads. While a call is alive its connection's descriptor stays
   // open (the call holds the transport, which closes it last), so "fd:N" is that connection.
   std::uint64_t CallStarted(int fd) override {
-    std::lock_guard lock(mu);
-    auto f = by_fd.find(fd);
-    if (f == by_fd.end()) return 0;
-    const Id id = f->second;
-    if (++connections.at(id).calls > limits.max_calls_per_connection) {
-      too_many_calls.push_back(id);  // closed by the guard, which owns the descriptors
-      const std::uint64_t one = 1;
-      (void)!::write(wake, &one, sizeof one);
+    boost::asio::ip::address source;
+    Id id = 0;
+    {
+      std::lock_guard lock(mu);
+      auto f = by_fd.find(fd);
+      if (f == by_fd.end()) return 0;
+      id = f->second;
+      Connection& c = connections.at(id);
+      source = c.source;
+      if (++c.calls > limits.max_calls_per_connection) {
+        too_many_calls.push_back(id);  // closed by the guard, which owns the descriptors
+        const std::uint64_t one = 1;
+        (void)!::write(wake, &one, sizeof one);
+      }
     }
+    if (heard) heard(source);
     return id;
   }
   void CallAnswered(std::uint64_t id) override {
@@ -421,6 +435,7 @@ struct GrpcHealthServer::Impl final : CallTracker {
 
   GrpcCounters counters;  // before server: the server's interceptors use it until it is gone
   const GrpcConnectionLimits limits;
+  const HeardHook heard;  // on gRPC's threads, outside mu
   // Answers UNIMPLEMENTED to every other method. Also what makes this a callback server:
   // gRPC 1.51's builder refuses a server with neither a sync/callback method nor a polled
   // completion queue, and it only adds the default health service after that check.
@@ -448,8 +463,8 @@ struct GrpcHealthServer::Impl final : CallTracker {
 };
 
 GrpcHealthServer::GrpcHealthServer(const net::HostPort& listen, prometheus::Registry& registry,
-                                   const GrpcConnectionLimits& limits)
-    : impl_(std::make_unique<Impl>(listen, registry, limits)) {
+                                   const GrpcConnectionLimits& limits, HeardHook heard)
+    : impl_(std::make_unique<Impl>(listen, registry, limits, std::move(heard))) {
   port_ = impl_->acceptor.local_endpoint().port();
   ::grpc::EnableDefaultHealthCheckService(true);
   ::grpc::ServerBuilder builder;  // no listening port: connections come from Impl::Admit

@@ -7,6 +7,7 @@
 
 #include "exporter/net/address.h"
 #include "exporter/responders/connection_slots.h"
+#include "exporter/responders/prober_tally.h"
 
 namespace podnet::responders {
 
@@ -98,8 +99,9 @@ class GrpcHealthServer {
   /// error, not a shared one) and starts serving. Throws boost::system::system_error with the
   /// kernel's reason when the address cannot be bound, std::runtime_error when gRPC does not
   /// start. Series: see the class.
+  /// `heard` is called, on gRPC's threads, with the source of every call (ProberTally).
   GrpcHealthServer(const net::HostPort& listen, prometheus::Registry& registry,
-                   const GrpcConnectionLimits& limits = {});
+                   const GrpcConnectionLimits& limits = {}, HeardHook heard = {});
   ~GrpcHealthServer();  // stops accepting, shuts down (in-flight calls get a short grace period)
 
   std::uint16_t port() const { return port_; }

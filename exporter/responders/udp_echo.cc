@@ -61,6 +61,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   }
   std::uint16_t port() const { return socket_.local_endpoint().port(); }
   void SetIdentity(proto::echo::Identity identity) { identity_ = std::move(identity); }
+  void SetHeardHook(HeardHook heard) { heard_ = std::move(heard); }
 
  private:
   void Wait() {
@@ -133,6 +134,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
         continue;
       }
       answered_->Increment();
+      if (heard_) heard_(from.address());
     }
   }
 
@@ -191,6 +193,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(65536);
   EchoLimiter limiter_;
   std::optional<proto::echo::Identity> identity_;
+  HeardHook heard_;
   prometheus::Counter* answered_;
   ResponderDrop malformed_;  // not a podnet request: result "ignored", reason "malformed"
   ResponderDrop rate_limited_;
@@ -216,5 +219,7 @@ std::uint16_t UdpEchoResponder::port() const { return impl_->port(); }
 void UdpEchoResponder::SetIdentity(std::string node, std::string zone) {
   impl_->SetIdentity({std::move(node), std::move(zone)});
 }
+
+void UdpEchoResponder::SetHeardHook(HeardHook heard) { impl_->SetHeardHook(std::move(heard)); }
 
 }  // namespace podnet::responders

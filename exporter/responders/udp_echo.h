@@ -8,6 +8,7 @@
 
 #include "exporter/net/address.h"
 #include "exporter/responders/echo_limiter.h"
+#include "exporter/responders/prober_tally.h"
 
 namespace podnet::responders {
 
@@ -51,6 +52,9 @@ class UdpEchoResponder {
   /// topology::Self: node, and the zone configured or read from the Node). Until it is called,
   /// replies carry no identity. On the responder's loop, or before it runs.
   void SetIdentity(std::string node, std::string zone);
+  /// Called with the source of every request answered (ProberTally); none by default. On the
+  /// responder's loop, or before it runs.
+  void SetHeardHook(HeardHook heard);
 
  private:
   class Impl;

@@ -729,7 +729,12 @@ def hostile_http_clients(exe, tmp, peers=1000, slow=140, hoarders=127):
     for i in range(peers):
         text += ("    - { name: peer-%04d, address: 127.1.%d.%d, node: node-%04d, zone: z%d }\n"
                  % (i, i // 250, i % 250 + 1, i, i % 3))
-    text += "probes:\n  rtt: { protocol: udp, interval: 60s, count: 1, timeout: 200ms }\n"
+    # Histograms per peer: a body of several MB, larger than the most the kernel takes into one
+    # socket's send buffer (tcp_wmem's maximum), so that a response nobody reads stays held by
+    # the exporter until the budget refuses the next ones. With a smaller body the kernel can
+    # take each response whole as fast as they are asked for, and nothing is refused.
+    text += ("metrics: { per_peer_histograms: true }\n"
+             "probes:\n  rtt: { protocol: udp, interval: 60s, count: 1, timeout: 200ms }\n")
     cfg = os.path.join(tmp, "hostile-http.yaml")
     with open(cfg, "w") as f:
         f.write(text)
@@ -744,6 +749,10 @@ def hostile_http_clients(exe, tmp, peers=1000, slow=140, hoarders=127):
         time.sleep(1)
         body = get(base + "/metrics")[1]
         rss0 = rss_bytes(p.pid)
+        with open("/proc/sys/net/ipv4/tcp_wmem") as f:
+            send_buffer_max = int(f.read().split()[2])
+        check(len(body) > send_buffer_max, "the test's /metrics body (%.1f MB) is larger than a "
+              "socket's send buffer can grow (%.1f MB)" % (len(body) / 1e6, send_buffer_max / 1e6))
         # Slow clients: more than the 128 connection slots, each mid-request, from 10 addresses
         # (one holds at most 16); the probe comes from another.
         for i in range(slow):

@@ -17,6 +17,8 @@ then, scored by tests/lib/campaign.py on what the webhook receiver logged:
      PODNET_LAB_DRAIN_S=0 shows this check fail), no RTT echo request lost (from the raw
      samples, a torn scrape at either end dropped: campaign.rtt_sent_lost) and no new `peer`
      value;
+  0. before the faults, every node reached by >= 3 probe Pods from >= 2 zones, as the nodes'
+     responders count them (podnet_responder_probers);
   4. every recording rule that reads the cluster DNS replicas (discovered through the
      EndpointSlices of kube-dns: lab_obs_test's lab has none) has data, one series per replica
      where it is per replica.
@@ -79,6 +81,23 @@ def main():
                 return (healthy >= args.nodes * 2
                         and healthy >= 0.9 * len(fl.promql("node_pair:podnet_path_bad:bool")))
             labkit.wait_for(judged, 60, "90 % of the probed node pairs judged healthy", step=1)
+            # Coverage from each node's own side (podnet_responder_probers): every node reached
+            # by >= 3 probe Pods from >= 2 zones.
+            def coverage():
+                probers = {r["metric"].get("peer_node"): float(r["value"][1])
+                           for r in fl.promql("peer_node:podnet_probers:count")}
+                zones = {r["metric"].get("peer_node"): float(r["value"][1]) for r in fl.promql(
+                    "count by (peer_node) (count by (peer_node, source_zone)"
+                    " (podnet_responder_probers > 0))")}
+                return probers, zones
+            labkit.wait_for(lambda: len([n for n, v in coverage()[0].items() if v >= 3])
+                            >= args.nodes, 60, "every node reached by 3 probe Pods", step=1)
+            probers, zones = coverage()
+            check(len(probers) == args.nodes and min(probers.values()) >= 3
+                  and min(zones.get(n, 0) for n in probers) >= 2,
+                  "coverage: %d nodes report it; probe Pods per node min %s, zones min %s"
+                  % (len(probers), min(probers.values(), default=None),
+                     min((zones.get(n, 0) for n in probers), default=None)))
             for kind in ("node_blackhole", "zone_cut"):
                 c.trial(kind, len(c.trials) + 1, 2)
                 t = c.trials[-1]

@@ -23,6 +23,7 @@
 #include "exporter/config/metric_families.h"
 #include "exporter/discovery/kubernetes/discovery.h"
 #include "exporter/metrics/metrics.h"
+#include "exporter/responders/prober_tally.h"
 #include "exporter/responders/responder_metrics.h"
 #include "exporter/scheduler/scheduler.h"
 #include "tests/unit/testing/ci.h"
@@ -258,7 +259,7 @@ std::string ReadAll(const std::string& path) {
 
 // The families a registry holds once the exporter's own objects made their series: a fresh
 // Metrics (build info, reload, peers, process), the scheduler's, Kubernetes discovery's and the
-// responders'.
+// responders' (the coverage tally's too).
 std::map<std::string, std::string> OwnFamilies() {
   metrics::Metrics metrics;
   metrics.probe_errors().Add({{"probe", "rtt"}, {"reason", "socket"}});
@@ -268,6 +269,10 @@ std::map<std::string, std::string> OwnFamilies() {
   discovery.lists("endpointslices");
   responders::ResponderRequests(metrics.registry()).Add({{"responder", "udp_echo"}});
   responders::ResponderDropped(metrics.registry()).Add({{"responder", "udp_echo"}});
+  responders::ProberTally probers(metrics.registry());
+  probers.SetSelf("n", "z");
+  probers.SetProbers({{boost::asio::ip::make_address("10.0.0.1"), "z", "same_zone"}});
+  probers.Publish(responders::ProberTally::Clock::now());
   scheduler::SchedulerMetrics scheduler(metrics.registry());
   scheduler.skipped("rtt");
   scheduler.start_delay("rtt");
