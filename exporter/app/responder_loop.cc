@@ -205,6 +205,7 @@ void ResponderLoop::SetIdentity(const std::string& node, const std::string& zone
 void ResponderLoop::SetProbePods(std::vector<responders::KnownProber> pods) {
   boost::asio::post(io_, [this, pods = std::move(pods)] {
     probers_.SetProbers(pods);
+    probers_.Publish(std::chrono::steady_clock::now());  // a new zone's series at once
     if (!burst_) return;
     std::vector<boost::asio::ip::address> sources;
     sources.reserve(pods.size());

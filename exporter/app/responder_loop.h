@@ -71,7 +71,8 @@ class ResponderLoop {
   /// kZoneHeader) and UDP echo reply.
   void SetIdentity(const std::string& node, const std::string& zone);
   /// Thread-safe, posted: the probe Pods from now on: the sources the burst responder admits
-  /// (BurstResponder::AdmitSources) and those whose requests count as coverage (ProberTally).
+  /// (BurstResponder::AdmitSources) and those whose requests count as coverage (ProberTally,
+  /// published at once and every 15 s).
   void SetProbePods(std::vector<responders::KnownProber> pods);
   /// Thread-safe, posted: the reload ControlHooks::reload began is over.
   void ReloadFinished();

@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -139,6 +140,26 @@ std::unique_ptr<App> MakeApp(const std::string& path, const std::string& kubecon
   options.kubeconfig = kubeconfig;
   return std::make_unique<App>(options, loaded.config);
 }
+
+// An App whose peers.kubernetes Service the fake API server lists as `list` (ListJson), its
+// HTTP server and UDP echo responder on a free loopback port; `config` gives the configuration
+// file for that port. `app` is nullptr (and the test failed) when the file does not load.
+struct DiscoveredApp {
+  DiscoveredApp(std::string list, const std::function<std::string(std::uint16_t)>& config)
+      : slices(std::move(list)),
+        server([this](const FakeRequest& r) { return slices(r); }),
+        kubeconfig(WriteKubeconfig(dir, server.port(), "{token: t}")),
+        port(FreePort()) {
+    EXPECT_NE(port, 0);
+    app = MakeApp(dir.Write("podnet.yaml", config(port)), kubeconfig);
+  }
+  ServiceSlices slices;
+  FakeApiServer server;
+  TempDir dir;
+  std::string kubeconfig;
+  std::uint16_t port;
+  std::unique_ptr<App> app;
+};
 
 // Runs App::Run on a thread; stops and joins it however the test ends.
 class Running {
@@ -685,24 +706,21 @@ TEST(AppDiscoveryTest, APodInASliceWithoutTheBurstPortIsNeverBurstTo) {
     for (const auto& n : names) slice["ports"].push_back({{"name", n}, {"port", 1}});
     return slice;
   };
-  ServiceSlices slices(ListJson(
-      "100", {with_ports(SliceJson("podnet-abc12", "99",
-                                   {EndpointJson("podnet-s", "127.0.0.1", "node-s", "zone-a"),
-                                    EndpointJson("podnet-c1", "127.0.0.3", "node-c1", "zone-c")}),
-                         {"http", "burst"}),
-              with_ports(SliceJson("podnet-pool1", "99",
-                                   {EndpointJson("podnet-b1", "127.0.0.2", "node-b1", "zone-b")}),
-                         {"http"})}));
-  FakeApiServer server([&](const FakeRequest& r) { return slices(r); });
-  TempDir dir;
-  std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{token: t}");
-  std::uint16_t port = FreePort();
-  ASSERT_NE(port, 0);
-  std::string config_path = dir.Write(
-      "podnet.yaml", CoordinatedBurstConfig("{name: podnet-s, node: node-s, zone: zone-a}", port,
-                                            burst_responders.port));
-  auto app = MakeApp(config_path, kubeconfig);
-  ASSERT_TRUE(app);
+  DiscoveredApp d(
+      ListJson("100",
+               {with_ports(SliceJson("podnet-abc12", "99",
+                                     {EndpointJson("podnet-s", "127.0.0.1", "node-s", "zone-a"),
+                                      EndpointJson("podnet-c1", "127.0.0.3", "node-c1", "zone-c")}),
+                           {"http", "burst"}),
+                with_ports(SliceJson("podnet-pool1", "99",
+                                     {EndpointJson("podnet-b1", "127.0.0.2", "node-b1", "zone-b")}),
+                           {"http"})}),
+      [&](std::uint16_t port) {
+        return CoordinatedBurstConfig("{name: podnet-s, node: node-s, zone: zone-a}", port,
+                                      burst_responders.port);
+      });
+  ASSERT_TRUE(d.app);
+  App* app = d.app.get();
   auto& registry = app->metrics().registry();
   auto rounds = [&] {
     auto h = podnet::testing::FindSeries(registry, "podnet_probe_round_start_delay_seconds",
@@ -733,6 +751,18 @@ TEST(AppDiscoveryTest, APodInASliceWithoutTheBurstPortIsNeverBurstTo) {
   }
 }
 
+// The App's configuration for the probe Pods the fake API server lists, no probe on: this Pod
+// podnet-s on node-s in zone-a, HTTP and UDP echo on `port`, and `responders` (YAML: more
+// entries of the responders map, e.g. a burst responder).
+std::string ProbePodsConfig(std::uint16_t port, const std::string& responders = "") {
+  const std::string p = std::to_string(port);
+  return "listen_address: \"127.0.0.1:" + p +
+         "\"\nself: {name: podnet-s, node: node-s, zone: zone-a}\n"
+         "responders: {udp_echo: {listen_address: \"127.0.0.1:" +
+         p + "\"}" + (responders.empty() ? "" : ", " + responders) +
+         "}\npeers:\n  kubernetes: {namespace: podnet, service: podnet, port: " + p + "}\n";
+}
+
 // The burst responder admits the probe Pods discovery lists (clients: probe_pods, the
 // default), follows the list when a Pod leaves, and closes any other source as it connects.
 // Sources: 127.0.0.1 is this Pod, 127.0.0.2 and .3 two discovered Pods of one node (a rollout
@@ -741,28 +771,17 @@ TEST(AppDiscoveryTest, TheBurstResponderAdmitsTheDiscoveredProbePodsOnly) {
   std::vector<json> endpoints = {EndpointJson("podnet-s", "127.0.0.1", "node-s", "zone-a"),
                                  EndpointJson("podnet-b", "127.0.0.2", "node-b", "zone-a"),
                                  EndpointJson("podnet-b2", "127.0.0.3", "node-b", "zone-a")};
-  ServiceSlices slices(ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)}));
-  FakeApiServer server([&](const FakeRequest& r) { return slices(r); });
-  TempDir dir;
-  std::string kubeconfig = WriteKubeconfig(dir, server.port(), "{token: t}");
-  std::uint16_t port = FreePort();
-  ASSERT_NE(port, 0);
   PodResponders free_port(1);  // a burst port free on 127.0.0.1, released for the App
   std::uint16_t burst_port = free_port.port;
   free_port.servers.clear();
   ASSERT_NE(burst_port, 0);
-  std::string p = std::to_string(port);
-  std::string config_path =
-      dir.Write("podnet.yaml",
-                "listen_address: \"127.0.0.1:" + p +
-                    "\"\nself: {name: podnet-s, node: node-s, zone: zone-a}\n"
-                    "responders: {udp_echo: {listen_address: \"127.0.0.1:" +
-                    p + "\"}, burst: {listen_address: \"127.0.0.1:" + std::to_string(burst_port) +
-                    "\"}}\npeers:\n  kubernetes: {namespace: podnet, service: podnet, "
-                    "port: " +
-                    p + "}\n");
-  auto app = MakeApp(config_path, kubeconfig);
-  ASSERT_TRUE(app);
+  DiscoveredApp d(
+      ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)}), [&](std::uint16_t port) {
+        return ProbePodsConfig(
+            port, "burst: {listen_address: \"127.0.0.1:" + std::to_string(burst_port) + "\"}");
+      });
+  ASSERT_TRUE(d.app);
+  App* app = d.app.get();
   auto& registry = app->metrics().registry();
   // One control connection from `source` that sends a cookie: true when the responder asks for
   // the parameters (PARAM_EXCHANGE, 9), false when it closes the connection.
@@ -796,12 +815,74 @@ TEST(AppDiscoveryTest, TheBurstResponderAdmitsTheDiscoveredProbePodsOnly) {
   EXPECT_FALSE(admitted("127.0.0.9"));
   EXPECT_EQ(refused(), before + 1);
   // podnet-b and podnet-b2 leave the Service: from now on their addresses are strangers'.
-  std::shared_ptr<FakeStream> w = slices.Latest();
+  std::shared_ptr<FakeStream> w = d.slices.Latest();
   ASSERT_TRUE(w);
   w->Push(EventJson("MODIFIED", SliceJson("podnet-abc12", "101", {endpoints[0]})));
   EXPECT_TRUE(Eventually([&] { return !admitted("127.0.0.2"); }, 3000ms));
   EXPECT_FALSE(admitted("127.0.0.3"));
   EXPECT_TRUE(admitted("127.0.0.1"));
+  EXPECT_EQ(running.Join(), 0);
+}
+
+// Coverage from this node's side, in the whole App: the probe Pods discovery lists whose
+// requests reached the responders are counted by their zone and path class
+// (podnet_responder_probers); a stranger's are not. 127.0.0.1 is this Pod, .2 a Pod of its zone
+// that sends /echo and UDP echo requests, .3 one of zone-b that sends nothing, .9 a stranger.
+TEST(AppDiscoveryTest, TheRespondersCountTheProbePodsTheyHear) {
+  std::vector<json> endpoints = {EndpointJson("podnet-s", "127.0.0.1", "node-s", "zone-a"),
+                                 EndpointJson("podnet-a", "127.0.0.2", "node-a", "zone-a"),
+                                 EndpointJson("podnet-b", "127.0.0.3", "node-b", "zone-b")};
+  DiscoveredApp d(ListJson("100", {SliceJson("podnet-abc12", "99", endpoints)}),
+                  [](std::uint16_t port) { return ProbePodsConfig(port); });
+  ASSERT_TRUE(d.app);
+  auto& registry = d.app->metrics().registry();
+  // One /echo request from `source`; true when it was answered.
+  auto echo = [&](const std::string& source) {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket s(io);
+    boost::system::error_code ec;
+    s.open(boost::asio::ip::tcp::v4(), ec);
+    s.bind({boost::asio::ip::make_address(source), 0}, ec);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), d.port}, ec);
+    if (ec) return false;
+    const std::string req = "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    boost::asio::write(s, boost::asio::buffer(req), ec);
+    timeval tv{2, 0};
+    setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    std::string got(64, '\0');
+    std::size_t n = s.read_some(boost::asio::buffer(got), ec);
+    return n > 12 && got.compare(0, 12, "HTTP/1.1 200") == 0;
+  };
+  auto probers = [&](const std::string& zone, const std::string& path_class) {
+    auto m = podnet::testing::FindSeries(
+        registry, "podnet_responder_probers",
+        {{"peer_node", "node-s"}, {"source_zone", zone}, {"path_class", path_class}});
+    return m ? m->gauge.value : -1;
+  };
+  Running running(*d.app);
+  // Once discovery listed the Pods, the series are there, at 0.
+  ASSERT_TRUE(Eventually([&] { return probers("zone-b", "cross_zone") == 0; }, 5000ms));
+  EXPECT_EQ(probers("zone-a", "same_zone"), 0);
+  EXPECT_EQ(probers("zone-a", "same_node"), 0);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(echo("127.0.0.2"));
+    EXPECT_TRUE(echo("127.0.0.9"));
+  }
+  // Published at the next Reconcile (or within 15 s): a Pod joins zone-c.
+  std::shared_ptr<FakeStream> w = d.slices.Latest();
+  ASSERT_TRUE(w);
+  endpoints.push_back(EndpointJson("podnet-c", "127.0.0.4", "node-c", "zone-c"));
+  w->Push(EventJson("MODIFIED", SliceJson("podnet-abc12", "101", endpoints)));
+  EXPECT_TRUE(Eventually([&] { return probers("zone-c", "cross_zone") == 0; }, 3000ms));
+  EXPECT_EQ(probers("zone-a", "same_zone"), 1) << "podnet-a, three requests";
+  EXPECT_EQ(probers("zone-b", "cross_zone"), 0);
+  EXPECT_EQ(probers("zone-a", "same_node"), 0);
+  double total = 0;
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "podnet_responder_probers") continue;
+    for (const auto& m : family.metric) total += m.gauge.value;
+  }
+  EXPECT_EQ(total, 1) << "the stranger is not counted";
   EXPECT_EQ(running.Join(), 0);
 }
 
