@@ -14,7 +14,7 @@ using namespace std::chrono_literals;
 using boost::asio::ip::make_address;
 using Clock = ProberTally::Clock;
 
-const Clock::time_point kT0 = Clock::time_point{} + 1h;
+const Clock::time_point kFirstHeard = Clock::time_point{} + 1h;
 constexpr char kName[] = "podnet_responder_probers";
 
 // Two probers in this Pod's zone "a" (one on its node), three in zone "b".
@@ -44,12 +44,12 @@ class ProberTallyTest : public ::testing::Test {
 
 TEST_F(ProberTallyTest, CountsDistinctProbersPerZoneAndPathClass) {
   // One prober heard many times counts once; a stranger and an ad-hoc client count nothing.
-  for (int i = 0; i < 100; ++i) tally_.Heard(make_address("10.1.0.1"), kT0 + i * 1ms);
-  tally_.Heard(make_address("10.1.0.3"), kT0);
-  tally_.Heard(make_address("10.0.0.1"), kT0);
-  tally_.Heard(make_address("192.0.2.9"), kT0);
-  tally_.Heard(make_address("::ffff:10.0.0.2"), kT0);  // IPv4-mapped: the same prober
-  tally_.Publish(kT0 + 1s);
+  for (int i = 0; i < 100; ++i) tally_.Heard(make_address("10.1.0.1"), kFirstHeard + i * 1ms);
+  tally_.Heard(make_address("10.1.0.3"), kFirstHeard);
+  tally_.Heard(make_address("10.0.0.1"), kFirstHeard);
+  tally_.Heard(make_address("192.0.2.9"), kFirstHeard);
+  tally_.Heard(make_address("::ffff:10.0.0.2"), kFirstHeard);  // IPv4-mapped: the same prober
+  tally_.Publish(kFirstHeard + 1s);
   EXPECT_EQ(Probers("b", "cross_zone"), 2);
   EXPECT_EQ(Probers("a", "same_zone"), 1);
   EXPECT_EQ(Probers("a", "same_node"), 1);
@@ -58,51 +58,51 @@ TEST_F(ProberTallyTest, CountsDistinctProbersPerZoneAndPathClass) {
 }
 
 TEST_F(ProberTallyTest, AZoneNobodyWasHeardFromIsZeroNotAbsent) {
-  tally_.Heard(make_address("10.0.0.2"), kT0);
-  tally_.Publish(kT0);
+  tally_.Heard(make_address("10.0.0.2"), kFirstHeard);
+  tally_.Publish(kFirstHeard);
   EXPECT_EQ(Probers("b", "cross_zone"), 0);
   EXPECT_EQ(Probers("a", "same_zone"), 1);
 }
 
 TEST_F(ProberTallyTest, AProberOutOfTheWindowNoLongerCounts) {
-  tally_.Heard(make_address("10.1.0.1"), kT0);
-  tally_.Heard(make_address("10.1.0.2"), kT0 + 200s);
-  tally_.Publish(kT0 + 300s);
+  tally_.Heard(make_address("10.1.0.1"), kFirstHeard);
+  tally_.Heard(make_address("10.1.0.2"), kFirstHeard + 200s);
+  tally_.Publish(kFirstHeard + 300s);
   EXPECT_EQ(Probers("b", "cross_zone"), 2);
-  tally_.Publish(kT0 + 301s);
+  tally_.Publish(kFirstHeard + 301s);
   EXPECT_EQ(Probers("b", "cross_zone"), 1);
-  tally_.Publish(kT0 + 501s);
+  tally_.Publish(kFirstHeard + 501s);
   EXPECT_EQ(Probers("b", "cross_zone"), 0);
 }
 
 TEST_F(ProberTallyTest, ANewListKeepsWhenProbersWereHeardAndDropsGoneGroups) {
-  tally_.Heard(make_address("10.1.0.1"), kT0);
-  tally_.Heard(make_address("10.0.0.1"), kT0);
-  tally_.Publish(kT0);
+  tally_.Heard(make_address("10.1.0.1"), kFirstHeard);
+  tally_.Heard(make_address("10.0.0.1"), kFirstHeard);
+  tally_.Publish(kFirstHeard);
   ASSERT_EQ(Probers("a", "same_node"), 1);
   // The Pod on this node left (a rollout's old Pod); 10.1.0.1 stays, a new zone appears.
   auto next = Fleet();
   next.erase(next.begin());
   next.push_back({make_address("10.2.0.1"), "c", "cross_zone"});
   tally_.SetProbers(next);
-  tally_.Publish(kT0 + 1s);
+  tally_.Publish(kFirstHeard + 1s);
   EXPECT_EQ(Probers("a", "same_node"), -1) << "a group without probe Pods has no series";
   EXPECT_EQ(Probers("b", "cross_zone"), 1);
   EXPECT_EQ(Probers("c", "cross_zone"), 0);
   // A prober that left is not counted when it is heard again, as a stranger.
-  tally_.Heard(make_address("10.0.0.1"), kT0 + 2s);
-  tally_.Publish(kT0 + 2s);
+  tally_.Heard(make_address("10.0.0.1"), kFirstHeard + 2s);
+  tally_.Publish(kFirstHeard + 2s);
   EXPECT_EQ(Probers("a", "same_zone"), 0);
 }
 
 TEST_F(ProberTallyTest, ANewSelfMovesEverySeries) {
-  tally_.Heard(make_address("10.1.0.1"), kT0);
-  tally_.Publish(kT0);
+  tally_.Heard(make_address("10.1.0.1"), kFirstHeard);
+  tally_.Publish(kFirstHeard);
   tally_.SetSelf("node-a1", "a");  // unchanged: nothing removed
   EXPECT_EQ(Probers("b", "cross_zone"), 1);
   tally_.SetSelf("node-a2", "a");
   EXPECT_EQ(Probers("b", "cross_zone"), -1);
-  tally_.Publish(kT0);
+  tally_.Publish(kFirstHeard);
   EXPECT_EQ(Probers("b", "cross_zone", "node-a2"), 1);
 }
 
@@ -110,8 +110,8 @@ TEST(ProberTallyWithoutSelfTest, PublishesNothingUntilItKnowsWhoItIs) {
   prometheus::Registry registry;
   ProberTally tally(registry);
   tally.SetProbers(Fleet());
-  tally.Heard(make_address("10.1.0.1"), kT0);
-  tally.Publish(kT0);
+  tally.Heard(make_address("10.1.0.1"), kFirstHeard);
+  tally.Publish(kFirstHeard);
   EXPECT_FALSE(testing::FindSeries(registry, kName, {}).has_value());
   EXPECT_EQ(tally.window(), ProberTally::kDefaultWindow);
 }
@@ -125,12 +125,12 @@ TEST(ProberTallyThreadsTest, HeardFromManyThreadsBesidePublish) {
   std::vector<std::thread> threads;
   for (const auto& p : Fleet()) {
     threads.emplace_back([&tally, a = p.address] {
-      for (int i = 0; i < 1000; ++i) tally.Heard(a, kT0 + i * 1ms);
+      for (int i = 0; i < 1000; ++i) tally.Heard(a, kFirstHeard + i * 1ms);
     });
   }
-  for (int i = 0; i < 100; ++i) tally.Publish(kT0 + 2s);
+  for (int i = 0; i < 100; ++i) tally.Publish(kFirstHeard + 2s);
   for (auto& t : threads) t.join();
-  tally.Publish(kT0 + 2s);
+  tally.Publish(kFirstHeard + 2s);
   auto m = testing::FindSeries(registry, kName, {{"source_zone", "b"}});
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->gauge.value, 3);
