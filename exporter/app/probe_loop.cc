@@ -88,7 +88,12 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   // reload that changes self) reaches them here, before any probe of this Reconcile runs a
   // round.
   if (prev == nullptr || self_ != self) responders_.identity(self.node, self.zone);
-  responders_.probe_pods(ProbePods(*next, self));
+  // Most Reconciles (a resync, a Pod's readiness elsewhere) leave the probe Pods as they were:
+  // the responder loop rebuilds its tally and burst admission only on a change.
+  if (auto pods = ProbePods(*next, self); pods != probe_pods_) {
+    probe_pods_ = pods;
+    responders_.probe_pods(std::move(pods));
+  }
   probe_env_.metrics.SetPeers(peers);
   bool log = prev != next.get() || peers != peers_ || labels_changed;
   peers_ = std::move(peers);
@@ -113,10 +118,12 @@ std::vector<responders::KnownProber> ProbeLoop::ProbePods(const config::Config& 
     out.push_back({address, zone,
                    std::string(topology::PathClassName(topology::Classify(self, node, zone)))});
   };
-  for (const auto& p : next.static_peers) add(p.address, p.node, p.zone);
+  // Discovered first: an address that is also a static peer keeps the node and zone the
+  // EndpointSlice names (ProberTally keeps an address's first entry), not a static "unknown".
   if (next.kubernetes && discovered_.synced) {
     for (const auto& e : discovered_.endpoints) add(e.address, e.node, e.zone);
   }
+  for (const auto& p : next.static_peers) add(p.address, p.node, p.zone);
   return out;
 }
 

@@ -111,6 +111,7 @@ class ProbeLoop {
   scheduler::Scheduler scheduler_;
   std::shared_ptr<const config::Config> applied_;
   std::vector<topology::Peer> peers_;
+  std::vector<responders::KnownProber> probe_pods_;  // as last sent to the responders
   topology::Self self_;  // effective: config's self, zone from the Node when the config has none
   discovery::kubernetes::Snapshot discovered_;  // last snapshot posted by discovery
   std::vector<discovery::kubernetes::Endpoint> dns_discovered_;  // by the cluster DNS watch

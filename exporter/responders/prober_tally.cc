@@ -30,8 +30,11 @@ void ProberTally::SetSelf(const std::string& node, const std::string& zone) {
 }
 
 void ProberTally::SetProbers(const std::vector<KnownProber>& probers) {
+  // An address's first entry wins, and only kept entries make groups (series).
+  std::map<boost::asio::ip::address, const KnownProber*> kept;
+  for (const auto& p : probers) kept.emplace(net::Unmapped(p.address), &p);
   std::vector<Group> groups;
-  for (const auto& p : probers) groups.emplace_back(p.zone, p.path_class);
+  for (const auto& [address, p] : kept) groups.emplace_back(p->zone, p->path_class);
   std::sort(groups.begin(), groups.end());
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   auto index = [&](const KnownProber& p) {
@@ -42,10 +45,8 @@ void ProberTally::SetProbers(const std::vector<KnownProber>& probers) {
   {
     std::map<boost::asio::ip::address, Entry> next;
     std::lock_guard lock(mu_);
-    for (const auto& p : probers) {
-      auto address = net::Unmapped(p.address);
-      if (next.contains(address)) continue;
-      Entry e{index(p)};
+    for (const auto& [address, p] : kept) {
+      Entry e{index(*p)};
       if (auto old = probers_.find(address); old != probers_.end()) {
         e.heard = old->second.heard;
         e.ever = old->second.ever;

@@ -95,6 +95,18 @@ TEST_F(ProberTallyTest, ANewListKeepsWhenProbersWereHeardAndDropsGoneGroups) {
   EXPECT_EQ(Probers("a", "same_zone"), 0);
 }
 
+TEST_F(ProberTallyTest, ARepeatedAddressKeepsItsFirstEntryAndOnlyItsGroup) {
+  // A discovered probe Pod that is also a static peer without a zone: the first (discovered)
+  // entry names its zone; the static one's "unknown" group gets no series of its own.
+  auto next = Fleet();
+  next.push_back({make_address("::ffff:10.1.0.1"), "", "unknown"});
+  tally_.SetProbers(next);
+  tally_.Heard(make_address("10.1.0.1"), kFirstHeard);
+  tally_.Publish(kFirstHeard);
+  EXPECT_EQ(Probers("b", "cross_zone"), 1);
+  EXPECT_EQ(Probers("", "unknown"), -1);
+}
+
 TEST_F(ProberTallyTest, ANewSelfMovesEverySeries) {
   tally_.Heard(make_address("10.1.0.1"), kFirstHeard);
   tally_.Publish(kFirstHeard);
