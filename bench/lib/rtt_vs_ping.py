@@ -50,6 +50,16 @@ NODE_A_NS = PREFIX + "-node-a"
 TIME_RE = re.compile(r"icmp_seq=(\d+) .*time=([\d.]+) ms")
 
 
+
+def wait_done(p, what, timeout):
+    """Waits up to `timeout` s for `p` (started by labkit.start) to end, then reaps it.
+    Raises BenchBroken naming `what` when it does not end in time."""
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise B.BenchBroken("%s did not finish" % what)
+    K.stop(p)
+
 def client_config(args):
     lines = ["listen_address: \"127.0.0.1:%d\"" % PORT,
              "self: { name: client, node: node-a, zone: zone-a }",
@@ -62,6 +72,30 @@ def client_config(args):
     lines.append("  rtt: { protocol: icmp, interval: %s, count: %d, spacing: %s, timeout: %s }"
                  % (args.interval, args.count, args.spacing, args.timeout))
     return "\n".join(lines) + "\n"
+
+
+def lab_arguments(doc):
+    """The argument parser of a bench on this lab (its first line of `doc` as the description):
+    --exporter, --delayline and --lab-script; the bench adds its own."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--exporter")
+    ap.add_argument("--delayline", default=os.environ.get("PODNET_DELAYLINE") or
+                    os.path.join(B.REPO, "build", "tests", "podnet-lab-delayline"))
+    ap.add_argument("--lab-script", default=os.path.join(B.REPO, "tests", "lab", "lab.sh"))
+    return ap
+
+
+def lab_up(args, env, tmp):
+    """Brings the lab up (args.lab_script with `env`) and writes the client's configuration for
+    `args` in `tmp`; returns its path. Raises BenchBroken when the lab does not come up."""
+    r = subprocess.run([args.lab_script, "up"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0:
+        raise B.BenchBroken("lab up failed:\n%s%s" % (r.stdout, r.stderr))
+    cfg = os.path.join(tmp, "client.yaml")
+    with open(cfg, "w") as f:
+        f.write(client_config(args))
+    return cfg
 
 
 def scrape():
@@ -104,11 +138,7 @@ def run_pings(tmp, rnd, count, capture):
         started[name] = (p, path)
     rtts, lost = {}, {}
     for name, (p, path) in started.items():
-        try:
-            p.wait(timeout=deadline + 10)
-        except subprocess.TimeoutExpired:
-            raise B.BenchBroken("ping to %s did not finish" % name)
-        K.stop(p)
+        wait_done(p, "ping to %s" % name, deadline + 10)
         with open(path) as f:
             out = f.read()
         vals = [(int(m.group(1)), float(m.group(2)) * 1e-3) for m in TIME_RE.finditer(out)]
@@ -130,11 +160,7 @@ def run_pings(tmp, rnd, count, capture):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--exporter")
-    ap.add_argument("--delayline", default=os.environ.get("PODNET_DELAYLINE") or
-                    os.path.join(B.REPO, "build", "tests", "podnet-lab-delayline"))
-    ap.add_argument("--lab-script", default=os.path.join(B.REPO, "tests", "lab", "lab.sh"))
+    ap = lab_arguments(__doc__)
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", "3")))
     ap.add_argument("--ping-count", type=int, default=int(os.environ.get("PING_COUNT", "200")))
     ap.add_argument("--interval", default="2s")
@@ -166,13 +192,7 @@ def main():
           % (args.interval, args.count, args.spacing, args.timeout, args.ping_count,
              args.rounds, " after 1 calibration round" if args.capture else ""))
     try:
-        r = subprocess.run([args.lab_script, "up"], env=env, capture_output=True, text=True,
-                           timeout=120)
-        if r.returncode != 0:
-            raise B.BenchBroken("lab up failed:\n%s%s" % (r.stdout, r.stderr))
-        cfg = os.path.join(tmp, "client.yaml")
-        with open(cfg, "w") as f:
-            f.write(client_config(args))
+        cfg = lab_up(args, env, tmp)
         exporter = K.start(NS["client"], [exe, "--config.file=" + cfg],
                            os.path.join(tmp, "exporter.log"), max_seconds=max_s)
         K.wait_for(lambda: K.http(NS["client"], "http://127.0.0.1:%d/-/ready" % PORT,
@@ -212,11 +232,7 @@ def main():
                                                      "--dst", ADDR[n], "--count", "200"],
                                       out, max_seconds=60), out)
             for n, (p, out) in started.items():
-                try:
-                    p.wait(timeout=70)
-                except subprocess.TimeoutExpired:
-                    raise B.BenchBroken("reference prober to %s did not finish" % n)
-                K.stop(p)
+                wait_done(p, "reference prober to %s" % n, 70)
                 ref[n] = parse_ref(K.tail(out, 5))
             r1 = exporter_state(scrape())
             ref["_exporter"] = {"calib": False, "s0": r0, "s1": r1}
