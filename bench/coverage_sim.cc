@@ -7,7 +7,8 @@
 // selected peer counts its prober and the prober's zone. Printed per cluster size: the
 // distribution of probers per node (min, p1, p5, median, max) against the mean K × N / (N / Z)
 // = K × Z, the nodes watched by fewer than 3 probers or by none, and those without a prober from
-// another zone. Nothing is sent anywhere; deterministic (the selection is a pure hash).
+// another zone; then, up to 3,000 nodes, the churn one joining node causes. Nothing is sent
+// anywhere; deterministic (the selection is a pure hash).
 // Usage: podnet-bench-coverage [K=3] [ZONES=3] [NODES...=30 300 3000]
 #include <algorithm>
 #include <cstdio>
@@ -45,27 +46,61 @@ int Percentile(const std::vector<int>& v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
+// The Pod on node `p` of `cluster` as discovery gives it to the others, classified for `self`.
+std::vector<Peer> CandidatesOf(const std::vector<Node>& cluster, std::size_t p) {
+  const Self self{cluster[p].name, cluster[p].name, cluster[p].zone};
+  std::vector<Peer> candidates;
+  candidates.reserve(cluster.size() - 1);
+  for (std::size_t q = 0; q < cluster.size(); ++q) {
+    if (q == p) continue;
+    Peer peer;
+    peer.name = cluster[q].name;
+    peer.node = cluster[q].name;
+    peer.zone = cluster[q].zone;
+    peer.path = podnet::topology::Classify(self, peer.node, peer.zone);
+    candidates.push_back(std::move(peer));
+  }
+  return candidates;
+}
+
+std::set<std::string> Chosen(const std::vector<Node>& cluster, std::size_t p, int k) {
+  const Self self{cluster[p].name, cluster[p].name, cluster[p].zone};
+  std::set<std::string> out;
+  for (const Peer& c : podnet::topology::SelectPeers(self, CandidatesOf(cluster, p), k)) {
+    out.insert(c.name);
+  }
+  return out;
+}
+
+// Churn: one node joins zone-a; how many of the other Pods change peers, and how many peers
+// change in all (each a set of series started and one left to go stale).
+void Churn(int nodes, int zones, int k) {
+  std::vector<Node> before = Cluster(nodes, zones);
+  std::vector<Node> after = before;
+  after.push_back({"node-99999", "zone-a"});
+  int pods_changed = 0, peers_changed = 0;
+  for (std::size_t p = 0; p < before.size(); ++p) {
+    std::set<std::string> b = Chosen(before, p, k), a = Chosen(after, p, k);
+    int gone = 0;
+    for (const auto& name : b) gone += a.count(name) ? 0 : 1;
+    pods_changed += gone > 0 || a.size() != b.size() ? 1 : 0;
+    peers_changed += gone;
+  }
+  std::printf(
+      "%6d nodes, %d zones, peers_per_zone %d: one node joins zone-a: %d of %d Pods change "
+      "peers, %d peers replaced in all\n",
+      nodes, zones, k, pods_changed, nodes, peers_changed);
+}
+
 void Simulate(int nodes, int zones, int k) {
   const std::vector<Node> cluster = Cluster(nodes, zones);
   std::vector<int> probers(cluster.size(), 0);
   std::vector<std::set<std::string>> prober_zones(cluster.size());
   std::vector<int> other_zone(cluster.size(), 0);
   for (std::size_t p = 0; p < cluster.size(); ++p) {
-    const Self self{cluster[p].name, cluster[p].name, cluster[p].zone};
-    std::vector<Peer> candidates;
-    candidates.reserve(cluster.size() - 1);
-    for (std::size_t q = 0; q < cluster.size(); ++q) {
-      if (q == p) continue;
-      Peer peer;
-      peer.name = cluster[q].name;
-      peer.node = cluster[q].name;
-      peer.zone = cluster[q].zone;
-      peer.path = podnet::topology::Classify(self, peer.node, peer.zone);
-      candidates.push_back(std::move(peer));
-    }
-    for (const Peer& chosen : podnet::topology::SelectPeers(self, candidates, k)) {
+    for (const std::string& name : Chosen(cluster, p, k)) {
       // node-NNNNN: the index is the name's number.
-      std::size_t q = std::strtoul(chosen.name.c_str() + 5, nullptr, 10);
+      std::size_t q = std::strtoul(name.c_str() + 5, nullptr, 10);
       ++probers[q];
       prober_zones[q].insert(cluster[p].zone);
       if (cluster[p].zone != cluster[q].zone) ++other_zone[q];
@@ -108,6 +143,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     Simulate(n, zones, k);
+    if (n <= 3000) Churn(n, zones, k);
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "exporter/topology/selection.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <tuple>
@@ -44,32 +45,121 @@ std::string_view SelectionKey(std::string_view name, std::string_view node) {
   return node.empty() ? name : node;
 }
 
+namespace {
+
+// A member of the duty ring: its position and key (SelectionKey), and for a target the indexes
+// of the candidates under that key (one, unless a node runs two probe Pods, as in a rollout).
+struct RingMember {
+  std::uint64_t position;
+  std::string_view key;
+  std::vector<std::size_t> candidates;
+};
+
+std::uint64_t RingPosition(std::string_view key) {
+  return RendezvousWeight("podnet duty ring", key);
+}
+
+// Ring order, one member per key (`members` may repeat a key: its candidates are merged).
+void RingSort(std::vector<RingMember>& members) {
+  std::sort(members.begin(), members.end(), [](const RingMember& a, const RingMember& b) {
+    return std::tie(a.position, a.key) < std::tie(b.position, b.key);
+  });
+  std::vector<RingMember> out;
+  for (auto& m : members) {
+    if (!out.empty() && out.back().key == m.key) {
+      out.back().candidates.insert(out.back().candidates.end(), m.candidates.begin(),
+                                   m.candidates.end());
+    } else {
+      out.push_back(std::move(m));
+    }
+  }
+  members = std::move(out);
+}
+
+// Consistent hashing with bounded loads (Mirrokni, Thorup & Zadimoghaddam, "Consistent Hashing
+// with Bounded Loads", SODA 2018): each target, in ring order, goes to the first `replicas`
+// probers at or after its position that are not itself and hold fewer than `cap` targets. Every
+// Pod computes the same assignment from the same membership; this returns the candidates of the
+// targets assigned to `self_key`.
+std::vector<std::size_t> Duty(std::string_view self_key, const std::vector<RingMember>& probers,
+                              const std::vector<RingMember>& targets, std::size_t replicas,
+                              std::size_t cap) {
+  std::vector<std::size_t> duty;
+  std::vector<std::size_t> load(probers.size(), 0);
+  const std::size_t n = probers.size();
+  for (const auto& t : targets) {
+    auto first = std::lower_bound(
+        probers.begin(), probers.end(), t.position,
+        [](const RingMember& p, std::uint64_t position) { return p.position < position; });
+    std::size_t start = static_cast<std::size_t>(first - probers.begin());
+    std::size_t taken = 0;
+    for (std::size_t step = 0; step < n && taken < replicas; ++step) {
+      std::size_t i = (start + step) % n;
+      if (load[i] >= cap || probers[i].key == t.key) continue;
+      ++load[i];
+      ++taken;
+      if (probers[i].key == self_key) {
+        duty.insert(duty.end(), t.candidates.begin(), t.candidates.end());
+      }
+    }
+  }
+  return duty;
+}
+
+}  // namespace
+
 std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer>& candidates,
                               int peers_per_zone) {
   const std::size_t per_zone = static_cast<std::size_t>(std::max(peers_per_zone, 1));
   const std::string_view self_key = SelectionKey(self.name, self.node);
   std::vector<Peer> chosen;
-  // zone → (weight, name, index) of its other-node candidates.
+  // zone → (weight, name, index) of its other-node candidates, and its ring of node keys.
   std::map<std::string, std::vector<std::tuple<std::uint64_t, std::string_view, std::size_t>>,
            std::less<>>
       zones;
+  std::map<std::string, std::vector<RingMember>, std::less<>> rings;
+  rings[self.zone].push_back({RingPosition(self_key), self_key, {}});
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Peer& p = candidates[i];
     if (p.path == PathClass::kSameNode) {
       chosen.push_back(p);
       continue;
     }
-    zones[p.zone].emplace_back(RendezvousWeight(self_key, SelectionKey(p.name, p.node)), p.name, i);
+    const std::string_view key = SelectionKey(p.name, p.node);
+    zones[p.zone].emplace_back(RendezvousWeight(self_key, key), p.name, i);
+    rings[p.zone].push_back({RingPosition(key), key, {i}});
   }
+  for (auto& [zone, ring] : rings) RingSort(ring);
+  const std::vector<RingMember>& own = rings[self.zone];
+  // Replicas: enough duties per zone that a node has kGuaranteedProbers from all zones together.
+  const std::size_t replicas =
+      std::clamp<std::size_t>((kGuaranteedProbers + rings.size() - 1) / rings.size(), 1, per_zone);
   for (auto& [zone, group] : zones) {
-    std::size_t k = std::min(per_zone, group.size());
-    // Highest weight first; the name breaks (astronomically rare) ties so the order is total.
-    std::partial_sort(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(k), group.end(),
-                      [](const auto& a, const auto& b) {
+    const std::vector<RingMember>& targets = rings[zone];
+    // A prober's load bound: 1.25 × its fair share of the replicas, never above peers_per_zone.
+    const double share = static_cast<double>(replicas) * static_cast<double>(targets.size()) /
+                         static_cast<double>(own.size());
+    const std::size_t cap =
+        std::min(per_zone, std::max(replicas, static_cast<std::size_t>(std::ceil(1.25 * share))));
+    std::vector<std::size_t> duty = Duty(self_key, own, targets, replicas, cap);
+    std::sort(duty.begin(), duty.end());
+    for (std::size_t i : duty) chosen.push_back(candidates[i]);
+    // The rest of peers_per_zone: highest weight first, the name breaking (astronomically rare)
+    // ties so that the order is total.
+    const std::size_t ranked = std::min(group.size(), per_zone + duty.size());
+    std::partial_sort(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(ranked),
+                      group.end(), [](const auto& a, const auto& b) {
                         return std::tie(std::get<0>(b), std::get<1>(a)) <
                                std::tie(std::get<0>(a), std::get<1>(b));
                       });
-    for (std::size_t j = 0; j < k; ++j) chosen.push_back(candidates[std::get<2>(group[j])]);
+    group.resize(ranked);
+    std::size_t taken = std::min(duty.size(), per_zone);
+    for (const auto& g : group) {
+      if (taken >= per_zone) break;
+      if (std::binary_search(duty.begin(), duty.end(), std::get<2>(g))) continue;
+      chosen.push_back(candidates[std::get<2>(g)]);
+      ++taken;
+    }
   }
   std::sort(chosen.begin(), chosen.end(),
             [](const Peer& a, const Peer& b) { return a.name < b.name; });

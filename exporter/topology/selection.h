@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -19,18 +20,31 @@ std::uint64_t RendezvousWeight(std::string_view self_key, std::string_view peer_
 /// node, and node names survive a rollout that renames every Pod), its Pod name otherwise.
 std::string_view SelectionKey(std::string_view name, std::string_view node);
 
-/// Picks the peers this Pod probes from every discovered candidate (issue 6):
+/// How many probers SelectPeers gives every node, from all zones together, when the cluster
+/// holds them: the fault rules' fault_min_probers default (deploy/prometheus), below which
+/// PodnetPeerNodeFault cannot name a node.
+inline constexpr std::size_t kGuaranteedProbers = 3;
+
+/// Picks the peers this Pod probes from every discovered candidate (issue 6), per zone, own zone
+/// included (candidates whose zone is unknown, "", form one more zone):
 ///  - every same_node candidate;
-///  - in each zone, own zone included, the `peers_per_zone` other-node candidates with the
-///    highest RendezvousWeight(SelectionKey(self), SelectionKey(candidate)); candidates whose
-///    zone is unknown ("") form one more group with the same bound.
-/// So each Pod probes at most peers_per_zone × (zones + 1) + same-node peers, the choice stays
-/// the same across restarts, a membership change moves only the peers it must (a new candidate
-/// displaces at most one peer per Pod in its zone), and every candidate is picked by about
-/// peers_per_zone × (Pods) / (candidates in its zone) Pods — the in-degree spreads evenly.
-/// `candidates` must already be classified (Peer::path) and must not contain self; order does
-/// not matter. Returns the chosen peers sorted by name. peers_per_zone < 1
-/// is treated as 1.
+///  - its duties: the zone's nodes a bounded-load consistent-hash ring gives it. Nodes and
+///    probers are placed by RendezvousWeight("podnet duty ring", SelectionKey); each node of the
+///    zone, in ring order, goes to the first R probe nodes of this Pod's zone at or after it
+///    that are not itself and hold fewer than C nodes, where R = ceil(kGuaranteedProbers /
+///    zones) (at most peers_per_zone) and C = max(R, ceil(1.25 × R × zone nodes / own-zone
+///    nodes)), at most peers_per_zone (Mirrokni, Thorup & Zadimoghaddam, SODA 2018). Every Pod
+///    computes the same assignment from the same candidates, so every node is probed by R
+///    nodes of each zone that holds more than R nodes and whose R × C capacity covers it:
+///    kGuaranteedProbers from all zones together, deterministically, instead of by chance;
+///  - the rest of peers_per_zone: the zone's other-node candidates with the highest
+///    RendezvousWeight(SelectionKey(self), SelectionKey(candidate)).
+/// So each Pod probes peers_per_zone × (zones + 1) + same-node peers at most (a node that runs
+/// two probe Pods counts as one duty), the choice stays the same across restarts, a membership
+/// change moves few peers (the new node, and the duties a full prober passes on along the
+/// ring), and the in-degree spreads evenly. `candidates` must already be classified
+/// (Peer::path) and must not contain self; order does not matter. Returns the chosen peers
+/// sorted by name. peers_per_zone < 1 is treated as 1. O(n log n) in the candidates.
 std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer>& candidates,
                               int peers_per_zone);
 
