@@ -87,16 +87,18 @@ std::vector<std::size_t> Duty(std::string_view self_key, const std::vector<RingM
   std::vector<std::size_t> duty;
   std::vector<std::size_t> load(probers.size(), 0);
   const std::size_t n = probers.size();
+  std::size_t open = cap > 0 ? n : 0;  // probers below the cap: once none is, nothing is left
   for (const auto& t : targets) {
+    if (open == 0) break;
     auto first = std::lower_bound(
         probers.begin(), probers.end(), t.position,
         [](const RingMember& p, std::uint64_t position) { return p.position < position; });
     std::size_t start = static_cast<std::size_t>(first - probers.begin());
     std::size_t taken = 0;
-    for (std::size_t step = 0; step < n && taken < replicas; ++step) {
+    for (std::size_t step = 0; step < n && taken < replicas && open > 0; ++step) {
       std::size_t i = (start + step) % n;
       if (load[i] >= cap || probers[i].key == t.key) continue;
-      ++load[i];
+      if (++load[i] == cap) --open;
       ++taken;
       if (probers[i].key == self_key) {
         duty.insert(duty.end(), t.candidates.begin(), t.candidates.end());
