@@ -6,11 +6,15 @@
 #   thread   build-tsan/  TSan
 # build-asan also holds the libFuzzer targets (PODNET_FUZZ=ON) that scripts/fuzz.sh runs: run
 # this script first, or the two one after the other, never both at once.
-# Usage: scripts/sanitize.sh [address|thread]...   (default: both). Exit 0 only when all pass.
+# Usage: scripts/sanitize.sh [--build-only] [address|thread]...   (default: both). Exit 0 only
+# when all pass. --build-only builds and runs nothing (address: the fuzz targets too), for a
+# build started early beside other work (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --sanitize
 
+build_only=false
+if [[ "${1:-}" == "--build-only" ]]; then build_only=true; shift; fi
 kinds=("$@")
 if ((${#kinds[@]} == 0)); then kinds=(address thread); fi
 generator=()
@@ -40,8 +44,8 @@ export PODNET_TEST_TIME_SCALE=${PODNET_TEST_TIME_SCALE:-5}
 status=0
 for kind in "${kinds[@]}"; do
   case "$kind" in
-    address) dir=build-asan; extra=(-DPODNET_FUZZ=ON); filter=() ;;
-    thread) dir=build-tsan; extra=(); filter=(--gtest_filter=-GrpcProbeTest.*:GrpcHealthResponderTest.*:KindFamiliesTest.NamesHelpTextsLabelsAndBucketsAsTheGoldenFile) ;;
+    address) dir=build-asan; extra=(-DPODNET_FUZZ=ON); filter=(); also=(fuzz_targets) ;;
+    thread) dir=build-tsan; extra=(); also=(); filter=(--gtest_filter=-GrpcProbeTest.*:GrpcHealthResponderTest.*:KindFamiliesTest.NamesHelpTextsLabelsAndBucketsAsTheGoldenFile) ;;
     *) echo "sanitize.sh: unknown kind $kind (address or thread)" >&2; exit 2 ;;
   esac
   start=$(date +%s)
@@ -51,8 +55,14 @@ for kind in "${kinds[@]}"; do
       -DPODNET_BUILD_TESTS=ON -DPODNET_SANITIZE="$kind" -DPODNET_UNITY=ON -DPODNET_PCH=ON \
       "${extra[@]}" >/dev/null
   fi
-  nice cmake --build "$dir" --parallel "$jobs" --target podnet_unit_tests podnet-exporter
+  targets=(podnet_unit_tests podnet-exporter)
+  if $build_only; then targets+=("${also[@]}"); fi
+  nice cmake --build "$dir" --parallel "$jobs" --target "${targets[@]}"
   built=$(date +%s)
+  if $build_only; then
+    echo "sanitize.sh: $kind: built in $((built - start)) s (--build-only)"
+    continue
+  fi
   echo "sanitize.sh: $kind: built in $((built - start)) s; running the unit tests"
   # The unit tests in nproc GoogleTest shards side by side (each test in one of them), as the
   # plain build's ctest -j2 runs them: most of them wait on timers and sockets.
