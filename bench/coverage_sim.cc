@@ -10,6 +10,9 @@
 // another zone; then, up to 3,000 nodes, the churn one joining node causes. Nothing is sent
 // anywhere; deterministic (the selection is a pure hash).
 // Usage: podnet-bench-coverage [K=3] [ZONES=3] [NODES...=30 300 3000]
+// A NODES of the form A/B/… gives each zone's size instead (zone-a has A nodes, zone-b B, …;
+// ZONES is then ignored), and a size written ?N is N nodes of unknown zone (no zone label):
+// e.g. 300/300/1 or 100/?1.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +32,27 @@ struct Node {
   std::string name;
   std::string zone;
 };
+
+// Zone sizes "A/B/?C": zone-a A nodes, zone-b B, C of unknown zone; empty on a bad spec.
+std::vector<Node> ClusterOfSizes(const std::string& spec) {
+  std::vector<Node> out;
+  std::size_t start = 0;
+  for (char zone = 'a'; start <= spec.size(); ++zone) {
+    std::size_t end = spec.find('/', start);
+    if (end == std::string::npos) end = spec.size();
+    std::string part = spec.substr(start, end - start);
+    const bool unknown = !part.empty() && part[0] == '?';
+    const int n = std::atoi(part.c_str() + (unknown ? 1 : 0));
+    if (n < 1 || n > 20000 || zone > 'z') return {};
+    for (int i = 0; i < n; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof name, "node-%05zu", out.size());
+      out.push_back({name, unknown ? std::string() : std::string("zone-") + zone});
+    }
+    start = end + 1;
+  }
+  return out;
+}
 
 std::vector<Node> Cluster(int nodes, int zones) {
   std::vector<Node> out;
@@ -92,8 +116,7 @@ void Churn(int nodes, int zones, int k) {
       nodes, zones, k, pods_changed, nodes, peers_changed);
 }
 
-void Simulate(int nodes, int zones, int k) {
-  const std::vector<Node> cluster = Cluster(nodes, zones);
+void Simulate(const std::vector<Node>& cluster, const std::string& what, int k) {
   std::vector<int> probers(cluster.size(), 0);
   std::vector<std::set<std::string>> prober_zones(cluster.size());
   std::vector<int> other_zone(cluster.size(), 0);
@@ -118,11 +141,10 @@ void Simulate(int nodes, int zones, int k) {
   int no_other = count([&](std::size_t i) { return other_zone[i] == 0; });
   int under2_zones = count([&](std::size_t i) { return prober_zones[i].size() < 2; });
   std::printf(
-      "%6d nodes, %d zones, peers_per_zone %d: probers per node min %d p1 %d p5 %d median %d "
-      "max %d (mean %d); watched by none %d, by fewer than 3 %d, by no other zone %d, from "
-      "fewer than 2 zones %d\n",
-      nodes, zones, k, sorted.front(), Percentile(sorted, 1), Percentile(sorted, 5),
-      Percentile(sorted, 50), sorted.back(), k * zones, none, under3, no_other, under2_zones);
+      "%s, peers_per_zone %d: probers per node min %d p1 %d p5 %d median %d max %d; watched by "
+      "none %d, by fewer than 3 %d, by no other zone %d, from fewer than 2 zones %d\n",
+      what.c_str(), k, sorted.front(), Percentile(sorted, 1), Percentile(sorted, 5),
+      Percentile(sorted, 50), sorted.back(), none, under3, no_other, under2_zones);
 }
 
 }  // namespace
@@ -134,15 +156,26 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: podnet-bench-coverage [K>=1] [ZONES 1-26] [NODES...]\n");
     return 2;
   }
-  std::vector<int> sizes;
-  for (int i = 3; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
-  if (sizes.empty()) sizes = {30, 300, 3000};
-  for (int n : sizes) {
+  std::vector<std::string> specs(argv + std::min(argc, 3), argv + argc);
+  if (specs.empty()) specs = {"30", "300", "3000"};
+  for (const std::string& spec : specs) {
+    if (spec.find_first_of("/?") != std::string::npos) {
+      const std::vector<Node> cluster = ClusterOfSizes(spec);
+      if (cluster.size() < 2) {
+        std::fprintf(stderr, "zone sizes must be N/N/... or ?N, each 1-20000, got %s\n",
+                     spec.c_str());
+        return 2;
+      }
+      Simulate(cluster, "zone sizes " + spec, k);
+      continue;
+    }
+    const int n = std::atoi(spec.c_str());
     if (n < 2 || n > 20000) {
-      std::fprintf(stderr, "NODES must be 2-20000, got %d\n", n);
+      std::fprintf(stderr, "NODES must be 2-20000, got %s\n", spec.c_str());
       return 2;
     }
-    Simulate(n, zones, k);
+    Simulate(Cluster(n, zones), std::to_string(n) + " nodes, " + std::to_string(zones) + " zones",
+             k);
     if (n <= 3000) Churn(n, zones, k);
   }
   return 0;

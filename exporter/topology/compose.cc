@@ -31,7 +31,18 @@ Composition ComposePeers(const Self& self, const std::vector<Peer>& static_peers
   for (const Peer& p : c.peers) static_names.insert(p.name);
   std::vector<Peer> candidates = OthersClassified(self, discovered);
   c.candidates = candidates.size();
-  for (Peer& p : SelectPeers(self, candidates, options.peers_per_zone)) {
+  // The duty ring places this Pod where the others place it: by its own discovered record
+  // (its node and zone as its EndpointSlice gives them, which the Node may not have told it
+  // yet), and not at all when it is not listed.
+  auto record = std::find_if(discovered.begin(), discovered.end(),
+                             [&](const Peer& p) { return IsSelf(self, p); });
+  Self ring_self = self;
+  if (record != discovered.end()) {
+    ring_self.node = record->node;
+    ring_self.zone = record->zone;
+  }
+  for (Peer& p :
+       SelectPeers(ring_self, candidates, options.peers_per_zone, record != discovered.end())) {
     if (static_names.count(p.name)) continue;  // the static entry of the same name wins
     c.peers.push_back(std::move(p));
     ++c.selected;

@@ -32,7 +32,8 @@ struct Composition {
 ///  - `static_peers` (peers.static) are all kept: they are chosen by hand, not selected.
 ///  - `discovered` (the Kubernetes candidates, one per node: discovery::kubernetes::ProbePeersOf
 ///    names them after their nodes, IPv4 preferred on a dual-stack Service) go through
-///    SelectPeers(self, ·, options.peers_per_zone): every same_node candidate, at most
+///    SelectPeers(·, ·, options.peers_per_zone), with self's node and zone from its own record
+///    in `discovered` (no duties while it is not listed): every same_node candidate, at most
 ///    peers_per_zone of the others per zone, candidates of unknown zone one more group. Addresses
 ///    play no part.
 ///  - A static peer wins over a selected candidate of the same name (the static entry is

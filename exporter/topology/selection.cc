@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <string>
 #include <tuple>
@@ -76,11 +77,52 @@ void RingSort(std::vector<RingMember>& members) {
   members = std::move(out);
 }
 
+using Rings = std::map<std::string, std::vector<RingMember>, std::less<>>;
+
+// How many probe nodes of zone `from` each node of zone `to` gets as a duty. Each zone Z can give
+// a node of `to` at most min(|Z| − [Z = to], ⌊|Z| × per_zone / |to|⌋) distinct probers (enough
+// probers other than the node itself, and enough peers_per_zone slots to cover all of `to`); a
+// zone that cannot cover `to` once gives none. The zones that can each give ceil(G / their
+// count), G = kGuaranteedProbers, within what they can; a shortfall goes, one prober at a time,
+// to the zones with room, in name order. So every node gets G where the zones together can give
+// it, and equal zones give ceil(G / zones) each. Same answer in every Pod that sees the same
+// zones.
+std::size_t Replicas(const Rings& rings, std::string_view from, std::string_view to,
+                     std::size_t per_zone) {
+  const std::size_t to_size = rings.find(to)->second.size();
+  std::vector<std::size_t> room;  // per zone, in name order
+  std::size_t givers = 0;
+  for (const auto& [zone, ring] : rings) {
+    const std::size_t probers = ring.size() - (zone == to ? 1 : 0);
+    room.push_back(std::min(probers, ring.size() * per_zone / to_size));
+    givers += room.back() > 0 ? 1 : 0;
+  }
+  if (givers == 0) return 0;
+  const std::size_t even = (kGuaranteedProbers + givers - 1) / givers;
+  std::vector<std::size_t> given(room.size());
+  std::size_t total = 0;
+  for (std::size_t z = 0; z < room.size(); ++z) {
+    given[z] = std::min(even, room[z]);
+    total += given[z];
+  }
+  for (bool more = true; more && total < kGuaranteedProbers;) {
+    more = false;
+    for (std::size_t z = 0; z < room.size() && total < kGuaranteedProbers; ++z) {
+      if (given[z] < room[z]) {
+        ++given[z];
+        ++total;
+        more = true;
+      }
+    }
+  }
+  return given[static_cast<std::size_t>(std::distance(rings.begin(), rings.find(from)))];
+}
+
 // Consistent hashing with bounded loads (Mirrokni, Thorup & Zadimoghaddam, "Consistent Hashing
 // with Bounded Loads", SODA 2018): each target, in ring order, goes to the first `replicas`
 // probers at or after its position that are not itself and hold fewer than `cap` targets. Every
 // Pod computes the same assignment from the same membership; this returns the candidates of the
-// targets assigned to `self_key`.
+// targets (indexes into `targets`) assigned to `self_key`, in ring order.
 std::vector<std::size_t> Duty(std::string_view self_key, const std::vector<RingMember>& probers,
                               const std::vector<RingMember>& targets, std::size_t replicas,
                               std::size_t cap) {
@@ -101,7 +143,7 @@ std::vector<std::size_t> Duty(std::string_view self_key, const std::vector<RingM
       if (++load[i] == cap) --open;
       ++taken;
       if (probers[i].key == self_key) {
-        duty.insert(duty.end(), t.candidates.begin(), t.candidates.end());
+        duty.push_back(static_cast<std::size_t>(&t - targets.data()));
       }
     }
   }
@@ -111,7 +153,7 @@ std::vector<std::size_t> Duty(std::string_view self_key, const std::vector<RingM
 }  // namespace
 
 std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer>& candidates,
-                              int peers_per_zone) {
+                              int peers_per_zone, bool self_listed) {
   const std::size_t per_zone = static_cast<std::size_t>(std::max(peers_per_zone, 1));
   const std::string_view self_key = SelectionKey(self.name, self.node);
   std::vector<Peer> chosen;
@@ -119,8 +161,8 @@ std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer
   std::map<std::string, std::vector<std::tuple<std::uint64_t, std::string_view, std::size_t>>,
            std::less<>>
       zones;
-  std::map<std::string, std::vector<RingMember>, std::less<>> rings;
-  rings[self.zone].push_back({RingPosition(self_key), self_key, {}});
+  Rings rings;
+  if (self_listed) rings[self.zone].push_back({RingPosition(self_key), self_key, {}});
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Peer& p = candidates[i];
     if (p.path == PathClass::kSameNode) {
@@ -132,18 +174,23 @@ std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer
     rings[p.zone].push_back({RingPosition(key), key, {i}});
   }
   for (auto& [zone, ring] : rings) RingSort(ring);
-  const std::vector<RingMember>& own = rings[self.zone];
-  // Replicas: enough duties per zone that a node has kGuaranteedProbers from all zones together.
-  const std::size_t replicas =
-      std::clamp<std::size_t>((kGuaranteedProbers + rings.size() - 1) / rings.size(), 1, per_zone);
+  const auto own = rings.find(self.zone);
   for (auto& [zone, group] : zones) {
-    const std::vector<RingMember>& targets = rings[zone];
-    // A prober's load bound: 1.25 × its fair share of the replicas, never above peers_per_zone.
-    const double share = static_cast<double>(replicas) * static_cast<double>(targets.size()) /
-                         static_cast<double>(own.size());
-    const std::size_t cap =
-        std::min(per_zone, std::max(replicas, static_cast<std::size_t>(std::ceil(1.25 * share))));
-    std::vector<std::size_t> duty = Duty(self_key, own, targets, replicas, cap);
+    std::vector<std::size_t> duty;  // candidates of the duty targets (a node's Pods together)
+    std::size_t duty_nodes = 0;
+    if (self_listed) {
+      const std::vector<RingMember>& targets = rings[zone];
+      const std::size_t replicas = Replicas(rings, self.zone, zone, per_zone);
+      // A prober's load bound: 1.25 × its fair share of the replicas, never above peers_per_zone.
+      const double share = static_cast<double>(replicas) * static_cast<double>(targets.size()) /
+                           static_cast<double>(own->second.size());
+      const std::size_t cap =
+          std::min(per_zone, std::max(replicas, static_cast<std::size_t>(std::ceil(1.25 * share))));
+      for (std::size_t t : Duty(self_key, own->second, targets, replicas, cap)) {
+        duty.insert(duty.end(), targets[t].candidates.begin(), targets[t].candidates.end());
+        ++duty_nodes;
+      }
+    }
     std::sort(duty.begin(), duty.end());
     for (std::size_t i : duty) chosen.push_back(candidates[i]);
     // The rest of peers_per_zone: highest weight first, the name breaking (astronomically rare)
@@ -155,7 +202,7 @@ std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer
                                std::tie(std::get<0>(a), std::get<1>(b));
                       });
     group.resize(ranked);
-    std::size_t taken = std::min(duty.size(), per_zone);
+    std::size_t taken = std::min(duty_nodes, per_zone);
     for (const auto& g : group) {
       if (taken >= per_zone) break;
       if (std::binary_search(duty.begin(), duty.end(), std::get<2>(g))) continue;

@@ -29,16 +29,23 @@ inline constexpr std::size_t kGuaranteedProbers = 3;
 /// included (candidates whose zone is unknown, "", form one more zone):
 ///  - every same_node candidate;
 ///  - its duties: the zone's nodes a bounded-load consistent-hash ring gives it. Nodes and
-///    probers are placed by RendezvousWeight("podnet duty ring", SelectionKey); each node of the
-///    zone, in ring order, goes to the first R probe nodes of this Pod's zone at or after it
-///    that are not itself and hold fewer than C nodes, where R = ceil(kGuaranteedProbers /
-///    zones) (at most peers_per_zone) and C = max(R, ceil(1.25 × R × zone nodes / own-zone
-///    nodes)), at most peers_per_zone (Mirrokni, Thorup & Zadimoghaddam, SODA 2018). Every Pod
-///    computes the same assignment from the same candidates, so every node is probed by R
-///    nodes of each zone that holds more than R nodes and whose R × C capacity covers it:
-///    kGuaranteedProbers from all zones together, deterministically, instead of by chance;
+///    probers are placed by RendezvousWeight("podnet duty ring", SelectionKey); each node of
+///    zone T, in ring order, goes to the first R probe nodes of this Pod's zone Z at or after it
+///    that are not itself and hold fewer than C nodes (Mirrokni, Thorup & Zadimoghaddam, SODA
+///    2018). R, per (Z, T): each zone can give a node of T at most min(|Z| − [Z = T],
+///    ⌊|Z| × peers_per_zone / |T|⌋) probers; the zones that can give any give ceil(3 / their
+///    count) each, within that, and what a zone cannot give goes to the others with room, in
+///    zone-name order. C = max(R, ceil(1.25 × R × |T| / |Z|)), at most peers_per_zone. Every
+///    Pod computes the same assignment from the same candidates, so every node gets
+///    kGuaranteedProbers from all zones together wherever the zones' sizes and
+///    peers_per_zone allow it (equal zones: ceil(3 / zones) from each), deterministically,
+///    instead of by chance;
 ///  - the rest of peers_per_zone: the zone's other-node candidates with the highest
 ///    RendezvousWeight(SelectionKey(self), SelectionKey(candidate)).
+/// `self` is this Pod as the other Pods see it: its own discovered record's node and zone
+/// (ComposePeers takes them from there), or the rings would differ between Pods.
+/// `self_listed` false (this Pod is not among the discovered candidates, so no other Pod counts
+/// it as a prober): no duties, only the rendezvous picks.
 /// So each Pod probes peers_per_zone × (zones + 1) + same-node peers at most (a node that runs
 /// two probe Pods counts as one duty), the choice stays the same across restarts, a membership
 /// change moves few peers (the new node, and the duties a full prober passes on along the
@@ -48,7 +55,7 @@ inline constexpr std::size_t kGuaranteedProbers = 3;
 /// probers have room; a zone whose probers fill up stops there (a walk may still pass full
 /// probers: O(n × probers) at worst, tens of ms at 10,000 nodes in lopsided zones).
 std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer>& candidates,
-                              int peers_per_zone);
+                              int peers_per_zone, bool self_listed = true);
 
 /// At most `max` of `servers` (classified cluster DNS replicas, or any peers), spread over
 /// zones: the zones take turns, each giving its next server, so that a cap below the replica

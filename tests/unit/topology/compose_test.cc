@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,8 @@ TEST_P(ComposePeersTest, Composes) {
 const Self kSelf{"pod-self", "node-1", "zone-a"};
 
 // Rendezvous weights from node-1 (RendezvousWeight("node-1", key)), which decide the rows that
-// select fewer than a zone offers, highest first:
+// select fewer than a zone offers (where `discovered` does not list pod-self, it takes no duties:
+// ComposePeersSelfTest has the duties), highest first:
 //   zone-a: node-2 16.7e18, node-3 16.3e18, node-4 7.5e18;  zone-b: node-5 11.9e18, node-6 9.3e18;
 //   no zone: node-7 12.9e18, node-8 7.9e18;  no node (keyed by Pod name): p-nonode-2 13.8e18,
 //   p-nonode-1 9.3e18.
@@ -98,11 +100,11 @@ INSTANTIATE_TEST_SUITE_P(
         // zone-a's one place, so p-a3 does not come in instead.
         ComposeCase{"shadowed_candidate_keeps_its_place_in_selection",
                     kSelf,
-                    {In("p-a3", "192.168.0.3", "node-3", "zone-a")},
+                    {In("p-a2", "192.168.0.2", "node-2", "zone-a")},
                     {In("p-a2", "10.0.0.2", "node-2", "zone-a"),
                      In("p-a3", "10.0.0.3", "node-3", "zone-a")},
                     1,
-                    {Out("p-a3", "192.168.0.3", "node-3", "zone-a", PathClass::kSameZone)},
+                    {Out("p-a2", "192.168.0.2", "node-2", "zone-a", PathClass::kSameZone)},
                     2,
                     0},
         // Same-node candidates always; one per zone, own zone included; no zone is one group.
@@ -117,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
              In("p-b6", "10.0.0.6", "node-6", "zone-b"), In("p-u7", "10.0.0.7", "node-7", ""),
              In("p-u8", "10.0.0.8", "node-8", "")},
             1,
-            {Out("p-a3", "10.0.0.3", "node-3", "zone-a", PathClass::kSameZone),
+            {Out("p-a2", "10.0.0.2", "node-2", "zone-a", PathClass::kSameZone),
              Out("p-b5", "10.0.0.5", "node-5", "zone-b", PathClass::kCrossZone),
              Out("p-n1a", "10.0.1.1", "node-1", "zone-a", PathClass::kSameNode),
              Out("p-n1b", "10.0.1.2", "node-1", "zone-a", PathClass::kSameNode),
@@ -132,8 +134,8 @@ INSTANTIATE_TEST_SUITE_P(
              In("p-a4", "10.0.0.4", "node-4", "zone-a"), In("p-b5", "10.0.0.5", "node-5", "zone-b"),
              In("p-b6", "10.0.0.6", "node-6", "zone-b")},
             2,
-            {Out("p-a3", "10.0.0.3", "node-3", "zone-a", PathClass::kSameZone),
-             Out("p-a4", "10.0.0.4", "node-4", "zone-a", PathClass::kSameZone),
+            {Out("p-a2", "10.0.0.2", "node-2", "zone-a", PathClass::kSameZone),
+             Out("p-a3", "10.0.0.3", "node-3", "zone-a", PathClass::kSameZone),
              Out("p-b5", "10.0.0.5", "node-5", "zone-b", PathClass::kCrossZone),
              Out("p-b6", "10.0.0.6", "node-6", "zone-b", PathClass::kCrossZone)},
             5,
@@ -144,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(
                     {In("p-b5", "10.0.0.5", "node-5", "zone-b"),
                      In("p-b6", "10.0.0.6", "node-6", "zone-b")},
                     0,
-                    {Out("p-b6", "10.0.0.6", "node-6", "zone-b", PathClass::kCrossZone)},
+                    {Out("p-b5", "10.0.0.5", "node-5", "zone-b", PathClass::kCrossZone)},
                     2,
                     1},
         // Byte order of names, static and discovered interleaved; input order does not matter.
@@ -184,7 +186,7 @@ INSTANTIATE_TEST_SUITE_P(
                      In("p-u8", "10.0.0.8", "node-8", "")},
                     1,
                     {Out("p-n1", "10.0.1.1", "node-1", "", PathClass::kSameNode),
-                     Out("p-u8", "10.0.0.8", "node-8", "", PathClass::kUnknown)},
+                     Out("p-u7", "10.0.0.7", "node-7", "", PathClass::kUnknown)},
                     3,
                     2},
         // This Pod's zone not known (not configured, the Node not read yet): only same_node can
@@ -247,6 +249,36 @@ INSTANTIATE_TEST_SUITE_P(
                     0},
         ComposeCase{"nothing_at_all", kSelf, {}, {}, 3, {}, 0, 0}),
     [](const auto& info) { return info.param.name; });
+
+// Every Pod of a 30-node, 3-zone cluster composes with the same duty ring, whatever it knows of
+// itself: a Pod whose zone the Node has not told it yet (self.zone "") places itself on the ring
+// where its EndpointSlice entry does, as every other Pod does, so it takes the duties the
+// others leave to it. Before, it took the duties of the unknown zone and left its own zone's
+// undone: 3 to 5 nodes under 3 probers.
+TEST(ComposePeersSelfTest, TheRingPlacesAPodByItsOwnRecord) {
+  std::vector<Peer> discovered;
+  for (int i = 0; i < 30; ++i) {
+    const std::string node = "node-" + std::to_string(i);
+    const std::string zone = std::string("zone-") + static_cast<char>('a' + i % 3);
+    const std::string address = "10.0.0." + std::to_string(i + 1);
+    discovered.push_back(Named(In(node, address.c_str(), node, zone), "pod-" + std::to_string(i)));
+  }
+  std::map<std::string, int> probers;
+  std::map<std::string, int> probers_zone_unread;
+  for (int i = 0; i < 30; ++i) {
+    const Peer& me = discovered[static_cast<std::size_t>(i)];
+    for (const Peer& p : ComposePeers({me.pod, me.node, me.zone}, {}, discovered, {1}).peers) {
+      ++probers[p.node];
+    }
+    // The same cluster, where every Pod has yet to read its zone.
+    for (const Peer& p : ComposePeers({me.pod, me.node, ""}, {}, discovered, {1}).peers) {
+      ++probers_zone_unread[p.node];
+    }
+  }
+  ASSERT_EQ(probers.size(), 30u);
+  for (const auto& [node, n] : probers) EXPECT_EQ(n, 3) << node;
+  EXPECT_EQ(probers_zone_unread, probers);
+}
 
 }  // namespace
 }  // namespace podnet::topology
