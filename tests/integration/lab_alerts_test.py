@@ -89,7 +89,7 @@ SCALE = [
     (r"offset 1d\b", "offset 40s"),
     (r"offset 1w\b", "offset 45s"),
     (r"for: \d+m\b", "for: 5s"),
-    (r"(record: podnet:config:fault_min_probers\n\s+expr: )vector\(3\)", r"\1vector(2)"),
+    (r"(record: podnet:config:fault_min_probers\n\s+expr: podnet:config:clusters \+ )3", r"\g<1>2"),
 ]
 OFFSET_1W_S = 45
 WINDOW_S = 10
