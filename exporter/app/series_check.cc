@@ -27,8 +27,10 @@ std::vector<topology::Peer> AssumedKubernetesPeers(const config::Config& c) {
   return peers;
 }
 
-// The shape SeriesCheck assumes for `c`, and in `why` the words that say so.
-probes::SeriesShape AssumedShape(const config::Config& c, std::ostringstream& why) {
+// The shape SeriesCheck assumes for `c`, and in `why` the words that say so; `replicas` cluster
+// DNS replicas (at most max_servers) instead of kAssumedClusterDnsReplicas when given.
+probes::SeriesShape AssumedShape(const config::Config& c, std::ostringstream& why,
+                                 int replicas = kAssumedClusterDnsReplicas) {
   probes::SeriesShape shape;
   shape.peers = discovery::StaticPeers(c.self, c.static_peers);
   why << shape.peers.size() << " static peer(s)";
@@ -47,8 +49,8 @@ probes::SeriesShape AssumedShape(const config::Config& c, std::ostringstream& wh
     why << "; " << shape.dns_servers << " nameserver(s) in " << c.dns->resolv_conf
         << (readable ? "" : " (unreadable here: 1 assumed)");
     if (c.kubernetes && c.dns->cluster_dns) {
-      int replicas = std::min(c.dns->cluster_dns->max_servers, kAssumedClusterDnsReplicas);
-      shape.dns_servers += replicas;
+      replicas = std::min(c.dns->cluster_dns->max_servers, replicas);
+      shape.dns_servers += static_cast<std::size_t>(replicas);
       why << " + " << replicas << " cluster DNS replica(s) (assumed)";
     }
   }
@@ -75,6 +77,18 @@ std::string SeriesCheck(const config::Config& c) {
               ? "; histograms per peer"
               : "; histograms per peer zone and path class")
       << "\n";
+  if (c.kubernetes && c.dns && c.dns->cluster_dns &&
+      c.dns->cluster_dns->max_servers > kAssumedClusterDnsReplicas) {
+    // A cluster with more CoreDNS replicas (large clusters scale them with nodes): each one
+    // asked adds its server RTT histogram, up to max_servers.
+    std::ostringstream unused;
+    const int most = c.dns->cluster_dns->max_servers;
+    const std::size_t at_most = probes::EstimateSeries(c, AssumedShape(c, unused, most)).total;
+    out << "  each further CoreDNS replica: +"
+        << (at_most - e.total) / static_cast<std::size_t>(most - kAssumedClusterDnsReplicas)
+        << " series; with " << most << " or more (probes.dns.cluster_dns.max_servers): ~"
+        << at_most + probes::kBaseSeries << "\n";
+  }
   if (c.native_histograms) {
     // Of the others, the 5 start-delay histograms are native too.
     out << "native histograms: ~"

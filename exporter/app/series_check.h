@@ -18,7 +18,9 @@ inline constexpr int kAssumedClusterDnsReplicas = 2;
 /// Peers: the static ones (classified from `c.self`), plus with peers.kubernetes peers_per_zone
 /// in each of kAssumedZones zones (one of them this Pod's). DNS servers: the nameservers of
 /// probes.dns.resolv_conf as glibc reads it (one when unreadable) plus, with cluster_dns, the
-/// smaller of max_servers and kAssumedClusterDnsReplicas. Never fails.
+/// smaller of max_servers and kAssumedClusterDnsReplicas; where max_servers is larger, one more
+/// line gives the series each further replica adds and the total at max_servers replicas (the
+/// bound for any cluster). Never fails.
 std::string SeriesCheck(const config::Config& c);
 
 /// SeriesCheck's total: the series a Pod of `c` exports, its own included (for `report`).

@@ -1170,6 +1170,19 @@ def config_check_series(exe, tmp, base):
     _, off, _ = families("metrics: { families: { podnet_rtt_seconds: false } }\n")
     check("podnet_rtt_seconds" not in off and off.get("podnet_rtt_packets_sent_total"),
           "a family switched off leaves the arithmetic: %s" % sorted(off))
+    # The deploy ConfigMap's configuration (its env placeholders set): 2 CoreDNS replicas are
+    # assumed, and one more line gives what each further one adds, up to max_servers (16).
+    deploy = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy",
+                          "kubernetes", "base", "podnet.yaml")
+    env = dict(os.environ, POD_NAME="p", NODE_NAME="n", POD_ZONE="z")
+    r = run(exe, "--config.file", deploy, "--config.check", env=env)
+    m = re.search(r"series per Pod: ~(\d+) .* \+ 2 cluster DNS replica\(s\) \(assumed\)", r.stdout)
+    more = re.search(r"^  each further CoreDNS replica: \+(\d+) series; with 16 or more "
+                     r"\(probes\.dns\.cluster_dns\.max_servers\): ~(\d+)$", r.stdout, re.M)
+    check(r.returncode == 0 and m and more and int(more.group(1)) > 0
+          and int(more.group(2)) == int(m.group(1)) + 14 * int(more.group(1)),
+          "--config.check gives the series at 2 CoreDNS replicas and at max_servers: %r"
+          % r.stdout[:600])
 
 
 def main():

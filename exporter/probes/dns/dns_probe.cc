@@ -19,6 +19,17 @@ std::string FormName(const std::string& name, bool absolute) {
   return name + ".";
 }
 
+std::string ServerQuestion(const std::vector<std::string>& search, const std::string& first_name) {
+  constexpr std::string_view kSvc = "svc.";
+  for (std::string_view s : search) {
+    if (!s.empty() && s.back() == '.') s.remove_suffix(1);
+    if (s.size() > kSvc.size() && s.substr(0, kSvc.size()) == kSvc) {
+      return "kubernetes.default." + std::string(s) + ".";
+    }
+  }
+  return FormName(first_name, true);
+}
+
 namespace {
 
 // Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
@@ -87,7 +98,7 @@ class LookupTarget : public PeerProbeBase {
 };
 
 // Each nameserver of resolv.conf and each discovered cluster DNS replica (ProbeEnv::
-// dns_servers) asked directly for the first name's absolute form.
+// dns_servers) asked directly for ServerQuestion's name.
 class ServersTarget : public PeerProbeBase {
  public:
   explicit ServersTarget(std::shared_ptr<DnsKind> kind);
@@ -268,7 +279,7 @@ std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf&
 
 void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
   ResolvConf conf = kind_->Load(Libc::kGlibc, *this);
-  std::string name = FormName(kind_->options().names.front(), true);
+  std::string name = ServerQuestion(conf.search, kind_->options().names.front());
   auto start = std::chrono::steady_clock::now();
   auto finish = IfCurrent(this, [](auto& self) { self.Finish(); });
   if (env().dns_servers_over_cap > 0) {

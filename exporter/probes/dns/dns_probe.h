@@ -31,4 +31,14 @@ std::shared_ptr<ProbeKind> MakeDnsKind(const DnsOptions& options, ProbeEnv& env)
 /// Builds the query name of a form: "absolute" appends a trailing dot when there is none.
 std::string FormName(const std::string& name, bool absolute);
 
+/// The question every nameserver and cluster DNS replica is timed with
+/// (podnet_dns_server_rtt_seconds): a name that exists, so that each server answers it from its
+/// data as it answers the Pods, not with NXDOMAIN. `kubernetes.default.svc.<zone>.` (the API
+/// server's Service, which every cluster has: Kubernetes DNS-Based Service Discovery
+/// specification, 2.3.1) where `search` (resolv.conf's, in order) holds `svc.<zone>`, as kubelet
+/// writes it into a ClusterFirst Pod's resolv.conf (`<namespace>.svc.<zone> svc.<zone> <zone>`);
+/// else the absolute form of `first_name` (the first of probes.dns.names). A trailing dot on a
+/// search entry is dropped.
+std::string ServerQuestion(const std::vector<std::string>& search, const std::string& first_name);
+
 }  // namespace podnet::probes::dns

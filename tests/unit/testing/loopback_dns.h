@@ -38,7 +38,8 @@ class LoopbackDns {
   }
   std::uint16_t port() const { return socket_.local_endpoint().port(); }
   int questions = 0;
-  int rcode = -1;  // >= 0: every question answered with this rcode and no records
+  std::set<std::string> names;  // every name asked, without the trailing dot
+  int rcode = -1;               // >= 0: every question answered with this rcode and no records
 
  private:
   void Receive() {
@@ -61,6 +62,7 @@ class LoopbackDns {
       name.append(reinterpret_cast<const char*>(&buf_[i + 1]), len);
       i += 1 + len;
     }
+    names.insert(name);
     std::size_t qend = i + 5;
     std::uint16_t qtype = static_cast<std::uint16_t>((buf_[i + 1] << 8) | buf_[i + 2]);
     std::vector<unsigned char> out(buf_.begin(), buf_.begin() + static_cast<long>(qend));

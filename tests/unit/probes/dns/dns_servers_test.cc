@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "exporter/metrics/metrics.h"
@@ -125,6 +126,35 @@ TEST_F(DnsServersTest, EachReplicaHasItsZoneAndPathAndGoesWhenItGoes) {
   EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_probe_errors_total",
                          {{"probe", "dns"}, {"reason", "servers_over_cap"}}),
             -1);
+}
+
+// What each server is asked: in a Pod (kubelet's search list), the API server's Service, which
+// exists in every cluster; elsewhere the first name, absolute.
+TEST(ServerQuestionTest, TheKubernetesServiceWhereTheSearchListNamesTheZone) {
+  EXPECT_EQ(ServerQuestion({"podnet.svc.cluster.local", "svc.cluster.local", "cluster.local"},
+                           "sts.example"),
+            "kubernetes.default.svc.cluster.local.");
+  EXPECT_EQ(ServerQuestion(
+                {"podnet.svc.k8s.example.", "svc.k8s.example.", "k8s.example.", "ec2.internal"},
+                "sts.example"),
+            "kubernetes.default.svc.k8s.example.");
+  EXPECT_EQ(ServerQuestion({"svc.", "corp.example"}, "sts.example"), "sts.example.");
+  EXPECT_EQ(ServerQuestion({"corp.example"}, "sts.example"), "sts.example.");
+  EXPECT_EQ(ServerQuestion({}, "sts.example."), "sts.example.");
+}
+
+TEST_F(DnsServersTest, EachServerIsAskedANameThatExists) {
+  std::ofstream(resolv_conf_) << "nameserver 127.0.0.1\n"
+                                 "search podnet.svc.cluster.local svc.cluster.local cluster.local\n"
+                                 "options ndots:5 timeout:1 attempts:1\n";
+  LoopbackDns replica(io_, {"kubernetes.default.svc.cluster.local"});
+  env_.dns_servers = {
+      MakePeer("coredns", "127.0.0.1", "node-1", "zone-a", PathClass::kSameNode, replica.port())};
+  auto probe = ServersProbe();
+  ASSERT_NE(probe, nullptr);
+  Round(*probe);
+  EXPECT_EQ(replica.names, std::set<std::string>{"kubernetes.default.svc.cluster.local"});
+  EXPECT_EQ(Answers("127.0.0.1:" + std::to_string(replica.port())), 1);
 }
 
 // A replica that answers SERVFAIL (or REFUSED) serves no lookup: its answers are not timed,
