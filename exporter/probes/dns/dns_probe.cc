@@ -21,10 +21,29 @@ std::string FormName(const std::string& name, bool absolute) {
 
 std::string ServerQuestion(const std::vector<std::string>& search, const std::string& first_name) {
   constexpr std::string_view kSvc = "svc.";
-  for (std::string_view s : search) {
+  auto bare = [](std::string_view s) {
     if (!s.empty() && s.back() == '.') s.remove_suffix(1);
-    if (s.size() > kSvc.size() && s.substr(0, kSvc.size()) == kSvc) {
-      return "kubernetes.default." + std::string(s) + ".";
+    return s;
+  };
+  auto zone_of = [&](std::string_view s) {  // "svc.Z" → Z, else ""
+    s = bare(s);
+    return s.size() > kSvc.size() && s.substr(0, kSvc.size()) == kSvc ? s.substr(kSvc.size())
+                                                                      : std::string_view();
+  };
+  // kubelet's three entries, <namespace>.svc.Z svc.Z Z, first: in namespace `svc` the first entry
+  // (svc.svc.Z) starts with "svc." too.
+  for (std::size_t i = 1; i + 1 < search.size(); ++i) {
+    std::string_view zone = zone_of(search[i]);
+    std::string_view before = bare(search[i - 1]);
+    std::string ns_suffix = ".svc." + std::string(zone);
+    if (!zone.empty() && bare(search[i + 1]) == zone && before.size() > ns_suffix.size() &&
+        before.substr(before.size() - ns_suffix.size()) == ns_suffix) {
+      return "kubernetes.default.svc." + std::string(zone) + ".";
+    }
+  }
+  for (const std::string& s : search) {
+    if (std::string_view zone = zone_of(s); !zone.empty()) {
+      return "kubernetes.default.svc." + std::string(zone) + ".";
     }
   }
   return FormName(first_name, true);

@@ -36,7 +36,8 @@ std::string FormName(const std::string& name, bool absolute);
 /// data as it answers the Pods, not with NXDOMAIN. `kubernetes.default.svc.<zone>.` (the API
 /// server's Service, which every cluster has: Kubernetes DNS-Based Service Discovery
 /// specification, 2.3.1) where `search` (resolv.conf's, in order) holds `svc.<zone>`, as kubelet
-/// writes it into a ClusterFirst Pod's resolv.conf (`<namespace>.svc.<zone> svc.<zone> <zone>`);
+/// writes it into a ClusterFirst Pod's resolv.conf (`<namespace>.svc.<zone> svc.<zone> <zone>`:
+/// that triple first, so that namespace `svc`'s first entry does not pass for it);
 /// else the absolute form of `first_name` (the first of probes.dns.names). A trailing dot on a
 /// search entry is dropped.
 std::string ServerQuestion(const std::vector<std::string>& search, const std::string& first_name);

@@ -138,6 +138,10 @@ TEST(ServerQuestionTest, TheKubernetesServiceWhereTheSearchListNamesTheZone) {
                 {"podnet.svc.k8s.example.", "svc.k8s.example.", "k8s.example.", "ec2.internal"},
                 "sts.example"),
             "kubernetes.default.svc.k8s.example.");
+  // A Pod in namespace `svc`: its first entry starts with "svc." too.
+  EXPECT_EQ(ServerQuestion({"svc.svc.cluster.local", "svc.cluster.local", "cluster.local"},
+                           "sts.example"),
+            "kubernetes.default.svc.cluster.local.");
   EXPECT_EQ(ServerQuestion({"svc.", "corp.example"}, "sts.example"), "sts.example.");
   EXPECT_EQ(ServerQuestion({"corp.example"}, "sts.example"), "sts.example.");
   EXPECT_EQ(ServerQuestion({}, "sts.example."), "sts.example.");
