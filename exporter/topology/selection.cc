@@ -121,8 +121,8 @@ std::size_t Replicas(const Rings& rings, std::string_view from, std::string_view
 // Consistent hashing with bounded loads (Mirrokni, Thorup & Zadimoghaddam, "Consistent Hashing
 // with Bounded Loads", SODA 2018): each target, in ring order, goes to the first `replicas`
 // probers at or after its position that are not itself and hold fewer than `cap` targets. Every
-// Pod computes the same assignment from the same membership; this returns the candidates of the
-// targets (indexes into `targets`) assigned to `self_key`, in ring order.
+// Pod computes the same assignment from the same membership; this returns the targets assigned
+// to `self_key` (indexes into `targets`), in ring order.
 std::vector<std::size_t> Duty(std::string_view self_key, const std::vector<RingMember>& probers,
                               const std::vector<RingMember>& targets, std::size_t replicas,
                               std::size_t cap) {
