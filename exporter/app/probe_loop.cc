@@ -73,11 +73,11 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
                         prev->families_off != next->families_off ||
                         prev->kubernetes.has_value() != next->kubernetes.has_value();
   if (next->kubernetes) {
-    probe_env_.burst_candidates = topology::BurstCandidates(self, std::move(discovered));
-    probe_env_.burst_secret = discovered_.service_uid;
+    probe_env_.probe_pods = std::move(discovered);
+    probe_env_.service_uid = discovered_.service_uid;
   } else {
-    probe_env_.burst_candidates.reset();
-    probe_env_.burst_secret.clear();
+    probe_env_.probe_pods.reset();
+    probe_env_.service_uid.clear();
   }
   if (labels_changed) {
     RestartKinds(*next, self, peers);

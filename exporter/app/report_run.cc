@@ -320,7 +320,10 @@ report::CostConfig CostConfigOf(const config::Config& c) {
   if (c.grpc) out.grpc = {seconds(c.grpc->interval), c.grpc->count};
   if (c.mtu) out.mtu = {seconds(c.mtu->interval), c.mtu->max_size};
   if (c.dns) {
-    out.dns = report::CostConfig::Dns{seconds(c.dns->interval), c.dns->names, {}};
+    out.dns = report::CostConfig::Dns{seconds(c.dns->interval),
+                                      c.dns->names,
+                                      {},
+                                      c.dns->sample ? c.dns->sample->pods_per_zone : 0};
     for (auto l : c.dns->resolvers) out.dns->resolvers.emplace_back(probes::dns::LibcName(l));
   }
   if (c.burst) {

@@ -410,22 +410,33 @@ bool ValidDns1123Label(const std::string& s) {
   });
 }
 
+// A section that is a switch or a mapping (probes.dns.cluster_dns, .sample): `false` turns it
+// off (`out` reset); `true`, null or a mapping of `known` keys turns it on, `out` set to T's
+// defaults for the caller to fill from the mapping (true returned); anything else fails in `d`
+// and leaves `out` as it was.
+template <typename T>
+bool SectionOn(Decoder& d, const YAML::Node& n, const std::string& path,
+               std::initializer_list<std::string_view> known, std::optional<T>& out) {
+  if (n.IsScalar()) {
+    auto on = d.Bool(n, path);
+    if (on && !*on) out.reset();
+    if (!on || !*on) return false;
+  } else if (!d.CheckMap(n, path, known)) {
+    return false;
+  }
+  out.emplace();
+  return true;
+}
+
 // probes.dns.cluster_dns: `false` turns it off, `true` or a mapping (absent keys take their
 // defaults) turns it on. Meaningful only with peers.kubernetes (its API server and credentials).
 void DecodeClusterDns(Decoder& d, const YAML::Node& n, bool kubernetes,
                       probes::dns::DnsOptions& o) {
   const std::string base = "probes.dns.cluster_dns";
-  if (n.IsScalar()) {
-    auto on = d.Bool(n, base);
-    if (!on) return;
-    if (!*on) {
-      o.cluster_dns.reset();
-      return;
-    }
-  } else if (!n.IsNull() && !d.CheckMap(n, base, {"namespace", "service", "port", "max_servers"})) {
+  if (!SectionOn(d, n, base, {"namespace", "service", "port", "max_servers"}, o.cluster_dns)) {
     return;
   }
-  probes::dns::ClusterDnsOptions cd;
+  probes::dns::ClusterDnsOptions& cd = *o.cluster_dns;
   if (n.IsMap()) {
     for (auto [key, out] : {std::pair<const char*, std::string*>{"namespace", &cd.namespace_name},
                             std::pair<const char*, std::string*>{"service", &cd.service}}) {
@@ -453,12 +464,36 @@ void DecodeClusterDns(Decoder& d, const YAML::Node& n, bool kubernetes,
            "needs peers.kubernetes (the DNS endpoints are read from its API server); remove it "
            "or set it to false");
   }
-  o.cluster_dns = cd;
+}
+
+// probes.dns.sample: `false` turns it off (every Pod runs the lookups), `true` or a mapping
+// (absent keys take their defaults) turns it on. Meaningful only with peers.kubernetes (the Pods
+// it draws from).
+void DecodeDnsSample(Decoder& d, const YAML::Node& n, bool kubernetes, probes::dns::DnsOptions& o) {
+  const std::string base = "probes.dns.sample";
+  if (!SectionOn(d, n, base, {"pods_per_zone", "period"}, o.sample)) return;
+  probes::dns::DnsSampleOptions& sample = *o.sample;
+  if (n.IsMap()) {
+    if (const YAML::Node v = n["pods_per_zone"]; v.IsDefined()) {
+      if (auto i = d.Integer(v, base + ".pods_per_zone", 1, 1000)) {
+        sample.pods_per_zone = static_cast<int>(*i);
+      }
+    }
+    if (const YAML::Node v = n["period"]; v.IsDefined()) {
+      if (auto dur = d.PositiveDuration(v, base + ".period")) sample.period = *dur;
+    }
+  }
+  if (!kubernetes) {
+    d.Fail(n, base,
+           "needs peers.kubernetes (the Pods it draws from are discovered); remove it or set it "
+           "to false");
+  }
 }
 
 void DecodeDns(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
   const std::string base = "probes.dns";
-  if (!d.CheckMap(n, base, {"interval", "resolv_conf", "resolvers", "names", "cluster_dns"})) {
+  if (!d.CheckMap(n, base,
+                  {"interval", "resolv_conf", "resolvers", "names", "cluster_dns", "sample"})) {
     return;
   }
   probes::dns::DnsOptions o;
@@ -466,6 +501,11 @@ void DecodeDns(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
     DecodeClusterDns(d, v, kubernetes, o);
   } else if (!kubernetes) {
     o.cluster_dns.reset();  // the default is on, but only where there is an API server to ask
+  }
+  if (const YAML::Node v = n["sample"]; v.IsDefined()) {
+    DecodeDnsSample(d, v, kubernetes, o);
+  } else if (!kubernetes) {
+    o.sample.reset();  // on by default, but only where there are discovered Pods to draw from
   }
   if (const YAML::Node v = n["interval"]; v.IsDefined()) {
     if (auto dur = d.PositiveDuration(v, base + ".interval")) o.interval = *dur;

@@ -18,6 +18,7 @@ constexpr std::array kFamilies = {
     MetricFamilyEntry{"podnet_burst_tcp_rtt_seconds", "burst", true},
     MetricFamilyEntry{"podnet_burst_throughput_bytes_per_second", "burst", true},
     MetricFamilyEntry{"podnet_dns_lookup_duration_seconds", "dns", true},
+    MetricFamilyEntry{"podnet_dns_lookup_sampled", "dns", true},
     MetricFamilyEntry{"podnet_dns_lookups_total", "dns", true},
     MetricFamilyEntry{"podnet_dns_queries_per_lookup", "dns", true},
     MetricFamilyEntry{"podnet_dns_queries_total", "dns", true},

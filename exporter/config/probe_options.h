@@ -59,6 +59,19 @@ struct ClusterDnsOptions {
   bool operator==(const ClusterDnsOptions&) const = default;
 };
 
+/// probes.dns.sample: with peers.kubernetes, the Pods that run the lookups (not the servers'
+/// timing, which every Pod runs): `pods_per_zone` Pods of each zone, drawn again every `period`
+/// by rendezvous hashing (topology::InZoneSample) over the discovered probe Pods. The
+/// amplification a lookup measures is the resolv.conf's and the libc's, the same from every
+/// Pod of a DaemonSet; a few Pods per zone measure it, and the lookup time to each zone's
+/// nearest replicas, at a load on CoreDNS that does not grow with the cluster.
+struct DnsSampleOptions {
+  int pods_per_zone = 2;
+  config::Duration period = std::chrono::hours(1);
+
+  bool operator==(const DnsSampleOptions&) const = default;
+};
+
 /// probes.dns: every `interval`, each name is looked up as written and in its absolute form
 /// (a trailing dot), once per resolver model, under the resolv.conf at `resolv_conf` (re-read
 /// every round, as the libcs notice a changed file); and each nameserver of that file, and each
@@ -71,6 +84,9 @@ struct DnsOptions {
   std::vector<std::string> names;
   /// On by default with peers.kubernetes; std::nullopt without it or with `cluster_dns: false`.
   std::optional<ClusterDnsOptions> cluster_dns = ClusterDnsOptions{};
+  /// On by default with peers.kubernetes; std::nullopt (every Pod runs the lookups) without it
+  /// or with `sample: false`.
+  std::optional<DnsSampleOptions> sample = DnsSampleOptions{};
 
   bool operator==(const DnsOptions&) const = default;
 };

@@ -52,8 +52,12 @@ void PeerProbeBase::Cancel() {
 
 void PeerProbeBase::RemoveSeries() {
   Cancel();
-  if (series_) series_->RemoveAll();
+  DropSeries();
   series_.reset();
+}
+
+void PeerProbeBase::DropSeries() {
+  if (series_) series_->RemoveAll();
   errors_.clear();
 }
 

@@ -101,6 +101,10 @@ class PeerProbeBase : public PeerProbe, public std::enable_shared_from_this<Peer
     extra.insert(histogram_labels_.begin(), histogram_labels_.end());
     return series_->Add(histogram, extra);
   }
+  /// Removes the series this probe added so far, as RemoveSeries does, but the probe goes on:
+  /// for a target that stops measuring for a while (a DNS lookup while its Pod is outside the
+  /// sample), so that it leaves no series standing still. Its next series start from zero.
+  void DropSeries();
   /// The series this probe adds (and RemoveSeries removes); null after RemoveSeries.
   metrics::SeriesSet* series() { return series_ ? &*series_ : nullptr; }
   ProbeEnv& env() { return env_; }

@@ -62,15 +62,16 @@ struct ProbeEnv {
   std::size_t dns_servers_over_cap = 0;
   /// With peers.kubernetes: every discovered probe Pod, self included when listed (ready),
   /// classified from this Pod, with its burst_port — all candidates, not only the selected
-  /// peers: the burst kind coordinates over them (probes.burst.coordinated) and reads it at each
-  /// round's start; empty until discovery has listed. std::nullopt without Kubernetes
-  /// discovery: bursts go to every peer, each at its own interval. The app sets it from every
-  /// discovery snapshot; turning discovery on or off restarts the kinds.
-  std::optional<std::vector<topology::Peer>> burst_candidates = std::nullopt;
-  /// What keys the coordinated bursts' choice (topology::ChooseBurstPair): the peers' Service's
-  /// UID from discovery (Snapshot::service_uid), "" without it. The app sets it with
-  /// burst_candidates.
-  std::string burst_secret = {};
+  /// peers: the coordinated bursts (probes.burst.coordinated, over topology::BurstCandidates of
+  /// it) and the DNS lookups' sample (probes.dns.sample) are drawn from it at each round's
+  /// start; empty until discovery has listed. std::nullopt without Kubernetes discovery: bursts
+  /// go to every peer, each at its own interval, and every Pod runs the DNS lookups. The app
+  /// sets it from every discovery snapshot; turning discovery on or off restarts the kinds.
+  std::optional<std::vector<topology::Peer>> probe_pods = std::nullopt;
+  /// What keys those choices (topology::ChooseBurstPair, topology::InZoneSample): the peers'
+  /// Service's UID from discovery (Snapshot::service_uid), "" without it. The app sets it with
+  /// probe_pods.
+  std::string service_uid = {};
   /// The coordinated bursts' per-period decisions, owned here (not by the kind) so that a
   /// reload, which rebuilds the kind, does not decide a period a second time. Set by the burst
   /// kind when null.

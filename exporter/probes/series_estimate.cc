@@ -100,6 +100,7 @@ void Dns(Counter& n, const dns::DnsOptions& o, std::size_t servers) {
   n.Add("podnet_dns_responses_total", 2 * per_form + per_form);
   if (!o.names.empty()) {
     n.AddHistograms("podnet_dns_server_rtt_seconds", servers, metrics::DnsLatencyBuckets());
+    n.Add("podnet_dns_lookup_sampled", 1);
   }
 }
 

@@ -109,19 +109,36 @@ double MtuRoundBytes(const CostConfig::Mtu& mtu) {
   return mtu.max_size + (header + 24) + 2 * mtu.max_size;
 }
 
-double DnsRoundBytes(const CostConfig::Dns& dns, const QuestionsPerLookup& questions) {
-  double bytes = 0;
+namespace {
+
+// Each name × form × resolver lookup of one DNS round: fn(name, questions it sends).
+template <typename Fn>
+void EachLookup(const CostConfig::Dns& dns, const QuestionsPerLookup& questions, Fn fn) {
   for (const auto& name : dns.names) {
-    double question = kIpv4 + kIcmpOrUdp + 12 + Len(name) + 2 + 4;
     for (const char* form : {"as_written", "absolute"}) {
       for (const auto& resolver : dns.resolvers) {
         auto it = questions.find({name, form, resolver});
-        double n = it != questions.end() ? it->second : 2;
-        bytes += n * (2 * question + kDnsAnswerExtra);
+        fn(name, it != questions.end() ? it->second : 2);
       }
     }
   }
+}
+
+}  // namespace
+
+double DnsRoundBytes(const CostConfig::Dns& dns, const QuestionsPerLookup& questions) {
+  double bytes = 0;
+  EachLookup(dns, questions, [&](const std::string& name, double n) {
+    double question = kIpv4 + kIcmpOrUdp + 12 + Len(name) + 2 + 4;
+    bytes += n * (2 * question + kDnsAnswerExtra);
+  });
   return bytes;
+}
+
+double DnsRoundQuestions(const CostConfig::Dns& dns, const QuestionsPerLookup& questions) {
+  double total = 0;
+  EachLookup(dns, questions, [&](const std::string&, double n) { total += n; });
+  return total;
 }
 
 ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
@@ -172,17 +189,29 @@ ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
                  " B there and back (a bound: the interface MTU when smaller)");
   }
   if (c.dns) {
-    double round = DnsRoundBytes(*c.dns, questions);
-    double pod = PerHour(round, c.dns->interval_seconds);
-    add("dns", "unknown", std::nullopt, pod, n * pod * kHoursPerMonth);
+    const auto& d = *c.dns;
+    double round = DnsRoundBytes(d, questions);
+    double sampled =
+        d.sample_pods_per_zone > 0 ? std::min(n, std::max(z, 1.0) * d.sample_pods_per_zone) : n;
+    double month = sampled * PerHour(round, d.interval_seconds) * kHoursPerMonth;
+    add("dns", "unknown", std::nullopt, n > 0 ? month / kHoursPerMonth / n : 0, month);
+    double qps =
+        d.interval_seconds > 0 ? sampled * DnsRoundQuestions(d, questions) / d.interval_seconds : 0;
+    std::string who = d.sample_pods_per_zone > 0
+                          ? Num("%.0f", sampled) + " of " + Num("%.0f", n) +
+                                " Pods (probes.dns.sample: " + Num("%.0f", d.sample_pods_per_zone) +
+                                " a zone)"
+                          : "every Pod (" + Num("%.0f", n) + ")";
     out.arithmetic.push_back(
-        "dns: " + Num("%.0f", static_cast<double>(c.dns->names.size())) + " names × 2 forms × " +
-        Num("%.0f", static_cast<double>(c.dns->resolvers.size())) +
+        "dns: " + Num("%.0f", static_cast<double>(d.names.size())) + " names × 2 forms × " +
+        Num("%.0f", static_cast<double>(d.resolvers.size())) +
         " resolvers, questions per lookup as the DNS table measured them (2 where a lookup "
         "failed) = " +
-        Num("%.0f", round) + " bytes a round, every " + Num("%g", c.dns->interval_seconds) +
+        Num("%.0f", round) + " bytes a round, every " + Num("%g", d.interval_seconds) +
         " s, to the resolv.conf nameserver (a Service: its replica's zone, so the class, is not "
-        "known)");
+        "known), run by " +
+        who + ": " + Num("%.1f", qps) +
+        " questions/s at the cluster DNS, besides one a round from every Pod to each replica");
   }
   if (c.burst) {
     const auto& b = *c.burst;

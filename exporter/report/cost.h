@@ -53,6 +53,7 @@ struct CostConfig {
     double interval_seconds = 0;         // probes.dns.interval
     std::vector<std::string> names;      // probes.dns.names
     std::vector<std::string> resolvers;  // "glibc", "musl"
+    int sample_pods_per_zone = 0;        // probes.dns.sample.pods_per_zone; 0: every Pod
   };
   struct Burst {
     double interval_seconds = 0;     // probes.burst.interval
@@ -134,6 +135,9 @@ double MtuRoundBytes(const CostConfig::Mtu& mtu);
 /// longer than the question (an A/AAAA record, or an NXDOMAIN's SOA). The direct questions to
 /// each nameserver (podnet_dns_server_rtt_seconds) are not counted: one each per round.
 double DnsRoundBytes(const CostConfig::Dns& dns, const QuestionsPerLookup& questions);
+/// Questions one DNS round of one Pod sends through its resolv.conf nameserver: the sum over
+/// name × form × resolver of `questions` (2 where it has no figure). Questions.
+double DnsRoundQuestions(const CostConfig::Dns& dns, const QuestionsPerLookup& questions);
 
 /// Bytes on the wire per payload byte of a burst: IP and TCP headers ~3.6 % at a 1448-byte MSS,
 /// the receiver's ACKs ~1.8 %, the control connection a few kB (docs/probes.md, "Throughput
@@ -163,7 +167,10 @@ struct ClusterCost {
 /// pairs (Z same-zone ones) gets len(streams) bursts per period of at most max_bytes_per_burst
 /// payload × kBurstWireFactor, whatever N (a bound); uncoordinated: at most max_bytes_per_hour ×
 /// kBurstWireFactor per Pod, shared by the classes as the burst peers are. DNS goes to the
-/// resolv.conf nameserver, whose zone is not known: path class "unknown", never priced.
+/// resolv.conf nameserver, whose zone is not known: path class "unknown", never priced; its
+/// lookups run on every Pod, or with probes.dns.sample on min(N, max(Z, 1) × pods_per_zone)
+/// Pods (a bound: a zone smaller than pods_per_zone gives fewer), the line's per-Pod figure
+/// then the cluster's / N.
 ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
                                const QuestionsPerLookup& questions);
 

@@ -1183,6 +1183,18 @@ def config_check_series(exe, tmp, base):
           and int(more.group(2)) == int(m.group(1)) + 14 * int(more.group(1)),
           "--config.check gives the series at 2 CoreDNS replicas and at max_servers: %r"
           % r.stdout[:600])
+    # probes.dns.sample (on in the deploy default): a Pod outside the sample lacks the lookup
+    # families' series, which the family lines add up to.
+    fewer = re.search(r"^  DNS lookups on 2 Pods a zone \(probes\.dns\.sample\): every other Pod "
+                      r"~(\d+) series fewer$", r.stdout, re.M)
+    lookup_families = ("podnet_dns_lookup_duration_seconds", "podnet_dns_lookups_total",
+                       "podnet_dns_queries_total", "podnet_dns_responses_total",
+                       "podnet_dns_queries_per_lookup")
+    lines = dict(re.findall(r"^  (podnet_dns_\w+) (\d+)$", r.stdout, re.M))
+    check(fewer and int(fewer.group(1)) == sum(int(lines.get(f, -10**6)) for f in lookup_families)
+          and "podnet_dns_lookup_sampled" in lines,
+          "--config.check: a Pod outside the DNS sample has the lookup families' series fewer: %r %r"
+          % (fewer and fewer.group(0), lines))
 
 
 def main():

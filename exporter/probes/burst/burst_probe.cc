@@ -16,6 +16,8 @@
 #include "exporter/probes/burst/burst_client.h"
 #include "exporter/probes/burst/coordination.h"
 #include "exporter/probes/peer_probe.h"
+#include "exporter/topology/burst_pairs.h"
+#include "exporter/topology/sample.h"
 
 namespace podnet::probes::burst {
 namespace {
@@ -119,7 +121,7 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
   }
   std::shared_ptr<PeerProbe> ForTarget(const std::string& key) override;
 
-  bool coordinated() const { return env_.burst_candidates.has_value(); }
+  bool coordinated() const { return env_.probe_pods.has_value(); }
   const BurstOptions& options() const { return options_; }
   ProbeEnv& env() { return env_; }
   BurstFamilies& families() { return families_; }
@@ -322,12 +324,12 @@ class CoordinatedProbe : public BurstProbeBase {
   void StartRound(Clock::time_point) override {
     ProbeEnv& e = env();
     if (!e.burst_latch) e.burst_latch = std::make_shared<PeriodLatch>();
-    static const std::vector<topology::Peer> kNone;
-    const auto& candidates = e.burst_candidates ? *e.burst_candidates : kNone;
+    auto candidates = topology::BurstCandidates(
+        e.self, e.probe_pods ? *e.probe_pods : std::vector<topology::Peer>{});
     const auto& o = kind_->options().coordinated;
     auto now = e.wall_clock ? e.wall_clock() : std::chrono::system_clock::now();
-    std::uint64_t period = PeriodNumber(now, o.period);
-    PeriodDecision d = e.burst_latch->Decide(period, e.self, candidates, e.burst_secret);
+    std::uint64_t period = topology::PeriodNumber(now, o.period);
+    PeriodDecision d = e.burst_latch->Decide(period, e.self, candidates, e.service_uid);
     auto& skipped = kind_->coordination().skipped;
     if (d.not_chosen) {
       AddSeries(skipped, {{"reason", "not_chosen"}}).Increment(static_cast<double>(d.not_chosen));

@@ -6,13 +6,6 @@
 
 namespace podnet::probes::burst {
 
-std::uint64_t PeriodNumber(std::chrono::system_clock::time_point now,
-                           std::chrono::nanoseconds period) {
-  auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch());
-  if (since.count() < 0 || period.count() <= 0) return 0;
-  return static_cast<std::uint64_t>(since.count() / period.count());
-}
-
 PeriodDecision PeriodLatch::Decide(std::uint64_t period, const topology::Self& self,
                                    const std::vector<topology::Peer>& candidates,
                                    std::string_view secret) {

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -11,11 +10,6 @@
 #include "exporter/topology/topology.h"
 
 namespace podnet::probes::burst {
-
-/// The period a wall-clock time falls in: floor(unix seconds / period), the number every Pod
-/// computes alike (their clocks agree to well within a period; NTP). `period` must be positive.
-std::uint64_t PeriodNumber(std::chrono::system_clock::time_point now,
-                           std::chrono::nanoseconds period);
 
 /// What one Pod decided for the zone pairs it had not decided yet in a period.
 struct PeriodDecision {

@@ -11,6 +11,7 @@
 #include "exporter/net/address.h"
 #include "exporter/probes/dns/lookup.h"
 #include "exporter/probes/peer_probe.h"
+#include "exporter/topology/sample.h"
 
 namespace podnet::probes::dns {
 
@@ -76,6 +77,10 @@ struct DnsFamilies {
                                 "replica) to answer one A question for the absolute name, "
                                 "seconds.",
                                 metrics::DnsLatencyBuckets());
+  metrics::GaugeFamily& sampled = metrics::DeclareGauge(
+      r, "podnet_dns_lookup_sampled",
+      "1 while this Pod is one of its zone's Pods that run the DNS lookups (probes.dns.sample; "
+      "always 1 without it), else 0.");
 };
 
 // Wire bytes of one DNS message: IP + UDP (or TCP + 2-byte length) headers.
@@ -184,6 +189,17 @@ class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
     return conf;
   }
 
+  // Whether this Pod runs the lookups now: always without a sample (probes.dns.sample off, or
+  // no Kubernetes discovery); else while it is one of its zone's sample in this period.
+  bool Sampled() const {
+    const auto& s = options_.sample;
+    if (!s || !env_.probe_pods) return true;
+    auto now = env_.wall_clock ? env_.wall_clock() : std::chrono::system_clock::now();
+    return topology::InZoneSample("dns lookups", topology::PeriodNumber(now, s->period), env_.self,
+                                  *env_.probe_pods, static_cast<std::size_t>(s->pods_per_zone),
+                                  env_.service_uid);
+  }
+
   const DnsOptions& options() const { return options_; }
   ProbeEnv& env() { return env_; }
   DnsFamilies& families() { return families_; }
@@ -208,6 +224,11 @@ LookupTarget::LookupTarget(std::shared_ptr<DnsKind> kind, const std::string& key
 }
 
 void LookupTarget::StartRound(std::chrono::steady_clock::time_point) {
+  if (!kind_->Sampled()) {  // other Pods of this zone run the lookups this period
+    DropSeries();
+    EndRound();
+    return;
+  }
   ResolvConf conf = kind_->Load(libc_, *this);
   // The lookup holds its target until it ends; a lookup that Cancel cut short is still recorded
   // (what happened so far), one that RemoveSeries cut short is not.
@@ -297,6 +318,7 @@ std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf&
 }
 
 void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
+  series()->Add(kind_->families().sampled, {}).Set(kind_->Sampled() ? 1 : 0);
   ResolvConf conf = kind_->Load(Libc::kGlibc, *this);
   std::string name = ServerQuestion(conf.search, kind_->options().names.front());
   auto start = std::chrono::steady_clock::now();

@@ -26,6 +26,13 @@ namespace podnet::probes::dns {
 /// "server_no_answer", "server_error_rcode" (a nameserver answered SERVFAIL, REFUSED or another
 /// error rcode: not timed) or "servers_over_cap" (once per round while replicas beyond
 /// cluster_dns.max_servers are left out).
+///
+/// With a sample (DnsOptions::sample) and discovered probe Pods (ProbeEnv::probe_pods), each
+/// lookup target runs its round only while this Pod is one of its zone's sample of the period
+/// (topology::InZoneSample, keyed by ProbeEnv::service_uid, read at each round's start); outside
+/// it a round sends nothing and removes the target's series (they start from zero when the Pod
+/// is drawn again). The servers target runs on every Pod and sets podnet_dns_lookup_sampled
+/// (no labels: 1 in the sample or without one, else 0).
 std::shared_ptr<ProbeKind> MakeDnsKind(const DnsOptions& options, ProbeEnv& env);
 
 /// Builds the query name of a form: "absolute" appends a trailing dot when there is none.

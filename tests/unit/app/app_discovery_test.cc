@@ -25,6 +25,7 @@
 #include "exporter/probes/burst/coordination.h"
 #include "exporter/responders/burst_server.h"
 #include "exporter/topology/burst_pairs.h"
+#include "exporter/topology/sample.h"
 #include "tests/unit/discovery/fake_api_server.h"
 #include "tests/unit/discovery/fixtures.h"
 #include "tests/unit/testing/loop.h"
@@ -566,7 +567,7 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
                            {"podnet-b2", "node-b2", "zone-b"}, {"podnet-c1", "node-c1", "zone-c"},
                            {"podnet-c2", "node-c2", "zone-c"}};
   const std::uint64_t period =
-      probes::burst::PeriodNumber(std::chrono::system_clock::now(), kBurstPeriod);
+      topology::PeriodNumber(std::chrono::system_clock::now(), kBurstPeriod);
   // What ChooseBurstPair picks for this Pod (pods[0]) on node `self_node`: the peer it bursts
   // to, by peer zone, and how many pairs another Pod probes. The list's names are the nodes'
   // (discovery names probe Pods after their nodes).

@@ -430,6 +430,22 @@ std::vector<InvalidCase> InvalidCases() {
        kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
                "probes:\n  dns: {names: [a.b], cluster_dns: off}\n",
        "test.yaml:7:36: probes.dns.cluster_dns: ", "must be true or false, got \"off\""},
+      // probes.dns.sample (the same shape as cluster_dns).
+      {"dns_sample_without_kubernetes",
+       kSelf + "probes:\n  dns: {names: [a.b], sample: {pods_per_zone: 3}}\n",
+       "test.yaml:5:31: probes.dns.sample: ", "needs peers.kubernetes"},
+      {"dns_sample_zero_pods",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
+               "probes:\n  dns: {names: [a.b], sample: {pods_per_zone: 0}}\n",
+       "test.yaml:7:47: probes.dns.sample.pods_per_zone: ", "must be from 1 to 1000, got 0"},
+      {"dns_sample_zero_period",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
+               "probes:\n  dns: {names: [a.b], sample: {period: 0s}}\n",
+       "test.yaml:7:40: probes.dns.sample.period: ", "must be a positive duration"},
+      {"dns_sample_not_bool",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
+               "probes:\n  dns: {names: [a.b], sample: all}\n",
+       "test.yaml:7:31: probes.dns.sample: ", "must be true or false, got \"all\""},
       {"burst_streams_empty", kSelf + "probes:\n  burst: {streams: []}\n",
        "test.yaml:5:20: probes.burst.streams: ", "must be a non-empty list"},
       {"burst_streams_zero", kSelf + "probes:\n  burst: {streams: [1, 0]}\n",
@@ -1015,6 +1031,31 @@ TEST(ConfigTest, ClusterDnsDefaultsWithKubernetesOnly) {
   LoadResult plain_off = Parse(kSelf + "probes:\n  dns: {names: [a.b], cluster_dns: false}\n",
                                "test.yaml", FakeEnv({}));
   EXPECT_TRUE(plain_off.ok()) << Dump(plain_off.errors);
+}
+
+TEST(ConfigTest, DnsSampleDefaultsWithKubernetesOnly) {
+  const std::string k8s = "peers:\n  kubernetes: {namespace: podnet, service: podnet}\n";
+  // With peers.kubernetes, on by default: 2 Pods a zone, drawn every hour.
+  LoadResult on = Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b]}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(on.ok()) << Dump(on.errors);
+  ASSERT_TRUE(on.config->dns->sample.has_value());
+  EXPECT_EQ(on.config->dns->sample->pods_per_zone, 2);
+  EXPECT_EQ(on.config->dns->sample->period, 1h);
+  LoadResult set = Parse(
+      kSelf + k8s + "probes:\n  dns: {names: [a.b], sample: {pods_per_zone: 5, period: 10m}}\n",
+      "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(set.ok()) << Dump(set.errors);
+  EXPECT_EQ(*set.config->dns->sample, (probes::dns::DnsSampleOptions{5, 10min}));
+  // `false`: every Pod looks up; without peers.kubernetes there is no sample (and `false` is
+  // accepted there too).
+  LoadResult off = Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b], sample: false}\n",
+                         "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(off.ok()) << Dump(off.errors);
+  EXPECT_FALSE(off.config->dns->sample.has_value());
+  LoadResult plain =
+      Parse(kSelf + "probes:\n  dns: {names: [a.b], sample: false}\n", "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(plain.ok()) << Dump(plain.errors);
+  EXPECT_FALSE(plain.config->dns->sample.has_value());
 }
 
 }  // namespace

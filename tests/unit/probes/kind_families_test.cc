@@ -191,7 +191,7 @@ std::map<std::string, bool> DeclaredByKinds(const std::set<std::string>& familie
     metrics::Metrics metrics;
     metrics.SetFamiliesOff({families_off.begin(), families_off.end()});
     ProbeEnv env{io, metrics, {"probe-a", "node-1", "zone-a"}};
-    if (coordinated) env.burst_candidates.emplace();
+    if (coordinated) env.probe_pods.emplace();
     for (const ProbeKindEntry& entry : ProbeKinds()) entry.make(EveryKind(), env);
     names.insert(metrics.declared().begin(), metrics.declared().end());
   }

@@ -176,6 +176,47 @@ TEST(ClusterCostTest, CoordinatedBurstsAreBoundedPerZonePairWhateverTheNodeCount
 
 // The path-MTU round as the probe sends it to a healthy path (measured on loopback by
 // MtuProbeTest: 9001 + 9001 sent, 52 + 9001 received).
+// probes.dns.sample: the lookups run on pods_per_zone Pods of each zone, so their load on the
+// cluster DNS is the same at 30 and at 3,000 nodes; without it, every Pod's.
+TEST(ClusterCostTest, SampledDnsLookupsCostTheSameWhateverTheNodeCount) {
+  CostInputs in;
+  in.zones = 3;
+  in.config.dns = CostConfig::Dns{30, {"kubernetes.default", "example.com"}, {"glibc", "musl"}, 2};
+  // Under kubelet's search list and ndots:5 (the DNS table's figures): 6 questions for a name
+  // that walks 3 domains, 2 absolute.
+  QuestionsPerLookup q;
+  for (const char* name : {"kubernetes.default", "example.com"}) {
+    for (const char* libc : {"glibc", "musl"}) {
+      q[{name, "as_written", libc}] = 6;
+      q[{name, "absolute", libc}] = 2;
+    }
+  }
+  const double round = DnsRoundBytes(*in.config.dns, q);
+  EXPECT_DOUBLE_EQ(DnsRoundQuestions(*in.config.dns, q), 2 * 2 * (6 + 2));
+  for (int nodes : {30, 300, 3000}) {
+    in.pods = nodes;
+    ClusterCost sampled = ComputeClusterCost(in, {}, q);
+    const CostLine* dns = Line(sampled, "dns", "unknown");
+    ASSERT_TRUE(dns);
+    // 2 Pods in each of 3 zones, 120 rounds an hour each.
+    EXPECT_DOUBLE_EQ(dns->cluster_bytes_per_month, 6 * round * 120 * 720) << nodes;
+    EXPECT_DOUBLE_EQ(dns->pod_bytes_per_hour, 6 * round * 120 / nodes) << nodes;
+    std::string how = sampled.arithmetic.back();
+    EXPECT_NE(how.find("6 of " + std::to_string(nodes) + " Pods"), std::string::npos) << how;
+    EXPECT_NE(how.find("6.4 questions/s"), std::string::npos) << how;  // 6 × 32 / 30 s
+
+    in.config.dns->sample_pods_per_zone = 0;  // every Pod
+    ClusterCost every = ComputeClusterCost(in, {}, q);
+    EXPECT_DOUBLE_EQ(Line(every, "dns", "unknown")->cluster_bytes_per_month,
+                     nodes * round * 120 * 720);
+    in.config.dns->sample_pods_per_zone = 2;
+  }
+  // Fewer Pods than the sample asks for: every Pod, not more.
+  in.pods = 4;
+  EXPECT_DOUBLE_EQ(Line(ComputeClusterCost(in, {}, q), "dns", "unknown")->cluster_bytes_per_month,
+                   4 * round * 120 * 720);
+}
+
 TEST(ClusterCostTest, PathMtuRoundIsThreeFullSizeDatagramsAndOneSmall) {
   EXPECT_EQ(MtuRoundBytes({600, 9001}), 3 * 9001 + 52);
   EXPECT_EQ(MtuRoundBytes({600, 1500}), 3 * 1500 + 52);

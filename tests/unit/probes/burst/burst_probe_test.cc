@@ -14,6 +14,7 @@
 #include "exporter/probes/burst/coordination.h"
 #include "exporter/responders/burst_server.h"
 #include "exporter/topology/burst_pairs.h"
+#include "exporter/topology/sample.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::probes::burst {
@@ -165,7 +166,7 @@ TEST(BurstProbeTest, CoordinatedBurstsHaveOneProberPerZonePair) {
     pod.env = std::make_unique<ProbeEnv>(ProbeEnv{loop.io(), *pod.metrics, pod.self});
     std::vector<topology::Peer> candidates = pods;
     for (auto& c : candidates) c.path = topology::Classify(pod.self, c.node, c.zone);
-    pod.env->burst_candidates = candidates;
+    pod.env->probe_pods = candidates;
     exporters.push_back(std::move(pod));
   }
   // One exporter at a time: the responder serves one test per source address at once, and
@@ -185,7 +186,8 @@ TEST(BurstProbeTest, CoordinatedBurstsHaveOneProberPerZonePair) {
     loop.Run([&] { probe->Cancel(); });
   }
 
-  const std::uint64_t period = PeriodNumber(std::chrono::system_clock::now(), o.coordinated.period);
+  const std::uint64_t period =
+      topology::PeriodNumber(std::chrono::system_clock::now(), o.coordinated.period);
   for (const char* from : {"zone-a", "zone-b"}) {
     for (const char* to : {"zone-a", "zone-b"}) {
       auto pair = topology::ChooseBurstPair(period, from, to, pods);
@@ -270,7 +272,7 @@ TEST(BurstProbeTest, CoordinatedGaugesGoInAPeriodWithoutABurst) {
   metrics::Metrics metrics;
   LoopThread loop;
   ProbeEnv env{loop.io(), metrics, self};
-  env.burst_candidates = pods;
+  env.probe_pods = pods;
   std::chrono::system_clock::time_point now;
   env.wall_clock = [&] { return now; };
   std::shared_ptr<ProbeKind> kind;

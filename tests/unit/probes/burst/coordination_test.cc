@@ -44,13 +44,6 @@ std::map<std::pair<std::string, std::string>, std::vector<std::string>> DecideAl
   return probers;
 }
 
-TEST(CoordinationTest, PeriodNumberIsUnixTimeOverPeriod) {
-  std::chrono::system_clock::time_point t{6h * 5 + 100s};
-  EXPECT_EQ(PeriodNumber(t, 6h), 5u);
-  EXPECT_EQ(PeriodNumber(t - 101s, 6h), 4u);
-  EXPECT_EQ(PeriodNumber(std::chrono::system_clock::time_point{}, 1h), 0u);
-}
-
 TEST(CoordinationTest, EachPairHasOneProberPerPeriodAndEveryOtherPodSkips) {
   auto pods = Pods(3, 4);
   std::map<std::string, PeriodLatch> latches;

@@ -1,0 +1,166 @@
+// probes.dns.sample: with discovered probe Pods, only the sampled Pods of each zone run the
+// lookups, and a Pod outside the sample keeps no lookup series; every Pod still times the
+// servers and says whether it is in the sample (podnet_dns_lookup_sampled).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "exporter/metrics/metrics.h"
+#include "exporter/probes/dns/dns_probe.h"
+#include "exporter/topology/sample.h"
+#include "tests/unit/testing/loop.h"
+#include "tests/unit/testing/peers.h"
+
+namespace podnet::probes::dns {
+namespace {
+
+using namespace std::chrono_literals;
+using podnet::testing::CounterValue;
+using podnet::testing::FindSeries;
+using podnet::testing::MakePeer;
+using topology::PathClass;
+
+const topology::Self kSampleSelf{"podnet-x1", "node-1", "zone-a"};
+constexpr auto kPeriod = 1h;
+
+class DnsSampleTest : public ::testing::Test {
+ protected:
+  DnsSampleTest() {
+    char path[] = "/tmp/podnet-dns-sample-XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT_GE(fd, 0);
+    if (fd >= 0) close(fd);
+    resolv_conf_ = path;
+    // Loopback only: whether 127.0.0.1:53 answers or refuses, a round ends within a second and
+    // records its lookup.
+    std::ofstream(resolv_conf_) << "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+    // Four Pods in self's zone, four in another; self is node-1's Pod.
+    for (int i = 1; i <= 8; ++i) {
+      auto p = MakePeer("node-" + std::to_string(i), "127.0.0.1", "node-" + std::to_string(i),
+                        i <= 4 ? "zone-a" : "zone-b", PathClass::kUnknown);
+      p.pod = i == 1 ? kSampleSelf.name : "podnet-x" + std::to_string(i);
+      pods_.push_back(p);
+    }
+    env_.wall_clock = [this] { return now_; };
+  }
+  ~DnsSampleTest() override { std::remove(resolv_conf_.c_str()); }
+
+  std::shared_ptr<ProbeKind> Kind(std::optional<DnsSampleOptions> sample) {
+    DnsOptions o;
+    o.names = {"example.test"};
+    o.resolvers = {Libc::kGlibc};
+    o.resolv_conf = resolv_conf_;
+    o.cluster_dns.reset();
+    o.sample = sample;
+    return MakeDnsKind(o, env_);
+  }
+
+  // The start of a period in which self is (or is not) one of its zone's `count`.
+  std::chrono::system_clock::time_point PeriodWhereSelf(bool sampled, std::size_t count) {
+    for (std::uint64_t p = 1000; p < 2000; ++p) {
+      if (topology::InZoneSample("dns lookups", p, kSampleSelf, pods_, count, env_.service_uid) ==
+          sampled) {
+        return std::chrono::system_clock::time_point{kPeriod * p + 1s};
+      }
+    }
+    ADD_FAILURE() << "no such period";
+    return {};
+  }
+
+  void Round(PeerProbe& probe) {
+    bool done = false;
+    io_.restart();  // the last round's poll() ran out of work
+    auto busy = boost::asio::make_work_guard(io_);
+    probe.Run(std::chrono::steady_clock::now(), [&] { done = true; });
+    for (int i = 0; !done && i < 400; ++i) io_.run_one_for(10ms);
+    ASSERT_TRUE(done);
+    io_.poll();
+  }
+
+  bool HasLookupSeries() {
+    return FindSeries(metrics_.registry(), "podnet_dns_queries_per_lookup",
+                      {{"name", "example.test"}, {"form", "as_written"}})
+        .has_value();
+  }
+  double Sampled() {
+    auto m = FindSeries(metrics_.registry(), "podnet_dns_lookup_sampled", {});
+    return m ? m->gauge.value : -1;
+  }
+  double SentBytes() {
+    return CounterValue(metrics_.registry(), "podnet_probe_sent_bytes_total", {{"probe", "dns"}});
+  }
+
+  boost::asio::io_context io_;
+  metrics::Metrics metrics_;
+  ProbeEnv env_{io_, metrics_, kSampleSelf};
+  std::vector<topology::Peer> pods_;
+  std::chrono::system_clock::time_point now_;
+  std::string resolv_conf_;
+};
+
+TEST_F(DnsSampleTest, OnlyTheSampledPodsLookUpAndTheOthersKeepNoLookupSeries) {
+  env_.probe_pods = pods_;
+  env_.service_uid = "uid-1";
+  auto kind = Kind(DnsSampleOptions{1, kPeriod});
+  auto lookup = kind->ForTarget("example.test|as_written|glibc");
+  auto servers = kind->ForTarget("|servers|");
+
+  now_ = PeriodWhereSelf(true, 1);
+  Round(*lookup);
+  Round(*servers);
+  EXPECT_TRUE(HasLookupSeries());
+  EXPECT_EQ(Sampled(), 1);
+  double sent = SentBytes();
+  EXPECT_GT(sent, 0);
+
+  // Another Pod of zone-a has the duty: no question, and the lookup's series go.
+  now_ = PeriodWhereSelf(false, 1);
+  Round(*lookup);
+  Round(*servers);
+  EXPECT_FALSE(HasLookupSeries());
+  EXPECT_EQ(Sampled(), 0);
+  EXPECT_LE(SentBytes(), sent);  // gone (-1) or, if another set holds it, not grown
+
+  // Self's turn again: the lookup's series come back, from zero.
+  now_ = PeriodWhereSelf(true, 1);
+  Round(*lookup);
+  EXPECT_TRUE(HasLookupSeries());
+  EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_dns_queries_total",
+                         {{"name", "example.test"}, {"form", "as_written"}, {"qtype", "A"}}),
+            1);
+}
+
+TEST_F(DnsSampleTest, APodNotListedYetDoesNotLookUp) {
+  env_.probe_pods = std::vector<topology::Peer>{pods_.begin() + 1, pods_.end()};  // not self
+  auto lookup = Kind(DnsSampleOptions{4, kPeriod})->ForTarget("example.test|as_written|glibc");
+  now_ = PeriodWhereSelf(true, 4);
+  Round(*lookup);
+  EXPECT_FALSE(HasLookupSeries());
+}
+
+TEST_F(DnsSampleTest, WithoutASampleOrWithoutDiscoveryEveryPodLooksUp) {
+  now_ = PeriodWhereSelf(false, 1);
+  env_.probe_pods = pods_;
+  auto unsampled = Kind(std::nullopt);
+  auto lookup = unsampled->ForTarget("example.test|as_written|glibc");
+  Round(*lookup);
+  EXPECT_TRUE(HasLookupSeries());
+  lookup->RemoveSeries();
+
+  env_.probe_pods.reset();  // static peers: no Pods to draw from
+  auto servers = Kind(DnsSampleOptions{1, kPeriod})->ForTarget("|servers|");
+  lookup = Kind(DnsSampleOptions{1, kPeriod})->ForTarget("example.test|as_written|glibc");
+  Round(*lookup);
+  Round(*servers);
+  EXPECT_TRUE(HasLookupSeries());
+  EXPECT_EQ(Sampled(), 1);
+}
+
+}  // namespace
+}  // namespace podnet::probes::dns
