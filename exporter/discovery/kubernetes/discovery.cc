@@ -117,9 +117,11 @@ std::string Escape(std::string_view s) {
 
 }  // namespace
 
-std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service) {
+std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service,
+                               std::string_view resource_version) {
   return "/apis/discovery.k8s.io/v1/namespaces/" + Escape(namespace_name) +
-         "/endpointslices?labelSelector=" + Escape("kubernetes.io/service-name=" + service);
+         "/endpointslices?labelSelector=" + Escape("kubernetes.io/service-name=" + service) +
+         (resource_version.empty() ? "" : "&resourceVersion=" + Escape(resource_version));
 }
 
 std::string NodePath(const std::string& node) { return "/api/v1/nodes/" + Escape(node); }

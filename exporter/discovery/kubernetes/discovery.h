@@ -125,8 +125,10 @@ struct Snapshot {
 /// changes" and "Watch bookmarks"; sig-architecture api-conventions.md, "Concurrency Control
 /// and Consistency"):
 ///  1. GET /apis/discovery.k8s.io/v1/namespaces/NS/endpointslices
-///     ?labelSelector=kubernetes.io/service-name=SVC → the slices and the list's
-///     metadata.resourceVersion;
+///     ?labelSelector=kubernetes.io/service-name=SVC&resourceVersion=LRV → the slices and the
+///     list's metadata.resourceVersion; LRV as client-go's reflector sets it: "0" at first (the
+///     API server answers from its watch cache, no etcd read), the last RV seen on a relist,
+///     none (a quorum read) after a list answered 410 Gone;
 ///  2. GET the same with watch=1&resourceVersion=RV&allowWatchBookmarks=true&timeoutSeconds=T;
 ///     each event (ADDED, MODIFIED, DELETED) replaces or removes one slice and moves RV on;
 ///     BOOKMARK only moves RV; the stream ending after T is renewed from RV at once;
@@ -172,8 +174,10 @@ class BasicKubernetesDiscovery {
 using KubernetesDiscovery = BasicKubernetesDiscovery<std::chrono::steady_clock>;
 extern template class BasicKubernetesDiscovery<std::chrono::steady_clock>;
 
-/// The paths of the list request and of the Node GET (names percent-encoded).
-std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service);
+/// The paths of the list request and of the Node GET (names percent-encoded). A list at a
+/// `resource_version` ("0": any the watch cache holds) adds &resourceVersion=; empty: none.
+std::string EndpointSlicesPath(const std::string& namespace_name, const std::string& service,
+                               std::string_view resource_version = {});
 std::string NodePath(const std::string& node);
 /// The path of a Service GET (core/v1; names percent-encoded).
 std::string ServicePath(const std::string& namespace_name, const std::string& name);

@@ -109,15 +109,27 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
 
   // --- EndpointSlices: list, then watch ----------------------------------------------------
 
+  // The resourceVersion a list asks for, as client-go's reflector does (relistResourceVersion):
+  // "0" first (whatever the API server's watch cache holds: no read from etcd), then the last
+  // one seen (a state no older than it, from the cache too); "" (the current state, a quorum
+  // read from etcd) only after a list at a version answered 410 Gone.
+  // https://kubernetes.io/docs/reference/using-api/api-concepts/#semantics-for-get-and-list
+  std::string ListResourceVersion() const {
+    if (list_version_gone_) return "";
+    return resource_version_.empty() ? "0" : resource_version_;
+  }
+
   void List() {
+    const std::string rv = ListResourceVersion();
     slices_call_ =
-        client_->Get(EndpointSlicesPath(options_.namespace_name, options_.service),
+        client_->Get(EndpointSlicesPath(options_.namespace_name, options_.service, rv),
                      [self = this->shared_from_this()](ApiResponse r) { self->OnList(r); });
   }
 
   void OnList(const ApiResponse& r) {
     slices_call_.reset();
     if (stopped_) return;
+    list_version_gone_ = r.error == ApiError::kNone && r.status == 410;
     std::string reason = FailureReason(r);
     std::string detail = r.detail;
     std::map<std::string, std::vector<Endpoint>> slices;
@@ -389,6 +401,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   std::map<std::string, std::vector<Endpoint>> slices_;  // by slice name
   std::map<std::string, std::string> slice_uids_;        // ServiceUid, by slice name
   std::string resource_version_;
+  bool list_version_gone_ = false;  // the last list answered 410 Gone: the next reads etcd
   // The watch in flight.
   int watch_events_ = 0;
   typename Clock::time_point watch_started_;

@@ -448,7 +448,7 @@ TEST(AppDiscoveryTest, ForbiddenClusterDnsWatchLeavesPeersAndReadinessAlone) {
     ASSERT_FALSE(dns_targets.empty());
     EXPECT_EQ(dns_targets.front(),
               "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices"
-              "?labelSelector=kubernetes.io%2Fservice-name%3Dkube-dns");
+              "?labelSelector=kubernetes.io%2Fservice-name%3Dkube-dns&resourceVersion=0");
   }
   int status = 0;
   EXPECT_EQ(HttpGet(port, "/-/ready", &status), "Ready.\n");

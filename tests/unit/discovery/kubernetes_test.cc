@@ -538,6 +538,9 @@ TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
   EXPECT_EQ(server.count(list_target + "&watch=1&resourceVersion=5000&allowWatchBookmarks=true"
                                        "&timeoutSeconds="),
             1);
+  // The first list is served from the API server's watch cache (resourceVersion=0), as
+  // client-go's informers list.
+  EXPECT_EQ(server.count(list_target + "&resourceVersion=0"), 1);
 
   auto w = script->Watch(0);
   // A new slice (a Pod in a third zone), sent in two pieces to cross a chunk boundary.
@@ -686,6 +689,37 @@ TEST_F(DiscoveryTest, GoneRelistsBothAsEventAndAsStatus) {
   EXPECT_EQ(Names(), (std::vector<std::string>{"podnet-b", "podnet-c", "podnet-self"}));
   EXPECT_EQ(Last().self_zone, "");  // not asked for
   EXPECT_EQ(server.count("/nodes/"), 0);
+}
+
+// Relists ask for a state no older than the last resourceVersion seen (the watch cache serves
+// it); a list answered 410 Gone at that version is followed by one without a version (a quorum
+// read), and the next relist is from the cache again.
+TEST_F(DiscoveryTest, RelistsComeFromTheWatchCacheUnlessTheVersionIsGone) {
+  auto script = std::make_shared<Script>();
+  script->lists = {ListJson("5000", {SliceA()}), ListJson("6000", {SliceA("5990")})};
+  std::atomic<int> gone_lists{1};  // the first relist at a version answers 410
+  FakeApiServer server([&, script](const FakeRequest& r) {
+    bool list = r.target.find("watch=1") == std::string::npos &&
+                r.target.find("/endpointslices?") != std::string::npos;
+    if (list && r.target.find("resourceVersion=5000") != std::string::npos && gone_lists-- > 0) {
+      return FakeResponse{410, {}, GoneStatus().dump()};
+    }
+    return (*script)(r);
+  });
+  StartDiscovery(server.port(), /*want_zone=*/false);
+  ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }));
+  script->Watch(0)->Push(EventJson("ERROR", GoneStatus()));  // relist at 5000: 410, then none
+  ASSERT_TRUE(Eventually([&] { return script->Watch(1) != nullptr; }, 5000ms));
+  script->Watch(1)->Push(EventJson("ERROR", GoneStatus()));  // relist at 6000, from the cache
+  ASSERT_TRUE(Eventually([&] { return script->Watch(2) != nullptr; }, 5000ms));
+  std::vector<std::string> lists;
+  for (const auto& r : server.requests()) {
+    if (r.target.find("watch=1") == std::string::npos) lists.push_back(r.target);
+  }
+  const std::string path = EndpointSlicesPath("podnet", "podnet");
+  EXPECT_EQ(lists,
+            (std::vector<std::string>{path + "&resourceVersion=0", path + "&resourceVersion=5000",
+                                      path, path + "&resourceVersion=6000"}));
 }
 
 TEST_F(VirtualDiscoveryTest, ServerErrorsAndThrottlingBackOff) {
