@@ -112,7 +112,8 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   // The resourceVersion a list asks for, as client-go's reflector does (relistResourceVersion):
   // "0" first (whatever the API server's watch cache holds: no read from etcd), then the last
   // one seen (a state no older than it, from the cache too); "" (the current state, a quorum
-  // read from etcd) only after a list at a version answered 410 Gone.
+  // read from etcd) only after a list at a version answered that the version is gone or too
+  // new for this server, until a list succeeds.
   // https://kubernetes.io/docs/reference/using-api/api-concepts/#semantics-for-get-and-list
   std::string ListResourceVersion() const {
     if (list_version_gone_) return "";
@@ -129,7 +130,15 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   void OnList(const ApiResponse& r) {
     slices_call_.reset();
     if (stopped_) return;
-    list_version_gone_ = r.error == ApiError::kNone && r.status == 410;
+    // As client-go's isExpiredError / isTooLargeResourceVersionError: the version asked for is
+    // gone (410), or ahead of this API server's cache (504, cause ResourceVersionTooLarge). Only
+    // a list that succeeds clears it: a failed quorum read must not go back to that version.
+    if (r.error == ApiError::kNone &&
+        (r.status == 410 ||
+         (r.status == 504 && (r.body.find("ResourceVersionTooLarge") != std::string::npos ||
+                              r.body.find("Too large resource version") != std::string::npos)))) {
+      list_version_gone_ = true;
+    }
     std::string reason = FailureReason(r);
     std::string detail = r.detail;
     std::map<std::string, std::vector<Endpoint>> slices;
@@ -180,6 +189,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     slices_ = std::move(slices);
     slice_uids_ = std::move(uids);
     resource_version_ = rv;
+    list_version_gone_ = false;
     metrics_.lists(options_.resource).Increment();
     // The backoff is reset by a watch that delivers, not by the list: a server that lists fine
     // but fails every watch at once must not get a tight list-watch loop.
@@ -401,7 +411,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   std::map<std::string, std::vector<Endpoint>> slices_;  // by slice name
   std::map<std::string, std::string> slice_uids_;        // ServiceUid, by slice name
   std::string resource_version_;
-  bool list_version_gone_ = false;  // the last list answered 410 Gone: the next reads etcd
+  bool list_version_gone_ = false;  // a list's version was unavailable: read etcd till one works
   // The watch in flight.
   int watch_events_ = 0;
   typename Clock::time_point watch_started_;

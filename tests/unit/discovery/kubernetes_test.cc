@@ -692,25 +692,40 @@ TEST_F(DiscoveryTest, GoneRelistsBothAsEventAndAsStatus) {
 }
 
 // Relists ask for a state no older than the last resourceVersion seen (the watch cache serves
-// it); a list answered 410 Gone at that version is followed by one without a version (a quorum
-// read), and the next relist is from the cache again.
+// it); a list answered that its version is gone (410) or too new for this server (504,
+// ResourceVersionTooLarge) is followed by lists without a version (quorum reads) until one
+// succeeds, a failed one included; the next relist is from the cache again (client-go's
+// reflector, relistResourceVersion).
 TEST_F(DiscoveryTest, RelistsComeFromTheWatchCacheUnlessTheVersionIsGone) {
   auto script = std::make_shared<Script>();
   script->lists = {ListJson("5000", {SliceA()}), ListJson("6000", {SliceA("5990")})};
-  std::atomic<int> gone_lists{1};  // the first relist at a version answers 410
+  const std::string too_large =
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Timeout","code":504,)"
+      R"("details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large )"
+      R"(resource version"}]}})";
+  std::atomic<int> list_calls{0};
   FakeApiServer server([&, script](const FakeRequest& r) {
     bool list = r.target.find("watch=1") == std::string::npos &&
                 r.target.find("/endpointslices?") != std::string::npos;
-    if (list && r.target.find("resourceVersion=5000") != std::string::npos && gone_lists-- > 0) {
-      return FakeResponse{410, {}, GoneStatus().dump()};
+    if (list) {
+      switch (list_calls++) {
+        case 1:
+          return FakeResponse{410, {}, GoneStatus().dump()};  // at 5000
+        case 2:
+          return FakeResponse{500, {}, R"({"kind":"Status","code":500})"};
+        case 4:
+          return FakeResponse{504, {}, too_large};  // at 6000
+        default:
+          break;
+      }
     }
     return (*script)(r);
   });
   StartDiscovery(server.port(), /*want_zone=*/false);
   ASSERT_TRUE(Eventually([&] { return script->Watch(0) != nullptr; }));
-  script->Watch(0)->Push(EventJson("ERROR", GoneStatus()));  // relist at 5000: 410, then none
+  script->Watch(0)->Push(EventJson("ERROR", GoneStatus()));
   ASSERT_TRUE(Eventually([&] { return script->Watch(1) != nullptr; }, 5000ms));
-  script->Watch(1)->Push(EventJson("ERROR", GoneStatus()));  // relist at 6000, from the cache
+  script->Watch(1)->Push(EventJson("ERROR", GoneStatus()));
   ASSERT_TRUE(Eventually([&] { return script->Watch(2) != nullptr; }, 5000ms));
   std::vector<std::string> lists;
   for (const auto& r : server.requests()) {
@@ -719,7 +734,7 @@ TEST_F(DiscoveryTest, RelistsComeFromTheWatchCacheUnlessTheVersionIsGone) {
   const std::string path = EndpointSlicesPath("podnet", "podnet");
   EXPECT_EQ(lists,
             (std::vector<std::string>{path + "&resourceVersion=0", path + "&resourceVersion=5000",
-                                      path, path + "&resourceVersion=6000"}));
+                                      path, path, path + "&resourceVersion=6000", path}));
 }
 
 TEST_F(VirtualDiscoveryTest, ServerErrorsAndThrottlingBackOff) {
