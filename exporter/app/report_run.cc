@@ -269,6 +269,10 @@ int ProbeForReport(const Options& options, const config::Config& config, report:
   cap("burst", capped->burst);
   cap("dns", capped->dns);
   cap("mtu", capped->mtu);
+  // The report measures the amplification itself, wherever it runs: the DNS sample is for the
+  // daemons (a report's Pod is not one of them, so it would never be drawn). The cost
+  // projection reads the sample from `config`.
+  if (capped->dns) capped->dns->sample.reset();
   App app(options, capped);
   // A burst round's bound: per stream count, its start jitter (a tenth of the capped
   // interval), its data phase and one step timeout.

@@ -473,6 +473,10 @@ void DecodeDnsSample(Decoder& d, const YAML::Node& n, bool kubernetes, probes::d
   const std::string base = "probes.dns.sample";
   if (!SectionOn(d, n, base, {"pods_per_zone", "period"}, o.sample)) return;
   probes::dns::DnsSampleOptions& sample = *o.sample;
+  // A sample drawn more often than the lookups run leaves periods without a round (a zone
+  // without lookups) and makes and drops the series every round: the default period follows a
+  // longer interval, a period written shorter is refused.
+  sample.period = std::max(sample.period, o.interval);
   if (n.IsMap()) {
     if (const YAML::Node v = n["pods_per_zone"]; v.IsDefined()) {
       if (auto i = d.Integer(v, base + ".pods_per_zone", 1, 1000)) {
@@ -480,7 +484,15 @@ void DecodeDnsSample(Decoder& d, const YAML::Node& n, bool kubernetes, probes::d
       }
     }
     if (const YAML::Node v = n["period"]; v.IsDefined()) {
-      if (auto dur = d.PositiveDuration(v, base + ".period")) sample.period = *dur;
+      if (auto dur = d.PositiveDuration(v, base + ".period")) {
+        if (*dur < o.interval) {
+          d.Fail(v, base + ".period",
+                 "must be at least probes.dns.interval (" + FormatDuration(o.interval) + "), got " +
+                     FormatDuration(*dur));
+        } else {
+          sample.period = *dur;
+        }
+      }
     }
   }
   if (!kubernetes) {
@@ -502,13 +514,15 @@ void DecodeDns(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
   } else if (!kubernetes) {
     o.cluster_dns.reset();  // the default is on, but only where there is an API server to ask
   }
+  if (const YAML::Node v = n["interval"]; v.IsDefined()) {
+    if (auto dur = d.PositiveDuration(v, base + ".interval")) o.interval = *dur;
+  }
   if (const YAML::Node v = n["sample"]; v.IsDefined()) {
     DecodeDnsSample(d, v, kubernetes, o);
   } else if (!kubernetes) {
     o.sample.reset();  // on by default, but only where there are discovered Pods to draw from
-  }
-  if (const YAML::Node v = n["interval"]; v.IsDefined()) {
-    if (auto dur = d.PositiveDuration(v, base + ".interval")) o.interval = *dur;
+  } else if (o.sample) {
+    o.sample->period = std::max(o.sample->period, o.interval);  // as DecodeDnsSample's default
   }
   if (const YAML::Node v = n["resolv_conf"]; v.IsDefined()) {
     if (auto s = d.String(v, base + ".resolv_conf")) {

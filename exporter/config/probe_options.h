@@ -67,7 +67,7 @@ struct ClusterDnsOptions {
 /// nearest replicas, at a load on CoreDNS that does not grow with the cluster.
 struct DnsSampleOptions {
   int pods_per_zone = 2;
-  config::Duration period = std::chrono::hours(1);
+  config::Duration period = std::chrono::hours(1);  // at least the interval (1h or it, default)
 
   bool operator==(const DnsSampleOptions&) const = default;
 };

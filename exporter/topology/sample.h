@@ -17,8 +17,9 @@ std::uint64_t PeriodNumber(std::chrono::system_clock::time_point now,
                            std::chrono::nanoseconds period);
 
 /// Whether `self` is one of the `count` Pods of its zone that do `duty` in period `period`: the
-/// Pods of that zone with the highest RendezvousWeight("<secret> <period> <zone> <duty>", Pod
-/// name) (ties to the smaller name), drawn again each period, so that over many periods every
+/// Pods of that zone with the highest RendezvousWeight("<secret> <period> <zone> <duty>",
+/// Peer::name) — a discovered probe Pod's node name, which a rollout keeps — (ties to the
+/// smaller name), drawn again each period, so that over many periods every
 /// Pod of a zone takes the duty about equally often, with no coordinator.
 ///
 /// `pods` is every discovered probe Pod (self included when listed), with unique names; only

@@ -442,6 +442,11 @@ std::vector<InvalidCase> InvalidCases() {
        kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
                "probes:\n  dns: {names: [a.b], sample: {period: 0s}}\n",
        "test.yaml:7:40: probes.dns.sample.period: ", "must be a positive duration"},
+      {"dns_sample_period_shorter_than_interval",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
+               "probes:\n  dns: {names: [a.b], sample: {period: 10s}}\n",
+       "test.yaml:7:40: probes.dns.sample.period: ",
+       "must be at least probes.dns.interval (30s), got 10s"},
       {"dns_sample_not_bool",
        kSelf + "peers:\n  kubernetes: {namespace: a, service: b}\n"
                "probes:\n  dns: {names: [a.b], sample: all}\n",
@@ -1046,6 +1051,14 @@ TEST(ConfigTest, DnsSampleDefaultsWithKubernetesOnly) {
       "test.yaml", FakeEnv({}));
   ASSERT_TRUE(set.ok()) << Dump(set.errors);
   EXPECT_EQ(*set.config->dns->sample, (probes::dns::DnsSampleOptions{5, 10min}));
+  // A longer interval than the default period: the period follows it, written or not.
+  for (const char* sample : {"", ", sample: true", ", sample: {pods_per_zone: 1}"}) {
+    LoadResult slow =
+        Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b], interval: 2h" + sample + "}\n",
+              "test.yaml", FakeEnv({}));
+    ASSERT_TRUE(slow.ok()) << Dump(slow.errors);
+    EXPECT_EQ(slow.config->dns->sample->period, 2h) << sample;
+  }
   // `false`: every Pod looks up; without peers.kubernetes there is no sample (and `false` is
   // accepted there too).
   LoadResult off = Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b], sample: false}\n",

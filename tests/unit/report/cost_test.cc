@@ -174,8 +174,6 @@ TEST(ClusterCostTest, CoordinatedBurstsAreBoundedPerZonePairWhateverTheNodeCount
   }
 }
 
-// The path-MTU round as the probe sends it to a healthy path (measured on loopback by
-// MtuProbeTest: 9001 + 9001 sent, 52 + 9001 received).
 // probes.dns.sample: the lookups run on pods_per_zone Pods of each zone, so their load on the
 // cluster DNS is the same at 30 and at 3,000 nodes; without it, every Pod's.
 TEST(ClusterCostTest, SampledDnsLookupsCostTheSameWhateverTheNodeCount) {
@@ -217,6 +215,8 @@ TEST(ClusterCostTest, SampledDnsLookupsCostTheSameWhateverTheNodeCount) {
                    4 * round * 120 * 720);
 }
 
+// The path-MTU round as the probe sends it to a healthy path (measured on loopback by
+// MtuProbeTest: 9001 + 9001 sent, 52 + 9001 received).
 TEST(ClusterCostTest, PathMtuRoundIsThreeFullSizeDatagramsAndOneSmall) {
   EXPECT_EQ(MtuRoundBytes({600, 9001}), 3 * 9001 + 52);
   EXPECT_EQ(MtuRoundBytes({600, 1500}), 3 * 1500 + 52);
