@@ -411,9 +411,9 @@ bool ValidDns1123Label(const std::string& s) {
 }
 
 // A section that is a switch or a mapping (probes.dns.cluster_dns, .sample): `false` turns it
-// off (`out` reset); `true`, null or a mapping of `known` keys turns it on, `out` set to T's
-// defaults for the caller to fill from the mapping (true returned); anything else fails in `d`
-// and leaves `out` as it was.
+// off (`out` reset); `true`, null or a mapping of `known` keys turns it on, `out` kept as its
+// default or set to T's defaults when it was off, for the caller to fill from the mapping (true
+// returned); anything else fails in `d` and leaves `out` as it was.
 template <typename T>
 bool SectionOn(Decoder& d, const YAML::Node& n, const std::string& path,
                std::initializer_list<std::string_view> known, std::optional<T>& out) {
@@ -424,7 +424,7 @@ bool SectionOn(Decoder& d, const YAML::Node& n, const std::string& path,
   } else if (!d.CheckMap(n, path, known)) {
     return false;
   }
-  out.emplace();
+  if (!out) out.emplace();
   return true;
 }
 
@@ -473,10 +473,6 @@ void DecodeDnsSample(Decoder& d, const YAML::Node& n, bool kubernetes, probes::d
   const std::string base = "probes.dns.sample";
   if (!SectionOn(d, n, base, {"pods_per_zone", "period"}, o.sample)) return;
   probes::dns::DnsSampleOptions& sample = *o.sample;
-  // A sample drawn more often than the lookups run leaves periods without a round (a zone
-  // without lookups) and makes and drops the series every round: the default period follows a
-  // longer interval, a period written shorter is refused.
-  sample.period = std::max(sample.period, o.interval);
   if (n.IsMap()) {
     if (const YAML::Node v = n["pods_per_zone"]; v.IsDefined()) {
       if (auto i = d.Integer(v, base + ".pods_per_zone", 1, 1000)) {
@@ -517,12 +513,14 @@ void DecodeDns(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
   if (const YAML::Node v = n["interval"]; v.IsDefined()) {
     if (auto dur = d.PositiveDuration(v, base + ".interval")) o.interval = *dur;
   }
+  // A sample drawn more often than the lookups run leaves periods without a round (a zone
+  // without lookups) and makes and drops the series every round: the default period follows a
+  // longer interval (DecodeDnsSample refuses a period written shorter).
+  o.sample->period = std::max(o.sample->period, o.interval);
   if (const YAML::Node v = n["sample"]; v.IsDefined()) {
     DecodeDnsSample(d, v, kubernetes, o);
   } else if (!kubernetes) {
     o.sample.reset();  // on by default, but only where there are discovered Pods to draw from
-  } else if (o.sample) {
-    o.sample->period = std::max(o.sample->period, o.interval);  // as DecodeDnsSample's default
   }
   if (const YAML::Node v = n["resolv_conf"]; v.IsDefined()) {
     if (auto s = d.String(v, base + ".resolv_conf")) {
