@@ -2,18 +2,13 @@
 // lookups, and a Pod outside the sample keeps no lookup series; every Pod still times the
 // servers and says whether it is in the sample (podnet_dns_lookup_sampled).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include "exporter/metrics/metrics.h"
 #include "exporter/probes/dns/dns_probe.h"
 #include "exporter/topology/sample.h"
+#include "tests/unit/probes/dns/dns_kind_fixture.h"
 #include "tests/unit/testing/loop.h"
 #include "tests/unit/testing/peers.h"
 
@@ -29,17 +24,9 @@ using topology::PathClass;
 const topology::Self kSampleSelf{"podnet-x1", "node-1", "zone-a"};
 constexpr auto kPeriod = 1h;
 
-class DnsSampleTest : public ::testing::Test {
+class DnsSampleTest : public podnet::testing::DnsKindFixture {
  protected:
-  DnsSampleTest() {
-    char path[] = "/tmp/podnet-dns-sample-XXXXXX";
-    int fd = mkstemp(path);
-    EXPECT_GE(fd, 0);
-    if (fd >= 0) close(fd);
-    resolv_conf_ = path;
-    // Loopback only: whether 127.0.0.1:53 answers or refuses, a round ends within a second and
-    // records its lookup.
-    std::ofstream(resolv_conf_) << "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+  DnsSampleTest() : DnsKindFixture(kSampleSelf) {
     // Four Pods in self's zone, four in another; self is node-1's Pod.
     for (int i = 1; i <= 8; ++i) {
       auto p = MakePeer("node-" + std::to_string(i), "127.0.0.1", "node-" + std::to_string(i),
@@ -49,7 +36,6 @@ class DnsSampleTest : public ::testing::Test {
     }
     env_.wall_clock = [this] { return now_; };
   }
-  ~DnsSampleTest() override { std::remove(resolv_conf_.c_str()); }
 
   std::shared_ptr<ProbeKind> Kind(std::optional<DnsSampleOptions> sample) {
     DnsOptions o;
@@ -73,16 +59,6 @@ class DnsSampleTest : public ::testing::Test {
     return {};
   }
 
-  void Round(PeerProbe& probe) {
-    bool done = false;
-    io_.restart();  // the last round's poll() ran out of work
-    auto busy = boost::asio::make_work_guard(io_);
-    probe.Run(std::chrono::steady_clock::now(), [&] { done = true; });
-    for (int i = 0; !done && i < 400; ++i) io_.run_one_for(10ms);
-    ASSERT_TRUE(done);
-    io_.poll();
-  }
-
   bool HasLookupSeries() {
     return FindSeries(metrics_.registry(), "podnet_dns_queries_per_lookup",
                       {{"name", "example.test"}, {"form", "as_written"}})
@@ -96,12 +72,8 @@ class DnsSampleTest : public ::testing::Test {
     return CounterValue(metrics_.registry(), "podnet_probe_sent_bytes_total", {{"probe", "dns"}});
   }
 
-  boost::asio::io_context io_;
-  metrics::Metrics metrics_;
-  ProbeEnv env_{io_, metrics_, kSampleSelf};
   std::vector<topology::Peer> pods_;
   std::chrono::system_clock::time_point now_;
-  std::string resolv_conf_;
 };
 
 TEST_F(DnsSampleTest, OnlyTheSampledPodsLookUpAndTheOthersKeepNoLookupSeries) {

@@ -2,16 +2,14 @@
 // DNS replica (ProbeEnv::dns_servers) gets its podnet_dns_server_rtt_seconds series with its
 // zone and path class, and loses it when it goes away.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <boost/asio/io_context.hpp>
-#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
 
 #include "exporter/metrics/metrics.h"
 #include "exporter/probes/dns/dns_probe.h"
+#include "tests/unit/probes/dns/dns_kind_fixture.h"
 #include "tests/unit/testing/loop.h"
 #include "tests/unit/testing/loopback_dns.h"
 #include "tests/unit/testing/peers.h"
@@ -27,18 +25,9 @@ using topology::PathClass;
 
 const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
 
-class DnsServersTest : public ::testing::Test {
+class DnsServersTest : public podnet::testing::DnsKindFixture {
  protected:
-  DnsServersTest() {
-    char path[] = "/tmp/podnet-dns-servers-XXXXXX";
-    int fd = mkstemp(path);
-    EXPECT_GE(fd, 0);
-    if (fd >= 0) close(fd);
-    resolv_conf_ = path;
-    // A port on 127.0.0.1 where nothing answers DNS is fine: only the replicas are asserted.
-    std::ofstream(resolv_conf_) << "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
-  }
-  ~DnsServersTest() override { std::remove(resolv_conf_.c_str()); }
+  DnsServersTest() : DnsKindFixture(kSelf) {}
 
   // The servers target of a DNS kind asking for example.test (it holds its kind).
   std::shared_ptr<PeerProbe> ServersProbe() {
@@ -46,15 +35,6 @@ class DnsServersTest : public ::testing::Test {
     o.names = {"example.test"};
     o.resolv_conf = resolv_conf_;
     return MakeDnsKind(o, env_)->ForTarget("|servers|");
-  }
-
-  // One round of the servers target, run to its end.
-  void Round(PeerProbe& probe) {
-    bool done = false;
-    probe.Run(std::chrono::steady_clock::now(), [&] { done = true; });
-    for (int i = 0; !done && i < 400; ++i) io_.run_one_for(std::chrono::milliseconds(10));
-    ASSERT_TRUE(done);
-    io_.poll();  // what the round's end posted (its channels' cancellation), as an interval would
   }
 
   // The replica's histogram sample count; -1 when it has no series.
@@ -70,11 +50,6 @@ class DnsServersTest : public ::testing::Test {
     }
     return "<unset>";
   }
-
-  boost::asio::io_context io_;
-  metrics::Metrics metrics_;
-  ProbeEnv env_{io_, metrics_, kSelf};
-  std::string resolv_conf_;
 };
 
 TEST_F(DnsServersTest, EachReplicaHasItsZoneAndPathAndGoesWhenItGoes) {
