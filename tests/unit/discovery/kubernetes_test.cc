@@ -1123,6 +1123,108 @@ TEST(ApiClientTest, UntrustedCertificateIsATlsError) {
   });
 }
 
+// One request through `client` on `loop`, waited for: its response and, for a watch, the lines.
+struct KeptConnectionCall {
+  ApiResponse response;
+  std::vector<std::string> lines;
+};
+KeptConnectionCall KeptConnectionRequest(LoopThread& loop, ApiClient& client,
+                                         const std::string& target, bool watch = false,
+                                         int stop_after_lines = -1) {
+  KeptConnectionCall out;
+  std::promise<void> done;
+  std::shared_ptr<ApiClient::Call> call;
+  loop.Run([&] {
+    auto finish = [&](ApiResponse r) {
+      out.response = std::move(r);
+      done.set_value();
+    };
+    if (!watch) {
+      call = client.Get(target, finish);
+      return;
+    }
+    call = client.Watch(
+        target, std::chrono::seconds(10),
+        [&](std::string_view line) {
+          out.lines.emplace_back(line);
+          return static_cast<int>(out.lines.size()) != stop_after_lines;
+        },
+        finish);
+  });
+  done.get_future().wait();
+  loop.Run([&] { call.reset(); });
+  return out;
+}
+
+TEST(ApiClientTest, AConnectionServesTheNextRequestUntilTheServerClosesIt) {
+  // An API server that keeps connections: lists, a watch that ends at its timeoutSeconds and
+  // the requests after it share one TLS connection; a watch its reader stopped does not give
+  // its connection back (the rest of its stream is unread).
+  std::vector<std::shared_ptr<FakeStream>> streams;
+  for (int i = 0; i < 2; ++i) {
+    auto s = std::make_shared<FakeStream>();
+    s->Push("{\"type\":\"BOOKMARK\"}\n");
+    s->Push("{\"type\":\"MODIFIED\"}\n");
+    if (i == 0) s->End();
+    streams.push_back(s);
+  }
+  int watches = 0;
+  auto handler = [&](const FakeRequest& r) {
+    if (r.target.find("watch=1") != std::string::npos) {
+      return FakeResponse{200, {}, "", streams.at(watches++)};
+    }
+    return FakeResponse{200, {}, "{\"n\":" + std::to_string(r.target.size()) + "}"};
+  };
+  FakeApiServer keeps(handler, /*keep_alive=*/true);
+  LoopThread loop;
+  ApiConfig c;
+  c.host = "127.0.0.1";
+  c.port = keeps.port();
+  c.ca_pem = podnet::testing::ServerCert().cert_pem;
+  std::unique_ptr<ApiClient> client;
+  loop.Run([&] {
+    std::string err;
+    client = ApiClient::Create(loop.io(), c, {}, &err);
+    ASSERT_TRUE(client) << err;
+  });
+  for (const char* target : {"/list-1", "/list-22"}) {
+    auto r = KeptConnectionRequest(loop, *client, target).response;
+    EXPECT_EQ(r.error, ApiError::kNone) << r.detail;
+    EXPECT_EQ(r.body, "{\"n\":" + std::to_string(std::string(target).size()) + "}");
+  }
+  auto w = KeptConnectionRequest(loop, *client, "/slices?watch=1", true);
+  EXPECT_EQ(w.response.error, ApiError::kNone) << w.response.detail;
+  EXPECT_EQ(w.lines.size(), 2u);
+  EXPECT_EQ(KeptConnectionRequest(loop, *client, "/list-333").response.status, 200);
+  EXPECT_EQ(keeps.connections(), 1);
+  EXPECT_EQ(keeps.requests().size(), 4u);
+
+  // Stopped by its reader after one line: the next request needs a new connection.
+  w = KeptConnectionRequest(loop, *client, "/slices?watch=1", true, /*stop_after_lines=*/1);
+  EXPECT_EQ(w.response.error, ApiError::kNone);
+  EXPECT_EQ(KeptConnectionRequest(loop, *client, "/list-4444").response.status, 200);
+  EXPECT_EQ(keeps.connections(), 2);
+  streams[1]->Stop();
+
+  // A server that closes each connection after its response, without saying so: the kept
+  // connection fails before any answer, and the request goes once more on a new one. No
+  // request is lost, none is sent twice to the server, no error reaches the caller.
+  FakeApiServer closes(handler, /*keep_alive=*/false);
+  c.port = closes.port();
+  loop.Run([&] {
+    std::string err;
+    client = ApiClient::Create(loop.io(), c, {}, &err);
+  });
+  for (int i = 0; i < 3; ++i) {
+    auto r = KeptConnectionRequest(loop, *client, "/list-x").response;
+    EXPECT_EQ(r.error, ApiError::kNone) << i << ": " << r.detail;
+    EXPECT_EQ(r.status, 200);
+  }
+  EXPECT_EQ(closes.connections(), 3);
+  EXPECT_EQ(closes.requests().size(), 3u);
+  loop.Run([&] { client.reset(); });
+}
+
 TEST(ApiClientTest, BadCredentialsAndBadPem) {
   LoopThread loop;
   ApiConfig c;
