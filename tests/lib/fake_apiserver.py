@@ -39,9 +39,14 @@ names, re-read at each request. --listen ADDRESS (default 127.0.0.1) is where it
 --object PATH=FILE (repeatable) answers GET PATH (the URL's path, any query) with FILE's bytes
 as they are when asked (a Service, say /api/v1/namespaces/shop/services/api; tests put hostile
 ones there).
-Run by start() below (tests/integration/*.py, bench/lib/discovery_5000.py); prints "listening
-PORT" when ready, and with --log-lists "list T" (T: Unix time, s) when a LIST of the Service's
-slices begins.
+--rollout-file FILE: once FILE exists, a DaemonSet rolling update of the simulated cluster
+(class Rollout), broadcast as the API server does: one stream of slice versions, every watch of
+the Service sent each version after its resourceVersion, a BOOKMARK a minute; no churn. With
+--stats-file the bytes and events sent to watchers, the slice writes and the connections are
+written there (JSON) every second and at the end.
+Run by start() below (tests/integration/*.py, bench/lib/discovery_5000.py,
+bench/lib/api_watch_cost.py); prints "listening PORT" when ready, and with --log-lists "list T"
+(T: Unix time, s) when a LIST of the Service's slices begins.
 """
 import argparse
 import http.server
@@ -60,6 +65,7 @@ import uuid
 import labkit
 
 PER_SLICE = 100
+STATS_LOCK = threading.Lock()  # the counts of --stats-file, added to by many watch threads
 
 
 class Cluster:
@@ -149,6 +155,110 @@ class Cluster:
         })
 
 
+class Rollout:
+    """A rolling update of every Pod of `cluster`, `wave` Pods at a time (the DaemonSet's
+    maxUnavailable), one wave every `wave_s` seconds, once `trigger` exists. Each Pod passes the
+    EndpointSlice controller's four steps, at random moments of its wave in this order: the old
+    Pod terminating (ready false, serving true, terminating true), the old Pod deleted (its
+    endpoint leaves the slice), the new Pod created with its address (ready false), the new Pod
+    ready. Each step is one slice write, or with `batch_s` > 0 the steps of one slice within
+    `batch_s` s of its last write are one write (kube-controller-manager's
+    --endpointslice-updates-batch-period).
+
+    Every write is one MODIFIED event in one log that every watch reads from its own
+    resourceVersion on (the watch cache's fan-out): `events_after(rv, wait_s)`."""
+
+    def __init__(self, cluster, trigger, wave, wave_s, batch_s, stats, seed=1):
+        self.cluster, self.trigger = cluster, trigger
+        self.wave, self.wave_s, self.batch_s = max(1, wave), wave_s, batch_s
+        self.stats, self.rng = stats, random.Random(seed)
+        self.cond = threading.Condition()
+        self.log = []  # (resourceVersion, event line as bytes)
+        stats.update({"writes": 0, "rollout_start": None, "rollout_end": None})
+
+    def events_after(self, rv, wait_s):
+        """The events after resourceVersion `rv` ([(rv, bytes)]), waiting at most `wait_s` s
+        for one."""
+        with self.cond:
+            if not self.log or self.log[-1][0] <= rv:
+                self.cond.wait(wait_s)
+            i = len(self.log)
+            while i > 0 and self.log[i - 1][0] > rv:
+                i -= 1
+            return self.log[i:]
+
+    def publish(self, sl):
+        c = self.cluster
+        with c.lock:
+            c.rv += 1
+            sl["metadata"]["resourceVersion"] = str(c.rv)
+            line = (json.dumps({"type": "MODIFIED", "object": sl}) + "\n").encode()
+            rv = c.rv
+        with self.cond:
+            self.log.append((rv, line))
+            self.cond.notify_all()
+        with STATS_LOCK:
+            self.stats["writes"] += 1
+            by_s = self.stats.setdefault("writes_by_second", {})
+            sec = str(int(time.time()))
+            by_s[sec] = by_s.get(sec, 0) + 1
+
+    def step(self, sl, pod, k):
+        """Step k (0..3) of Pod number `pod`, whose endpoints live in slice `sl`."""
+        c = self.cluster
+        with c.lock:
+            eps = sl["endpoints"]
+            if k == 0:
+                ep = next(e for e in eps if e["nodeName"] == "node-%d" % pod)
+                ep["conditions"] = {"ready": False, "serving": True, "terminating": True}
+            elif k == 1:
+                sl["endpoints"] = [e for e in eps if e["nodeName"] != "node-%d" % pod]
+            elif k == 2:
+                ep = c.endpoint(pod)
+                ep["targetRef"]["name"] = "podnet-%05d-v2" % pod
+                ep["targetRef"]["uid"] = "00000000-0000-4000-9000-%012d" % pod
+                ep["conditions"] = {"ready": False, "serving": False, "terminating": False}
+                sl["endpoints"].append(ep)
+            else:
+                ep = next(e for e in eps if e["nodeName"] == "node-%d" % pod)
+                ep["conditions"] = {"ready": True, "serving": True, "terminating": False}
+
+    def run(self):
+        while not os.path.exists(self.trigger):
+            if self.stats["stop"]:
+                return
+            time.sleep(0.1)
+        c = self.cluster
+        start = time.monotonic()
+        self.stats["rollout_start"] = time.time()
+        plan = []  # (seconds from start, pod, step)
+        for pod in range(c.nodes):
+            t0 = (pod // self.wave) * self.wave_s
+            for k, t in enumerate(sorted(self.rng.uniform(0, self.wave_s) for _ in range(4))):
+                plan.append((t0 + t, pod, k))
+        plan.sort()
+        dirty, last_write = {}, {}  # slice index -> first unwritten change (s); last write (s)
+        i = 0
+        while (i < len(plan) or dirty) and not self.stats["stop"]:
+            now = time.monotonic() - start
+            while i < len(plan) and plan[i][0] <= now:
+                _, pod, k = plan[i]
+                i += 1
+                s = pod // PER_SLICE
+                self.step(c.slices[s], pod, k)
+                if self.batch_s <= 0:  # each step its own write, however late the loop runs
+                    self.publish(c.slices[s])
+                    continue
+                dirty.setdefault(s, now)
+            for s in sorted(dirty):
+                if now - last_write.get(s, -1e9) >= self.batch_s:
+                    self.publish(c.slices[s])
+                    last_write[s] = now
+                    del dirty[s]
+            time.sleep(0.005)
+        self.stats["rollout_end"] = time.time()
+
+
 class FileSlice:
     """One EndpointSlice of Service namespace/service whose endpoints are the JSON list in
     `path`, re-read when the file's mtime or size changes."""
@@ -225,6 +335,16 @@ def bookmark(rv):
         "metadata": {"resourceVersion": str(rv)}}})
 
 
+def write_stats(path, stats):
+    """Replaces `path` with `stats` as JSON (atomically: a reader sees the old or the new)."""
+    tmp = path + ".tmp"
+    with STATS_LOCK:
+        text = json.dumps(stats)
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def listening_port(log_path):
     """The port from the "listening PORT" line this server prints when ready, or None while the
     log at `log_path` has none yet (for a wait_for loop)."""
@@ -280,9 +400,19 @@ def start(tmp, token, args=(), ns=None, name="fake", max_seconds=None, address="
 
 
 def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None, extra=(),
-                 gone_bookmark=False, log_lists=False, objects=None, node_zones=None):
+                 gone_bookmark=False, log_lists=False, objects=None, node_zones=None,
+                 rollout=None):
+    def count(**kv):
+        with STATS_LOCK:
+            for k, v in kv.items():
+                stats[k] = stats.get(k, 0) + v
+
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self):
+            super().setup()
+            count(connections=1)
 
         def log_message(self, *_args):
             pass
@@ -296,7 +426,7 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
             self.wfile.write(data)
 
         def do_GET(self):  # noqa: N802 (http.server's name)
-            stats["requests"] += 1
+            count(requests=1)
             if self.headers.get("Authorization") != "Bearer " + token:
                 self.send_json(401, json.dumps({"kind": "Status", "apiVersion": "v1",
                                                 "status": "Failure", "reason": "Unauthorized",
@@ -329,13 +459,19 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
             want = "kubernetes.io/service-name=" + cluster.service
             if (url.path == "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices"
                     % cluster.namespace and q.get("labelSelector") == [want]):
-                if q.get("watch") in (["1"], ["true"]):
+                if q.get("watch") in (["1"], ["true"]) and rollout:
+                    since = q.get("resourceVersion", [""])[0]
+                    self.watch_rollout(float(q.get("timeoutSeconds", ["300"])[0]),
+                                       int(since) if since.isdigit() else cluster.rv)
+                elif q.get("watch") in (["1"], ["true"]):
                     self.watch(float(q.get("timeoutSeconds", ["300"])[0]))
                 else:
-                    stats["lists"] += 1
+                    count(lists=1)
                     if log_lists:
                         print("list %.3f" % time.time(), flush=True)
-                    self.send_json(200, cluster.list_body())
+                    body = cluster.list_body()
+                    count(list_bytes=len(body))
+                    self.send_json(200, body)
                 return
             self.send_json(404, json.dumps({"kind": "Status", "code": 404}))
 
@@ -357,6 +493,13 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
                     "topology.kubernetes.io/region": "bench-1"}},
                 "status": {"conditions": [{"type": "Ready", "status": "True"}]}}))
 
+        def start_chunked(self):
+            """The 200 header of a watch: a chunked stream of JSON lines follows."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+
         def chunk(self, line):
             data = (line + "\n").encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -364,10 +507,7 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
 
         def watch_file(self, fs, timeout, since=""):
             """The watch of an --extra-service: MODIFIED when its file changes."""
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
+            self.start_chunked()
             end = time.monotonic() + min(timeout, 600)
             next_bookmark = time.monotonic() + 5
             # Each watcher sends each version after the one it asked from once, whoever re-read
@@ -387,12 +527,45 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
             except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
                 pass
 
+        def watch_rollout(self, timeout, since):
+            """A watch of the Service's slices from resourceVersion `since`, fed by `rollout`:
+            each slice version after it once, a BOOKMARK a minute (the watch cache's
+            frequency); the bytes and events sent counted in stats, by second."""
+            count(watches=1)
+            self.start_chunked()
+            end = time.monotonic() + min(timeout, 600)
+            next_bookmark = time.monotonic() + 60
+            sent = since
+            try:
+                while time.monotonic() < end and not stats["stop"]:
+                    events = rollout.events_after(sent, min(1.0, end - time.monotonic()))
+                    out = []
+                    for rv, line in events:
+                        out.append(b"%x\r\n%s\r\n" % (len(line), line))
+                        sent = rv
+                    if time.monotonic() >= next_bookmark:
+                        next_bookmark += 60
+                        line = (bookmark(max(sent, cluster.rv)) + "\n").encode()
+                        out.append(b"%x\r\n%s\r\n" % (len(line), line))
+                        count(bookmarks=1, bookmark_bytes=len(out[-1]))
+                    if events:
+                        data = b"".join(out)
+                        with STATS_LOCK:
+                            stats["watch_events"] = stats.get("watch_events", 0) + len(events)
+                            stats["watch_bytes"] = stats.get("watch_bytes", 0) + len(data)
+                            sec = str(int(time.time()))
+                            by_s = stats.setdefault("watch_bytes_by_second", {})
+                            by_s[sec] = by_s.get(sec, 0) + len(data)
+                    if out:
+                        self.wfile.write(b"".join(out))
+                        self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                pass
+
         def watch(self, timeout):
             stats["watches"] += 1
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
+            self.start_chunked()
             rng = random.Random(stats["watches"])
             end = time.monotonic() + min(timeout, 600)
             next_bookmark = time.monotonic() + 5
@@ -462,6 +635,15 @@ def main():
     ap.add_argument("--listen", default="127.0.0.1", help="the address to listen on")
     ap.add_argument("--object", action="append", default=[], metavar="PATH=FILE",
                     help="GET PATH answers FILE's contents (read at each request)")
+    ap.add_argument("--rollout-file", help="once this file exists, a rolling update of every "
+                    "Pod, broadcast to every watch (no churn)")
+    ap.add_argument("--rollout-wave", type=int, default=1,
+                    help="Pods replaced at once (the DaemonSet's maxUnavailable)")
+    ap.add_argument("--rollout-wave-seconds", type=float, default=15,
+                    help="the time one wave of Pods takes to be replaced")
+    ap.add_argument("--rollout-batch-seconds", type=float, default=0,
+                    help="a slice's changes within this long after a write are one write")
+    ap.add_argument("--stats-file", help="write the counts here (JSON) every second")
     args = ap.parse_args()
     if args.nodes > 250 * 250:
         sys.exit("at most 62,500 nodes (127.1.0.0/16)")
@@ -486,16 +668,25 @@ def main():
             sys.exit("--forged-slice wants NS/SVC=FILE of an --extra-service, got %r" % spec)
         target[0].forge(path)
     objects = dict(spec.partition("=")[::2] for spec in args.object)
+    rollout = None
+    if args.rollout_file:
+        rollout = Rollout(cluster, args.rollout_file, args.rollout_wave,
+                          args.rollout_wave_seconds, args.rollout_batch_seconds, stats)
+        threading.Thread(target=rollout.run, daemon=True).start()
     srv = Server((args.listen, 0), make_handler(cluster, args.token, args.churn, stats,
                                                        args.gone_file, args.pause_file, extra,
                                                        args.gone_bookmark, args.log_lists,
-                                                       objects, args.node_zones))
+                                                       objects, args.node_zones, rollout))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     print("listening %d" % srv.server_address[1], flush=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    time.sleep(args.max_seconds)  # bounded: a forgotten server ends by itself
+    end = time.monotonic() + args.max_seconds  # bounded: a forgotten server ends by itself
+    while time.monotonic() < end:
+        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+        if args.stats_file:
+            write_stats(args.stats_file, stats)
     stats["stop"] = True
     srv.shutdown()
     print(json.dumps(stats), flush=True)
