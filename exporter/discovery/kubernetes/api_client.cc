@@ -149,28 +149,6 @@ class ApiClient::Impl {
   // After a 401: the next request reads the file again.
   void InvalidateToken() { token_read_ = false; }
 
-  using Stream = ssl::stream<tcp::socket>;
-
-  // A connection whose last response ended cleanly with keep-alive, kept for the next request
-  // (a renewed watch follows its predecessor at once). At most kMaxIdle are kept, none longer
-  // than kMaxIdleAge: a server or load balancer may close an idle connection, and the request
-  // that finds it closed is sent again on a new one (Exchange::Retry).
-  void PutIdle(std::unique_ptr<Stream> s) {
-    if (idle_.size() >= kMaxIdle) idle_.erase(idle_.begin());
-    idle_.push_back({std::move(s), Clock::now()});
-  }
-  std::unique_ptr<Stream> TakeIdle() {
-    auto now = Clock::now();
-    while (!idle_.empty()) {
-      auto kept = std::move(idle_.back());
-      idle_.pop_back();
-      if (now - kept.since < kMaxIdleAge) return std::move(kept.stream);
-    }
-    return nullptr;
-  }
-  static constexpr std::size_t kMaxIdle = 2;
-  static constexpr std::chrono::seconds kMaxIdleAge{30};
-
   asio::io_context& io_;
   ApiConfig config_;
   ClientOptions options_;
@@ -179,20 +157,12 @@ class ApiClient::Impl {
   std::string token_;
   bool token_read_ = false;
   Clock::time_point token_read_at_;
-  struct Idle {
-    std::unique_ptr<Stream> stream;
-    Clock::time_point since;
-  };
-  std::vector<Idle> idle_;
 };
 
 namespace {
 
-// One request: on a kept connection of an earlier one (HTTP/1.1 keep-alive, RFC 9112 §9.3) or
-// on a new one (resolve, connect, TLS handshake), then write, read. One timer bounds it all;
-// when it fires the socket is closed and the pending operation fails. A kept connection the
-// server has closed meanwhile fails before any response byte: the request is sent once more
-// on a new connection (a GET is idempotent, RFC 9110 §9.2.2).
+// One request on its own TLS connection: resolve, connect, handshake, write, read. One timer
+// bounds it all; when it fires the socket is closed and the pending operation fails.
 class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exchange> {
  public:
   Exchange(std::shared_ptr<ApiClient::Impl> client, std::string target,
@@ -200,6 +170,7 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
            std::function<void(ApiResponse)> done)
       : client_(std::move(client)),
         resolver_(client_->io_),
+        stream_(client_->io_, client_->tls_),
         timer_(client_->io_),
         target_(std::move(target)),
         timeout_(timeout),
@@ -222,12 +193,13 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
       self->timed_out_ = true;
       self->Abort();
     });
-    stream_ = client_->TakeIdle();
-    if (stream_) {
-      reused_ = true;
-      return Write();
-    }
-    NewConnection();
+    const auto& cfg = client_->config_;
+    resolver_.async_resolve(
+        cfg.host, std::to_string(cfg.port),
+        [self = shared_from_this()](boost::system::error_code ec, tcp::resolver::results_type r) {
+          if (ec) return self->Fail(ApiError::kResolve, "resolve: " + ec.message());
+          self->Connect(r);
+        });
   }
 
   void Cancel() override {
@@ -239,39 +211,15 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
   }
 
  private:
-  void NewConnection() {
-    reused_ = false;
-    stream_ = std::make_unique<ApiClient::Impl::Stream>(client_->io_, client_->tls_);
-    const auto& cfg = client_->config_;
-    resolver_.async_resolve(
-        cfg.host, std::to_string(cfg.port),
-        [self = shared_from_this()](boost::system::error_code ec, tcp::resolver::results_type r) {
-          if (ec) return self->Fail(ApiError::kResolve, "resolve: " + ec.message());
-          self->Connect(r);
-        });
-  }
-
   void Abort() {
     resolver_.cancel();
     boost::system::error_code ec;
-    if (stream_) stream_->lowest_layer().close(ec);
-  }
-
-  // A kept connection that failed before any response byte came (the server closed it while
-  // it was idle): true when the request has been sent again on a new connection.
-  bool Retry() {
-    if (!reused_ || timed_out_ || finished_) return false;
-    boost::system::error_code ec;
-    stream_->lowest_layer().close(ec);
-    buffer_.clear();
-    parser_.emplace();
-    NewConnection();
-    return true;
+    stream_.lowest_layer().close(ec);
   }
 
   void Connect(const tcp::resolver::results_type& results) {
     asio::async_connect(
-        stream_->lowest_layer(), results,
+        stream_.lowest_layer(), results,
         [self = shared_from_this()](boost::system::error_code ec, const tcp::endpoint&) {
           if (ec) return self->Fail(ApiError::kConnect, "connect: " + ec.message());
           self->Handshake();
@@ -282,16 +230,16 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
     const auto& cfg = client_->config_;
     if (!IsIpLiteral(cfg.host)) {
       // SNI (RFC 6066): API servers behind a shared front end pick the certificate by it.
-      SSL_set_tlsext_host_name(stream_->native_handle(), cfg.host.c_str());
+      SSL_set_tlsext_host_name(stream_.native_handle(), cfg.host.c_str());
     }
     if (!cfg.insecure_skip_tls_verify) {
-      stream_->set_verify_callback(ssl::host_name_verification(cfg.host));
+      stream_.set_verify_callback(ssl::host_name_verification(cfg.host));
     }
-    stream_->async_handshake(ssl::stream_base::client,
-                             [self = shared_from_this()](boost::system::error_code ec) {
-                               if (ec) return self->Fail(ApiError::kTls, "TLS: " + ec.message());
-                               self->Write();
-                             });
+    stream_.async_handshake(ssl::stream_base::client,
+                            [self = shared_from_this()](boost::system::error_code ec) {
+                              if (ec) return self->Fail(ApiError::kTls, "TLS: " + ec.message());
+                              self->Write();
+                            });
   }
 
   void Write() {
@@ -302,10 +250,9 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
     request_.set(http::field::user_agent, std::string("podnet-exporter/") + kVersion);
     request_.set(http::field::accept, "application/json");
     if (!token_.empty()) request_.set(http::field::authorization, "Bearer " + token_);
-    request_.keep_alive(true);
-    http::async_write(*stream_, request_,
+    request_.keep_alive(false);
+    http::async_write(stream_, request_,
                       [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                        if (ec && self->Retry()) return;
                         if (ec)
                           return self->Fail(ApiError::kConnectionLost, "write: " + ec.message());
                         self->ReadHeader();
@@ -313,18 +260,17 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
   }
 
   void ReadHeader() {
-    parser_->header_limit(static_cast<std::uint32_t>(client_->options_.max_header_bytes));
-    parser_->body_limit(client_->options_.max_body_bytes);
-    http::async_read_header(*stream_, buffer_, *parser_,
+    parser_.header_limit(static_cast<std::uint32_t>(client_->options_.max_header_bytes));
+    parser_.body_limit(client_->options_.max_body_bytes);
+    http::async_read_header(stream_, buffer_, parser_,
                             [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                              if (ec && !self->parser_->got_some() && self->Retry()) return;
                               if (ec) return self->ReadFailed(ec, "response header");
                               self->OnHeader();
                             });
   }
 
   void OnHeader() {
-    auto& res = parser_->get();
+    auto& res = parser_.get();
     status_ = res.result_int();
     if (auto it = res.find(http::field::retry_after); it != res.end()) {
       std::string_view v(it->value().data(), it->value().size());
@@ -335,26 +281,26 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
     if (status_ == 401) client_->InvalidateToken();
     streaming_ = on_line_ && status_ >= 200 && status_ < 300;
     if (!streaming_) {
-      if (on_line_) parser_->body_limit(64 * 1024);  // a watch's error Status is small
-      http::async_read(*stream_, buffer_, *parser_,
+      if (on_line_) parser_.body_limit(64 * 1024);  // a watch's error Status is small
+      http::async_read(stream_, buffer_, parser_,
                        [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                          if (ec) return self->ReadFailed(ec, "response body");
-                         self->body_ = std::move(self->parser_->get().body());
+                         self->body_ = std::move(self->parser_.get().body());
                          self->Finish(ApiError::kNone, "");
                        });
       return;
     }
-    parser_->body_limit(boost::none);  // a watch streams for minutes; each event is bounded
+    parser_.body_limit(boost::none);  // a watch streams for minutes; each event is bounded
     ReadStream();
   }
 
   void ReadStream() {
-    if (parser_->is_done()) {
-      std::string& rest = parser_->get().body();
+    if (parser_.is_done()) {
+      std::string& rest = parser_.get().body();
       if (!rest.empty() && !stopped_by_reader_) on_line_(rest);
       return Finish(ApiError::kNone, "");
     }
-    http::async_read_some(*stream_, buffer_, *parser_,
+    http::async_read_some(stream_, buffer_, parser_,
                           [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                             if (ec) return self->ReadFailed(ec, "watch stream");
                             if (!self->DeliverLines()) return;
@@ -365,7 +311,7 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
   // Hands every complete line received so far to on_line_ and drops it from the body. False
   // when the reader stopped, a line is too long or the call was cancelled by a callback.
   bool DeliverLines() {
-    std::string& body = parser_->get().body();
+    std::string& body = parser_.get().body();
     std::size_t start = 0;
     for (std::size_t nl = body.find('\n'); nl != std::string::npos; nl = body.find('\n', start)) {
       std::string_view line(body.data() + start, nl - start);
@@ -411,15 +357,8 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
     if (finished_) return;
     finished_ = true;
     timer_.cancel();
-    // Kept only when the response ended as HTTP/1.1 says (a whole body, keep-alive, nothing
-    // after it) and this client read all of it: a watch its reader stopped is not.
-    if (error == ApiError::kNone && !stopped_by_reader_ && !timed_out_ && stream_ &&
-        parser_->is_done() && parser_->keep_alive() && buffer_.size() == 0) {
-      client_->PutIdle(std::move(stream_));
-    } else if (stream_) {
-      boost::system::error_code ec;
-      stream_->lowest_layer().close(ec);
-    }
+    boost::system::error_code ec;
+    stream_.lowest_layer().close(ec);
     if (cancelled_) return;
     ApiResponse r;
     r.error = error;
@@ -433,7 +372,7 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
 
   std::shared_ptr<ApiClient::Impl> client_;
   tcp::resolver resolver_;
-  std::unique_ptr<ApiClient::Impl::Stream> stream_;  // null until connected or taken
+  ssl::stream<tcp::socket> stream_;
   asio::steady_timer timer_;
   std::string target_;
   std::chrono::milliseconds timeout_;
@@ -442,12 +381,11 @@ class Exchange : public ApiClient::Call, public std::enable_shared_from_this<Exc
   std::string token_;
   http::request<http::empty_body> request_;
   boost::beast::flat_buffer buffer_;
-  std::optional<http::response_parser<http::string_body>> parser_{std::in_place};
+  http::response_parser<http::string_body> parser_;
   int status_ = 0;
   std::chrono::seconds retry_after_{0};
   std::string body_;
   bool streaming_ = false;
-  bool reused_ = false;  // stream_ is a kept connection of an earlier request
   bool stopped_by_reader_ = false;
   bool timed_out_ = false;
   bool cancelled_ = false;

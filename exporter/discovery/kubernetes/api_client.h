@@ -69,12 +69,9 @@ struct ClientOptions {
   std::size_t max_event_bytes = 4 * 1024 * 1024;  // one watch event (one JSON line)
 };
 
-/// A minimal HTTPS client for the Kubernetes API: GET and watch (a streamed GET) over HTTP/1.1,
-/// on the caller's io_context. A connection whose response ended cleanly is kept (at most 2,
-/// for at most 30 s) and serves the next request: a watch renewed at its timeoutSeconds, and
-/// the list after it, cost the API server no new TLS handshake (client-go keeps one HTTP/2
-/// connection for the same reason). A kept connection the server closed meanwhile is replaced
-/// transparently. The server certificate is checked against the
+/// A minimal HTTPS client for the Kubernetes API: GET and watch (a streamed GET), one TLS
+/// connection per request (a list is rare and a watch lives for minutes, so pooling would buy
+/// nothing), on the caller's io_context. The server certificate is checked against the
 /// configured CA and the host name (or IP) unless the kubeconfig says insecure-skip-tls-verify;
 /// the bearer token, when any, is sent in every request. No exception leaves it; every request
 /// has a deadline and ends in exactly one `done` call unless it was cancelled.

@@ -148,14 +148,8 @@ class FakeApiServer {
  public:
   using Handler = std::function<FakeResponse(const FakeRequest&)>;
 
-  /// `keep_alive`: a connection serves the client's next request after a whole response (as
-  /// the API server does); false closes it after each one, without saying so in the response
-  /// (as a server whose idle timeout passed, or a load balancer, does).
-  explicit FakeApiServer(Handler handler, bool keep_alive = false)
-      : handler_(std::move(handler)),
-        keep_alive_(keep_alive),
-        tls_(boost::asio::ssl::context::tls_server),
-        acceptor_(io_) {
+  explicit FakeApiServer(Handler handler)
+      : handler_(std::move(handler)), tls_(boost::asio::ssl::context::tls_server), acceptor_(io_) {
     const auto& cert = ServerCert();
     tls_.use_certificate_chain(boost::asio::buffer(cert.cert_pem));
     tls_.use_private_key(boost::asio::buffer(cert.key_pem), boost::asio::ssl::context::pem);
@@ -193,8 +187,6 @@ class FakeApiServer {
     std::lock_guard lock(mu_);
     return requests_;
   }
-  /// TCP connections accepted so far.
-  int connections() const { return connections_; }
   int count(const std::string& target_part) {
     int n = 0;
     for (const auto& r : requests()) n += r.target.find(target_part) != std::string::npos;
@@ -210,7 +202,6 @@ class FakeApiServer {
       if (ec || stopping_) return;
       timeval tv{5, 0};  // a client that never sends must not pin a thread forever
       setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-      ++connections_;
       std::lock_guard lock(mu_);
       conns_.emplace_back([this, sock = std::move(s)]() mutable { Serve(std::move(sock)); });
     }
@@ -223,19 +214,9 @@ class FakeApiServer {
     stream.handshake(boost::asio::ssl::stream_base::server, ec);
     if (ec) return;
     boost::beast::flat_buffer buf;
-    while (!stopping_ && ServeOne(stream, buf)) {
-    }
-  }
-
-  // One request and its response; true when the connection stays open for the next.
-  bool ServeOne(boost::asio::ssl::stream<boost::asio::ip::tcp::socket>& stream,
-                boost::beast::flat_buffer& buf) {
-    namespace http = boost::beast::http;
-    boost::system::error_code ec;
     http::request<http::string_body> req;
     http::read(stream, buf, req, ec);
-    if (ec) return false;
-    const bool keep = keep_alive_ && req.keep_alive();
+    if (ec) return;
     FakeRequest r{std::string(req.method_string()), std::string(req.target()),
                   std::string(req[http::field::authorization])};
     {
@@ -247,12 +228,12 @@ class FakeApiServer {
       for (int i = 0; i < 500 && !stopping_; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
-      return false;
+      return;
     }
     if (resp.garbage) {
       boost::asio::write(stream, boost::asio::buffer(resp.body), ec);
       stream.shutdown(ec);
-      return false;
+      return;
     }
     std::string reason = resp.status == 200 ? "OK" : "Status";
     std::string head = "HTTP/1.1 " + std::to_string(resp.status) + " " + reason +
@@ -261,9 +242,8 @@ class FakeApiServer {
     if (!resp.stream) {
       head += "Content-Length: " + std::to_string(resp.body.size()) + "\r\n\r\n";
       boost::asio::write(stream, boost::asio::buffer(head + resp.body), ec);
-      if (!ec && keep) return true;
       stream.shutdown(ec);
-      return false;
+      return;
     }
     {
       std::lock_guard lock(mu_);
@@ -275,24 +255,20 @@ class FakeApiServer {
       auto item = resp.stream->Next(std::chrono::seconds(10));
       if (item.kind == FakeStream::Kind::kDrop) {
         stream.lowest_layer().close(ec);  // no TLS close_notify, no last chunk: a lost peer
-        return false;
+        return;
       }
       if (item.kind == FakeStream::Kind::kEnd) {
         boost::asio::write(stream, boost::asio::buffer(std::string("0\r\n\r\n")), ec);
-        if (!ec && keep) return true;
         stream.shutdown(ec);
-        return false;
+        return;
       }
       char size[32];
       std::snprintf(size, sizeof size, "%zx\r\n", item.data.size());
       boost::asio::write(stream, boost::asio::buffer(size + item.data + "\r\n"), ec);
     }
-    return false;
   }
 
   Handler handler_;
-  bool keep_alive_;
-  std::atomic<int> connections_{0};
   boost::asio::io_context io_;
   boost::asio::ssl::context tls_;
   boost::asio::ip::tcp::acceptor acceptor_;
