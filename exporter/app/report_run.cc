@@ -327,7 +327,8 @@ report::CostConfig CostConfigOf(const config::Config& c) {
     out.dns = report::CostConfig::Dns{seconds(c.dns->interval),
                                       c.dns->names,
                                       {},
-                                      c.dns->sample ? c.dns->sample->pods_per_zone : 0};
+                                      c.dns->sample ? c.dns->sample->pods_per_zone : 0,
+                                      c.dns->sample ? c.dns->sample->replica_pods_per_zone : 0};
     for (auto l : c.dns->resolvers) out.dns->resolvers.emplace_back(probes::dns::LibcName(l));
   }
   if (c.burst) {

@@ -99,7 +99,10 @@ std::string SeriesCheck(const config::Config& c) {
       }
     }
     out << "  DNS lookups on " << c.dns->sample->pods_per_zone
-        << " Pods a zone (probes.dns.sample): every other Pod ~" << lookups << " series fewer\n";
+        << " Pods a zone (probes.dns.sample): every other Pod ~" << lookups
+        << " series fewer; the cluster DNS replicas timed from "
+        << c.dns->sample->replica_pods_per_zone
+        << " Pods a zone: every other Pod without their podnet_dns_server_rtt_seconds series\n";
   }
   if (c.native_histograms) {
     // Of the others, the 5 start-delay histograms are native too.

@@ -471,12 +471,19 @@ void DecodeClusterDns(Decoder& d, const YAML::Node& n, bool kubernetes,
 // it draws from).
 void DecodeDnsSample(Decoder& d, const YAML::Node& n, bool kubernetes, probes::dns::DnsOptions& o) {
   const std::string base = "probes.dns.sample";
-  if (!SectionOn(d, n, base, {"pods_per_zone", "period"}, o.sample)) return;
+  if (!SectionOn(d, n, base, {"pods_per_zone", "replica_pods_per_zone", "period"}, o.sample)) {
+    return;
+  }
   probes::dns::DnsSampleOptions& sample = *o.sample;
   if (n.IsMap()) {
     if (const YAML::Node v = n["pods_per_zone"]; v.IsDefined()) {
       if (auto i = d.Integer(v, base + ".pods_per_zone", 1, 1000)) {
         sample.pods_per_zone = static_cast<int>(*i);
+      }
+    }
+    if (const YAML::Node v = n["replica_pods_per_zone"]; v.IsDefined()) {
+      if (auto i = d.Integer(v, base + ".replica_pods_per_zone", 1, 1000)) {
+        sample.replica_pods_per_zone = static_cast<int>(*i);
       }
     }
     if (const YAML::Node v = n["period"]; v.IsDefined()) {

@@ -59,15 +59,18 @@ struct ClusterDnsOptions {
   bool operator==(const ClusterDnsOptions&) const = default;
 };
 
-/// probes.dns.sample: with peers.kubernetes, the Pods that run the lookups (not the servers'
-/// timing, which every Pod runs): `pods_per_zone` Pods of each zone, drawn again every `period`
-/// by rendezvous hashing (topology::InZoneSample) over the discovered probe Pods. The
-/// amplification a lookup measures is the resolv.conf's and the libc's, the same from every
-/// Pod of a DaemonSet; a few Pods per zone measure it, and the lookup time to each zone's
-/// nearest replicas, at a load on CoreDNS that does not grow with the cluster.
+/// probes.dns.sample: with peers.kubernetes, the Pods that run the lookups and the Pods that
+/// time each cluster DNS replica directly: `pods_per_zone` and `replica_pods_per_zone` Pods of
+/// each zone, the first of one draw made again every `period` by rendezvous hashing
+/// (topology::InZoneSample) over the discovered probe Pods. The amplification a lookup measures
+/// is the resolv.conf's and the libc's, the same from every Pod of a DaemonSet, and a replica's
+/// fault rules want a few probers from each zone, not every node: a few Pods per zone measure
+/// both at a load on CoreDNS that does not grow with the cluster. Every Pod still times
+/// resolv.conf's nameservers (its own path to the cluster DNS).
 struct DnsSampleOptions {
-  int pods_per_zone = 2;
+  int pods_per_zone = 2;                            // run the lookups
   config::Duration period = std::chrono::hours(1);  // at least the interval (1h or it, default)
+  int replica_pods_per_zone = 6;                    // ask each replica directly
 
   bool operator==(const DnsSampleOptions&) const = default;
 };

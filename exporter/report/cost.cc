@@ -211,7 +211,13 @@ ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
         " s, to the resolv.conf nameserver (a Service: its replica's zone, so the class, is not "
         "known), run by " +
         who + ": " + Num("%.1f", qps) +
-        " questions/s at the cluster DNS, besides one a round from every Pod to each replica");
+        " questions/s at the cluster DNS, besides one a round from every Pod to each "
+        "resolv.conf nameserver and from " +
+        (d.replica_sample_pods_per_zone > 0
+             ? Num("%.0f", std::min(n, std::max(z, 1.0) * d.replica_sample_pods_per_zone)) +
+                   " Pods (" + Num("%.0f", d.replica_sample_pods_per_zone) + " a zone)"
+             : std::string("every Pod")) +
+        " to each cluster DNS replica");
   }
   if (c.burst) {
     const auto& b = *c.burst;

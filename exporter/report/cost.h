@@ -50,10 +50,11 @@ struct CostConfig {
     int count = 0;                // Health/Check calls per round
   };
   struct Dns {
-    double interval_seconds = 0;         // probes.dns.interval
-    std::vector<std::string> names;      // probes.dns.names
-    std::vector<std::string> resolvers;  // "glibc", "musl"
-    int sample_pods_per_zone = 0;        // probes.dns.sample.pods_per_zone; 0: every Pod
+    double interval_seconds = 0;           // probes.dns.interval
+    std::vector<std::string> names;        // probes.dns.names
+    std::vector<std::string> resolvers;    // "glibc", "musl"
+    int sample_pods_per_zone = 0;          // probes.dns.sample.pods_per_zone; 0: every Pod
+    int replica_sample_pods_per_zone = 0;  // probes.dns.sample.replica_pods_per_zone; 0: every Pod
   };
   struct Burst {
     double interval_seconds = 0;     // probes.burst.interval

@@ -121,8 +121,9 @@ class LookupTarget : public PeerProbeBase {
   std::shared_ptr<Lookup> lookup_;  // the round in flight
 };
 
-// Each nameserver of resolv.conf and each discovered cluster DNS replica (ProbeEnv::
-// dns_servers) asked directly for ServerQuestion's name.
+// Each nameserver of resolv.conf and, on the Pods of probes.dns.sample's replica draw (every
+// Pod without a sample), each discovered cluster DNS replica (ProbeEnv::dns_servers) asked
+// directly for ServerQuestion's name.
 class ServersTarget : public PeerProbeBase {
  public:
   explicit ServersTarget(std::shared_ptr<DnsKind> kind);
@@ -141,14 +142,16 @@ class ServersTarget : public PeerProbeBase {
   void StartRound(std::chrono::steady_clock::time_point) override;
   void StopRound() override;
   void Finish();
-  // This round's servers: resolv.conf's, then the discovered replicas (one that is also in
-  // resolv.conf is asked once, under the replica's labels). Removes the series of servers that
-  // are gone or whose labels changed, and the channels of servers that are gone.
+  // This round's servers: resolv.conf's, then the discovered replicas when this Pod times them
+  // (one that is also in resolv.conf is asked once, under the replica's labels). Removes the
+  // series of servers that are gone, left out or whose labels changed, and the channels of
+  // servers that are gone.
   std::vector<Server> RoundServers(const ResolvConf& conf);
   std::shared_ptr<DnsKind> kind_;
   std::shared_ptr<ChannelPool> pool_;
   boost::asio::steady_timer timer_;
   int outstanding_ = 0;
+  bool replicas_sampled_ = true;  // this round asks the cluster DNS replicas (probes.dns.sample)
   std::map<std::string, Observed> observed_;  // by server ("10.0.0.10:53")
 };
 
@@ -190,14 +193,13 @@ class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
   }
 
   // Whether this Pod runs the lookups now: always without a sample (probes.dns.sample off, or
-  // no Kubernetes discovery); else while it is one of its zone's sample in this period.
-  bool Sampled() const {
-    const auto& s = options_.sample;
-    if (!s || !env_.probe_pods) return true;
-    auto now = env_.wall_clock ? env_.wall_clock() : std::chrono::system_clock::now();
-    return topology::InZoneSample("dns lookups", topology::PeriodNumber(now, s->period), env_.self,
-                                  *env_.probe_pods, static_cast<std::size_t>(s->pods_per_zone),
-                                  env_.service_uid);
+  // no Kubernetes discovery); else while it is one of its zone's `pods_per_zone` in this period.
+  bool Sampled() const { return InSample(options_.sample ? options_.sample->pods_per_zone : 0); }
+  // Whether this Pod times the cluster DNS replicas now: the same, with the zone's first
+  // `replica_pods_per_zone` of the same draw (so the lookup Pods are among them when it is the
+  // larger).
+  bool ReplicasSampled() const {
+    return InSample(options_.sample ? options_.sample->replica_pods_per_zone : 0);
   }
 
   const DnsOptions& options() const { return options_; }
@@ -205,6 +207,15 @@ class DnsKind : public ProbeKind, public std::enable_shared_from_this<DnsKind> {
   DnsFamilies& families() { return families_; }
 
  private:
+  bool InSample(int count) const {
+    const auto& s = options_.sample;
+    if (!s || !env_.probe_pods) return true;
+    auto now = env_.wall_clock ? env_.wall_clock() : std::chrono::system_clock::now();
+    return topology::InZoneSample("dns lookups", topology::PeriodNumber(now, s->period), env_.self,
+                                  *env_.probe_pods, static_cast<std::size_t>(count),
+                                  env_.service_uid);
+  }
+
   DnsOptions options_;
   ProbeEnv& env_;
   DnsFamilies families_;
@@ -300,7 +311,9 @@ std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf&
     }
   };
   for (const auto& ns : conf.nameservers) add(ns, "", topology::PathClass::kUnknown);
-  for (const auto& p : env().dns_servers) add({p.address, p.port}, p.zone, p.path);
+  if (replicas_sampled_) {
+    for (const auto& p : env().dns_servers) add({p.address, p.port}, p.zone, p.path);
+  }
 
   for (auto it = observed_.begin(); it != observed_.end();) {
     auto now = index.find(it->first);
@@ -319,11 +332,12 @@ std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf&
 
 void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
   series()->Add(kind_->families().sampled, {}).Set(kind_->Sampled() ? 1 : 0);
+  replicas_sampled_ = kind_->ReplicasSampled();
   ResolvConf conf = kind_->Load(Libc::kGlibc, *this);
   std::string name = ServerQuestion(conf.search, kind_->options().names.front());
   auto start = std::chrono::steady_clock::now();
   auto finish = IfCurrent(this, [](auto& self) { self.Finish(); });
-  if (env().dns_servers_over_cap > 0) {
+  if (replicas_sampled_ && env().dns_servers_over_cap > 0) {
     CountError("servers_over_cap", std::to_string(env().dns_servers_over_cap) + " not asked");
   }
   for (const Server& server : RoundServers(conf)) {

@@ -1046,11 +1046,23 @@ TEST(ConfigTest, DnsSampleDefaultsWithKubernetesOnly) {
   ASSERT_TRUE(on.config->dns->sample.has_value());
   EXPECT_EQ(on.config->dns->sample->pods_per_zone, 2);
   EXPECT_EQ(on.config->dns->sample->period, 1h);
+  EXPECT_EQ(on.config->dns->sample->replica_pods_per_zone, 6);
   LoadResult set = Parse(
       kSelf + k8s + "probes:\n  dns: {names: [a.b], sample: {pods_per_zone: 5, period: 10m}}\n",
       "test.yaml", FakeEnv({}));
   ASSERT_TRUE(set.ok()) << Dump(set.errors);
   EXPECT_EQ(*set.config->dns->sample, (probes::dns::DnsSampleOptions{5, 10min}));
+  LoadResult replicas =
+      Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b], sample: {replica_pods_per_zone: 9}}\n",
+            "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(replicas.ok()) << Dump(replicas.errors);
+  EXPECT_EQ(*replicas.config->dns->sample, (probes::dns::DnsSampleOptions{2, 1h, 9}));
+  LoadResult none =
+      Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b], sample: {replica_pods_per_zone: 0}}\n",
+            "test.yaml", FakeEnv({}));
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(Dump(none.errors).find("probes.dns.sample.replica_pods_per_zone"), std::string::npos)
+      << Dump(none.errors);
   // A longer interval than the default period: the period follows it, written or not.
   for (const char* sample : {"", ", sample: true", ", sample: {pods_per_zone: 1}"}) {
     LoadResult slow =

@@ -3,13 +3,16 @@
 // servers and says whether it is in the sample (podnet_dns_lookup_sampled).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exporter/probes/dns/dns_probe.h"
 #include "exporter/topology/sample.h"
 #include "tests/unit/probes/dns/dns_kind_fixture.h"
 #include "tests/unit/testing/loop.h"
+#include "tests/unit/testing/loopback_dns.h"
 #include "tests/unit/testing/peers.h"
 
 namespace podnet::probes::dns {
@@ -18,6 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using podnet::testing::CounterValue;
 using podnet::testing::FindSeries;
+using podnet::testing::LoopbackDns;
 using podnet::testing::MakePeer;
 using topology::PathClass;
 
@@ -47,11 +51,15 @@ class DnsSampleTest : public podnet::testing::DnsKindFixture {
     return MakeDnsKind(o, env_);
   }
 
-  // The start of a period in which self is (or is not) one of its zone's `count`.
-  std::chrono::system_clock::time_point PeriodWhereSelf(bool sampled, std::size_t count) {
+  // The start of a period in which self is (or is not) one of its zone's `count`, and (when
+  // `also` is set) one of its zone's `also->second` exactly when `also->first`.
+  std::chrono::system_clock::time_point PeriodWhereSelf(
+      bool sampled, std::size_t count, std::optional<std::pair<bool, std::size_t>> also = {}) {
+    auto in = [&](std::uint64_t p, std::size_t n) {
+      return topology::InZoneSample("dns lookups", p, kSampleSelf, pods_, n, env_.service_uid);
+    };
     for (std::uint64_t p = 1000; p < 2000; ++p) {
-      if (topology::InZoneSample("dns lookups", p, kSampleSelf, pods_, count, env_.service_uid) ==
-          sampled) {
+      if (in(p, count) == sampled && (!also || in(p, also->second) == also->first)) {
         return std::chrono::system_clock::time_point{kPeriod * p + 1s};
       }
     }
@@ -106,6 +114,47 @@ TEST_F(DnsSampleTest, OnlyTheSampledPodsLookUpAndTheOthersKeepNoLookupSeries) {
   EXPECT_EQ(CounterValue(metrics_.registry(), "podnet_dns_queries_total",
                          {{"name", "example.test"}, {"form", "as_written"}, {"qtype", "A"}}),
             1);
+}
+
+TEST_F(DnsSampleTest, OnlyTheReplicaSampleAsksTheReplicasEveryPodAsksResolvConf) {
+  LoopbackDns replica(io_, {"example.test"});
+  const std::string server = "127.0.0.1:" + std::to_string(replica.port());
+  env_.dns_servers = {MakePeer("coredns-1", "127.0.0.1", "node-5", "zone-b", PathClass::kCrossZone,
+                               replica.port())};
+  env_.probe_pods = pods_;
+  env_.service_uid = "uid-1";
+  auto servers = Kind(DnsSampleOptions{1, kPeriod, 2})->ForTarget("|servers|");
+  auto replica_series = [&] {
+    return FindSeries(metrics_.registry(), "podnet_dns_server_rtt_seconds", {{"server", server}})
+        .has_value();
+  };
+
+  // One of its zone's 2 that time the replicas, not the 1 that looks up: it asks the replica.
+  now_ = PeriodWhereSelf(false, 1, std::pair{true, std::size_t{2}});
+  Round(*servers);
+  EXPECT_EQ(replica.questions, 1);
+  EXPECT_TRUE(replica_series());
+  EXPECT_EQ(Sampled(), 0);
+
+  // Outside both: the replica is not asked and its series goes; resolv.conf's nameserver
+  // (127.0.0.1:53, where nothing answers) is still asked, and counted as silent again.
+  auto silent = [&] {
+    return CounterValue(metrics_.registry(), "podnet_probe_errors_total",
+                        {{"probe", "dns"}, {"reason", "server_no_answer"}});
+  };
+  double before = silent();
+  EXPECT_GE(before, 1);
+  now_ = PeriodWhereSelf(false, 2);
+  Round(*servers);
+  EXPECT_EQ(replica.questions, 1);
+  EXPECT_FALSE(replica_series());
+  EXPECT_EQ(silent(), before + 1);
+
+  // The lookup Pods are among the replica Pods (one draw): in the 1, so in the 2.
+  now_ = PeriodWhereSelf(true, 1);
+  Round(*servers);
+  EXPECT_EQ(replica.questions, 2);
+  EXPECT_EQ(Sampled(), 1);
 }
 
 TEST_F(DnsSampleTest, APodNotListedYetDoesNotLookUp) {
