@@ -91,7 +91,9 @@ def scenario(args, tmp):
                 "peers:\n  kubernetes: { namespace: podnet, service: podnet }\n"
                 "probes:\n  dns:\n    interval: 1s\n    resolv_conf: %s\n    resolvers: [glibc]\n"
                 "    names: [www.amazon.com]\n"
-                "    cluster_dns: { namespace: kube-system, service: kube-dns }\n" % resolv)
+                "    cluster_dns: { namespace: kube-system, service: kube-dns }\n"
+                # The prober is not a Pod of the listed Service: outside any sample.
+                "    sample: false\n" % resolv)
     start(NS["client"], [args.exporter, "--config.file=" + cfg, "--kubeconfig=" + kubeconfig,
                          "--log.level=debug"], os.path.join(tmp, "client.log"))
 
