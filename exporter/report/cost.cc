@@ -191,8 +191,11 @@ ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
   if (c.dns) {
     const auto& d = *c.dns;
     double round = DnsRoundBytes(d, questions);
-    double sampled =
-        d.sample_pods_per_zone > 0 ? std::min(n, std::max(z, 1.0) * d.sample_pods_per_zone) : n;
+    // The Pods a per-zone draw of `per_zone` holds (probes.dns.sample); 0: every Pod.
+    auto drawn = [&](int per_zone) {
+      return per_zone > 0 ? std::min(n, std::max(z, 1.0) * per_zone) : n;
+    };
+    double sampled = drawn(d.sample_pods_per_zone);
     double month = sampled * PerHour(round, d.interval_seconds) * kHoursPerMonth;
     add("dns", "unknown", std::nullopt, n > 0 ? month / kHoursPerMonth / n : 0, month);
     double qps =
@@ -214,8 +217,8 @@ ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
         " questions/s at the cluster DNS, besides one a round from every Pod to each "
         "resolv.conf nameserver and from " +
         (d.replica_sample_pods_per_zone > 0
-             ? Num("%.0f", std::min(n, std::max(z, 1.0) * d.replica_sample_pods_per_zone)) +
-                   " Pods (" + Num("%.0f", d.replica_sample_pods_per_zone) + " a zone)"
+             ? Num("%.0f", drawn(d.replica_sample_pods_per_zone)) + " Pods (" +
+                   Num("%.0f", d.replica_sample_pods_per_zone) + " a zone)"
              : std::string("every Pod")) +
         " to each cluster DNS replica");
   }

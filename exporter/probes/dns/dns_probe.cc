@@ -142,16 +142,15 @@ class ServersTarget : public PeerProbeBase {
   void StartRound(std::chrono::steady_clock::time_point) override;
   void StopRound() override;
   void Finish();
-  // This round's servers: resolv.conf's, then the discovered replicas when this Pod times them
-  // (one that is also in resolv.conf is asked once, under the replica's labels). Removes the
-  // series of servers that are gone, left out or whose labels changed, and the channels of
-  // servers that are gone.
-  std::vector<Server> RoundServers(const ResolvConf& conf);
+  // This round's servers: resolv.conf's, then, with `replicas` (this Pod times them now), the
+  // discovered replicas (one that is also in resolv.conf is asked once, under the replica's
+  // labels). Removes the series of servers that are gone, left out or whose labels changed, and
+  // the channels of servers that are gone.
+  std::vector<Server> RoundServers(const ResolvConf& conf, bool replicas);
   std::shared_ptr<DnsKind> kind_;
   std::shared_ptr<ChannelPool> pool_;
   boost::asio::steady_timer timer_;
   int outstanding_ = 0;
-  bool replicas_sampled_ = true;  // this round asks the cluster DNS replicas (probes.dns.sample)
   std::map<std::string, Observed> observed_;  // by server ("10.0.0.10:53")
 };
 
@@ -295,7 +294,8 @@ ServersTarget::ServersTarget(std::shared_ptr<DnsKind> kind)
       pool_(std::make_shared<ChannelPool>(env().io)),
       timer_(env().io) {}
 
-std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf& conf) {
+std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf& conf,
+                                                               bool replicas) {
   std::vector<Server> servers;
   std::map<std::string, std::size_t> index;  // server → position in `servers`
   auto add = [&](const ResolvConf::Nameserver& ns, std::string zone, topology::PathClass path) {
@@ -311,7 +311,7 @@ std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf&
     }
   };
   for (const auto& ns : conf.nameservers) add(ns, "", topology::PathClass::kUnknown);
-  if (replicas_sampled_) {
+  if (replicas) {
     for (const auto& p : env().dns_servers) add({p.address, p.port}, p.zone, p.path);
   }
 
@@ -332,15 +332,15 @@ std::vector<ServersTarget::Server> ServersTarget::RoundServers(const ResolvConf&
 
 void ServersTarget::StartRound(std::chrono::steady_clock::time_point) {
   series()->Add(kind_->families().sampled, {}).Set(kind_->Sampled() ? 1 : 0);
-  replicas_sampled_ = kind_->ReplicasSampled();
+  const bool replicas = kind_->ReplicasSampled();
   ResolvConf conf = kind_->Load(Libc::kGlibc, *this);
   std::string name = ServerQuestion(conf.search, kind_->options().names.front());
   auto start = std::chrono::steady_clock::now();
   auto finish = IfCurrent(this, [](auto& self) { self.Finish(); });
-  if (replicas_sampled_ && env().dns_servers_over_cap > 0) {
+  if (replicas && env().dns_servers_over_cap > 0) {
     CountError("servers_over_cap", std::to_string(env().dns_servers_over_cap) + " not asked");
   }
-  for (const Server& server : RoundServers(conf)) {
+  for (const Server& server : RoundServers(conf, replicas)) {
     std::string err;
     net::AresChannel* ch = pool_->Get(conf, server.ns, false, Libc::kGlibc, 0, &err);
     if (!ch) {
