@@ -6,8 +6,11 @@ Two modes, one scenario:
     under an absolute GATE_P99_S: 10 ms for UDP RTT, 30 ms for HTTP keep-alive. The worst p99s
     seen beside a neighbour (a busy loop per core, or a build) are 0.5 ms and 5.4 ms, 20x and
     5.5x under; the regression this exists for, /metrics served on the responder loop, gave
-    38.6 ms and 64.2 ms beside a busy loop per core, over both. The functional checks (the load happened, B kept measuring, no relist in a quiet
-    slot) hold with 5x margin too. Shorter: 3 pairs of 2 s slots per phase, no re-measure.
+    38.6 ms and 64.2 ms beside a busy loop per core, over both. The functional checks (the
+    load happened, B kept measuring, no relist in a quiet slot) hold with 5x margin too.
+    Shorter: 3 pairs of 2 s slots per phase; a phase over the gate is measured once more and
+    checked on that second pair, as with --bench (one stall of a busy CI host gave 75 ms once;
+    the regression recurs in every loaded slot).
   --bench (bench/isolation.sh, ~4-8 min): the fine comparison, loaded p99 within
     max(2 x quiet, quiet + 200 us), each phase over 5 pairs of 4 s slots and measured once more
     when beyond; prints the table and PASS/MISS per phase, exit 1 on any MISS. Run it when you
@@ -319,13 +322,15 @@ def within(q, v):
     return q is not None and v is not None and v <= bound(q)
 
 
-def breaches(quiet, m):
-    """The figures of `m` beyond bound(quiet), as text ("" when none)."""
+def breaches(quiet, m, fine):
+    """The figures of `m` beyond their bound, as text ("" when none): bound(quiet) when `fine`
+    (--bench), else the gate's GATE_P99_S."""
     out = []
     for key in ("udp_p99", "http_p99"):
         q, v = quiet[key], m[key]
-        if not within(q, v):
-            out.append("%s %s > %s" % (key, fmt_us(v), fmt_us(bound(q) if q else None)))
+        limit = (bound(q) if q else None) if fine else GATE_P99_S[key]
+        if v is None or limit is None or v > limit:
+            out.append("%s %s > %s" % (key, fmt_us(v), fmt_us(limit)))
     return ", ".join(out)
 
 
@@ -425,6 +430,18 @@ def scenario(args, tmp):
             rows += [("A quiet (beside %s)" % phase, quiet, ""), (REFERENCES[phase], m, "")]
             continue
         rows += [("A quiet (beside %s)" % phase, quiet, ""), ("A " + phase, m, note)]
+        beyond = breaches(quiet, m, args.bench)
+        if beyond:
+            # Interleaving shares the host's slow moods between both sides, not its single
+            # stalls: one stall can still move a p99 of ~300-1,000 samples (its 3rd-10th
+            # slowest; CI once saw B's HTTP p99 at 75 ms beside a quiet 5.6 ms, UDP at 0.7 ms,
+            # in the relist phase of a run that passed it before and after). A chore of A's
+            # recurs in every slot. So a phase beyond the bound is measured once more, and the
+            # check is on that second pair (both are in the table).
+            lab.log("%s: beyond the bound (%s); measuring %s once more" % (phase, beyond, phase))
+            quiet, m, note = run_phase(phase, args, tmp)
+            rows += [("A quiet (beside %s, again)" % phase, quiet, ""),
+                     ("A %s (again)" % phase, m, note)]
         if not args.bench:
             for key, what in (("udp_p99", "UDP RTT p99"), ("http_p99", "HTTP keep-alive p99")):
                 v = m[key]
@@ -433,16 +450,6 @@ def scenario(args, tmp):
                       "bench/isolation.sh)" % (phase, what, fmt_us(v), fmt_us(GATE_P99_S[key]),
                                                fmt_us(quiet[key])))
             continue
-        beyond = breaches(quiet, m)
-        if beyond:
-            # Interleaving shares the host's slow moods between both sides, not its single
-            # stalls: one stall can still move a p99 of ~1,000 samples (its 10th slowest). A
-            # chore of A's recurs in every slot. So a phase beyond the bound is measured once
-            # more, and the check is on that second pair (both are in the table).
-            lab.log("%s: beyond the bound (%s); measuring %s once more" % (phase, beyond, phase))
-            quiet, m, note = run_phase(phase, args, tmp)
-            rows += [("A quiet (beside %s, again)" % phase, quiet, ""),
-                     ("A %s (again)" % phase, m, note)]
         for key, what in (("udp_p99", "UDP RTT p99"), ("http_p99", "HTTP keep-alive p99")):
             q, v = quiet[key], m[key]
             ok = within(q, v)
