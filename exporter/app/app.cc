@@ -10,9 +10,7 @@ namespace podnet::app {
 App::App(Options options, std::shared_ptr<const config::Config> config,
          std::shared_ptr<const web::WebConfig> web)
     : options_(std::move(options)),
-      probe_(metrics_, {[this](const std::string& node, const std::string& zone) {
-                          responder_.SetIdentity(node, zone);
-                        },
+      probe_(metrics_, {[this](const topology::Self& self) { responder_.SetIdentity(self); },
                         [this](std::vector<responders::KnownProber> pods) {
                           responder_.SetProbePods(std::move(pods));
                         }}),

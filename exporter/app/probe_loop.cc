@@ -87,7 +87,7 @@ void ProbeLoop::Reconcile(std::shared_ptr<const config::Config> next) {
   // The responders answer with the effective identity: a zone read from the Node later (or a
   // reload that changes self) reaches them here, before any probe of this Reconcile runs a
   // round.
-  if (prev == nullptr || self_ != self) responders_.identity(self.node, self.zone);
+  if (prev == nullptr || self_ != self) responders_.identity(self);
   // Most Reconciles (a resync, a Pod's readiness elsewhere) leave the probe Pods as they were:
   // the responder loop rebuilds its tally and burst admission only on a change.
   if (auto pods = ProbePods(*next, self); pods != probe_pods_) {

@@ -31,8 +31,9 @@ class ProbeLoop {
  public:
   /// What the responders learn from the probe loop; each is called on the probe loop.
   struct ResponderHooks {
-    /// The effective self's node or zone was set or changed (the responders answer with it).
-    std::function<void(const std::string& node, const std::string& zone)> identity;
+    /// The effective self (Pod name, node, zone) was set or changed (the responders answer
+    /// with it).
+    std::function<void(const topology::Self& self)> identity;
     /// Every probe Pod (discovered ones, this Pod included, and the static peers) with its
     /// zone and path class to this Pod, after each Reconcile: the sources the burst responder
     /// admits and the probers the coverage tally counts.

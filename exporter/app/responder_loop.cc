@@ -193,12 +193,12 @@ void ResponderLoop::Shutdown() {
   udp_echo_.reset();
 }
 
-void ResponderLoop::SetIdentity(const std::string& node, const std::string& zone) {
-  boost::asio::post(io_, [this, node, zone] {
-    echo_identity_headers_ = {{std::string(proto::echo::kNodeHeader), node},
-                              {std::string(proto::echo::kZoneHeader), zone}};
-    if (udp_echo_) udp_echo_->SetIdentity(node, zone);
-    probers_.SetSelf(node, zone);
+void ResponderLoop::SetIdentity(const topology::Self& self) {
+  boost::asio::post(io_, [this, self] {
+    echo_identity_headers_ = {{std::string(proto::echo::kNodeHeader), self.node},
+                              {std::string(proto::echo::kZoneHeader), self.zone}};
+    if (udp_echo_) udp_echo_->SetIdentity(self.node, self.zone, self.name);
+    probers_.SetSelf(self.node, self.zone);
   });
 }
 

@@ -68,8 +68,8 @@ class ResponderLoop {
   void Shutdown();
 
   /// Thread-safe, posted: who answers, in every /echo response (proto/echo.h: kNodeHeader,
-  /// kZoneHeader) and UDP echo reply.
-  void SetIdentity(const std::string& node, const std::string& zone);
+  /// kZoneHeader: node and zone) and UDP echo reply (node, zone and Pod name).
+  void SetIdentity(const topology::Self& self);
   /// Thread-safe, posted: the probe Pods from now on: the sources the burst responder admits
   /// (BurstResponder::AdmitSources) and those whose requests count as coverage (ProberTally,
   /// published at once and every 15 s).

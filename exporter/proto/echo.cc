@@ -95,8 +95,16 @@ IdentityRead ReadIdentity(std::span<const std::uint8_t> payload, Identity* out) 
     rest = rest.subspan(1 + rest[0]);
     if (!ValidIdentityName(f)) return IdentityRead::kMalformed;
   }
+  std::string pod;
+  if (rest.size() >= 4 && Get32(rest.data()) == kIdentityPod) {
+    rest = rest.subspan(4);
+    if (rest.empty() || rest.size() - 1 < rest[0]) return IdentityRead::kMalformed;
+    pod.assign(reinterpret_cast<const char*>(rest.data() + 1), rest[0]);
+    if (pod.empty() || !ValidIdentityName(pod)) return IdentityRead::kMalformed;
+  }
   out->node = std::move(fields[0]);
   out->zone = std::move(fields[1]);
+  out->pod = std::move(pod);
   return IdentityRead::kPresent;
 }
 
@@ -119,6 +127,13 @@ bool MakeReply(std::span<std::uint8_t> data, const Identity* self) {
   for (const std::string* f : {&self->node, &self->zone}) {
     *p++ = static_cast<std::uint8_t>(f->size());
     p = std::copy(f->begin(), f->end(), p);
+  }
+  std::size_t with_pod = record + 4 + 1 + self->pod.size();
+  if (!self->pod.empty() && with_pod <= data.size() - kHeaderSize && ValidIdentityName(self->pod)) {
+    Put32(p, kIdentityPod);
+    p += 4;
+    *p++ = static_cast<std::uint8_t>(self->pod.size());
+    std::copy(self->pod.begin(), self->pod.end(), p);
   }
   return true;
 }

@@ -42,6 +42,7 @@ std::optional<Header> DecodePayload(std::span<const std::uint8_t> data);
 struct Identity {
   std::string node;
   std::string zone;
+  std::string pod;  // the responder's Pod name (topology::Self::name); "" when not sent
 
   bool operator==(const Identity&) const = default;
 };
@@ -50,20 +51,29 @@ struct Identity {
 /// padding right after the header (AskIdentity); a responder that knows this record replaces it,
 /// in the reply, by
 ///
-///   16          20         21        21+n       22+n
-///   | kIdentity | node len | node ... | zone len | zone ... | rest of the padding unchanged
+///   16          20         21        21+n       22+n       22+n+m         26+n+m
+///   | kIdentity | node len | node ... | zone len | zone ... | [kIdentityPod | pod len | pod ...]
+///   | rest of the padding unchanged
 ///
 /// (lengths one byte each) when the record fits in the request's size, and otherwise answers as
-/// before. The reply is never larger than the request (the responder must not become an
-/// amplifying reflector), so a prober leaves room: kIdentityPayloadSize fits every legal name.
-/// Compatibility: the header (magic, version 1, kind) is unchanged, so old responders answer new
-/// probers (echoing kIdentityAsk: "no identity") and new responders answer old probers (whose
-/// padding is the byte pattern i, never kIdentityAsk) exactly as before.
+/// before. The Pod part is written only when the Pod is known and it fits too (a prober that
+/// wants it leaves room: kIdentityPodPayloadSize); readers that predate it stop after the zone. The
+/// reply is never larger than the request (the responder must not become an amplifying reflector),
+/// so a prober leaves room: kIdentityPayloadSize fits every legal name. Compatibility: the header
+/// (magic, version 1, kind) is unchanged, so old responders answer new probers (echoing
+/// kIdentityAsk: "no identity") and new responders answer old probers (whose padding is the byte
+/// pattern i, never kIdentityAsk) exactly as before.
 inline constexpr std::uint32_t kIdentityAsk = 0x504E493F;  // "PNI?"
 inline constexpr std::uint32_t kIdentity = 0x504E493D;     // "PNI="
 /// Header + record with a 253-byte node (the longest DNS subdomain, a Kubernetes node name) and a
 /// 63-byte zone (the longest label value): 16 + 4 + 1 + 253 + 1 + 63 = 338, rounded up.
 inline constexpr std::size_t kIdentityPayloadSize = 384;
+/// The marker of the record's optional Pod part: 4 bytes no padding pattern (the byte i at
+/// offset i) can hold.
+inline constexpr std::uint32_t kIdentityPod = 0x504E4970;  // "PNIp"
+/// Room for the whole record with a 253-byte Pod name (a DNS subdomain) too: 338 + 4 + 1 + 253
+/// = 596, rounded up (discovery's identity asks, discovery/dns_peers.h).
+inline constexpr std::size_t kIdentityPodPayloadSize = 640;
 /// The HTTP /echo response header fields with the same identity (RFC 6648: no "X-" prefix).
 inline constexpr std::string_view kNodeHeader = "Podnet-Node";
 inline constexpr std::string_view kZoneHeader = "Podnet-Zone";
@@ -80,7 +90,7 @@ bool AskIdentity(std::span<std::uint8_t> payload);
 /// What a reply says about who answered.
 enum class IdentityRead {
   kAbsent,     // no record: an old responder, one that does not know itself, or no room for it
-  kPresent,    // *out holds the responder's node and zone
+  kPresent,    // *out holds the responder's node and zone, and its Pod when the record has it
   kMalformed,  // a record whose lengths run past the payload, or with names ValidIdentityName
                // refuses
 };

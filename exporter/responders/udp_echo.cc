@@ -216,8 +216,8 @@ UdpEchoResponder::~UdpEchoResponder() { impl_->Stop(); }
 
 std::uint16_t UdpEchoResponder::port() const { return impl_->port(); }
 
-void UdpEchoResponder::SetIdentity(std::string node, std::string zone) {
-  impl_->SetIdentity({std::move(node), std::move(zone)});
+void UdpEchoResponder::SetIdentity(std::string node, std::string zone, std::string pod) {
+  impl_->SetIdentity({std::move(node), std::move(zone), std::move(pod)});
 }
 
 void UdpEchoResponder::SetHeardHook(HeardHook heard) { impl_->SetHeardHook(std::move(heard)); }

@@ -49,9 +49,10 @@ class UdpEchoResponder {
   std::uint16_t port() const;
 
   /// Who this responder is, for the identity record of its replies (the effective
-  /// topology::Self: node, and the zone configured or read from the Node). Until it is called,
-  /// replies carry no identity. On the responder's loop, or before it runs.
-  void SetIdentity(std::string node, std::string zone);
+  /// topology::Self: node, the zone configured or read from the Node, and the Pod name, sent
+  /// when the request leaves room: proto/echo.h). Until it is called, replies carry no
+  /// identity. On the responder's loop, or before it runs.
+  void SetIdentity(std::string node, std::string zone, std::string pod = {});
   /// Called with the source of every request answered (ProberTally); none by default. On the
   /// responder's loop, or before it runs.
   void SetHeardHook(HeardHook heard);

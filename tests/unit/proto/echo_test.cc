@@ -339,7 +339,7 @@ Bytes AskingRequest(std::size_t size) {
 
 TEST(IdentityTest, ReplyCarriesNodeAndZoneInTheDocumentedLayoutWithoutGrowing) {
   Bytes p = AskingRequest(64);
-  Identity self{"node-a", "zone-1"};
+  Identity self{"node-a", "zone-1", ""};
   ASSERT_TRUE(MakeReply(p, &self));
   ASSERT_EQ(p.size(), 64u);  // never larger than the request
   EXPECT_EQ(std::string(p.begin() + 16, p.begin() + 20), "PNI=");
@@ -359,21 +359,62 @@ TEST(IdentityTest, ReplyCarriesNodeAndZoneInTheDocumentedLayoutWithoutGrowing) {
 
 TEST(IdentityTest, EmptyZoneRoundTrips) {
   Bytes p = AskingRequest(kIdentityPayloadSize);
-  Identity self{"n", ""};
+  Identity self{"n", "", ""};
   ASSERT_TRUE(MakeReply(p, &self));
-  Identity got{"x", "y"};
+  Identity got{"x", "y", ""};
   ASSERT_EQ(ReadIdentity(p, &got), IdentityRead::kPresent);
   EXPECT_EQ(got, self);
 }
 
 TEST(IdentityTest, LongestLegalNamesFitTheProbersPayload) {
   Bytes p = AskingRequest(kIdentityPayloadSize);
-  Identity self{std::string(253, 'n'), std::string(63, 'z')};
+  Identity self{std::string(253, 'n'), std::string(63, 'z'), ""};
   ASSERT_TRUE(MakeReply(p, &self));
   EXPECT_EQ(p.size(), kIdentityPayloadSize);
   Identity got;
   ASSERT_EQ(ReadIdentity(p, &got), IdentityRead::kPresent);
   EXPECT_EQ(got, self);
+}
+
+TEST(IdentityTest, PodPartFollowsTheZoneWhenAskedWithRoom) {
+  Bytes p = AskingRequest(64);
+  Identity self{"node-a", "zone-1", "podnet-x7"};
+  ASSERT_TRUE(MakeReply(p, &self));
+  ASSERT_EQ(p.size(), 64u);
+  EXPECT_EQ(std::string(p.begin() + 34, p.begin() + 38), "PNIp");
+  EXPECT_EQ(p[38], 9);
+  EXPECT_EQ(std::string(p.begin() + 39, p.begin() + 48), "podnet-x7");
+  EXPECT_EQ(p[48], 48);  // the padding after it is left as sent
+  Identity got;
+  ASSERT_EQ(ReadIdentity(p, &got), IdentityRead::kPresent);
+  EXPECT_EQ(got, self);
+  // The longest legal names, Pod too, fit the size discovery asks with.
+  Bytes big = AskingRequest(kIdentityPodPayloadSize);
+  Identity longest{std::string(253, 'n'), std::string(63, 'z'), std::string(253, 'p')};
+  ASSERT_TRUE(MakeReply(big, &longest));
+  ASSERT_EQ(ReadIdentity(big, &got), IdentityRead::kPresent);
+  EXPECT_EQ(got, longest);
+}
+
+TEST(IdentityTest, PodPartThatDoesNotFitIsLeftOutNodeAndZoneStay) {
+  // node and zone take 34 bytes; the Pod part 4 + 1 + 9 more: 47 is one byte short.
+  for (std::size_t size : {std::size_t{34}, std::size_t{47}, std::size_t{48}}) {
+    SCOPED_TRACE(size);
+    Bytes p = AskingRequest(size);
+    Identity self{"node-a", "zone-1", "podnet-x7"};
+    ASSERT_TRUE(MakeReply(p, &self));
+    Identity got;
+    ASSERT_EQ(ReadIdentity(p, &got), IdentityRead::kPresent);
+    EXPECT_EQ(got.node, "node-a");
+    EXPECT_EQ(got.pod, size < 48 ? "" : "podnet-x7");
+  }
+  // A Pod name a label cannot carry is not sent; node and zone still are.
+  Bytes p = AskingRequest(kIdentityPodPayloadSize);
+  Identity self{"node-a", "zone-1", "pod\nx"};
+  ASSERT_TRUE(MakeReply(p, &self));
+  Identity got;
+  ASSERT_EQ(ReadIdentity(p, &got), IdentityRead::kPresent);
+  EXPECT_EQ(got, (Identity{"node-a", "zone-1", ""}));
 }
 
 TEST(IdentityTest, RecordThatDoesNotFitIsLeftOutAndTheReplyIsAsBefore) {
@@ -383,7 +424,7 @@ TEST(IdentityTest, RecordThatDoesNotFitIsLeftOutAndTheReplyIsAsBefore) {
     Bytes p = AskingRequest(size);
     Bytes want = p;
     want[5] = static_cast<std::uint8_t>(Kind::kReply);
-    Identity self{"node-a", "zone-1"};
+    Identity self{"node-a", "zone-1", ""};
     ASSERT_TRUE(MakeReply(p, &self));
     Identity got;
     if (size < 34) {
@@ -404,7 +445,7 @@ TEST(IdentityTest, OldProbersAndOldRespondersAreAnsweredAsBefore) {
     Bytes p = EncodePayload({Kind::kRequest, 3, 9}, size);
     Bytes want = p;
     want[5] = static_cast<std::uint8_t>(Kind::kReply);
-    Identity self{"node-a", "zone-1"};
+    Identity self{"node-a", "zone-1", ""};
     ASSERT_TRUE(MakeReply(p, &self));
     EXPECT_EQ(p, want);
   }
@@ -416,8 +457,8 @@ TEST(IdentityTest, OldProbersAndOldRespondersAreAnsweredAsBefore) {
 }
 
 TEST(IdentityTest, NamesALabelCannotCarryAreNotSent) {
-  for (const Identity& bad :
-       {Identity{"node a", "z"}, Identity{"n", "zone\n"}, Identity{std::string(256, 'n'), ""}}) {
+  for (const Identity& bad : {Identity{"node a", "z", ""}, Identity{"n", "zone\n", ""},
+                              Identity{std::string(256, 'n'), "", ""}}) {
     Bytes p = AskingRequest(kIdentityPayloadSize);
     ASSERT_TRUE(MakeReply(p, &bad));
     Identity got;
@@ -449,13 +490,20 @@ TEST(IdentityTest, HostileRecordsAreMalformedNeverOutOfBounds) {
            Case{"zone with a terminal escape", record({1, 'a', 4, 0x1b, '[', '2', 'J'})},
            Case{"node not UTF-8", record({2, 0xff, 0xfe, 0})},
            Case{"node with a C1 CSI", record({3, 0xc2, 0x9b, 'm', 0})},
+           Case{"no Pod length", record({1, 'a', 0, 'P', 'N', 'I', 'p'})},
+           Case{"Pod length past the end", record({1, 'a', 0, 'P', 'N', 'I', 'p', 4, 'p'})},
+           Case{"empty Pod", record({1, 'a', 0, 'P', 'N', 'I', 'p', 0})},
+           Case{"Pod with a newline", record({1, 'a', 0, 'P', 'N', 'I', 'p', 2, 'p', '\n'})},
        }) {
     Identity got;
     EXPECT_EQ(ReadIdentity(c.data, &got), IdentityRead::kMalformed) << c.name;
   }
   Identity got;
   EXPECT_EQ(ReadIdentity(record({1, 'a', 0}), &got), IdentityRead::kPresent);
-  EXPECT_EQ(got, (Identity{"a", ""}));
+  EXPECT_EQ(got, (Identity{"a", "", ""}));
+  // Bytes after the zone that are not the Pod marker are padding, as before.
+  EXPECT_EQ(ReadIdentity(record({1, 'a', 0, 'P', 'N', 'I'}), &got), IdentityRead::kPresent);
+  EXPECT_EQ(got, (Identity{"a", "", ""}));
 }
 
 TEST(MtuRecordTest, AckAnswersALargeRequestSmallWithTheBytesReceived) {

@@ -199,7 +199,7 @@ TEST_F(UdpEchoTest, RepliesCarryTheIdentityWhenAskedAndSetNeverGrowing) {
   });
   EXPECT_EQ(wire::ReadIdentity(ask(2, wire::kIdentityPayloadSize), &id),
             wire::IdentityRead::kPresent);
-  EXPECT_EQ(id, (wire::Identity{"node-b", "zone-2"}));
+  EXPECT_EQ(id, (wire::Identity{"node-b", "zone-2", ""}));
   // No room: answered as before (RTT probes of size 56 still asking get no record, no growth).
   EXPECT_EQ(wire::ReadIdentity(ask(3, 24), &id), wire::IdentityRead::kAbsent);
   // The zone changes (read from the Node later): the next reply says so.

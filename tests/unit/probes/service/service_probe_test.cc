@@ -206,7 +206,9 @@ class ThreadEchoServer {
 // a source port to one backend.
 TEST_F(ServiceProbeTest, EveryUdpRequestComesFromANewSourcePort) {
   constexpr int kCount = 20;
-  ThreadEchoServer server(kCount, [](int) { return proto::echo::Identity{"node-2", "zone-a"}; });
+  ThreadEchoServer server(kCount, [](int) {
+    return proto::echo::Identity{"node-2", "zone-a", ""};
+  });
   bool done =
       RunRound({"svc-ports", "127.0.0.1", server.port(), ServiceProtocol::kUdp, "", ""}, kCount);
   std::vector<std::uint16_t> ports = server.Stop();
@@ -224,7 +226,7 @@ TEST_F(ServiceProbeTest, EveryUdpRequestComesFromANewSourcePort) {
 TEST_F(ServiceProbeTest, BackendZonesPerTargetAreBounded) {
   constexpr int kCount = 40;
   ThreadEchoServer server(kCount, [](int i) {
-    return proto::echo::Identity{"node-9", "zone-" + std::to_string(i)};
+    return proto::echo::Identity{"node-9", "zone-" + std::to_string(i), ""};
   });
   bool done =
       RunRound({"svc-zones", "127.0.0.1", server.port(), ServiceProtocol::kUdp, "", ""}, kCount);
@@ -247,7 +249,7 @@ TEST_F(ServiceProbeTest, QuietZoneSlotsAreFreedSoARealNewZoneGetsOne) {
   // The first round's answers name 33 made-up zones, every later one "zone-real".
   ThreadEchoServer server(kCount * kRounds, [](int i) {
     return proto::echo::Identity{"node-9",
-                                 i < kCount ? "made-up-" + std::to_string(i) : "zone-real"};
+                                 i < kCount ? "made-up-" + std::to_string(i) : "zone-real", ""};
   });
   ServiceTarget target{"svc-sticky", "127.0.0.1", server.port(), ServiceProtocol::kUdp, "", ""};
   ServiceOptions o;
