@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exporter/discovery/kubernetes/api_config.h"
+#include "exporter/probes/dns/resolv_conf.h"
 #include "exporter/runtime/loop_role.h"
 
 namespace podnet::app {
@@ -21,6 +22,38 @@ k8s::DiscoveryOptions PeersWatchOptions(const config::Config& c) {
   o.node = c.self.node;
   o.want_zone = c.self.zone.empty();
   return o;
+}
+
+// DNS discovery, when peers.kubernetes.discovery is dns: the name, resolv.conf's first
+// nameserver (the file probes.dns reads, /etc/resolv.conf without it; the libc default
+// 127.0.0.1 when it lists none).
+std::optional<k8s::DnsDiscoveryOptions> PeersDnsOptions(const config::Config& c) {
+  const config::KubernetesPeers& k = *c.kubernetes;
+  if (k.discovery != config::KubernetesPeers::Discovery::kDns) return std::nullopt;
+  k8s::DnsDiscoveryOptions o;
+  o.name = k.DnsName();
+  auto conf = probes::dns::LoadResolvConf(c.dns ? c.dns->resolv_conf : "/etc/resolv.conf",
+                                          probes::dns::Libc::kGlibc, {});
+  if (!conf.nameservers.empty()) {
+    o.nameserver = conf.nameservers.front().address;
+    o.nameserver_port = conf.nameservers.front().port;
+  } else {
+    o.nameserver = boost::asio::ip::make_address("127.0.0.1");
+  }
+  o.port = k.port;
+  o.refresh = std::chrono::duration_cast<std::chrono::milliseconds>(k.dns_refresh);
+  o.namespace_name = k.namespace_name;
+  o.service = k.service;
+  o.node = c.self.node;
+  o.want_zone = c.self.zone.empty();
+  return o;
+}
+
+bool SameDns(const std::optional<k8s::DnsDiscoveryOptions>& a,
+             const std::optional<k8s::DnsDiscoveryOptions>& b) {
+  if (!a || !b) return !a && !b;
+  return a->name == b->name && a->nameserver == b->nameserver &&
+         a->nameserver_port == b->nameserver_port && a->port == b->port && a->refresh == b->refresh;
 }
 
 // The cluster DNS watch, when probes.dns.cluster_dns asks for it.
@@ -64,8 +97,9 @@ bool KubernetesWatches::Configure(const config::Config& c, std::string* error) {
     return true;
   }
   auto peers = PeersWatchOptions(c);
+  auto peers_dns = PeersDnsOptions(c);
   auto dns = DnsWatchOptions(c);
-  bool peers_same = peers_ && SameWatch(peers_options_, peers);
+  bool peers_same = peers_ && SameWatch(peers_options_, peers) && SameDns(peers_dns_, peers_dns);
   bool dns_same = dns ? dns_ && SameWatch(dns_options_, *dns) : !dns_;
   // Credentials first, for each watch that changes: when they cannot be read, the reload fails
   // like a bad file does and the running watches (and their peers) are kept.
@@ -74,7 +108,7 @@ bool KubernetesWatches::Configure(const config::Config& c, std::string* error) {
   if (!peers_same && !(peers_client = MakeApiClient(error))) return false;
   if (!metrics_) metrics_ = std::make_unique<k8s::DiscoveryMetrics>(registry_);
   if (!dns_same) ReplaceDnsWatch(dns, std::move(dns_client));
-  if (!peers_same) ReplacePeersWatch(peers, std::move(peers_client));
+  if (!peers_same) ReplacePeersWatch(peers, peers_dns, std::move(peers_client));
   return ConfigureServiceInfo(c, error);
 }
 
@@ -89,6 +123,8 @@ void KubernetesWatches::Off() {
     on_sync_change_();
     probe_.DiscoveryOff();
   }
+  peers_dns_.reset();
+  dns_metrics_.reset();
   metrics_.reset();
 }
 
@@ -106,6 +142,7 @@ void KubernetesWatches::ReplaceDnsWatch(const std::optional<k8s::DiscoveryOption
 }
 
 void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
+                                          const std::optional<k8s::DnsDiscoveryOptions>& dns,
                                           std::unique_ptr<k8s::ApiClient> client) {
   // Only now, with credentials in hand, the running watch goes: a reload whose credentials
   // fail keeps it (and its peers) running.
@@ -115,13 +152,22 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
     probe_.DiscoveryRestarted();  // a new Service: start clean
   }
   peers_options_ = options;
+  peers_dns_ = dns;
   // Stop() ends the calls, so a stopped watch never posts after the snapshot that replaced it.
-  peers_ = std::make_unique<k8s::KubernetesDiscovery>(io_, std::move(client), options, *metrics_,
-                                                      [this](const k8s::Snapshot& snap) {
-                                                        unsynced_ = !snap.synced;
-                                                        on_sync_change_();
-                                                        probe_.Discovered(snap);
-                                                      });
+  auto on_change = [this](const k8s::Snapshot& snap) {
+    unsynced_ = !snap.synced;
+    on_sync_change_();
+    probe_.Discovered(snap);
+  };
+  if (dns) {
+    if (!dns_metrics_) dns_metrics_ = std::make_unique<k8s::DnsDiscoveryMetrics>(registry_);
+    peers_ = std::make_unique<k8s::DnsDiscovery>(io_, std::move(client), *dns, *metrics_,
+                                                 *dns_metrics_, on_change);
+  } else {
+    dns_metrics_.reset();
+    peers_ = std::make_unique<k8s::KubernetesDiscovery>(io_, std::move(client), options, *metrics_,
+                                                        on_change);
+  }
   unsynced_ = true;
   on_sync_change_();
   peers_->Start();
@@ -193,8 +239,11 @@ std::string KubernetesWatches::NotSyncedReason() const {
   // With Kubernetes discovery, ready once the first list succeeded: before it this Pod would
   // probe no one (or only its static peers) and a rollout should wait.
   if (!peers_ || peers_->synced()) return "";
-  std::string why = "Kubernetes discovery has not listed the EndpointSlices of service " +
-                    peers_options_.namespace_name + "/" + peers_options_.service + " yet";
+  std::string why = peers_dns_
+                        ? "Kubernetes discovery has not had the DNS records of " +
+                              peers_dns_->name + " and asked each address who it is yet"
+                        : "Kubernetes discovery has not listed the EndpointSlices of service " +
+                              peers_options_.namespace_name + "/" + peers_options_.service + " yet";
   const std::string& last = peers_->last_error();
   return why + (last.empty() ? " (the first list is in flight)" : "; last error: " + last);
 }

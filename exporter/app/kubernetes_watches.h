@@ -13,6 +13,7 @@
 #include "exporter/config/config.h"
 #include "exporter/discovery/kubernetes/api_client.h"
 #include "exporter/discovery/kubernetes/discovery.h"
+#include "exporter/discovery/kubernetes/dns_discovery.h"
 #include "exporter/discovery/kubernetes/service_info.h"
 
 namespace podnet::app {
@@ -20,7 +21,9 @@ namespace podnet::app {
 /// Control loop only: what peers.kubernetes asks of the Kubernetes API, each a list-then-watch
 /// or a poll on the control loop that posts what it finds to the probe loop:
 ///  - the peers' watch (the EndpointSlices of peers.kubernetes's Service, and the Node's zone
-///    when self.zone is empty): every snapshot to ProbeLoop::Discovered;
+///    when self.zone is empty), or with `discovery: dns` the Service's DNS records
+///    (DnsDiscovery, from resolv.conf's first nameserver as read at each Configure): every
+///    snapshot to ProbeLoop::Discovered;
 ///  - the cluster DNS Service's watch (probes.dns.cluster_dns): its endpoints to
 ///    ProbeLoop::DnsEndpoints. Its failures are counted and logged only: peers and /-/ready
 ///    never wait for it;
@@ -59,8 +62,9 @@ class KubernetesWatches {
   // The cluster DNS watch replaced by one with `options` (none when nullopt).
   void ReplaceDnsWatch(const std::optional<discovery::kubernetes::DiscoveryOptions>& options,
                        std::unique_ptr<discovery::kubernetes::ApiClient> client);
-  // The peers' watch replaced by one with `options`.
+  // The peers' watch replaced by one with `options` (DNS discovery with `dns`).
   void ReplacePeersWatch(const discovery::kubernetes::DiscoveryOptions& options,
+                         const std::optional<discovery::kubernetes::DnsDiscoveryOptions>& dns,
                          std::unique_ptr<discovery::kubernetes::ApiClient> client);
   // Stops the cluster DNS watch (if any) and empties the DNS server list.
   void StopDnsWatch();
@@ -76,8 +80,12 @@ class KubernetesWatches {
   ProbeLoop& probe_;
   std::function<void()> on_sync_change_;
   std::unique_ptr<discovery::kubernetes::DiscoveryMetrics> metrics_;  // outlives the watches
-  std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> peers_;
+  // DNS discovery's series, while it runs; outlives it.
+  std::unique_ptr<discovery::kubernetes::DnsDiscoveryMetrics> dns_metrics_;
+  std::unique_ptr<discovery::kubernetes::PeerDiscovery> peers_;
   discovery::kubernetes::DiscoveryOptions peers_options_;  // of the running peers' watch
+  // Of the running DNS discovery (nullopt: the watch).
+  std::optional<discovery::kubernetes::DnsDiscoveryOptions> peers_dns_;
   std::unique_ptr<discovery::kubernetes::KubernetesDiscovery> dns_;
   discovery::kubernetes::DiscoveryOptions dns_options_;  // of the running DNS watch
   // What the probed Services ask for; destroyed before metrics_ (it counts there).

@@ -178,7 +178,9 @@ bool RequiredStrings(Decoder& d, const YAML::Node& n, const std::string& base,
 
 void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
   const std::string base = "peers.kubernetes";
-  if (!d.CheckMap(n, base, {"namespace", "service", "peers_per_zone", "port", "burst_port"})) {
+  if (!d.CheckMap(n, base,
+                  {"namespace", "service", "peers_per_zone", "port", "burst_port", "discovery",
+                   "dns_name", "dns_refresh"})) {
     return;
   }
   KubernetesPeers k;
@@ -192,6 +194,33 @@ void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
     }
   }
   ok = DecodePeerPorts(d, n, base, &k.port, &k.burst_port) && ok;
+  if (const YAML::Node v = n["discovery"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".discovery"); s && (*s == "watch" || *s == "dns")) {
+      k.discovery =
+          *s == "dns" ? KubernetesPeers::Discovery::kDns : KubernetesPeers::Discovery::kWatch;
+    } else {
+      if (s) d.Fail(v, base + ".discovery", "must be watch or dns, got \"" + *s + "\"");
+      ok = false;
+    }
+  }
+  if (const YAML::Node v = n["dns_name"]; v.IsDefined()) {
+    if (auto s = d.String(v, base + ".dns_name")) {
+      k.dns_name = *s;
+    } else {
+      ok = false;
+    }
+  }
+  if (const YAML::Node v = n["dns_refresh"]; v.IsDefined()) {
+    auto dur = d.PositiveDuration(v, base + ".dns_refresh");
+    if (dur && *dur < std::chrono::seconds(1)) {
+      d.Fail(v, base + ".dns_refresh", "must be at least 1s");
+      ok = false;
+    } else if (dur) {
+      k.dns_refresh = *dur;
+    } else {
+      ok = false;
+    }
+  }
   if (ok) c.kubernetes = k;
 }
 

@@ -34,6 +34,19 @@ struct KubernetesPeers {
   int peers_per_zone = 3;           // per zone (own zone included); same-node peers are always in
   std::uint16_t port = 9479;        // HTTP and UDP echo port of every discovered peer
   std::uint16_t burst_port = 5201;  // burst responder port of every discovered peer
+  /// How the probe Pods are found: kWatch lists and watches the Service's EndpointSlices;
+  /// kDns asks its DNS records every dns_refresh and each address who it is
+  /// (discovery/kubernetes/dns_discovery.h; docs/design.md, "Discovery at scale").
+  enum class Discovery { kWatch, kDns };
+  Discovery discovery = Discovery::kWatch;
+  /// The name asked with kDns; "" = SERVICE.NAMESPACE.svc.cluster.local.
+  std::string dns_name;
+  Duration dns_refresh = std::chrono::seconds(30);
+
+  /// The name kDns asks: dns_name, or the Service's default cluster name.
+  std::string DnsName() const {
+    return dns_name.empty() ? service + "." + namespace_name + ".svc.cluster.local" : dns_name;
+  }
 
   bool operator==(const KubernetesPeers&) const = default;
 };

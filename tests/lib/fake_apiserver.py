@@ -46,7 +46,8 @@ the Service sent each version after its resourceVersion, a BOOKMARK a minute; no
 written there (JSON) every second and at the end.
 Run by start() below (tests/integration/*.py, bench/lib/discovery_5000.py,
 bench/lib/api_watch_cost.py); prints "listening PORT" when ready, and with --log-lists "list T"
-(T: Unix time, s) when a LIST of the Service's slices begins.
+(T: Unix time, s) when a LIST of the Service's slices begins; with --log-requests "GET PATH"
+(path and query) for every request.
 """
 import argparse
 import http.server
@@ -401,7 +402,7 @@ def start(tmp, token, args=(), ns=None, name="fake", max_seconds=None, address="
 
 def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=None, extra=(),
                  gone_bookmark=False, log_lists=False, objects=None, node_zones=None,
-                 rollout=None):
+                 rollout=None, log_requests=False):
     def count(**kv):
         with STATS_LOCK:
             for k, v in kv.items():
@@ -427,6 +428,8 @@ def make_handler(cluster, token, churn_per_s, stats, gone_file=None, pause_file=
 
         def do_GET(self):  # noqa: N802 (http.server's name)
             count(requests=1)
+            if log_requests:
+                print("GET %s" % self.path, flush=True)
             if self.headers.get("Authorization") != "Bearer " + token:
                 self.send_json(401, json.dumps({"kind": "Status", "apiVersion": "v1",
                                                 "status": "Failure", "reason": "Unauthorized",
@@ -624,6 +627,8 @@ def main():
     ap.add_argument("--gone-bookmark", action="store_true",
                     help="a gone watch sends a BOOKMARK before its 410 (a client relists at once)")
     ap.add_argument("--log-lists", action="store_true", help='print "list T" when a LIST begins')
+    ap.add_argument("--log-requests", action="store_true",
+                    help='print "GET PATH" (path and query) for every request')
     ap.add_argument("--pause-file", help="while this file exists, no churn: every Pod in service")
     ap.add_argument("--extra-service", action="append", default=[], metavar="NS/SVC=FILE",
                     help="one more Service whose one slice's endpoints are FILE's JSON list")
@@ -676,7 +681,8 @@ def main():
     srv = Server((args.listen, 0), make_handler(cluster, args.token, args.churn, stats,
                                                        args.gone_file, args.pause_file, extra,
                                                        args.gone_bookmark, args.log_lists,
-                                                       objects, args.node_zones, rollout))
+                                                       objects, args.node_zones, rollout,
+                                                       args.log_requests))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)

@@ -51,6 +51,34 @@ DiscoveryMetrics::~DiscoveryMetrics() {
   registry_.Remove(*candidates_family_);
 }
 
+std::optional<std::string> NodeZoneOf(const ApiResponse& r, const std::string& node,
+                                      DiscoveryMetrics& metrics, std::string* reason,
+                                      std::string* detail) {
+  *reason = FailureReason(r);
+  *detail = Describe(r);
+  if (!reason->empty()) return std::nullopt;
+  json object = json::parse(r.body, nullptr, false);
+  std::string err;
+  topology::TextRepairs repairs;
+  auto zone = object.is_discarded() ? std::nullopt : NodeZone(object, &err, &repairs);
+  metrics.Sanitized("node", repairs);
+  if (!zone) {
+    *reason = "bad_response";
+    *detail = object.is_discarded() ? "not JSON" : err;
+    return std::nullopt;
+  }
+  if (zone->empty()) {
+    metrics.Error("node", "no_zone_label");
+    spdlog::warn(
+        "kubernetes: node {} has no topology.kubernetes.io/zone label: peers stay in path class "
+        "unknown",
+        node);
+  } else {
+    spdlog::info("kubernetes: this Pod's zone is {} (from node {})", *zone, node);
+  }
+  return zone;
+}
+
 void DiscoveryMetrics::Error(std::string_view resource, std::string_view reason) {
   errors_->Add({{"resource", std::string(resource)}, {"reason", std::string(reason)}}).Increment();
 }

@@ -5,6 +5,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
@@ -83,6 +84,46 @@ class Backoff {
   std::mt19937_64 rng_{std::random_device{}()};
 };
 
+/// At most one publish of a discovery's Snapshot per `interval`: the first change after a quiet
+/// interval at once, the ones that follow it together at the interval's end
+/// (DiscoveryOptions::min_publish_interval). `Clock` as BasicKubernetesDiscovery's. On its
+/// io_context only.
+template <typename Clock>
+class PublishPacer {
+ public:
+  PublishPacer(boost::asio::io_context& io, std::chrono::milliseconds interval)
+      : timer_(io), interval_(interval) {}
+  /// True when the caller publishes now (`force`, or the interval has passed since the last
+  /// Published()); else `later` runs at the interval's end, once however many requests come
+  /// meanwhile, unless a Published() or Cancel() comes first. `later` keeps its owner alive.
+  template <typename F>
+  bool Due(bool force, F later) {
+    if (force || Clock::now() - last_ >= interval_) return true;
+    if (pending_) return false;
+    pending_ = true;
+    timer_.expires_at(last_ + interval_);
+    timer_.async_wait([this, later = std::move(later)](boost::system::error_code ec) mutable {
+      if (!ec && pending_) later();
+    });
+    return false;
+  }
+  /// A publish happened now: a pending one is dropped (it carried nothing more).
+  void Published() {
+    Cancel();
+    last_ = Clock::now();
+  }
+  void Cancel() {
+    pending_ = false;
+    timer_.cancel();
+  }
+
+ private:
+  boost::asio::basic_waitable_timer<Clock> timer_;
+  std::chrono::milliseconds interval_;
+  typename Clock::time_point last_{};
+  bool pending_ = false;
+};
+
 struct DiscoveryOptions {
   std::string namespace_name;  // where the Service's EndpointSlices live
   std::string service;         // label kubernetes.io/service-name
@@ -119,6 +160,22 @@ struct Snapshot {
   std::string service_uid;
 };
 
+/// What KubernetesWatches runs for the peers: an EndpointSlice watch (BasicKubernetesDiscovery)
+/// or the Service's DNS records (DnsDiscovery, dns_discovery.h). Each calls its on_change with a
+/// Snapshot whenever the zone or the candidates change. On its io_context only.
+class PeerDiscovery {
+ public:
+  virtual ~PeerDiscovery() = default;
+  virtual void Start() = 0;
+  /// Cancels the requests in flight and the timers; no callback runs after it.
+  virtual void Stop() = 0;
+  /// The first list (or answer) succeeded (for /-/ready).
+  virtual bool synced() const = 0;
+  virtual const Snapshot& snapshot() const = 0;
+  /// The last failure, as logged; "" before any.
+  virtual const std::string& last_error() const = 0;
+};
+
 /// Kubernetes peer discovery on one io_context (the control loop; docs/design.md "Thread
 /// model": the watch never runs on the probe loop). Follows the API's list-then-watch protocol
 /// (https://kubernetes.io/docs/reference/using-api/api-concepts/, "Efficient detection of
@@ -147,23 +204,23 @@ struct Snapshot {
 /// clock in tests. The definitions are in discovery_impl.h; discovery.cc instantiates the
 /// steady_clock one.
 template <typename Clock>
-class BasicKubernetesDiscovery {
+class BasicKubernetesDiscovery : public PeerDiscovery {
  public:
   BasicKubernetesDiscovery(boost::asio::io_context& io, std::unique_ptr<ApiClient> client,
                            DiscoveryOptions options, DiscoveryMetrics& metrics,
                            std::function<void(const Snapshot&)> on_change);
-  ~BasicKubernetesDiscovery();  // Stop()s
+  ~BasicKubernetesDiscovery() override;  // Stop()s
 
-  void Start();
+  void Start() override;
   /// Cancels the requests in flight and the timers; no callback runs after it.
-  void Stop();
+  void Stop() override;
 
   /// The first list succeeded (for /-/ready).
-  bool synced() const;
-  const Snapshot& snapshot() const;
+  bool synced() const override;
+  const Snapshot& snapshot() const override;
   /// The last failed request, as logged ("endpointslices list: forbidden (HTTP 403): ...",
   /// "GET node n1: connect: Connection refused"); "" before any failure. Serving loop only.
-  const std::string& last_error() const;
+  const std::string& last_error() const override;
 
   class Impl;
 
@@ -173,6 +230,14 @@ class BasicKubernetesDiscovery {
 
 using KubernetesDiscovery = BasicKubernetesDiscovery<std::chrono::steady_clock>;
 extern template class BasicKubernetesDiscovery<std::chrono::steady_clock>;
+
+/// What a GET of the own Node (`node`) answered: its zone, logged at info; "" when the Node
+/// has no topology.kubernetes.io/zone label (counted as no_zone_label, warned: peers stay in
+/// path class unknown, not retried); std::nullopt with *reason (the `reason` label, not yet
+/// counted) and *detail set on a failure to retry. Shared by the watch and DnsDiscovery.
+std::optional<std::string> NodeZoneOf(const ApiResponse& r, const std::string& node,
+                                      DiscoveryMetrics& metrics, std::string* reason,
+                                      std::string* detail);
 
 /// The paths of the list request and of the Node GET (names percent-encoded). A list at a
 /// `resource_version` ("0": any the watch cache holds) adds &resourceVersion=; empty: none.

@@ -28,7 +28,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
         on_change_(std::move(on_change)),
         node_timer_(io),
         slices_timer_(io),
-        publish_timer_(io),
+        pacer_(io, options_.min_publish_interval),
         node_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after),
         slices_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after) {}
 
@@ -50,8 +50,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     slices_call_.reset();
     node_timer_.cancel();
     slices_timer_.cancel();
-    publish_timer_.cancel();
-    publish_pending_ = false;
+    pacer_.Cancel();
     if (options_.count_candidates) metrics_.candidates().Set(0);
   }
 
@@ -70,30 +69,12 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   void OnNode(const ApiResponse& r) {
     node_call_.reset();
     if (stopped_) return;
-    std::string reason = FailureReason(r);
-    std::string detail = Describe(r);
-    if (reason.empty()) {
-      json node = json::parse(r.body, nullptr, false);
-      std::string err;
-      topology::TextRepairs repairs;
-      auto zone = node.is_discarded() ? std::nullopt : NodeZone(node, &err, &repairs);
-      metrics_.Sanitized("node", repairs);
-      if (!zone) {
-        reason = "bad_response";
-        detail = node.is_discarded() ? "not JSON" : err;
-      } else if (zone->empty()) {
-        metrics_.Error("node", "no_zone_label");
-        spdlog::warn(
-            "kubernetes: node {} has no topology.kubernetes.io/zone label: peers stay "
-            "in path class unknown",
-            options_.node);
-        return;
-      } else {
-        spdlog::info("kubernetes: this Pod's zone is {} (from node {})", *zone, options_.node);
-        snapshot_.self_zone = *zone;
-        Publish(true);
-        return;
-      }
+    std::string reason, detail;
+    if (auto zone = NodeZoneOf(r, options_.node, metrics_, &reason, &detail)) {
+      if (zone->empty()) return;
+      snapshot_.self_zone = *zone;
+      Publish(true);
+      return;
     }
     metrics_.Error("node", reason);
     auto delay = node_backoff_.Next(r.retry_after);
@@ -357,25 +338,16 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   }
 
   void Publish(bool force) {
-    auto now = Clock::now();
-    if (!force && now - last_publish_ < options_.min_publish_interval) {
-      // Coalesce: one publish at the end of the interval carries every change made in it.
-      if (publish_pending_) return;
-      publish_pending_ = true;
-      publish_timer_.expires_at(last_publish_ + options_.min_publish_interval);
-      publish_timer_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
-        if (ec || self->stopped_ || !self->publish_pending_) return;
-        self->PublishNow(false);
-      });
-      return;
+    // Coalesced: one publish at the end of the interval carries every change made in it.
+    if (pacer_.Due(force, [self = this->shared_from_this()] {
+          if (!self->stopped_) self->PublishNow(false);
+        })) {
+      PublishNow(force);
     }
-    PublishNow(force);
   }
 
   void PublishNow(bool force) {
-    publish_pending_ = false;
-    publish_timer_.cancel();
-    last_publish_ = Clock::now();
+    pacer_.Published();
     auto endpoints = MergeSlices(slices_);
     std::string uid;
     for (const auto& [name, u] : slice_uids_) {
@@ -396,10 +368,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   std::function<void(const Snapshot&)> on_change_;
   boost::asio::basic_waitable_timer<Clock> node_timer_;
   boost::asio::basic_waitable_timer<Clock> slices_timer_;
-  boost::asio::basic_waitable_timer<Clock>
-      publish_timer_;  // a coalesced Publish (min_publish_interval)
-  typename Clock::time_point last_publish_{};
-  bool publish_pending_ = false;
+  PublishPacer<Clock> pacer_;  // a coalesced Publish (min_publish_interval)
   Backoff node_backoff_;
   Backoff slices_backoff_;
   std::mt19937_64 rng_{std::random_device{}()};

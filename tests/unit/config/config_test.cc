@@ -492,6 +492,12 @@ std::vector<InvalidCase> InvalidCases() {
       {"kubernetes_unknown_key",
        kSelf + "peers:\n  kubernetes: {namespace: a, service: b, label_selector: x}\n",
        "test.yaml:5:42: peers.kubernetes.label_selector: ", "unknown key"},
+      {"kubernetes_discovery_unknown",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b, discovery: gossip}\n",
+       "test.yaml:5:53: peers.kubernetes.discovery: ", "must be watch or dns, got \"gossip\""},
+      {"kubernetes_dns_refresh_too_short",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b, dns_refresh: 500ms}\n",
+       "test.yaml:5:55: peers.kubernetes.dns_refresh: ", "must be at least 1s"},
       {"aggregate_peers_not_bool", kSelf + "metrics:\n  aggregate_peers: yes\n",
        "test.yaml:5:20: metrics.aggregate_peers: ", "must be true or false, got \"yes\""},
       {"native_histograms_list", kSelf + "metrics: {native_histograms: [true]}\n",
@@ -853,7 +859,18 @@ TEST(ConfigTest, KubernetesPeersAndAggregation) {
   EXPECT_EQ(r.config->kubernetes->peers_per_zone, 5);
   EXPECT_EQ(r.config->kubernetes->port, 19479);
   EXPECT_EQ(r.config->kubernetes->burst_port, 5201);
+  EXPECT_EQ(r.config->kubernetes->discovery, KubernetesPeers::Discovery::kWatch);
+  EXPECT_EQ(r.config->kubernetes->DnsName(), "probes.podnet.svc.cluster.local");
   EXPECT_TRUE(r.config->aggregate_peers);
+
+  LoadResult dns = Parse(kSelf +
+                             "peers:\n  kubernetes: {namespace: podnet, service: probes, "
+                             "discovery: dns, dns_name: probes.example., dns_refresh: 45s}\n",
+                         "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(dns.ok()) << Dump(dns.errors);
+  EXPECT_EQ(dns.config->kubernetes->discovery, KubernetesPeers::Discovery::kDns);
+  EXPECT_EQ(dns.config->kubernetes->DnsName(), "probes.example.");
+  EXPECT_EQ(dns.config->kubernetes->dns_refresh, std::chrono::seconds(45));
 
   LoadResult plain = Parse(kSelf, "test.yaml", FakeEnv({}));
   ASSERT_TRUE(plain.ok()) << Dump(plain.errors);

@@ -22,6 +22,7 @@
 #include "exporter/config/decoder.h"
 #include "exporter/config/metric_families.h"
 #include "exporter/discovery/kubernetes/discovery.h"
+#include "exporter/discovery/kubernetes/dns_discovery.h"
 #include "exporter/metrics/metrics.h"
 #include "exporter/responders/prober_tally.h"
 #include "exporter/responders/responder_metrics.h"
@@ -267,6 +268,9 @@ std::map<std::string, std::string> OwnFamilies() {
   discovery.Error("endpointslices", "timeout");
   discovery.Event("endpointslices", "ADDED");
   discovery.lists("endpointslices");
+  discovery::kubernetes::DnsDiscoveryMetrics dns_discovery(metrics.registry());
+  dns_discovery.Query("ok");
+  dns_discovery.Ask("answered");
   responders::ResponderRequests(metrics.registry()).Add({{"responder", "udp_echo"}});
   responders::ResponderDropped(metrics.registry()).Add({{"responder", "udp_echo"}});
   responders::ProberTally probers(metrics.registry());

@@ -31,6 +31,8 @@
 #include <utility>
 #include <vector>
 
+#include "exporter/discovery/kubernetes/api_config.h"
+
 namespace podnet::testing {
 
 /// A temporary directory, removed with its files at the end.
@@ -83,6 +85,18 @@ inline TestCert MakeCert(const std::string& cn) {
 inline const TestCert& ServerCert() {
   static const TestCert cert = MakeCert("podnet-test-apiserver");
   return cert;
+}
+
+/// The client's side of FakeApiServer at `port`: its CA, the token in `token_file`.
+inline discovery::kubernetes::ApiConfig FakeApiConfig(std::uint16_t port,
+                                                      const std::string& token_file) {
+  discovery::kubernetes::ApiConfig c;
+  c.host = "127.0.0.1";
+  c.port = port;
+  c.ca_pem = ServerCert().cert_pem;
+  c.token_file = token_file;
+  c.source = "test";
+  return c;
 }
 
 /// A watch stream the test feeds while the client reads it (chunked transfer encoding).

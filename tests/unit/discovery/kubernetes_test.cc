@@ -364,13 +364,7 @@ class DiscoveryFixture : public ::testing::Test {
   DiscoveryFixture() : registry_(), metrics_(registry_) { sa_.Write("token", "token-1\n"); }
 
   ApiConfig Config(std::uint16_t port) {
-    ApiConfig c;
-    c.host = "127.0.0.1";
-    c.port = port;
-    c.ca_pem = podnet::testing::ServerCert().cert_pem;
-    c.token_file = sa_.path() + "/token";
-    c.source = "test";
-    return c;
+    return podnet::testing::FakeApiConfig(port, sa_.path() + "/token");
   }
 
   DiscoveryOptions Options(bool want_zone) const {
