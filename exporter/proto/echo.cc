@@ -77,10 +77,14 @@ bool ValidIdentityName(std::string_view s) {
   });
 }
 
-bool AskIdentity(std::span<std::uint8_t> payload) {
+bool AskIdentity(std::span<std::uint8_t> payload, bool discovery) {
   if (payload.size() < kHeaderSize + 4) return false;
-  Put32(payload.data() + kHeaderSize, kIdentityAsk);
+  Put32(payload.data() + kHeaderSize, discovery ? kDiscoveryAsk : kIdentityAsk);
   return true;
+}
+
+bool IsDiscoveryAsk(std::span<const std::uint8_t> payload) {
+  return payload.size() >= kHeaderSize + 4 && Get32(payload.data() + kHeaderSize) == kDiscoveryAsk;
 }
 
 IdentityRead ReadIdentity(std::span<const std::uint8_t> payload, Identity* out) {
@@ -113,7 +117,7 @@ bool MakeReply(std::span<std::uint8_t> data, const Identity* self) {
   if (!h || h->kind != Kind::kRequest) return false;
   data[5] = static_cast<std::uint8_t>(Kind::kReply);
   if (self == nullptr || data.size() < kHeaderSize + 4 ||
-      Get32(data.data() + kHeaderSize) != kIdentityAsk) {
+      (Get32(data.data() + kHeaderSize) != kIdentityAsk && !IsDiscoveryAsk(data))) {
     return true;
   }
   std::size_t record = 4 + 1 + self->node.size() + 1 + self->zone.size();

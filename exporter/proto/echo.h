@@ -64,7 +64,12 @@ struct Identity {
 /// kIdentityAsk: "no identity") and new responders answer old probers (whose padding is the byte
 /// pattern i, never kIdentityAsk) exactly as before.
 inline constexpr std::uint32_t kIdentityAsk = 0x504E493F;  // "PNI?"
-inline constexpr std::uint32_t kIdentity = 0x504E493D;     // "PNI="
+/// The same ask from discovery (discovery/kubernetes/dns_discovery.h), not from a probe: answered
+/// alike, but a responder does not count its source as a prober watching it (coverage,
+/// responders::ProberTally), since every Pod asks every Pod. An old responder echoes it: "no
+/// identity".
+inline constexpr std::uint32_t kDiscoveryAsk = 0x504E4944;  // "PNID"
+inline constexpr std::uint32_t kIdentity = 0x504E493D;      // "PNI="
 /// Header + record with a 253-byte node (the longest DNS subdomain, a Kubernetes node name) and a
 /// 63-byte zone (the longest label value): 16 + 4 + 1 + 253 + 1 + 63 = 338, rounded up.
 inline constexpr std::size_t kIdentityPayloadSize = 384;
@@ -83,9 +88,12 @@ inline constexpr std::string_view kZoneHeader = "Podnet-Zone";
 /// else is refused (a hostile responder must not mint arbitrary label values).
 bool ValidIdentityName(std::string_view s);
 
-/// Writes kIdentityAsk into a request payload. False (payload untouched) when it is shorter than
-/// kHeaderSize + 4.
-bool AskIdentity(std::span<std::uint8_t> payload);
+/// Writes kIdentityAsk (kDiscoveryAsk with `discovery`) into a request payload. False (payload
+/// untouched) when it is shorter than kHeaderSize + 4.
+bool AskIdentity(std::span<std::uint8_t> payload, bool discovery = false);
+/// Whether a request asks who answers for discovery (kDiscoveryAsk); read it before MakeReply,
+/// which replaces the ask by the record.
+bool IsDiscoveryAsk(std::span<const std::uint8_t> payload);
 
 /// What a reply says about who answered.
 enum class IdentityRead {

@@ -82,6 +82,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
       std::size_t n = 0;
       if (!Receive(from, n)) return;  // would_block: drained
       std::span<std::uint8_t> data(buffer_.data(), n);
+      bool discovery = proto::echo::IsDiscoveryAsk(data);  // not a prober: no coverage
       if (!proto::echo::MakeReply(data, identity_ ? &*identity_ : nullptr)) {
         malformed_.Count();
         continue;
@@ -134,7 +135,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
         continue;
       }
       answered_->Increment();
-      if (heard_) heard_(from.address());
+      if (heard_ && !discovery) heard_(from.address());
     }
   }
 

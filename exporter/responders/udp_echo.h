@@ -53,8 +53,9 @@ class UdpEchoResponder {
   /// when the request leaves room: proto/echo.h). Until it is called, replies carry no
   /// identity. On the responder's loop, or before it runs.
   void SetIdentity(std::string node, std::string zone, std::string pod = {});
-  /// Called with the source of every request answered (ProberTally); none by default. On the
-  /// responder's loop, or before it runs.
+  /// Called with the source of every request answered (ProberTally) but discovery's identity
+  /// asks (proto::echo::kDiscoveryAsk: every Pod asks every Pod, and is a prober of none);
+  /// none by default. On the responder's loop, or before it runs.
   void SetHeardHook(HeardHook heard);
 
  private:

@@ -254,7 +254,7 @@ while True:
     if len(d) < 16 or d[:4] != b"PNET" or d[4] != 1 or d[5] != 1:
         continue
     d[5] = 2  # reply
-    asked = d[16:20] == b"PNI?"
+    asked = d[16:20] in (b"PNI?", b"PNID")  # a probe's ask, or discovery's
     if asked and len(d) >= 16 + len(record):
         d[16:16 + len(record)] = record
     s.sendto(bytes(d), peer)  # the same size as the request

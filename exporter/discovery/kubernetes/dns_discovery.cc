@@ -208,8 +208,9 @@ DnsDiscoveryMetrics::DnsDiscoveryMetrics(prometheus::Registry& registry) : regis
                .Register(registry);
   conflicts_family_ = &prometheus::BuildGauge()
                            .Name("podnet_discovery_identity_node_conflicts")
-                           .Help("Node names claimed by more than one address of the probe "
-                                 "Service's DNS records.")
+                           .Help(
+                               "Node names claimed by more than one address of the probe "
+                               "Service's DNS records.")
                            .Register(registry);
   conflicts_ = &conflicts_family_->Add({});
 }
@@ -269,8 +270,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
         node_timer_(io),
         service_timer_(io),
         node_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after),
-        service_backoff_(options_.initial_backoff, options_.max_backoff,
-                         options_.max_retry_after),
+        service_backoff_(options_.initial_backoff, options_.max_backoff, options_.max_retry_after),
         v4_(io),
         v6_(io) {
     std::random_device rd;
@@ -325,12 +325,12 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
 
   void Ask(std::uint16_t qtype, bool tcp) {
     auto& ch = tcp ? tcp_ : udp_;
-    int sent = ch->Send(options_.name, qtype, /*edns=*/!tcp,
-                        [self = shared_from_this(), qtype, tcp](int status, const unsigned char* abuf,
-                                                                 int alen) {
-                          if (status == ARES_ECANCELLED || self->stopped_) return;
-                          self->OnAnswer(qtype, tcp, status, abuf, alen);
-                        });
+    int sent = ch->Send(
+        options_.name, qtype, /*edns=*/!tcp,
+        [self = shared_from_this(), qtype, tcp](int status, const unsigned char* abuf, int alen) {
+          if (status == ARES_ECANCELLED || self->stopped_) return;
+          self->OnAnswer(qtype, tcp, status, abuf, alen);
+        });
     if (sent < 0) Failed("error", "the name " + options_.name + " cannot be asked");
   }
 
@@ -353,8 +353,8 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
     std::vector<address> found;
     bool more = false;
     if (rcode == 0) {
-      auto addrs = AnswerAddresses(abuf, alen, qtype == kTypeAAAA,
-                                   options_.identities.max_addresses, &more);
+      auto addrs =
+          AnswerAddresses(abuf, alen, qtype == kTypeAAAA, options_.identities.max_addresses, &more);
       if (!addrs) {
         Failed("error", "an answer that does not parse");
         return;
@@ -376,8 +376,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
   void Failed(std::string_view result, const std::string& detail) {
     dns_metrics_.Query(result);
     last_error_ = "DNS " + options_.name + ": " + std::string(result) + " (" + detail + ")";
-    spdlog::debug("kubernetes: {}; asking again in {} ms", last_error_,
-                  options_.refresh.count());
+    spdlog::debug("kubernetes: {}; asking again in {} ms", last_error_, options_.refresh.count());
     ScheduleRefresh();
   }
 
@@ -417,9 +416,9 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
 
   void Send(const address& a) {
     auto& s = SocketFor(a);
-    auto payload = wire::EncodePayload({wire::Kind::kRequest, ++seq_, token_},
-                                       wire::kIdentityPodPayloadSize);
-    wire::AskIdentity(payload);
+    auto payload =
+        wire::EncodePayload({wire::Kind::kRequest, ++seq_, token_}, wire::kIdentityPodPayloadSize);
+    wire::AskIdentity(payload, /*discovery=*/true);
     boost::system::error_code ec;
     if (s.is_open()) s.send_to(asio::buffer(payload), {a, options_.port}, 0, ec);
     // A send that fails is an ask that times out: counted there, retried with backoff.
@@ -429,21 +428,20 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
     auto& s = v4 ? v4_ : v6_;
     auto& buf = v4 ? buf4_ : buf6_;
     auto& from = v4 ? from4_ : from6_;
-    s.async_receive_from(asio::buffer(buf), from,
-                         [self = shared_from_this(), v4](boost::system::error_code ec,
-                                                         std::size_t n) {
-                           if (ec || self->stopped_) return;
-                           auto& b = v4 ? self->buf4_ : self->buf6_;
-                           self->OnReply(v4 ? self->from4_ : self->from6_,
-                                         std::span<const std::uint8_t>(b.data(), n));
-                           self->Receive(v4);
-                         });
+    s.async_receive_from(
+        asio::buffer(buf), from,
+        [self = shared_from_this(), v4](boost::system::error_code ec, std::size_t n) {
+          if (ec || self->stopped_) return;
+          auto& b = v4 ? self->buf4_ : self->buf6_;
+          self->OnReply(v4 ? self->from4_ : self->from6_,
+                        std::span<const std::uint8_t>(b.data(), n));
+          self->Receive(v4);
+        });
   }
 
   void OnReply(const asio::ip::udp::endpoint& from, std::span<const std::uint8_t> data) {
     auto h = wire::DecodePayload(data);
-    if (from.port() != options_.port || !h || h->kind != wire::Kind::kReply ||
-        h->token != token_) {
+    if (from.port() != options_.port || !h || h->kind != wire::Kind::kReply || h->token != token_) {
       return;  // not an answer to one of this Pod's asks
     }
     address a = from.address();
@@ -555,8 +553,8 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
       reason = "bad_response";
       detail = "a Service without metadata.uid";
     }
-    Retry("services", "GET service " + options_.namespace_name + "/" + options_.service, reason,
-          r, detail, service_backoff_, service_timer_, &Impl::GetService);
+    Retry("services", "GET service " + options_.namespace_name + "/" + options_.service, reason, r,
+          detail, service_backoff_, service_timer_, &Impl::GetService);
   }
 
   void Retry(std::string_view resource, const std::string& what, const std::string& reason,
@@ -593,8 +591,8 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
   std::uint64_t token_ = 0;
   std::uint16_t seq_ = 0;
   std::mt19937_64 rng_{std::random_device{}()};
-  Snapshot snapshot_;  // what was published
-  Snapshot next_;      // what the next publish sends
+  Snapshot snapshot_;      // what was published
+  Snapshot next_;          // what the next publish sends
   bool answered_ = false;  // a first answer (records or NXDOMAIN) came
   bool stopped_ = false;
   std::string last_error_;
@@ -604,8 +602,8 @@ DnsDiscovery::DnsDiscovery(asio::io_context& io, std::unique_ptr<ApiClient> clie
                            DnsDiscoveryOptions options, DiscoveryMetrics& metrics,
                            DnsDiscoveryMetrics& dns_metrics,
                            std::function<void(const Snapshot&)> on_change)
-    : impl_(std::make_shared<Impl>(io, std::move(client), std::move(options), metrics,
-                                   dns_metrics, std::move(on_change))) {}
+    : impl_(std::make_shared<Impl>(io, std::move(client), std::move(options), metrics, dns_metrics,
+                                   std::move(on_change))) {}
 
 DnsDiscovery::~DnsDiscovery() { impl_->Stop(); }
 void DnsDiscovery::Start() { impl_->Start(); }

@@ -96,7 +96,7 @@ class PeerIdentities {
     TimePoint due{};                    // when to ask next
     std::optional<TimePoint> deadline;  // an ask in flight until then
     std::optional<TimePoint> absent_since;
-    int tries = 0;  // asks unanswered in a row
+    int tries = 0;         // asks unanswered in a row
     bool settled = false;  // asked once and answered or timed out
   };
   Options options_;
@@ -109,7 +109,7 @@ struct DnsDiscoveryOptions {
   std::string name;
   boost::asio::ip::address nameserver;  // resolv.conf's first (app/kubernetes_watches.cc)
   std::uint16_t nameserver_port = 53;
-  std::uint16_t port = 9479;  // every peer's UDP echo port (peers.kubernetes.port)
+  std::uint16_t port = 9479;                 // every peer's UDP echo port (peers.kubernetes.port)
   std::chrono::milliseconds refresh{30000};  // between answers; jittered ±10 %
   std::chrono::milliseconds query_timeout{5000};
   int asks_per_second = 200;  // identity asks, all peers together

@@ -177,10 +177,10 @@ TEST(PeerIdentitiesTest, AbsentAddressesStayForTheGraceAndComeBackAskedAgain) {
 TEST(PeerIdentitiesTest, AFloodOfRecordsIsCutAndTwoClaimsOfOneNodeAreCounted) {
   PeerIdentities ids(Quick());  // max_addresses 4
   TimePoint t0{};
-  EXPECT_EQ(ids.Answered(Addrs({"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5",
-                                "10.0.0.6"}),
-                         t0),
-            2u);
+  EXPECT_EQ(
+      ids.Answered(Addrs({"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"}),
+                   t0),
+      2u);
   EXPECT_EQ(ids.size(), 4u);
   for (const address& a : ids.Due(t0, 10)) {
     // Two addresses say they are on node n1 (a liar, or a surge's second Pod).
@@ -220,8 +220,8 @@ TEST(AnswerAddressesTest, ReadsEveryRecordUpToTheCap) {
                         static_cast<int>(none.size()), false, 10, &more);
   ASSERT_TRUE(got);
   EXPECT_TRUE(got->empty());
-  EXPECT_FALSE(AnswerAddresses(reinterpret_cast<const unsigned char*>(a.data()), 40, false, 10,
-                               &more));
+  EXPECT_FALSE(
+      AnswerAddresses(reinterpret_cast<const unsigned char*>(a.data()), 40, false, 10, &more));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -399,12 +399,12 @@ class DnsDiscoveryTest : public ::testing::Test {
       o.min_publish_interval = 0ms;
       o.identities.ask_timeout = 300ms;
       o.identities.absent_grace = 1000ms;
-      discovery_ = std::make_unique<DnsDiscovery>(
-          loop_.io(), std::move(client), o, metrics_, dns_metrics_, [this](const Snapshot& s) {
-            std::lock_guard lock(mu_);
-            last_ = s;
-            ++published_;
-          });
+      discovery_ = std::make_unique<DnsDiscovery>(loop_.io(), std::move(client), o, metrics_,
+                                                  dns_metrics_, [this](const Snapshot& s) {
+                                                    std::lock_guard lock(mu_);
+                                                    last_ = s;
+                                                    ++published_;
+                                                  });
       discovery_->Start();
       return 0;
     });
@@ -459,9 +459,8 @@ TEST_F(DnsDiscoveryTest, RecordsOverTcpIdentitiesZoneAndServiceUid) {
   EXPECT_GE(Queries("truncated"), 1);
   EXPECT_GE(Queries("ok"), 1);
   EXPECT_GE(Asks("answered"), 30);
-  EXPECT_EQ(CounterValue(registry_, "podnet_discovery_identity_asks_total",
-                         {{"result", "timeout"}}),
-            -1);
+  EXPECT_EQ(
+      CounterValue(registry_, "podnet_discovery_identity_asks_total", {{"result", "timeout"}}), -1);
   EXPECT_TRUE(discovery_->synced());
 }
 

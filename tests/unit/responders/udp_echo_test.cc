@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 #include <cerrno>
@@ -209,6 +210,33 @@ TEST_F(UdpEchoTest, RepliesCarryTheIdentityWhenAskedAndSetNeverGrowing) {
   });
   EXPECT_EQ(wire::ReadIdentity(ask(4, 64), &id), wire::IdentityRead::kPresent);
   EXPECT_EQ(id.zone, "zone-3");
+}
+
+TEST_F(UdpEchoTest, DiscoveryAsksGetThePodButDoNotCountAsAProber) {
+  Start();
+  std::atomic<int> heard{0};
+  loop_.Run([&] {
+    responder_->SetIdentity("node-b", "zone-2", "podnet-b");
+    responder_->SetHeardHook([&](const boost::asio::ip::address&) { ++heard; });
+    return 0;
+  });
+  Client c;
+  ASSERT_TRUE(c.ok());
+  Bytes req = Request(1, 77, wire::kIdentityPodPayloadSize);
+  wire::AskIdentity(req, /*discovery=*/true);
+  EXPECT_TRUE(wire::IsDiscoveryAsk(req));
+  ASSERT_TRUE(c.SendTo(req, port_));
+  auto got = c.Receive();
+  ASSERT_TRUE(got.has_value());
+  wire::Identity id;
+  ASSERT_EQ(wire::ReadIdentity(got->first, &id), wire::IdentityRead::kPresent);
+  EXPECT_EQ(id, (wire::Identity{"node-b", "zone-2", "podnet-b"}));
+  EXPECT_EQ(heard.load(), 0);  // every Pod asks every Pod: nobody's coverage
+  // A probe's request (identity asked or not) is a prober heard.
+  Bytes probe = Request(2, 77, 64);
+  ASSERT_TRUE(c.SendTo(probe, port_));
+  ASSERT_TRUE(c.Receive().has_value());
+  EXPECT_TRUE(Eventually([&] { return heard.load() == 1; }));
 }
 
 struct BadDatagram {
