@@ -245,7 +245,8 @@ std::string KubernetesWatches::NotSyncedReason() const {
                         : "Kubernetes discovery has not listed the EndpointSlices of service " +
                               peers_options_.namespace_name + "/" + peers_options_.service + " yet";
   const std::string& last = peers_->last_error();
-  return why + (last.empty() ? " (the first list is in flight)" : "; last error: " + last);
+  if (last.empty()) return why + (peers_dns_ ? " (in flight)" : " (the first list is in flight)");
+  return why + "; last error: " + last;
 }
 
 std::string KubernetesWatches::self_zone() const {

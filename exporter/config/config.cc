@@ -176,6 +176,8 @@ bool RequiredStrings(Decoder& d, const YAML::Node& n, const std::string& base,
   return ok;
 }
 
+bool ValidDnsName(const std::string& name);  // below, with probes.dns.names
+
 void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
   const std::string base = "peers.kubernetes";
   if (!d.CheckMap(n, base,
@@ -204,7 +206,11 @@ void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
     }
   }
   if (const YAML::Node v = n["dns_name"]; v.IsDefined()) {
-    if (auto s = d.String(v, base + ".dns_name")) {
+    auto s = d.String(v, base + ".dns_name");
+    if (s && !s->empty() && !ValidDnsName(*s)) {
+      d.Fail(v, base + ".dns_name", "not a valid DNS name: " + Quote(*s));
+      ok = false;
+    } else if (s) {
       k.dns_name = *s;
     } else {
       ok = false;
@@ -212,8 +218,8 @@ void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
   }
   if (const YAML::Node v = n["dns_refresh"]; v.IsDefined()) {
     auto dur = d.PositiveDuration(v, base + ".dns_refresh");
-    if (dur && *dur < std::chrono::seconds(1)) {
-      d.Fail(v, base + ".dns_refresh", "must be at least 1s");
+    if (dur && (*dur < std::chrono::seconds(1) || *dur > std::chrono::hours(1))) {
+      d.Fail(v, base + ".dns_refresh", "must be from 1s to 1h");
       ok = false;
     } else if (dur) {
       k.dns_refresh = *dur;

@@ -325,12 +325,16 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
 
   void Ask(std::uint16_t qtype, bool tcp) {
     auto& ch = tcp ? tcp_ : udp_;
+    // A wire ID of our own: with one, the channel hands over the whole UDP answer (up to the
+    // 1,200 bytes EDNS0 asks for) where c-ares alone cuts it to 512 (AresChannel::Pending).
+    auto wire_id = static_cast<std::uint16_t>(rng_());
     int sent = ch->Send(
         options_.name, qtype, /*edns=*/!tcp,
         [self = shared_from_this(), qtype, tcp](int status, const unsigned char* abuf, int alen) {
           if (status == ARES_ECANCELLED || self->stopped_) return;
           self->OnAnswer(qtype, tcp, status, abuf, alen);
-        });
+        },
+        {}, wire_id);
     if (sent < 0) Failed("error", "the name " + options_.name + " cannot be asked");
   }
 
@@ -366,6 +370,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
       }
     }
     dns_metrics_.Query(rcode == 3 ? "nxdomain" : "ok");
+    failures_ = 0;
     if (more) dns_metrics_.Query("too_many_records");
     identities_.Answered(found, Clock::now());
     answered_ = true;
@@ -376,7 +381,11 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
   void Failed(std::string_view result, const std::string& detail) {
     dns_metrics_.Query(result);
     last_error_ = "DNS " + options_.name + ": " + std::string(result) + " (" + detail + ")";
-    spdlog::debug("kubernetes: {}; asking again in {} ms", last_error_, options_.refresh.count());
+    ++failures_;
+    // As the watch logs its failures: the first of a streak and every 10th at warn.
+    spdlog::log(failures_ % 10 == 1 ? spdlog::level::warn : spdlog::level::debug,
+                "kubernetes: {}; the last peers are kept; asking again in {} ms (failure {})",
+                last_error_, options_.refresh.count(), failures_);
     ScheduleRefresh();
   }
 
@@ -594,6 +603,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
   Snapshot snapshot_;      // what was published
   Snapshot next_;          // what the next publish sends
   bool answered_ = false;  // a first answer (records or NXDOMAIN) came
+  int failures_ = 0;       // DNS failures in a row
   bool stopped_ = false;
   std::string last_error_;
 };

@@ -464,6 +464,22 @@ TEST_F(DnsDiscoveryTest, RecordsOverTcpIdentitiesZoneAndServiceUid) {
   EXPECT_TRUE(discovery_->synced());
 }
 
+TEST_F(DnsDiscoveryTest, AnAnswerOver512BytesWithoutTruncationIsReadWhole) {
+  // 40 records, 689 bytes over UDP (EDNS0 asked for 1,200): CoreDNS sends them without TC. The
+  // helper that tried this as a user found c-ares's 512-byte cut made every such answer fail.
+  {
+    std::lock_guard lock(records_->mu);
+    records_->udp_max = 70;
+  }
+  Responders(40, {"zone-a", "zone-b"});
+  Start();
+  ASSERT_TRUE(Eventually([&] { return Last().synced && Last().endpoints.size() == 40; }, 10s));
+  EXPECT_EQ(Queries("truncated"), -1);
+  EXPECT_EQ(Queries("error"), -1);
+  std::lock_guard lock(records_->mu);
+  EXPECT_EQ(records_->tcp_questions, 0);
+}
+
 TEST_F(DnsDiscoveryTest, NxdomainFirstIsSyncedAndEmptyThenPodsArriveAndLeaveAfterTheGrace) {
   {
     std::lock_guard lock(records_->mu);
