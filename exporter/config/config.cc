@@ -1067,7 +1067,11 @@ std::string Summary(const Config& c) {
   if (c.kubernetes) {
     discovery.push_back("kubernetes service " + c.kubernetes->namespace_name + "/" +
                         c.kubernetes->service + " (" +
-                        std::to_string(c.kubernetes->peers_per_zone) + " per zone)");
+                        std::to_string(c.kubernetes->peers_per_zone) + " per zone" +
+                        (c.kubernetes->discovery == KubernetesPeers::Discovery::kDns
+                             ? ", from the DNS records of " + c.kubernetes->DnsName()
+                             : "") +
+                        ")");
   }
   if (c.dns && c.dns->cluster_dns) {
     discovery.push_back("DNS servers of kubernetes service " + c.dns->cluster_dns->namespace_name +

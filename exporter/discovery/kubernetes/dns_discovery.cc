@@ -374,6 +374,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
     if (more) dns_metrics_.Query("too_many_records");
     identities_.Answered(found, Clock::now());
     answered_ = true;
+    dirty_ = true;
     Tick();
     ScheduleRefresh();
   }
@@ -400,14 +401,26 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
 
   // --- identity asks -----------------------------------------------------------------------
 
+  // Expires late asks, sends the due ones (asks_per_second, in ticks of kAskTick), publishes
+  // what changed; then sleeps until the next ask falls due (kAskTick to kIdleTick): a settled
+  // fleet of 3,000 costs a wake-up a second, not a scan of every address ten times a second.
   void Tick() {
     auto now = Clock::now();
-    for (std::size_t n = identities_.Expire(now); n > 0; --n) dns_metrics_.Ask("timeout");
+    std::size_t lost = identities_.Expire(now);
+    for (std::size_t n = lost; n > 0; --n) dns_metrics_.Ask("timeout");
+    if (lost > 0) dirty_ = true;
     auto per_tick = std::max<std::size_t>(
         1, static_cast<std::size_t>(options_.asks_per_second) * kAskTick.count() / 1000);
     for (const address& a : identities_.Due(now, per_tick)) Send(a);
-    Update();
-    ask_timer_.expires_after(identities_.size() > 0 ? kAskTick : kIdleTick);
+    if (dirty_) {
+      dirty_ = false;
+      Update();
+    }
+    Clock::duration wait = kIdleTick;
+    if (auto next = identities_.NextDue()) {
+      wait = std::clamp<Clock::duration>(*next - now, kAskTick, kIdleTick);
+    }
+    ask_timer_.expires_after(wait);
     ask_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (!ec && !self->stopped_) self->Tick();
     });
@@ -469,14 +482,20 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
         auto r = identities_.Heard(a, e, now);
         if (r == PeerIdentities::HeardResult::kIgnored) return;
         dns_metrics_.Ask("answered");
-        if (r == PeerIdentities::HeardResult::kChanged) Update();
+        dirty_ = true;  // published by the next Tick, at most kAskTick later
         return;
       }
       case wire::IdentityRead::kAbsent:
-        if (identities_.Lost(a, now)) dns_metrics_.Ask("no_identity");
+        if (identities_.Lost(a, now)) {
+          dns_metrics_.Ask("no_identity");
+          dirty_ = true;
+        }
         return;
       case wire::IdentityRead::kMalformed:
-        if (identities_.Lost(a, now)) dns_metrics_.Ask("malformed");
+        if (identities_.Lost(a, now)) {
+          dns_metrics_.Ask("malformed");
+          dirty_ = true;
+        }
         return;
     }
   }
@@ -604,6 +623,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
   Snapshot next_;          // what the next publish sends
   bool answered_ = false;  // a first answer (records or NXDOMAIN) came
   int failures_ = 0;       // DNS failures in a row
+  bool dirty_ = true;      // the identities changed since the last Update
   bool stopped_ = false;
   std::string last_error_;
 };

@@ -874,6 +874,11 @@ TEST(ConfigTest, KubernetesPeersAndAggregation) {
   EXPECT_EQ(dns.config->kubernetes->discovery, KubernetesPeers::Discovery::kDns);
   EXPECT_EQ(dns.config->kubernetes->DnsName(), "probes.example.");
   EXPECT_EQ(dns.config->kubernetes->dns_refresh, std::chrono::seconds(45));
+  // --config.check's summary says where the peers come from.
+  EXPECT_NE(Summary(*dns.config).find("(3 per zone, from the DNS records of probes.example.)"),
+            std::string::npos)
+      << Summary(*dns.config);
+  EXPECT_EQ(Summary(*r.config).find("DNS records"), std::string::npos) << Summary(*r.config);
 
   LoadResult plain = Parse(kSelf, "test.yaml", FakeEnv({}));
   ASSERT_TRUE(plain.ok()) << Dump(plain.errors);
