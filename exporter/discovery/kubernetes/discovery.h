@@ -4,6 +4,7 @@
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
+#include <spdlog/common.h>
 
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
@@ -83,6 +84,13 @@ class Backoff {
   int attempt_ = 0;
   std::mt19937_64 rng_{std::random_device{}()};
 };
+
+/// The log level of the `failures`-th failure in a row (1-based): warn for the first of a streak
+/// and every 10th, debug for the rest, so that a Pod that lost its API server or DNS says so
+/// without a line per retry. Every discovery request logs its failures this way.
+inline spdlog::level::level_enum FailureStreakLevel(int failures) {
+  return failures == 1 || failures % 10 == 0 ? spdlog::level::warn : spdlog::level::debug;
+}
 
 /// At most one publish of a discovery's Snapshot per `interval`: the first change after a quiet
 /// interval at once, the ones that follow it together at the interval's end

@@ -79,7 +79,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     metrics_.Error("node", reason);
     auto delay = node_backoff_.Next(r.retry_after);
     last_error_ = "GET node " + options_.node + ": " + Failure(reason, r, detail);
-    spdlog::log(StreakLevel(node_backoff_.attempt()),
+    spdlog::log(FailureStreakLevel(node_backoff_.attempt()),
                 "kubernetes: {}; retrying in {} ms (failure {})", last_error_, delay.count(),
                 node_backoff_.attempt());
     node_timer_.expires_after(delay);
@@ -306,7 +306,7 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   void RetrySlices(std::chrono::seconds retry_after, void (*next)(Impl*), const std::string& why) {
     auto delay = slices_backoff_.Next(retry_after);
     last_error_ = "endpointslices " + why;
-    spdlog::log(StreakLevel(slices_backoff_.attempt()),
+    spdlog::log(FailureStreakLevel(slices_backoff_.attempt()),
                 "kubernetes: {}; retrying in {} ms (failure {})", last_error_, delay.count(),
                 slices_backoff_.attempt());
     slices_timer_.expires_after(delay);
@@ -325,10 +325,6 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
   // A failure streak is logged at warn on its first failure and then every 10th (every
   // failure at debug): a Pod stuck NotReady on RBAC or credentials must say why at the default
   // log level, without a line per retry for as long as the API server is away.
-  static spdlog::level::level_enum StreakLevel(int attempt) {
-    return attempt == 1 || attempt % 10 == 0 ? spdlog::level::warn : spdlog::level::debug;
-  }
-
   // A slice labelled with the Service's name that the EndpointSlice controller does not manage
   // (ControllerManaged): its endpoints are no probe Pods'; counted, logged at debug.
   void Unmanaged(const json& slice, topology::TextRepairs* repairs) {

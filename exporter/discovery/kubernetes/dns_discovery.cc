@@ -88,10 +88,7 @@ PeerIdentities::HeardResult PeerIdentities::Heard(const address& a, const Endpoi
   e.deadline.reset();
   e.settled = true;
   if (identity.zone.empty()) {
-    // A Pod answers before its own Node GET told it its zone: asked again soon, as a loss is.
-    auto wait = options_.ask_timeout * (1LL << std::min(e.tries, 20));
-    e.due = now + std::min<Clock::duration>(wait, options_.reask);
-    ++e.tries;
+    RetrySoon(e, now);  // a Pod answers before its own Node GET told it its zone
   } else {
     e.tries = 0;
     e.due = now + options_.reask;
@@ -107,10 +104,14 @@ bool PeerIdentities::Lost(const address& a, TimePoint now) {
   Entry& e = it->second;
   e.deadline.reset();
   e.settled = true;
+  RetrySoon(e, now);
+  return true;
+}
+
+void PeerIdentities::RetrySoon(Entry& e, TimePoint now) const {
   auto wait = options_.ask_timeout * (1LL << std::min(e.tries, 20));
   e.due = now + std::min<Clock::duration>(wait, options_.reask);
   ++e.tries;
-  return true;
 }
 
 std::size_t PeerIdentities::Expire(TimePoint now) {
@@ -384,7 +385,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
     last_error_ = "DNS " + options_.name + ": " + std::string(result) + " (" + detail + ")";
     ++failures_;
     // As the watch logs its failures: the first of a streak and every 10th at warn.
-    spdlog::log(failures_ % 10 == 1 ? spdlog::level::warn : spdlog::level::debug,
+    spdlog::log(FailureStreakLevel(failures_),
                 "kubernetes: {}; the last peers are kept; asking again in {} ms (failure {})",
                 last_error_, options_.refresh.count(), failures_);
     ScheduleRefresh();
@@ -591,7 +592,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
     metrics_.Error(resource, reason);
     auto delay = backoff.Next(r.retry_after);
     last_error_ = what + ": " + Failure(reason, r, detail);
-    spdlog::log(backoff.attempt() == 1 ? spdlog::level::warn : spdlog::level::debug,
+    spdlog::log(FailureStreakLevel(backoff.attempt()),
                 "kubernetes: {}; retrying in {} ms (failure {})", last_error_, delay.count(),
                 backoff.attempt());
     timer.expires_after(delay);

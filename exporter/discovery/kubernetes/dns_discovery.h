@@ -99,6 +99,9 @@ class PeerIdentities {
     int tries = 0;         // asks unanswered in a row
     bool settled = false;  // asked once and answered or timed out
   };
+  // The next ask after 2^tries × ask_timeout (at most `reask`); tries + 1.
+  void RetrySoon(Entry& e, TimePoint now) const;
+
   Options options_;
   std::map<boost::asio::ip::address, Entry> entries_;
 };
