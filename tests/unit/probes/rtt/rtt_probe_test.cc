@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "exporter/metrics/metrics.h"
+#include "exporter/net/timestamping.h"
 #include "exporter/responders/udp_echo.h"
 #include "tests/unit/testing/loop.h"
 
@@ -199,6 +200,13 @@ class RttProbeTest : public ::testing::Test {
     EXPECT_EQ(stamps("rx"), count);
   }
 
+  static bool KernelTxStamps() {
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    bool on = net::EnableTimestamping(fd).tx_kernel;
+    close(fd);
+    return on;
+  }
+
   bool SeriesOf(const std::string& peer_name) {
     return metrics_.Serialize().find("peer=\"" + peer_name + "\"") != std::string::npos;
   }
@@ -265,6 +273,12 @@ TEST_F(RttProbeTest, UdpSecondRoundAddsUp) {
   ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
   ASSERT_EQ(RunRounds({probe}), std::vector<int>{1});
   ExpectAllAnswered(peer, "udp", 10);
+  // Where the kernel gives software TX stamps, every RTT is timed from one: the stamps are read
+  // (in one batch after the sends) before any reply closes its train.
+  if (KernelTxStamps()) {
+    EXPECT_EQ(Counter("podnet_rtt_timestamps_total", {{"direction", "tx"}, {"source", "kernel"}}),
+              10);
+  }
 }
 
 TEST_F(RttProbeTest, UdpNothingListening) {
