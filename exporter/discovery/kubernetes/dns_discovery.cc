@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "exporter/net/address.h"
 #include "exporter/net/ares_channel.h"
 #include "exporter/proto/echo.h"
 #include "exporter/topology/safe_text.h"
@@ -169,7 +170,9 @@ std::optional<std::vector<address>> AnswerAddresses(const unsigned char* abuf, i
       for (int i = 0; i < n; ++i) {
         asio::ip::address_v6::bytes_type b;
         std::copy_n(reinterpret_cast<const unsigned char*>(&ttls[i].ip6addr), 16, b.begin());
-        out.emplace_back(asio::ip::address_v6(b));
+        // An IPv4 address written as ::ffff:a.b.c.d is asked at a.b.c.d: sent to from an IPv6
+        // socket, the ask would go nowhere and be asked again forever.
+        out.emplace_back(net::Unmapped(asio::ip::address_v6(b)));
       }
     }
   } else {

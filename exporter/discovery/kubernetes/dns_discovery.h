@@ -195,7 +195,8 @@ class DnsDiscovery : public PeerDiscovery {
 };
 
 /// The A (or AAAA, `v6`) addresses of a whole DNS response, at most `max` (*more set when there
-/// were others). Records of other types are skipped; std::nullopt when it does not parse.
+/// were others). Records of other types are skipped; std::nullopt when it does not parse. An
+/// IPv4-mapped AAAA record (::ffff:a.b.c.d, RFC 4291 2.5.5.2) is given as the IPv4 address.
 std::optional<std::vector<boost::asio::ip::address>> AnswerAddresses(const unsigned char* abuf,
                                                                      int alen, bool v6,
                                                                      std::size_t max, bool* more);

@@ -214,6 +214,18 @@ TEST(AnswerAddressesTest, ReadsEveryRecordUpToTheCap) {
   ASSERT_TRUE(got);
   ASSERT_EQ(got->size(), 2u);
   EXPECT_TRUE(got->front().is_v6());
+  // An IPv4-mapped AAAA record is the IPv4 address: the one a responder can be asked at.
+  std::string mapped = aaaa;
+  const std::string first_record = std::string("\xfd\x00", 2) + std::string(14, '\0');
+  auto at = mapped.find(first_record);
+  ASSERT_NE(at, std::string::npos);
+  mapped.replace(at, 16, std::string(10, '\0') + std::string("\xff\xff\x0a\x00\x00\x05", 6));
+  got = AnswerAddresses(reinterpret_cast<const unsigned char*>(mapped.data()),
+                        static_cast<int>(mapped.size()), true, 10, &more);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ(got->front(), make_address("10.0.0.5"));
+  EXPECT_TRUE(got->back().is_v6());
   // No record of the type: none, not a failure. A message cut short: a failure.
   std::string none = probes::dns::MakeAnswer("podnet.podnet.svc.cluster.local", 1, 0, 0);
   got = AnswerAddresses(reinterpret_cast<const unsigned char*>(none.data()),
