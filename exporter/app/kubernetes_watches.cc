@@ -120,6 +120,7 @@ void KubernetesWatches::Off() {
     peers_->Stop();
     peers_.reset();
     unsynced_ = false;
+    keeping_ = false;
     on_sync_change_();
     probe_.DiscoveryOff();
   }
@@ -145,16 +146,26 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
                                           const std::optional<k8s::DnsDiscoveryOptions>& dns,
                                           std::unique_ptr<k8s::ApiClient> client) {
   // Only now, with credentials in hand, the running watch goes: a reload whose credentials
-  // fail keeps it (and its peers) running.
+  // fail keeps it (and its peers) running. When the new one reads the same Service (another
+  // mode, watch <-> dns, or another option), the old one's peers and readiness stay until the
+  // new one has synced: the same Pods, and every exporter reloads one ConfigMap at once, so
+  // dropping them would stop all probing and make every Pod unready together (and, in DNS
+  // mode, take them all out of the very records it reads).
+  bool keep = peers_ && peers_->synced() &&
+              peers_options_.namespace_name == options.namespace_name &&
+              peers_options_.service == options.service;
   if (peers_) {
     peers_->Stop();
     peers_.reset();
-    probe_.DiscoveryRestarted();  // a new Service: start clean
+    if (!keep) probe_.DiscoveryRestarted();  // a new Service: start clean
   }
   peers_options_ = options;
   peers_dns_ = dns;
+  keeping_ = keep;
   // Stop() ends the calls, so a stopped watch never posts after the snapshot that replaced it.
   auto on_change = [this](const k8s::Snapshot& snap) {
+    if (keeping_ && !snap.synced) return;  // the last source's peers until this one has synced
+    keeping_ = false;
     unsynced_ = !snap.synced;
     on_sync_change_();
     probe_.Discovered(snap);
@@ -168,7 +179,13 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
     peers_ = std::make_unique<k8s::KubernetesDiscovery>(io_, std::move(client), options, *metrics_,
                                                         on_change);
   }
-  unsynced_ = true;
+  if (keep) {
+    spdlog::info(
+        "kubernetes discovery: restarted for service {}/{}; its peers are kept until "
+        "it has synced",
+        options.namespace_name, options.service);
+  }
+  unsynced_ = !keep;
   on_sync_change_();
   peers_->Start();
 }
@@ -238,7 +255,7 @@ void KubernetesWatches::Release() {
 std::string KubernetesWatches::NotSyncedReason() const {
   // With Kubernetes discovery, ready once the first list succeeded: before it this Pod would
   // probe no one (or only its static peers) and a rollout should wait.
-  if (!peers_ || peers_->synced()) return "";
+  if (!peers_ || !unsynced_) return "";  // synced, or kept from before a restart
   std::string why = peers_dns_
                         ? "Kubernetes discovery has not had the DNS records of " +
                               peers_dns_->name + " and asked each address who it is yet"

@@ -92,6 +92,9 @@ class KubernetesWatches {
   std::unique_ptr<discovery::kubernetes::ServiceInfoPoller> service_info_;
   static constexpr std::chrono::seconds kServiceInfoInterval{60};
   bool unsynced_ = false;  // the peers' watch runs and has not listed yet
+  // A restarted peers' watch of the same Service: its unsynced snapshots are ignored, and the
+  // last one's peers and readiness kept, until its first synced one (ReplacePeersWatch).
+  bool keeping_ = false;
 };
 
 }  // namespace podnet::app

@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -522,6 +523,43 @@ def scenario(args, tmp):
           "liar out of the records: it leaves at once (candidates, conflicts %s)"
           % summary(ms, candidates,
                     lambda m: value(m, "podnet_discovery_identity_node_conflicts")))
+
+    # 3b. A reload that restarts discovery for the same Service (here: dns_refresh 2s -> 1s)
+    # while this node's DNS is cut: the last peers and readiness are kept until the new
+    # discovery has synced (every exporter reloads one ConfigMap at once; dropping them would
+    # stop all probing and make every Pod unready together).
+    n0 = NODES[0]
+    cut = ["OUTPUT", "-d", DNS_ADDRESS, "-p", "udp", "--dport", "53", "-j", "DROP"]
+    labkit.in_ns(n0.ns, "iptables", "-w", "5", "-A", *cut)
+    try:
+        cfg = os.path.join(tmp, "%s.yaml" % n0.pod)
+        labkit.write_atomic(cfg, exporter_config(n0, os.path.join(tmp, "resolv.conf"))
+                            .replace("dns_refresh: 2s", "dns_refresh: 1s"))
+        stamp = value(metrics(n0), "podnet_config_last_reload_success_timestamp_seconds")
+        # To the exporter itself: `timeout` (max_seconds) would pass a SIGHUP on and then kill.
+        os.kill(labkit.leaf_pid(n0.proc.pid), signal.SIGHUP)
+        labkit.wait_for(lambda: value(metrics(n0), "podnet_config_last_reload_success_timestamp"
+                                      "_seconds") != stamp, 10, "the reload applied", step=0.1)
+        seen = []
+        for _ in range(10):  # ~4 s with the DNS cut: the new discovery cannot sync
+            time.sleep(0.4)
+            m = metrics(n0)
+            seen.append((ready(n0), classes(m)))
+        check(all(r and c == {"same_zone": 1, "cross_zone": 4} for r, c in seen),
+              "reload while the DNS is cut: %s stays ready with its 5 peers until the new "
+              "discovery has synced (ready, podnet_peers by path_class: %s)"
+              % (n0.name, sorted(set((r, tuple(sorted(c.items()))) for r, c in seen))))
+    finally:
+        labkit.in_ns(n0.ns, "iptables", "-w", "5", "-D", *cut)
+    try:
+        labkit.wait_for(lambda: queries(metrics(n0), "ok") > 0 and candidates(metrics(n0)) == 6,
+                        20, "%s's new discovery answered" % n0.name, step=0.5)
+    except Broken as e:
+        log(str(e))
+    m = metrics(n0)
+    check(candidates(m) == 6 and classes(m) == {"same_zone": 1, "cross_zone": 4} and ready(n0),
+          "after the cut: %s's new discovery has the 6 candidates and the same peers (%s, %s)"
+          % (n0.name, candidates(m), classes(m)))
 
     # 4. NXDOMAIN mid-run: the last addresses kept for the grace.
     before = scrape_all()
