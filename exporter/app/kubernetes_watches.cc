@@ -121,6 +121,8 @@ void KubernetesWatches::Off() {
     peers_.reset();
     unsynced_ = false;
     keeping_ = false;
+    last_synced_.clear();
+    carried_zone_.clear();
     on_sync_change_();
     probe_.DiscoveryOff();
   }
@@ -151,14 +153,20 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
   // new one has synced: the same Pods, and every exporter reloads one ConfigMap at once, so
   // dropping them would stop all probing and make every Pod unready together (and, in DNS
   // mode, take them all out of the very records it reads).
-  bool keep = peers_ && peers_->synced() &&
+  // A restart during a restart keeps what the first one kept.
+  bool keep = peers_ && (peers_->synced() || keeping_) &&
               peers_options_.namespace_name == options.namespace_name &&
               peers_options_.service == options.service;
+  // This Pod's zone, read from its Node, is carried over while the new discovery has not read
+  // it again (its API server may be out of reach): the same node, the same zone.
+  std::string zone = keep && peers_options_.node == options.node ? self_zone() : "";
   if (peers_) {
     peers_->Stop();
     peers_.reset();
     if (!keep) probe_.DiscoveryRestarted();  // a new Service: start clean
   }
+  if (!keep) last_synced_.clear();
+  carried_zone_ = zone;
   peers_options_ = options;
   peers_dns_ = dns;
   keeping_ = keep;
@@ -167,13 +175,22 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
     if (keeping_ && !snap.synced) return;  // the last source's peers until this one has synced
     keeping_ = false;
     unsynced_ = !snap.synced;
+    if (snap.synced) last_synced_ = snap.endpoints;
     on_sync_change_();
-    probe_.Discovered(snap);
+    if (snap.self_zone.empty() && !carried_zone_.empty()) {
+      k8s::Snapshot with_zone = snap;
+      with_zone.self_zone = carried_zone_;
+      probe_.Discovered(std::move(with_zone));
+    } else {
+      probe_.Discovered(snap);
+    }
   };
   if (dns) {
     if (!dns_metrics_) dns_metrics_ = std::make_unique<k8s::DnsDiscoveryMetrics>(registry_);
+    // Kept peers seed the new DNS discovery: an NXDOMAIN or empty first answer (every Pod out
+    // of the records for a moment) keeps them for the grace, as the last discovery would have.
     peers_ = std::make_unique<k8s::DnsDiscovery>(io_, std::move(client), *dns, *metrics_,
-                                                 *dns_metrics_, on_change);
+                                                 *dns_metrics_, on_change, last_synced_);
   } else {
     dns_metrics_.reset();
     peers_ = std::make_unique<k8s::KubernetesDiscovery>(io_, std::move(client), options, *metrics_,
@@ -267,7 +284,9 @@ std::string KubernetesWatches::NotSyncedReason() const {
 }
 
 std::string KubernetesWatches::self_zone() const {
-  return peers_ ? peers_->snapshot().self_zone : "";
+  if (!peers_) return "";
+  const std::string& zone = peers_->snapshot().self_zone;
+  return zone.empty() ? carried_zone_ : zone;
 }
 
 }  // namespace podnet::app

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "exporter/app/probe_loop.h"
 #include "exporter/config/config.h"
@@ -95,6 +96,10 @@ class KubernetesWatches {
   // A restarted peers' watch of the same Service: its unsynced snapshots are ignored, and the
   // last one's peers and readiness kept, until its first synced one (ReplacePeersWatch).
   bool keeping_ = false;
+  std::vector<discovery::kubernetes::Endpoint>
+      last_synced_;  // the peers' watch's last synced endpoints
+  // This Pod's zone from before a restart of the same node's discovery, until it reads it again.
+  std::string carried_zone_;
 };
 
 }  // namespace podnet::app

@@ -314,6 +314,26 @@ def ready(n):
     return labkit.http(n.ns, url("/-/ready"), timeout=3)[0] == 200
 
 
+def reload_refresh(n, tmp, refresh):
+    """Node n's configuration with dns_refresh `refresh`, reloaded by SIGHUP; returns once
+    applied."""
+    labkit.write_atomic(os.path.join(tmp, "%s.yaml" % n.pod),
+                        exporter_config(n, os.path.join(tmp, "resolv.conf"))
+                        .replace("dns_refresh: 2s", "dns_refresh: %s" % refresh))
+    name = "podnet_config_last_reload_success_timestamp_seconds"
+    stamp = value(metrics(n), name)
+    # To the exporter itself: `timeout` (max_seconds) would pass a SIGHUP on and then kill.
+    os.kill(labkit.leaf_pid(n.proc.pid), signal.SIGHUP)
+    labkit.wait_for(lambda: value(metrics(n), name) != stamp, 10, "%s's reload" % n.name,
+                    step=0.1)
+
+
+def info_zone(n):
+    """The zone /podnet/info gives ("" when it does not answer)."""
+    code, body = labkit.http(n.ns, url("/podnet/info"), timeout=3)
+    return json.loads(body).get("zone", "") if code == 200 else ""
+
+
 def metrics(n):
     """{(name, frozenset(labels)): value} of one scrape of node n's exporter."""
     body = labkit.scrape(9479, ns=n.ns, timeout=5)
@@ -524,44 +544,53 @@ def scenario(args, tmp):
           % summary(ms, candidates,
                     lambda m: value(m, "podnet_discovery_identity_node_conflicts")))
 
-    # 3b. A reload that restarts discovery for the same Service (here: dns_refresh 2s -> 1s)
-    # while this node's DNS is cut: the last peers and readiness are kept until the new
+    # 3b. Reloads that restart discovery for the same Service (dns_refresh 2s -> 1s -> 2s, the
+    # second before the first restart has synced) while this node's DNS and API server are cut:
+    # the last peers, readiness and this Pod's zone (read from its Node) are kept until the new
     # discovery has synced (every exporter reloads one ConfigMap at once; dropping them would
     # stop all probing and make every Pod unready together).
     n0 = NODES[0]
-    cut = ["OUTPUT", "-d", DNS_ADDRESS, "-p", "udp", "--dport", "53", "-j", "DROP"]
-    labkit.in_ns(n0.ns, "iptables", "-w", "5", "-A", *cut)
+    cuts = [["OUTPUT", "-d", DNS_ADDRESS, "-p", "udp", "--dport", "53", "-j", "DROP"],
+            ["OUTPUT", "-d", HUB_ADDRESS, "-p", "tcp", "-j", "DROP"]]
+    for cut in cuts:
+        labkit.in_ns(n0.ns, "iptables", "-w", "5", "-A", *cut)
     try:
-        cfg = os.path.join(tmp, "%s.yaml" % n0.pod)
-        labkit.write_atomic(cfg, exporter_config(n0, os.path.join(tmp, "resolv.conf"))
-                            .replace("dns_refresh: 2s", "dns_refresh: 1s"))
-        stamp = value(metrics(n0), "podnet_config_last_reload_success_timestamp_seconds")
-        # To the exporter itself: `timeout` (max_seconds) would pass a SIGHUP on and then kill.
-        os.kill(labkit.leaf_pid(n0.proc.pid), signal.SIGHUP)
-        labkit.wait_for(lambda: value(metrics(n0), "podnet_config_last_reload_success_timestamp"
-                                      "_seconds") != stamp, 10, "the reload applied", step=0.1)
-        seen = []
-        for _ in range(10):  # ~4 s with the DNS cut: the new discovery cannot sync
-            time.sleep(0.4)
-            m = metrics(n0)
-            seen.append((ready(n0), classes(m)))
-        check(all(r and c == {"same_zone": 1, "cross_zone": 4} for r, c in seen),
-              "reload while the DNS is cut: %s stays ready with its 5 peers until the new "
-              "discovery has synced (ready, podnet_peers by path_class: %s)"
-              % (n0.name, sorted(set((r, tuple(sorted(c.items()))) for r, c in seen))))
+        for refresh, samples in (("1s", 10), ("2s", 5)):
+            reload_refresh(n0, tmp, refresh)
+            seen = []
+            for _ in range(samples):  # ~0.4 s apart, the new discovery cannot sync
+                time.sleep(0.4)
+                seen.append((ready(n0), classes(metrics(n0)), info_zone(n0)))
+            check(all(r and c == {"same_zone": 1, "cross_zone": 4} and z == n0.zone
+                      for r, c, z in seen),
+                  "reload to dns_refresh %s while the DNS and API server are cut: %s stays "
+                  "ready with its 5 peers and its zone until the new discovery has synced "
+                  "(ready, podnet_peers by path_class, /podnet/info zone: %s)"
+                  % (refresh, n0.name, sorted(set((r, tuple(sorted(c.items())), z)
+                                                  for r, c, z in seen))))
+        # The DNS back, the API server still cut: the new discovery syncs without reading its
+        # Node; the zone it had is carried over, so the path classes stay.
+        labkit.in_ns(n0.ns, "iptables", "-w", "5", "-D", *cuts[0])
+        try:
+            labkit.wait_for(lambda: queries(metrics(n0), "ok") > 0
+                            and candidates(metrics(n0)) == 6, 20,
+                            "%s's new discovery answered" % n0.name, step=0.5)
+        except Broken as e:
+            log(str(e))
+        time.sleep(1.5)  # its snapshot published (at most one a second)
+        m = metrics(n0)
+        check(candidates(m) == 6 and classes(m) == {"same_zone": 1, "cross_zone": 4}
+              and ready(n0) and info_zone(n0) == n0.zone,
+              "DNS back, API server still cut: %s's new discovery has the 6 candidates and the "
+              "same peers in the same zone (%s, %s, %s)"
+              % (n0.name, candidates(m), classes(m), info_zone(n0)))
     finally:
-        labkit.in_ns(n0.ns, "iptables", "-w", "5", "-D", *cut)
-    try:
-        labkit.wait_for(lambda: queries(metrics(n0), "ok") > 0 and candidates(metrics(n0)) == 6,
-                        20, "%s's new discovery answered" % n0.name, step=0.5)
-    except Broken as e:
-        log(str(e))
-    m = metrics(n0)
-    check(candidates(m) == 6 and classes(m) == {"same_zone": 1, "cross_zone": 4} and ready(n0),
-          "after the cut: %s's new discovery has the 6 candidates and the same peers (%s, %s)"
-          % (n0.name, candidates(m), classes(m)))
+        for cut in cuts:
+            labkit.in_ns(n0.ns, "iptables", "-w", "5", "-D", *cut, check_rc=False)
 
-    # 4. NXDOMAIN mid-run: the last addresses kept for the grace.
+    # 4. NXDOMAIN mid-run: the last addresses kept for the grace. Node-0 also reloads (a
+    # discovery restart) during it: its new discovery's first answer is the NXDOMAIN, and the
+    # peers it was started from are kept for the grace all the same.
     before = scrape_all()
     unbound.serve(None)
 
@@ -572,6 +601,7 @@ def scenario(args, tmp):
                         step=0.5)
     except Broken as e:
         log(str(e))
+    reload_refresh(n0, tmp, "1s")
     first = scrape_all()
     check(counted(first), "NXDOMAIN: counted on every exporter (before -> now %s)"
           % {k: (queries(before[k], "nxdomain"), queries(first[k], "nxdomain")) for k in first})

@@ -132,6 +132,17 @@ std::vector<Endpoint> PeerIdentities::Endpoints() const {
   return out;
 }
 
+void PeerIdentities::Seed(const std::vector<Endpoint>& known, TimePoint now) {
+  for (const Endpoint& e : known) {
+    if (entries_.size() >= options_.max_addresses) return;
+    auto [it, added] = entries_.try_emplace(e.address);
+    if (!added) continue;
+    it->second.identity = e;
+    it->second.settled = true;
+    it->second.due = now + options_.reask;
+  }
+}
+
 bool PeerIdentities::AllAskedOnce() const {
   return std::all_of(entries_.begin(), entries_.end(),
                      [](const auto& kv) { return kv.second.settled || kv.second.absent_since; });
@@ -260,7 +271,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
  public:
   Impl(asio::io_context& io, std::unique_ptr<ApiClient> client, DnsDiscoveryOptions options,
        DiscoveryMetrics& metrics, DnsDiscoveryMetrics& dns_metrics,
-       std::function<void(const Snapshot&)> on_change)
+       std::function<void(const Snapshot&)> on_change, const std::vector<Endpoint>& seed)
       : io_(io),
         client_(std::move(client)),
         options_(std::move(options)),
@@ -279,6 +290,7 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
         v6_(io) {
     std::random_device rd;
     token_ = (std::uint64_t{rd()} << 32) | rd();
+    identities_.Seed(seed, Clock::now());
   }
 
   void Start() {
@@ -635,9 +647,10 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
 DnsDiscovery::DnsDiscovery(asio::io_context& io, std::unique_ptr<ApiClient> client,
                            DnsDiscoveryOptions options, DiscoveryMetrics& metrics,
                            DnsDiscoveryMetrics& dns_metrics,
-                           std::function<void(const Snapshot&)> on_change)
+                           std::function<void(const Snapshot&)> on_change,
+                           const std::vector<Endpoint>& seed)
     : impl_(std::make_shared<Impl>(io, std::move(client), std::move(options), metrics, dns_metrics,
-                                   std::move(on_change))) {}
+                                   std::move(on_change), seed)) {}
 
 DnsDiscovery::~DnsDiscovery() { impl_->Stop(); }
 void DnsDiscovery::Start() { impl_->Start(); }

@@ -81,6 +81,11 @@ class PeerIdentities {
   /// The identified addresses as endpoints (sorted by address), for ProbePeersOf. An address
   /// keeps its last identity while it waits for a re-ask.
   std::vector<Endpoint> Endpoints() const;
+  /// Takes `known` (a restarted discovery's last peers, KubernetesWatches) as asked and
+  /// answered at `now`: asked again after `reask`, kept through an answer without records for
+  /// `absent_grace`, gone at once from an answer with records that leaves them out. Within the
+  /// address cap; an address already known is left as it is.
+  void Seed(const std::vector<Endpoint>& known, TimePoint now);
   /// Every tracked address was asked at least once and answered or timed out.
   bool AllAskedOnce() const;
   /// Node names claimed from more than one address (a lying responder, or a node with two
@@ -179,7 +184,8 @@ class DnsDiscovery : public PeerDiscovery {
  public:
   DnsDiscovery(boost::asio::io_context& io, std::unique_ptr<ApiClient> client,
                DnsDiscoveryOptions options, DiscoveryMetrics& metrics,
-               DnsDiscoveryMetrics& dns_metrics, std::function<void(const Snapshot&)> on_change);
+               DnsDiscoveryMetrics& dns_metrics, std::function<void(const Snapshot&)> on_change,
+               const std::vector<Endpoint>& seed = {});
   ~DnsDiscovery() override;
 
   void Start() override;

@@ -174,6 +174,34 @@ TEST(PeerIdentitiesTest, AbsentAddressesStayForTheGraceAndComeBackAskedAgain) {
   EXPECT_EQ(ids.size(), 0u);
 }
 
+TEST(PeerIdentitiesTest, SeededPeersAreKeptThroughAnEmptyFirstAnswerAndNotAskedAgainAtOnce) {
+  // A restarted discovery of the same Service starts from the last one's peers.
+  PeerIdentities ids(Quick());
+  TimePoint t0{};
+  ids.Seed({Who("p1", "10.0.0.1", "n1", "z1"), Who("p2", "10.0.0.2", "n2", "z2")}, t0);
+  EXPECT_EQ(ids.Endpoints().size(), 2u);
+  EXPECT_TRUE(ids.Due(t0 + 1s, 10).empty()) << "known: asked again only after reask";
+  // The first answer is an NXDOMAIN (every Pod out of the records for a moment): kept.
+  ids.Answered({}, t0 + 1s);
+  EXPECT_TRUE(ids.AllAskedOnce());
+  EXPECT_EQ(ids.Endpoints().size(), 2u);
+  // An answer with records leaves out 10.0.0.2: it goes at once. 10.0.0.3 is new; 10.0.0.1 is
+  // back after missing from an answer: both asked, as for any address.
+  ids.Answered(Addrs({"10.0.0.1", "10.0.0.3"}), t0 + 2s);
+  auto eps = ids.Endpoints();
+  ASSERT_EQ(eps.size(), 1u);
+  EXPECT_EQ(eps[0].name, "p1");
+  EXPECT_EQ(ids.Due(t0 + 2s, 10), Addrs({"10.0.0.1", "10.0.0.3"}));
+  // Within the cap (4 here); an address already known is left as it is.
+  ids.Seed({Who("x1", "10.0.0.1", "nx", "zx"), Who("p5", "10.0.0.5", "n5", "z5"),
+            Who("p6", "10.0.0.6", "n6", "z6"), Who("p7", "10.0.0.7", "n7", "z7")},
+           t0 + 602s);
+  EXPECT_EQ(ids.size(), 4u);
+  bool p1_kept = false;
+  for (const auto& e : ids.Endpoints()) p1_kept |= e.name == "p1";
+  EXPECT_TRUE(p1_kept);
+}
+
 TEST(PeerIdentitiesTest, AFloodOfRecordsIsCutAndTwoClaimsOfOneNodeAreCounted) {
   PeerIdentities ids(Quick());  // max_addresses 4
   TimePoint t0{};
