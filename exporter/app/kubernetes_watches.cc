@@ -160,12 +160,18 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
   // This Pod's zone, read from its Node, is carried over while the new discovery has not read
   // it again (its API server may be out of reach): the same node, the same zone.
   std::string zone = keep && peers_options_.node == options.node ? self_zone() : "";
+  // The peers a new DNS discovery starts from: read once here, from the last discovery that
+  // had synced (a restart during a restart keeps the first one's).
+  if (!keep) {
+    last_synced_.clear();
+  } else if (peers_->synced()) {
+    last_synced_ = peers_->snapshot().endpoints;
+  }
   if (peers_) {
     peers_->Stop();
     peers_.reset();
     if (!keep) probe_.DiscoveryRestarted();  // a new Service: start clean
   }
-  if (!keep) last_synced_.clear();
   carried_zone_ = zone;
   peers_options_ = options;
   peers_dns_ = dns;
@@ -175,7 +181,6 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
     if (keeping_ && !snap.synced) return;  // the last source's peers until this one has synced
     keeping_ = false;
     unsynced_ = !snap.synced;
-    if (snap.synced) last_synced_ = snap.endpoints;
     on_sync_change_();
     if (snap.self_zone.empty() && !carried_zone_.empty()) {
       k8s::Snapshot with_zone = snap;

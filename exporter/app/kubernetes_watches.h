@@ -97,7 +97,7 @@ class KubernetesWatches {
   // last one's peers and readiness kept, until its first synced one (ReplacePeersWatch).
   bool keeping_ = false;
   std::vector<discovery::kubernetes::Endpoint>
-      last_synced_;  // the peers' watch's last synced endpoints
+      last_synced_;  // a restart's kept peers (ReplacePeersWatch)
   // This Pod's zone from before a restart of the same node's discovery, until it reads it again.
   std::string carried_zone_;
 };
