@@ -10,10 +10,12 @@ measured side by side in the same run.
 
 Asserted:
   - every scrape of the right user is answered 200, quiet and under the flood;
-  - its p99 under the flood is within MAX_P99_RATIO of quiet, or P99_FLOOR_S (the issue's
-    target is 2×, printed; measured 1.1-2.0×; the bound leaves room for a busy 2-core machine,
-    and the code before the fix was at ~600×, 4.6 s: every wrong password was a bcrypt on the
-    loop that builds /metrics);
+  - its p95 under the flood is within MAX_P95_RATIO of quiet's, or P95_FLOOR_S (the issue's
+    target is 2× at p99, printed; measured 1.1-2.0×; the bound leaves room for a busy 2-core
+    machine, and the code before the fix was at ~600×, 4.6 s: every wrong password was a bcrypt
+    on the loop that builds /metrics, which delayed every scrape). The p95, not the p99: of
+    ~200 scrapes the p99 is the second slowest, which one stall of a shared host sets (272 ms
+    against a quiet 31 ms here beside a busy neighbour; CI failed so once);
   - POST /-/reload under the flood answers within RELOAD_BOUND_S (it took ~2 s before);
   - bcrypt checks are bounded: podnet_web_auth_failures_total{reason="wrong_credentials"} (one
     per bcrypt that failed) at most the burst (8) and 2 a second of the flood, and the other
@@ -43,8 +45,8 @@ SCRAPE_EVERY_S = 0.02
 FLOOD_CLIENTS = 20
 FLOOD_SOURCES = ["127.0.0.%d" % i for i in range(2, 7)]
 FLOOD_MAX_PER_S = 20
-MAX_P99_RATIO = 8.0
-P99_FLOOR_S = 0.025  # below this, a busy 2-core machine's scheduling noise, not the flood
+MAX_P95_RATIO = 8.0
+P95_FLOOR_S = 0.025  # below this, a busy 2-core machine's scheduling noise, not the flood
 RELOAD_BOUND_S = 1.0
 # `htpasswd -nbBC 10 alice 'correct horse'` (Apache's own bcrypt, not libxcrypt), and
 # "b0b:pw" at cost 5: the same hashes as the unit tests (tests/unit/web/auth_gate_test.cc).
@@ -230,9 +232,10 @@ def main():
         labkit.check(quiet_status == {200: len(quiet)} and flood_status == {200: len(loaded)},
                      "every scrape of the right user answered 200 (quiet %s, flood %s)"
                      % (quiet_status, flood_status))
-        labkit.check(l99 <= max(MAX_P99_RATIO * q99, P99_FLOOR_S),
-                     "p99 under the flood within %.0fx of quiet or %.0f ms (%.1f ms vs %.1f ms)"
-                     % (MAX_P99_RATIO, P99_FLOOR_S * 1e3, l99 * 1e3, q99 * 1e3))
+        q95, l95 = labkit.percentile(quiet, 95), labkit.percentile(loaded, 95)
+        labkit.check(l95 <= max(MAX_P95_RATIO * q95, P95_FLOOR_S),
+                     "p95 under the flood within %.0fx of quiet or %.0f ms (%.1f ms vs %.1f ms)"
+                     % (MAX_P95_RATIO, P95_FLOOR_S * 1e3, l95 * 1e3, q95 * 1e3))
         labkit.check(all(s == 200 and t <= RELOAD_BOUND_S for s, t in flood_reload),
                      "POST /-/reload under the flood: 200 within %.1f s each" % RELOAD_BOUND_S)
         checks = reasons.get("wrong_credentials", 0)

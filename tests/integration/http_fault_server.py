@@ -17,8 +17,8 @@ within a few seconds; at most 512 connections per fault are handled at once (mor
 once).
 
 Each fault is served by a process of its own (forked after every port is bound), so that one
-fault's load cannot change what another does: the probe sends each port up to 100 requests a
-second (4 in flight), the faults that answer at once (reset, status500, garbage, bigbody) turn
+fault's load cannot change what another does: the probe sends each port up to 25 requests a
+second (lab_http_test.QPS) (4 in flight), the faults that answer at once (reset, status500, garbage, bigbody) turn
 over a connection per request, and each blackhole thread sleeps 3 s. In one process, under one
 GIL and one connection limit, a slowloris or garbage answer could then miss the probe's timeout
 before its first byte, and the probe would rightly count `timeout`, not the fault the test

@@ -71,6 +71,12 @@ PYTHON_GETS = (
     "for _ in range(10):\n"
     "    c.request('GET', '/echo'); r = c.getresponse(); r.read(); print(r.status)\n")
 INTERVAL_S = 6
+# Requests a second of each HTTP round, to every peer: the healthy three and the twelve fault
+# servers, which are Python (a thread per connection). At 100 (1,200 requests a second to the
+# faults), on a machine whose host took half its CPU (steal: 59 s of 112 in one run here),
+# hundreds of their answers came after the probe's timeout (CI failed so at stop 51); 25 still
+# fills every histogram a check reads.
+QPS = 25
 
 
 def select(samples, name, **want):
@@ -103,6 +109,17 @@ def classified(n, others):
     return n > 0 and sum(others.values()) <= 0.05 * n
 
 
+def clean_answers(samples, peer):
+    """A keep-alive server real clients take, as the HTTP probe saw it: (200s only, count of
+    200s, {other code: count}, {error reason: count}); zero counts left out."""
+    errors = {l["reason"]: v for l, v in select(samples, "podnet_probe_errors_total", peer=peer,
+                                                probe="http") if v}
+    ok = counter(samples, "podnet_http_requests_total", peer=peer, code="200")
+    other = {l["code"]: v for l, v in select(samples, "podnet_http_requests_total", peer=peer)
+             if l["code"] != "200" and v}
+    return ok > 0 and not errors and not other, ok, other, errors
+
+
 def write_client_config(path, faults):
     text = ("listen_address: \"0.0.0.0:9479\"\n"
             "self: { name: client, node: node-a, zone: zone-a }\n"
@@ -117,12 +134,64 @@ def write_client_config(path, faults):
                  % (name, ADDR["same"], port))
     # Percentiles are read per peer (same, zone and the fault peers share a path class).
     text += "metrics: { per_peer_histograms: true }\n"
-    text += ("probes:\n  http: { interval: %ds, duration: 2s, qps: 100, connections: 4, "
+    text += ("probes:\n  http: { interval: %ds, duration: 2s, qps: %d, connections: 4, "
              "timeout: 500ms, max_body_bytes: 64KiB, modes: [keepalive, new_connection] }\n"
              "  grpc: { interval: %ds, count: 50, spacing: 20ms, timeout: 500ms, port: 9480 }\n"
-             % (INTERVAL_S, INTERVAL_S))
+             % (INTERVAL_S, QPS, INTERVAL_S))
     with open(path, "w") as f:
         f.write(text)
+
+
+def healthy_checks(samples, ping, ping_min, check):
+    """Phase 1's checks of the healthy paths over `samples` (a reading, or the difference of
+    two: labkit.sample_delta): answers, the keep-alive/new_connection ladder, gRPC."""
+    ka, new = {}, {}
+    for name, path in PATH_OF.items():
+        ka[name] = quantile(samples, "podnet_http_request_duration_seconds", 0.5, peer=name,
+                            connection="keepalive")
+        new[name] = quantile(samples, "podnet_http_request_duration_seconds", 0.5, peer=name,
+                             connection="new")
+        ok = counter(samples, "podnet_http_requests_total", peer=name, code="200")
+        bad = counter(samples, "podnet_http_requests_total", peer=name, code="error")
+        late = counter(samples, "podnet_http_late_requests_total", peer=name)
+        lab.log("%-10s keep-alive p50 %.3f ms, new p50 %.3f ms, ping %.3f ms; 200: %d, "
+                "errors: %d, late: %d" % (path, (ka[name] or 0) * 1e3, (new[name] or 0) * 1e3,
+                                          ping[name], ok, bad, late))
+        # Two rounds of 2 s keep-alive and 2 s new_connection: 8 x QPS asked; half must come.
+        check(ok >= 4 * QPS and bad <= ok * 0.01,
+              "%s: healthy path answered (%d ok, %d errors)" % (path, ok, bad))
+    if all(ka.values()) and all(new.values()):
+        # Only the ends of the ladder, as for gRPC: the 0.2 ms between same_zone and cross_zone
+        # falls inside one bucket (0.6-0.8 ms), and in CI (stop 30) the interpolated p50s came
+        # out 0.765 / 0.742 ms once, then in order on the re-run. The step is printed.
+        check(ka["same"] < ka["cross"],
+              "keep-alive p50 same_node < cross_zone (ladder %.3f / %.3f / %.3f ms)"
+              % (ka["same"] * 1e3, ka["zone"] * 1e3, ka["cross"] * 1e3))
+        for name, path in PATH_OF.items():
+            new_lo, new_hi = quantile_bounds(samples, "podnet_http_request_duration_seconds", 0.5,
+                                             peer=name, connection="new")
+            ka_lo, ka_hi = quantile_bounds(samples, "podnet_http_request_duration_seconds", 0.5,
+                                           peer=name, connection="keepalive")
+            check(new_hi - ka_lo >= ping_min[name] / 1e3,
+                  "%s: new_connection p50 (in %.3f..%.3f ms) - keep-alive p50 (in %.3f..%.3f ms) "
+                  "can be >= one RTT (ping min %.3f ms); interpolated difference %.3f ms"
+                  % (path, new_lo * 1e3, new_hi * 1e3, ka_lo * 1e3, ka_hi * 1e3, ping_min[name],
+                     (new[name] - ka[name]) * 1e3))
+    else:
+        check(False, "HTTP latency for every path: %s %s" % (ka, new))
+    grpc50 = {}
+    for name, path in PATH_OF.items():
+        grpc50[name] = quantile(samples, "podnet_grpc_request_duration_seconds", 0.5, peer=name)
+        ok = counter(samples, "podnet_grpc_requests_total", peer=name, code="OK")
+        lab.log("%-10s gRPC health p50 %.3f ms (%d OK)" % (path, (grpc50[name] or 0) * 1e3, ok))
+        check(ok >= 50 and counter(samples, "podnet_probe_errors_total", peer=name, probe="grpc") == 0,
+              "%s: gRPC health checks answered SERVING (%d)" % (path, ok))
+    if all(grpc50.values()):
+        # Only the ends of the ladder: a gRPC call crosses gRPC's own threads twice, and on a
+        # busy 2-CPU machine their wake-ups blur the 0.2 ms between same_zone and cross_zone.
+        check(grpc50["same"] < grpc50["cross"],
+              "gRPC p50 same_node < cross_zone (ladder %.3f / %.3f / %.3f ms)"
+              % tuple(grpc50[n] * 1e3 for n in ("same", "zone", "cross")))
 
 
 def scenario(args, tmp):
@@ -171,52 +240,21 @@ def scenario(args, tmp):
     # The HTTP and gRPC families (lab_obs runs no gRPC) as docs/metrics.md lists them.
     doc_tables.check_exposed([body], check, per_peer_histograms=True, every_probe=False)
 
-    ka, new = {}, {}
-    for name, path in PATH_OF.items():
-        ka[name] = quantile(first, "podnet_http_request_duration_seconds", 0.5, peer=name,
-                            connection="keepalive")
-        new[name] = quantile(first, "podnet_http_request_duration_seconds", 0.5, peer=name,
-                             connection="new")
-        ok = counter(first, "podnet_http_requests_total", peer=name, code="200")
-        bad = counter(first, "podnet_http_requests_total", peer=name, code="error")
-        late = counter(first, "podnet_http_late_requests_total", peer=name)
-        lab.log("%-10s keep-alive p50 %.3f ms, new p50 %.3f ms, ping %.3f ms; 200: %d, "
-                "errors: %d, late: %d" % (path, (ka[name] or 0) * 1e3, (new[name] or 0) * 1e3,
-                                          ping[name], ok, bad, late))
-        check(ok >= 400 and bad <= ok * 0.01,
-              "%s: healthy path answered (%d ok, %d errors)" % (path, ok, bad))
-    if all(ka.values()) and all(new.values()):
-        # Only the ends of the ladder, as for gRPC: the 0.2 ms between same_zone and cross_zone
-        # falls inside one bucket (0.6-0.8 ms), and in CI (stop 30) the interpolated p50s came
-        # out 0.765 / 0.742 ms once, then in order on the re-run. The step is printed.
-        check(ka["same"] < ka["cross"],
-              "keep-alive p50 same_node < cross_zone (ladder %.3f / %.3f / %.3f ms)"
-              % (ka["same"] * 1e3, ka["zone"] * 1e3, ka["cross"] * 1e3))
-        for name, path in PATH_OF.items():
-            new_lo, new_hi = quantile_bounds(first, "podnet_http_request_duration_seconds", 0.5,
-                                             peer=name, connection="new")
-            ka_lo, ka_hi = quantile_bounds(first, "podnet_http_request_duration_seconds", 0.5,
-                                           peer=name, connection="keepalive")
-            check(new_hi - ka_lo >= ping_min[name] / 1e3,
-                  "%s: new_connection p50 (in %.3f..%.3f ms) - keep-alive p50 (in %.3f..%.3f ms) "
-                  "can be >= one RTT (ping min %.3f ms); interpolated difference %.3f ms"
-                  % (path, new_lo * 1e3, new_hi * 1e3, ka_lo * 1e3, ka_hi * 1e3, ping_min[name],
-                     (new[name] - ka[name]) * 1e3))
+    # A stall of a shared host (the CI machine's neighbours: a 1 ms sleep overshot by up to
+    # 465 ms here beside a busy one) turns answers into timeouts and lifts one window's p50s;
+    # a defect shows in every window. So a first window that fails is measured once more: the
+    # next two rounds on their own (sample_delta), and those are checked.
+    results = []
+    healthy_checks(first, ping, ping_min, lambda cond, what: results.append((cond, what)) or cond)
+    if all(cond for cond, _ in results):
+        for cond, what in results:
+            check(cond, what)
     else:
-        check(False, "HTTP latency for every path: %s %s" % (ka, new))
-    grpc50 = {}
-    for name, path in PATH_OF.items():
-        grpc50[name] = quantile(first, "podnet_grpc_request_duration_seconds", 0.5, peer=name)
-        ok = counter(first, "podnet_grpc_requests_total", peer=name, code="OK")
-        lab.log("%-10s gRPC health p50 %.3f ms (%d OK)" % (path, (grpc50[name] or 0) * 1e3, ok))
-        check(ok >= 50 and counter(first, "podnet_probe_errors_total", peer=name, probe="grpc") == 0,
-              "%s: gRPC health checks answered SERVING (%d)" % (path, ok))
-    if all(grpc50.values()):
-        # Only the ends of the ladder: a gRPC call crosses gRPC's own threads twice, and on a
-        # busy 2-CPU machine their wake-ups blur the 0.2 ms between same_zone and cross_zone.
-        check(grpc50["same"] < grpc50["cross"],
-              "gRPC p50 same_node < cross_zone (ladder %.3f / %.3f / %.3f ms)"
-              % tuple(grpc50[n] * 1e3 for n in ("same", "zone", "cross")))
+        lab.log("phase 1: not met in the first rounds (%s); checking the next two on their own"
+                % "; ".join(what for cond, what in results if not cond))
+        time.sleep(2 * INTERVAL_S + 1)
+        later = lab.parse_metrics(lab.http(NS["client"], "http://127.0.0.1:9479/metrics")[1])
+        healthy_checks(lab.sample_delta(later, first), ping, ping_min, check)
 
     # Phase 2: the fault peers join (SIGHUP reload) while the healthy ones go on being probed.
     write_client_config(client_cfg, faults=True)
@@ -234,8 +272,10 @@ def scenario(args, tmp):
     # rounds break that is counted once more over the following round, and that window is
     # checked: a stall of a shared host (the fault server is Python) lands in one window and
     # turns answers into `timeout`, while a wrong classification recurs in every round.
+    # The keep-alive servers real clients take (CLEAN, below) get the same second window.
     stray = [name for name, (_, reason) in FAULTS.items()
              if not classified(*fault_errors(first, name, reason))]
+    stray += [name for name in CLEAN if not clean_answers(first, name)[0]]
     if stray:
         lab.log("%s: other reasons in the first rounds; counting the next round on its own"
                 % ", ".join(stray))
@@ -271,14 +311,13 @@ def scenario(args, tmp):
             codes = r.stdout.split()
             check(codes == ["200"] * 10, "%s: python's http.client gets 200 ten times (%s)"
                   % (name, codes))
-        errors = {l["reason"]: v for l, v in select(first, "podnet_probe_errors_total",
-                                                    peer=name, probe="http")}
-        ok = counter(first, "podnet_http_requests_total", peer=name, code="200")
-        other = {l["code"]: v for l, v in select(first, "podnet_http_requests_total", peer=name)
-                 if l["code"] != "200"}
-        check(ok > 0 and not any(errors.values()) and not any(other.values()),
-              "%s: the probe, like curl, gets 200 only (%d; other codes %s, errors %s)"
-              % (name, ok, other, errors))
+        good, ok, other, errors = clean_answers(first, name)
+        note = ""
+        if name in stray:
+            note = "; the first rounds: %d, other codes %s, errors %s" % (ok, other, errors)
+            good, ok, other, errors = clean_answers(lab.sample_delta(later, first), name)
+        check(good, "%s: the probe, like curl, gets 200 only (%d; other codes %s, errors %s%s)"
+              % (name, ok, other, errors, note))
         if reason:
             n = counter(first, "podnet_http_reconnects_total", peer=name, reason=reason)
             check(n > 0, "%s: reconnects counted as %s (%d)" % (name, reason, n))

@@ -441,6 +441,14 @@ def bucket_delta(b1, b0):
     return {le: c - b0.get(le, 0.0) for le, c in b1.items()}
 
 
+def sample_delta(later, earlier):
+    """What happened between two parse_metrics readings of counters and histograms: `later`'s
+    samples, each less the same series' value in `earlier` (0 for a series new since). Gauges
+    come out as differences too: read them from `later` itself."""
+    before = {(n, tuple(sorted(l.items()))): v for n, l, v in earlier}
+    return [(n, l, v - before.get((n, tuple(sorted(l.items()))), 0.0)) for n, l, v in later]
+
+
 def _quantile_bucket(q, cumulative):
     """The bucket holding rank q of {le: cumulative count} (or (le, count) pairs): (lower le,
     upper le, count below it, count up to it, rank), or None if empty."""

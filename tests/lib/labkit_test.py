@@ -66,6 +66,13 @@ class ParseMetrics(unittest.TestCase):
         self.assertEqual(labkit.bucket_delta({0.1: 5.0, math.inf: 9.0}, {0.1: 1.0}),
                          {0.1: 4.0, math.inf: 9.0})
 
+    def test_sample_delta(self):
+        earlier = labkit.parse_metrics('c{p="a"} 5\nc{p="b"} 1\nh_bucket{le="+Inf",p="a"} 3\n')
+        later = labkit.parse_metrics('c{p="a"} 7\nc{p="b"} 1\nc{p="c"} 4\n'
+                                     'h_bucket{p="a",le="+Inf"} 10\n')
+        self.assertEqual([(n, l.get("p"), v) for n, l, v in labkit.sample_delta(later, earlier)],
+                         [("c", "a", 2.0), ("c", "b", 0.0), ("c", "c", 4.0), ("h_bucket", "a", 7.0)])
+
 
 class HistogramQuantile(unittest.TestCase):
     # Values computed by hand the way PromQL's bucketQuantile does
