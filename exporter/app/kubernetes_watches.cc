@@ -172,6 +172,9 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
     peers_.reset();
     if (!keep) probe_.DiscoveryRestarted();  // a new Service: start clean
   }
+  // The candidates gauge says what is probed: the kept count until the new discovery has
+  // synced and sets its own (a stopped watch set it to 0).
+  if (keep) metrics_->candidates().Set(static_cast<double>(last_synced_.size()));
   carried_zone_ = zone;
   peers_options_ = options;
   peers_dns_ = dns;

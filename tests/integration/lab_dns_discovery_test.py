@@ -315,11 +315,17 @@ def ready(n):
 
 
 def reload_refresh(n, tmp, refresh):
-    """Node n's configuration with dns_refresh `refresh`, reloaded by SIGHUP; returns once
-    applied."""
-    labkit.write_atomic(os.path.join(tmp, "%s.yaml" % n.pod),
-                        exporter_config(n, os.path.join(tmp, "resolv.conf"))
-                        .replace("dns_refresh: 2s", "dns_refresh: %s" % refresh))
+    """Node n's configuration with dns_refresh `refresh` (or, for "watch", discovery: watch;
+    for "watch, zoned", that and self.zone set to n's zone: another watch), reloaded by SIGHUP;
+    returns once applied."""
+    text = exporter_config(n, os.path.join(tmp, "resolv.conf"))
+    if refresh.startswith("watch"):
+        text = text.replace("discovery: dns, dns_refresh: 2s", "discovery: watch")
+        if refresh == "watch, zoned":
+            text = text.replace('zone: ""', 'zone: "%s"' % n.zone)
+    else:
+        text = text.replace("dns_refresh: 2s", "dns_refresh: %s" % refresh)
+    labkit.write_atomic(os.path.join(tmp, "%s.yaml" % n.pod), text)
     name = "podnet_config_last_reload_success_timestamp_seconds"
     stamp = value(metrics(n), name)
     # To the exporter itself: `timeout` (max_seconds) would pass a SIGHUP on and then kill.
@@ -544,30 +550,35 @@ def scenario(args, tmp):
           % summary(ms, candidates,
                     lambda m: value(m, "podnet_discovery_identity_node_conflicts")))
 
-    # 3b. Reloads that restart discovery for the same Service (dns_refresh 2s -> 1s -> 2s, the
-    # second before the first restart has synced) while this node's DNS and API server are cut:
-    # the last peers, readiness and this Pod's zone (read from its Node) are kept until the new
-    # discovery has synced (every exporter reloads one ConfigMap at once; dropping them would
-    # stop all probing and make every Pod unready together).
+    # 3b. Reloads that restart discovery for the same Service (dns_refresh 2s -> 1s, then the
+    # watch, another watch (self.zone set), dns_refresh 2s, each before the last restart has
+    # synced) while this node's
+    # DNS and API server are cut: the last peers, readiness, this Pod's zone (read from its
+    # Node) and the candidates gauge are kept until the new discovery has synced (every
+    # exporter reloads one ConfigMap at once; dropping them would stop all probing and make
+    # every Pod unready together).
     n0 = NODES[0]
     cuts = [["OUTPUT", "-d", DNS_ADDRESS, "-p", "udp", "--dport", "53", "-j", "DROP"],
             ["OUTPUT", "-d", HUB_ADDRESS, "-p", "tcp", "-j", "DROP"]]
     for cut in cuts:
         labkit.in_ns(n0.ns, "iptables", "-w", "5", "-A", *cut)
     try:
-        for refresh, samples in (("1s", 10), ("2s", 5)):
+        for refresh, samples in (("1s", 10), ("watch", 5), ("watch, zoned", 5), ("2s", 5)):
             reload_refresh(n0, tmp, refresh)
             seen = []
             for _ in range(samples):  # ~0.4 s apart, the new discovery cannot sync
                 time.sleep(0.4)
-                seen.append((ready(n0), classes(metrics(n0)), info_zone(n0)))
-            check(all(r and c == {"same_zone": 1, "cross_zone": 4} and z == n0.zone
-                      for r, c, z in seen),
-                  "reload to dns_refresh %s while the DNS and API server are cut: %s stays "
-                  "ready with its 5 peers and its zone until the new discovery has synced "
-                  "(ready, podnet_peers by path_class, /podnet/info zone: %s)"
-                  % (refresh, n0.name, sorted(set((r, tuple(sorted(c.items())), z)
-                                                  for r, c, z in seen))))
+                m = metrics(n0)
+                seen.append((ready(n0), tuple(sorted(classes(m).items())), info_zone(n0),
+                             candidates(m)))
+            check(all(r and dict(c) == {"same_zone": 1, "cross_zone": 4} and z == n0.zone
+                      and k == 6 for r, c, z, k in seen),
+                  "reload to %s while the DNS and API server are cut: %s stays ready with its "
+                  "5 peers, its zone and 6 candidates until the new discovery has synced "
+                  "(ready, podnet_peers by path_class, /podnet/info zone, candidates: %s)"
+                  % ("the " + refresh if refresh.startswith("watch") else "dns_refresh " + refresh,
+                     n0.name,
+                     sorted(set(seen))))
         # The DNS back, the API server still cut: the new discovery syncs without reading its
         # Node; the zone it had is carried over, so the path classes stay.
         labkit.in_ns(n0.ns, "iptables", "-w", "5", "-D", *cuts[0])

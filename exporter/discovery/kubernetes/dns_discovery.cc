@@ -541,7 +541,10 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
     pacer_.Published();
     snapshot_.endpoints = next_.endpoints;
     snapshot_.synced = next_.synced;
-    metrics_.candidates().Set(static_cast<double>(snapshot_.endpoints.size()));
+    // Once synced, as the watch: before that, a restart's kept peers are what is probed.
+    if (snapshot_.synced) {
+      metrics_.candidates().Set(static_cast<double>(snapshot_.endpoints.size()));
+    }
     on_change_(snapshot_);
   }
 
