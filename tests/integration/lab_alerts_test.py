@@ -25,14 +25,17 @@ on the receiver's log:
      not reach the receiver.
 The receiver's log is printed per phase at the end.
 
-Why X_US = 400: the cross-zone paths are ~0.6 ms (node-a <-> node-c, one delay line) and
-~0.9 ms (node-b <-> node-c, both) of RTT; +0.8 ms makes them ~1.4 and ~1.7 ms. The zone pair's
-p50 (from the RTT histogram, buckets ... 0.47, 0.68, 1, 1.5, 2.2 ms) goes from ~0.6 ms to
-~1.3 ms: more than podnet:config:rtt_regression_ratio (1.5) times the past figure and more than
-podnet:config:rtt_regression_min_increase_seconds (100 µs) above it, while staying under
-podnet:config:cross_zone_rtt_high_seconds (2 ms), so only the regression alert speaks
-(PodnetCrossZoneRTTHigh is allowed in phase 2 all the same: a loaded machine's delay line can
-add the last 0.3 ms).
+Why X_US = 2500: the cross-zone paths are ~0.6 ms (node-a <-> node-c, one delay line) and
+~0.9 ms (node-b <-> node-c, both) of RTT; +5 ms makes them ~5.6 and ~5.9 ms. The zone pair's
+p50 (from the RTT histogram, buckets ... 3.3, 4.7, 6.8, 10 ms) goes from ~0.6 ms to ~5.6 ms:
+more than podnet:config:rtt_regression_ratio (1.5) times the past figure and more than
+podnet:config:rtt_regression_min_increase_seconds (100 µs shipped, 2 ms here: SCALE) above it,
+while staying under podnet:config:cross_zone_rtt_high_seconds (2 ms shipped, 10 ms here:
+SCALE), so only the regression alert speaks (PodnetCrossZoneRTTHigh is allowed in phase 2 all
+the same). Both settings and the delay are that large because of the host: one that took ~40 %
+of the CPU as steal moved the quiet p50 of the user-space delay lines from ~0.6 ms to over
+2 ms for seconds at a time, enough for a regression of 0.8 ms (X_US was 400) to resolve while
+on and for noise to fire one in phases 1, 3 and 4 (CI failed so at stop 51, and twice here).
 
 What cannot happen here, by design of the rules: PodnetZonePairFault needs no more than half of
 the cluster's zone pairs regressed; the lab has 3 (zone-a->zone-a, zone-a->zone-b,
@@ -58,7 +61,7 @@ from labkit import ADDR, check, log, wait_for, write_atomic  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PREFIX = "pnal%d" % (os.getpid() % 10000)
 CROSS_DELAY_US = int(os.environ.get("PODNET_LAB_CROSS_DELAY_US", "260"))
-X_US = 400  # added one way on the cross-zone delay line in phase 2 (see the docstring)
+X_US = 2500  # added one way on the cross-zone delay line in phase 2 (see the docstring)
 DNS_NAME = "sts.ap-northeast-2.amazonaws.com"
 QUIET_RESOLV = "nameserver 127.0.0.1\noptions ndots:1 timeout:1 attempts:1\n"
 LOUD_RESOLV = ("search podnet.svc.cluster.local svc.cluster.local cluster.local\n"
@@ -80,7 +83,13 @@ STOPPED = "zone"  # phase 4: this Pod's exporter is stopped
 #   - every `for:` (5 to 30 minutes) becomes 5 s;
 #   - the setting podnet:config:fault_min_probers (3) becomes 2: a peer node here has two
 #     prober nodes at most (node-a's two Pods count as one prober node; the lab has three
-#     nodes), and the rule needs more than fault_share (0.5) of them, so both must see it bad.
+#     nodes), and the rule needs more than fault_share (0.5) of them, so both must see it bad;
+#   - the settings podnet:config:cross_zone_rtt_high_seconds (2 ms) and
+#     podnet:config:rtt_regression_min_increase_seconds (100 µs) become 10 ms and 2 ms: with
+#     `for` at 5 s, a host that takes half the CPU (steal) lifted the user-space delay lines'
+#     quiet cross-zone p50 (~0.6-0.9 ms) over 2 ms for long enough (the docstring, X_US). No
+#     phase asserts PodnetCrossZoneRTTHigh (phase 2 allows it); both settings' shipped values
+#     are the rules' unit tests' (podnet-rules-test*.yml).
 # Left as shipped: the 1-hour and 1- and 7-day windows of the burst rules (no burst probe runs
 # here: no data), and every other setting.
 SCALE = [
@@ -90,6 +99,10 @@ SCALE = [
     (r"offset 1w\b", "offset 45s"),
     (r"for: \d+m\b", "for: 5s"),
     (r"(record: podnet:config:fault_min_probers\n\s+expr: podnet:config:clusters \+ )3", r"\g<1>2"),
+    (r"(record: podnet:config:cross_zone_rtt_high_seconds\n\s+expr: podnet:config:clusters "
+     r"\+ )0\.002\b", r"\g<1>0.01"),
+    (r"(record: podnet:config:rtt_regression_min_increase_seconds\n\s+expr: "
+     r"podnet:config:clusters \+ )0\.0001\b", r"\g<1>0.002"),
 ]
 OFFSET_1W_S = 45
 WINDOW_S = 10
@@ -106,8 +119,9 @@ PHASE4_ALLOWED = {
 PHASE2_ALLOWED = {
     "PodnetCrossZoneRTTRegression",  # the one asserted
     "PodnetZonePairFault",           # cannot fire here (see above), allowed where it could
-    # The delayed p50 (~1.3-1.7 ms) stays under its 2 ms, but a loaded machine's user-space
-    # delay line can push it over: the same symptom, so allowed, not required.
+    # The delayed p50 (~5.6-5.9 ms) stays under its threshold (10 ms here, SCALE), but a
+    # loaded machine's user-space delay line can push it over: the same symptom, so allowed,
+    # not required.
     "PodnetCrossZoneRTTHigh",
 }
 

@@ -184,7 +184,8 @@ def healthy_checks(samples, ping, ping_min, check):
         grpc50[name] = quantile(samples, "podnet_grpc_request_duration_seconds", 0.5, peer=name)
         ok = counter(samples, "podnet_grpc_requests_total", peer=name, code="OK")
         lab.log("%-10s gRPC health p50 %.3f ms (%d OK)" % (path, (grpc50[name] or 0) * 1e3, ok))
-        check(ok >= 50 and counter(samples, "podnet_probe_errors_total", peer=name, probe="grpc") == 0,
+        errors = counter(samples, "podnet_probe_errors_total", peer=name, probe="grpc")
+        check(ok >= 50 and errors == 0,
               "%s: gRPC health checks answered SERVING (%d)" % (path, ok))
     if all(grpc50.values()):
         # Only the ends of the ladder: a gRPC call crosses gRPC's own threads twice, and on a

@@ -3,7 +3,8 @@
 
 Two modes, one scenario:
   default (ctest lab_isolation, ~1.5 min): a gate with margin. Each loaded phase's p99 must stay
-    under an absolute GATE_P99_S: 10 ms for UDP RTT, 30 ms for HTTP keep-alive. The worst p99s
+    under an absolute GATE_P99_S: 10 ms for UDP RTT, 30 ms for HTTP keep-alive (or 5x the same
+    pair's quiet p99, when a host that takes the CPU lifts that near the gate). The worst p99s
     seen beside a neighbour (a busy loop per core, or a build) are 0.5 ms and 5.4 ms, 20x and
     5.5x under; the regression this exists for, /metrics served on the responder loop, gave
     38.6 ms and 64.2 ms beside a busy loop per core, over both. The functional checks (the
@@ -85,6 +86,17 @@ GATE_CYCLES = 3
 # The gate's bound on a loaded phase's p99 (UDP RTT and HTTP keep-alive). Worst seen beside a
 # busy neighbour and the regression's figures: docs/development.md, "lab_isolation".
 GATE_P99_S = {"udp_p99": 10e-3, "http_p99": 30e-3}
+# ... or this many times the same pair's quiet p99, when that is higher: a host that takes half
+# the CPU (steal) gave quiet p99s of 11.7 ms (UDP) and 41 ms (HTTP), at or over the gate, and
+# the gate then measured the host (loaded/quiet up to 3.8x in those runs: HTTP under the flood
+# 55.6 ms beside a quiet 14.6 ms). The regression above is 13x (HTTP) and 77x (UDP) a quiet
+# p99 of an ordinary run; under such a host the gate is weaker, and says so in its line.
+GATE_QUIET_RATIO = 5.0
+
+
+def gate(key, q):
+    """The default mode's bound (s) on a loaded p99 whose quiet p99 is `q` (s, or None)."""
+    return max(GATE_P99_S[key], GATE_QUIET_RATIO * q) if q else GATE_P99_S[key]
 # After a loaded slot, a UDP train (0.69 s) or HTTP run (1 s, 200 ms timeout) begun under load
 # ends before the next quiet slot starts counting.
 SLOT_SETTLE_S = 1.5
@@ -324,11 +336,11 @@ def within(q, v):
 
 def breaches(quiet, m, fine):
     """The figures of `m` beyond their bound, as text ("" when none): bound(quiet) when `fine`
-    (--bench), else the gate's GATE_P99_S."""
+    (--bench), else gate()."""
     out = []
     for key in ("udp_p99", "http_p99"):
         q, v = quiet[key], m[key]
-        limit = (bound(q) if q else None) if fine else GATE_P99_S[key]
+        limit = (bound(q) if q else None) if fine else gate(key, q)
         if v is None or limit is None or v > limit:
             out.append("%s %s > %s" % (key, fmt_us(v), fmt_us(limit)))
     return ", ".join(out)
@@ -444,11 +456,11 @@ def scenario(args, tmp):
                      ("A %s (again)" % phase, m, note)]
         if not args.bench:
             for key, what in (("udp_p99", "UDP RTT p99"), ("http_p99", "HTTP keep-alive p99")):
-                v = m[key]
-                check(v is not None and v <= GATE_P99_S[key],
-                      "%s: B's %s to A %s <= %s (quiet %s; the fine comparison: "
+                v, limit = m[key], gate(key, quiet[key])
+                check(v is not None and v <= limit,
+                      "%s: B's %s to A %s <= max(%s, %gx quiet %s) (the fine comparison: "
                       "bench/isolation.sh)" % (phase, what, fmt_us(v), fmt_us(GATE_P99_S[key]),
-                                               fmt_us(quiet[key])))
+                                               GATE_QUIET_RATIO, fmt_us(quiet[key])))
             continue
         for key, what in (("udp_p99", "UDP RTT p99"), ("http_p99", "HTTP keep-alive p99")):
             q, v = quiet[key], m[key]

@@ -71,7 +71,8 @@ class ParseMetrics(unittest.TestCase):
         later = labkit.parse_metrics('c{p="a"} 7\nc{p="b"} 1\nc{p="c"} 4\n'
                                      'h_bucket{p="a",le="+Inf"} 10\n')
         self.assertEqual([(n, l.get("p"), v) for n, l, v in labkit.sample_delta(later, earlier)],
-                         [("c", "a", 2.0), ("c", "b", 0.0), ("c", "c", 4.0), ("h_bucket", "a", 7.0)])
+                         [("c", "a", 2.0), ("c", "b", 0.0), ("c", "c", 4.0),
+                          ("h_bucket", "a", 7.0)])
 
 
 class HistogramQuantile(unittest.TestCase):
