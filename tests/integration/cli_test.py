@@ -428,8 +428,14 @@ def drain_on_sigterm(exe, tmp):
             check(rc == 0 and time.time() - t0 < 1.5, "a second SIGTERM while draining stops at "
                   "once: rc %s after %.2f s" % (rc, time.time() - t0))
             continue
-        time.sleep(0.5)
-        ready, body = get(base + "/-/ready")
+        # Polled, not one look after a fixed 0.5 s: under TSan on a host that took the CPU the
+        # flip came later than that once (200 "Ready." at 0.5 s). Up to 1.5 s, inside the
+        # 2 s drain period, while /echo and the UDP echo must still answer.
+        while True:
+            ready, body = get(base + "/-/ready")
+            if ready != 200 or time.time() - t0 >= 1.5:
+                break
+            time.sleep(0.05)
         echo = get(base + "/echo")[0]
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
             u.settimeout(1)
