@@ -100,7 +100,7 @@ def counter(samples, name, **want):
 def fault_errors(samples, peer, reason):
     """A fault peer's HTTP probe errors: (count with `reason`, {other reason: count})."""
     errors = {l["reason"]: v for l, v in select(samples, "podnet_probe_errors_total", peer=peer,
-                                                probe="http")}
+                                                probe="http") if v}
     return errors.pop(reason, 0.0), errors
 
 
@@ -287,10 +287,8 @@ def scenario(args, tmp):
         n, others = fault_errors(first, name, reason)
         note = ""
         if name in stray:
-            n2, others2 = fault_errors(later, name, reason)
             note = "; the first rounds: %d, others %s" % (n, others)
-            n, others = n2 - n, {k: v - others.get(k, 0) for k, v in others2.items()}
-            others = {k: v for k, v in others.items() if v}
+            n, others = fault_errors(lab.sample_delta(later, first), name, reason)
         check(classified(n, others),
               "%s: errors counted as %s (%d; others %s%s)" % (name, reason, n, others, note))
         check(counter(first, "podnet_http_request_duration_seconds_count", peer=name) == 0,
