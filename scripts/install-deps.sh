@@ -30,7 +30,7 @@ test_pkgs=(
   nodejs         # npm-pinned validators: tests/deploy (kubernetes-models), tests/dashboards (@grafana/schema)
   clang-format   # ctest clang_format (scripts/format.sh --check)
   iptables conntrack  # lab_service: a Service VIP as kube-proxy's iptables mode builds it
-  prometheus-alertmanager  # lab_alerts: the shipped alerts routed to a webhook receiver
+  prometheus-alertmanager  # lab_alerts, lab_fleet, alertmanager_inhibit: the shipped alerts and inhibition
   chromium python3-pil  # report_html: the HTML report in a headless browser, its screenshot's pixels
   # ctest image: scripts/build-image.sh (mmdebstrap, umoci), skopeo copy, and the image run by
   # podman (runc: Debian 12's crun cannot start it on cgroup v1), else by bubblewrap
