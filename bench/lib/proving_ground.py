@@ -14,9 +14,16 @@ comparisons. bench/README.md ("Proving ground") has the results.
 Usage (root, after scripts/build.sh --test): bench/proving_ground.sh [--nodes 24] [--zones 3]
   [--trials 10] [--classes a,b] [--phases quiet,rollout,churn,prometheus_restart]
   [--seed N] [--json FILE] [--markdown FILE]
+The JSON is rewritten after every trial and phase ("partial": true until the end), so a run cut
+short keeps what it scored. A campaign too long for one sitting runs in parts (other seeds,
+other classes) that are then scored together:
+  bench/proving_ground.sh --merge A.json B.json ... [--json FILE] [--markdown FILE]
+which refuses parts whose fleet (nodes, zones, scales) or rules and Alertmanager configuration
+(their SHA-256, "rules_sha256") differ.
 Exit 0 when it ran (a missed target is a MISS line, not an error); 2 when it could not run.
 """
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -32,10 +39,11 @@ import campaign as C  # noqa: E402
 import faults  # noqa: E402
 import fleet as F  # noqa: E402
 import labkit as K  # noqa: E402
+import alerting  # noqa: E402
 
 def markdown(rows, overall, confusion, phases, meta):
     out = ["Proving ground, %(nodes)d nodes in %(zones)d zones, rules x1/%(rule_scale)d, "
-           "probes x1/%(probe_scale)d, seed %(seed)d, %(minutes).0f min, %(commit)s" % meta, "",
+           "probes x1/%(probe_scale)d, seed %(seed)s, %(minutes).0f min, %(commit)s" % meta, "",
            "| fault class | trials | top-1 | top-3 | detection median / max (lab s) | "
            "= shipped (min) | missed | notifications per incident (median / max) |",
            "|---|---|---|---|---|---|---|---|"]
@@ -68,6 +76,74 @@ def markdown(rows, overall, confusion, phases, meta):
     return "\n".join(out) + "\n"
 
 
+# What a part of a campaign must share with the others to be scored with them.
+SAME_FLEET = ("nodes", "zones", "rule_scale", "probe_scale", "rules_sha256")
+
+
+def rules_sha256():
+    """SHA-256 (hex) of the shipped rule files and Alertmanager configuration the fleet loads,
+    in that order: two parts of a campaign are scored together only under the same rules."""
+    h = hashlib.sha256()
+    paths = [os.path.join(alerting.RULES, n) for n in alerting.RULE_FILES]
+    for path in paths + [alerting.ALERTMANAGER_CONFIG]:
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def write_results(args, meta, trials, phases, final):
+    """Scores `trials` and `phases`; writes --json (always, "partial" until `final`) and, when
+    `final`, --markdown and the tables and PASS/MISS lines to the log."""
+    rows, overall, confusion = C.summarize(trials, phases)
+    if args.json:
+        tmp = args.json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"meta": meta, "partial": not final, "classes": rows, "overall": overall,
+                       "confusion": confusion, "phases": phases, "trials": trials}, f,
+                      indent=1, default=str)
+        os.replace(tmp, args.json)
+    if not final:
+        return
+    text = markdown(rows, overall, confusion, phases, meta)
+    K.log("")
+    K.log(text)
+    for v in C.verdicts(rows, overall, phases):
+        K.log(v)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
+
+
+def merge(args):
+    """--merge: the parts' trials and phases scored as one campaign. Returns the exit code."""
+    parts = []
+    for path in args.merge:
+        try:
+            with open(path) as f:
+                parts.append((path, json.load(f)))
+        except (OSError, ValueError) as e:
+            B.note("--merge: %s: %s" % (path, e))
+            return 2
+    first_path, first = parts[0]
+    for path, p in parts[1:]:
+        diff = [k for k in SAME_FLEET if p["meta"].get(k) != first["meta"].get(k)]
+        if diff:
+            B.note("--merge: %s differs from %s in %s: not one campaign"
+                   % (path, first_path, ", ".join(diff)))
+            return 2
+    for path, p in parts:
+        if p.get("partial"):
+            B.note("%s is partial (its run was cut short): its %d trials are kept"
+                   % (path, len(p["trials"])))
+    meta = dict(first["meta"])
+    meta.update({"seed": "+".join(str(p["meta"]["seed"]) for _, p in parts),
+                 "minutes": sum(p["meta"]["minutes"] for _, p in parts),
+                 "commit": "+".join(sorted({p["meta"]["commit"] for _, p in parts}))})
+    write_results(args, meta, [t for _, p in parts for t in p["trials"]],
+                  [ph for _, p in parts for ph in p["phases"]], final=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--exporter", default=os.path.join(B.REPO, "build", "podnet-exporter"))
@@ -88,7 +164,11 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--prefix", default="pg%d" % (os.getpid() % 1000))
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="score these parts' --json files as one campaign (no fleet is run)")
     args = ap.parse_args()
+    if args.merge:
+        return merge(args)
     B.install_signal_handlers()
     try:
         B.require_root()
@@ -113,6 +193,7 @@ def main():
     if K.run("git", "-C", B.REPO, "status", "--porcelain", "--untracked-files=no",
              check_rc=False).stdout.strip():
         commit += "+changes"
+    sha = rules_sha256()
     exe, _version, exe_dir = B.exporter_binary(args.exporter)
     tmp = tempfile.mkdtemp(prefix="podnet-pg-")
     t_start = time.time()
@@ -132,31 +213,24 @@ def main():
             time.sleep(warm)
             phases = [p for p in args.phases.split(",") if p]
             plan = C.plan(classes, args.trials, rng)
+            meta = {"nodes": args.nodes, "zones": args.zones, "rule_scale": fl.rule_scale,
+                    "probe_scale": fl.probe_scale, "seed": args.seed, "minutes": 0,
+                    "commit": commit, "rules_sha256": sha}
+
+            def save(final=False):
+                meta["minutes"] = (time.time() - t_start) / 60
+                write_results(args, meta, c.trials, c.phases, final)
             if "quiet" in phases:
                 c.phase("quiet")
+                save()
             for i, kind in enumerate(plan, 1):
                 c.trial(kind, i, len(plan))
+                save()
             for p in phases:
                 if p != "quiet":
                     c.phase(p)
-            rows, overall, confusion = C.summarize(c.trials, c.phases)
-            meta = {"nodes": args.nodes, "zones": args.zones, "rule_scale": fl.rule_scale,
-                    "probe_scale": fl.probe_scale, "seed": args.seed,
-                    "minutes": (time.time() - t_start) / 60,
-                    "commit": commit}
-            text = markdown(rows, overall, confusion, c.phases, meta)
-            K.log("")
-            K.log(text)
-            for v in C.verdicts(rows, overall, c.phases):
-                K.log(v)
-            if args.markdown:
-                with open(args.markdown, "w") as f:
-                    f.write(text)
-            if args.json:
-                with open(args.json, "w") as f:
-                    json.dump({"meta": meta, "classes": rows, "overall": overall,
-                               "confusion": confusion, "phases": c.phases,
-                               "trials": c.trials}, f, indent=1, default=str)
+                    save()
+            save(final=True)
     except K.Broken as e:
         B.note("could not run: %s" % e)
         K.dump_logs(tmp, 15)
