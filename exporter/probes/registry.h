@@ -18,7 +18,7 @@ struct ProbeKindEntry {
   std::function<bool(const config::Config&, const config::Config&)> changed;
 };
 
-/// Every probe kind this build has: rtt, http, grpc (when built with gRPC), burst, dns, service.
+/// Every probe kind this build has, in registry.cc's one table (gRPC only when built with it).
 std::span<const ProbeKindEntry> ProbeKinds();
 
 }  // namespace podnet::probes

@@ -33,7 +33,8 @@ namespace podnet::scheduler {
 /// timestamps, not from when a send was scheduled.
 using probes::kPhaseGrid;
 
-/// The scheduler's own health, by probe kind (`probe` label: rtt, http, grpc, burst, dns):
+/// The scheduler's own health, by probe kind (`probe` label: the kind's name, as
+/// probes::ProbeKinds() lists them):
 ///  - podnet_probe_rounds_skipped_total{probe}: rounds not run because the previous round of
 ///    the same (kind, peer) was still running when they were due;
 ///  - podnet_probe_round_start_delay_seconds{probe}: how late each round started against its

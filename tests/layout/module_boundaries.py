@@ -6,6 +6,10 @@ lists, or a module one of those lists as public (public edges carry on). So an i
 edge the map does not have fails to compile: CMakeLists.txt links the modules from the same file,
 and a module linked by hand past the map, or a header reachable without linking, fails here.
 
+Inside the probes module, one rule the build cannot see: a probe kind's folder (exporter/probes/X/
+holding X_probe.h) never includes another kind's folder; what two kinds share lives in a folder
+of its own (exporter/probes/http_client/). So a kind can be read, changed or removed alone.
+
 Usage: module_boundaries.py --cxx C++ --map exporter/modules.json --source-dir DIR
                             --module NAME=DIR:DIR... (one per module)
 Exit 0 when every pair agrees; 1 with the pairs that do not.
@@ -13,6 +17,7 @@ Exit 0 when every pair agrees; 1 with the pairs that do not.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,6 +42,24 @@ def reachable(deps, module):
         seen.add(m)
         todo.extend(deps[m][0])
     return seen
+
+
+def kinds_apart(source_dir):
+    """Includes from one probe kind's folder into another's: a list of "file: include"."""
+    root = os.path.join(source_dir, "exporter", "probes")
+    folders = [d for d in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, d))]
+    kinds = {d for d in folders if os.path.isfile(os.path.join(root, d, d + "_probe.h"))}
+    include = re.compile(r'^\s*#\s*include\s+"exporter/probes/([^/"]+)/', re.M)
+    out = []
+    for kind in sorted(kinds):
+        for name in sorted(os.listdir(os.path.join(root, kind))):
+            path = os.path.join(root, kind, name)
+            with open(path, encoding="utf-8") as f:
+                for other in include.findall(f.read()):
+                    if other in kinds and other != kind:
+                        out.append("exporter/probes/%s/%s includes the %s kind's folder"
+                                   % (kind, name, other))
+    return out, len(kinds)
 
 
 def main():
@@ -80,6 +103,10 @@ def main():
                                     % (a_mod, b_mod, header[b_mod],
                                        "compiles" if ok else "fails",
                                        "allowed" if b_mod in allowed else "forbidden", why))
+    crossing, kinds = kinds_apart(a.source_dir)
+    problems += crossing
+    print("%d probe kinds, %d includes from one kind's folder into another's"
+          % (kinds, len(crossing)))
     for p in problems:
         print("FAILED " + p)
     print("%d module pairs checked, %d disagree with the module map %s"

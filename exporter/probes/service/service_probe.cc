@@ -21,7 +21,7 @@
 #include "exporter/metrics/families.h"
 #include "exporter/net/address.h"
 #include "exporter/net/timestamping.h"
-#include "exporter/probes/http/http_client.h"
+#include "exporter/probes/http_client/http_client.h"
 #include "exporter/probes/peer_probe.h"
 #include "exporter/proto/echo.h"
 
@@ -238,20 +238,21 @@ class UdpRequest : public std::enable_shared_from_this<UdpRequest> {
 
 // One GET /echo on a new connection ("Connection: close"), with the HTTP probe's client.
 // Returns the connection (Close ends it: `done` then gets the error, or nothing after Cancel).
-std::shared_ptr<http::HttpConnection> HttpRequest(boost::asio::io_context& io,
-                                                  boost::asio::ip::tcp::endpoint to,
-                                                  const std::string& host,
-                                                  Clock::time_point deadline, OutcomeFn done) {
-  auto conn = std::make_shared<http::HttpConnection>(io, to, host, "/echo", 65536);
-  conn->Connect(deadline, [conn, deadline, done = std::move(done)](http::Failure f,
+std::shared_ptr<http_client::HttpConnection> HttpRequest(boost::asio::io_context& io,
+                                                         boost::asio::ip::tcp::endpoint to,
+                                                         const std::string& host,
+                                                         Clock::time_point deadline,
+                                                         OutcomeFn done) {
+  auto conn = std::make_shared<http_client::HttpConnection>(io, to, host, "/echo", 65536);
+  conn->Connect(deadline, [conn, deadline, done = std::move(done)](http_client::Failure f,
                                                                    Clock::time_point) mutable {
-    if (f != http::Failure::kNone) return done(Failed(http::FailureReason(f)));
-    conn->Request(false, deadline, [done = std::move(done)](const http::Exchange& ex) {
+    if (f != http_client::Failure::kNone) return done(Failed(http_client::FailureReason(f)));
+    conn->Request(false, deadline, [done = std::move(done)](const http_client::Exchange& ex) {
       Outcome o;
       o.sent_bytes = ex.bytes_sent;
       o.received_bytes = ex.bytes_received;
-      if (ex.failure != http::Failure::kNone) {
-        o.failure = http::FailureReason(ex.failure);
+      if (ex.failure != http_client::Failure::kNone) {
+        o.failure = http_client::FailureReason(ex.failure);
         return done(std::move(o));
       }
       o.rtt_seconds = std::chrono::duration<double>(ex.first_byte - ex.sent).count();

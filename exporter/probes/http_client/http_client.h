@@ -14,7 +14,7 @@
 
 #include "exporter/net/tcp_info.h"
 
-namespace podnet::probes::http {
+namespace podnet::probes::http_client {
 
 using Clock = std::chrono::steady_clock;
 
@@ -134,4 +134,4 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   net::WireBytes pending_;  // charged, not yet taken
 };
 
-}  // namespace podnet::probes::http
+}  // namespace podnet::probes::http_client

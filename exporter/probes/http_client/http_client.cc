@@ -1,4 +1,4 @@
-#include "exporter/probes/http/http_client.h"
+#include "exporter/probes/http_client/http_client.h"
 
 #include <sys/socket.h>
 
@@ -8,11 +8,11 @@
 #include <sstream>
 #include <utility>
 
-#include "exporter/probes/http/response_framing.h"
+#include "exporter/probes/http_client/response_framing.h"
 #include "exporter/proto/echo.h"
 #include "podnet/version.h"
 
-namespace podnet::probes::http {
+namespace podnet::probes::http_client {
 
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
@@ -342,4 +342,4 @@ void HttpConnection::Close() {
   stream_.socket().close(ec);
 }
 
-}  // namespace podnet::probes::http
+}  // namespace podnet::probes::http_client

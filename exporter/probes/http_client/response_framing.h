@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace podnet::probes::http {
+namespace podnet::probes::http_client {
 
 /// How an HTTP/1.1 response's header section and body are delimited, read as curl and python's
 /// http.client read them (docs/probes.md, "Response framing"; RFC 9112 §2.2, §6, §7.1). The
@@ -96,4 +96,4 @@ class ChunkedDecoder {
   std::uint64_t announced_ = 0;
 };
 
-}  // namespace podnet::probes::http
+}  // namespace podnet::probes::http_client

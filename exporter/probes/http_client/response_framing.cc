@@ -1,9 +1,9 @@
-#include "exporter/probes/http/response_framing.h"
+#include "exporter/probes/http_client/response_framing.h"
 
 #include <algorithm>
 #include <vector>
 
-namespace podnet::probes::http {
+namespace podnet::probes::http_client {
 
 namespace {
 
@@ -230,4 +230,4 @@ ChunkedDecoder::Status ChunkedDecoder::Feed(std::string_view in, std::size_t* co
   return Status::kMore;
 }
 
-}  // namespace podnet::probes::http
+}  // namespace podnet::probes::http_client
