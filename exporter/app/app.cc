@@ -16,8 +16,8 @@ App::App(Options options, std::shared_ptr<const config::Config> config,
                         }}),
       responder_(
           metrics_, web,
-          {[this](responders::HttpRequest req, std::string path, responders::HttpRespond respond) {
-             control_.Serve(std::move(req), std::move(path), std::move(respond));
+          {[this](responders::HttpRequest req, HttpRouteId route, responders::HttpRespond respond) {
+             control_.Serve(std::move(req), route, std::move(respond));
            },
            [this](ReloadPacer::Batch batch) { control_.RunReload(std::move(batch)); }}),
       control_(options_, std::move(config), std::move(web), metrics_, probe_, responder_) {}

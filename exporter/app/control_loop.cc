@@ -232,16 +232,16 @@ void ControlLoop::ReloadBatch(ReloadPacer::Batch batch) {
   responder_.ReloadFinished();
 }
 
-void ControlLoop::Serve(responders::HttpRequest req, std::string path,
+void ControlLoop::Serve(responders::HttpRequest req, HttpRouteId route,
                         responders::HttpRespond respond) {
-  boost::asio::post(io_, [this, req = std::move(req), path = std::move(path),
-                          respond = std::move(respond)]() mutable {
-    if (path == "/metrics" && req.method == "GET") {
-      QueueScrape(req.accepts_gzip, req.accepts_protobuf, std::move(respond));
-      return;
-    }
-    respond(RouteControlGuarded(req, path));
-  });
+  boost::asio::post(io_,
+                    [this, req = std::move(req), route, respond = std::move(respond)]() mutable {
+                      if (route == HttpRouteId::kMetrics) {
+                        QueueScrape(req.accepts_gzip, req.accepts_protobuf, std::move(respond));
+                        return;
+                      }
+                      respond(RouteControlGuarded(req, route));
+                    });
 }
 
 void ControlLoop::QueueScrape(bool gzip, bool protobuf, responders::HttpRespond respond) {
@@ -281,29 +281,23 @@ void ControlLoop::ServeScrapes() {
 }
 
 responders::HttpResponse ControlLoop::RouteControlGuarded(const responders::HttpRequest& req,
-                                                          const std::string& path) {
+                                                          HttpRouteId route) {
   try {
-    return RouteControl(req, path);
+    return RouteControl(route);
   } catch (const std::exception& e) {
     spdlog::error("http: handler for {} failed: {}", req.target, e.what());
     return {500, "text/plain; charset=utf-8", "internal error\n"};
   }
 }
 
-responders::HttpResponse ControlLoop::RouteControl(const responders::HttpRequest& req,
-                                                   const std::string& path) {
+responders::HttpResponse ControlLoop::RouteControl(HttpRouteId route) {
   PODNET_DCHECK_LOOP(kControl);
-  bool get = req.method == "GET" || req.method == "HEAD";
-  if (path == "/metrics") {
-    // GET (and HEAD, which arrives as GET) is served by QueueScrape.
-    return {405, "text/plain; charset=utf-8", "Only GET or HEAD requests allowed.\n"};
-  }
-  if (path == "/-/ready") {  // not ready (the responder loop answers "ready" itself): say why
+  if (route == HttpRouteId::kReady) {  // the responder loop answers "ready" itself: say why not
     std::string why = NotReadyReason();
     if (why.empty()) return {200, "text/plain; charset=utf-8", "Ready.\n"};
     return {503, "text/plain; charset=utf-8", "Not ready: " + why + ".\n"};
   }
-  if (path == "/podnet/info" && get) {
+  if (route == HttpRouteId::kInfo) {
     std::string zone = config_->self.zone;
     if (zone.empty()) zone = watches_.self_zone();
     return {200, "application/json", InfoJson(config_->self.name, config_->self.node, zone)};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exporter/app/cli.h"
+#include "exporter/app/http_routes.h"
 #include "exporter/app/kubernetes_watches.h"
 #include "exporter/app/probe_loop.h"
 #include "exporter/app/reload_pacer.h"
@@ -59,8 +60,9 @@ class ControlLoop {
   bool Reload(std::string* error);
 
   // Thread-safe: each posts to the control loop.
-  /// /metrics, /podnet/info or /-/ready (ResponderLoop::ControlHooks::serve).
-  void Serve(responders::HttpRequest req, std::string path, responders::HttpRespond respond);
+  /// /metrics, /podnet/info or /-/ready while not ready (ResponderLoop::ControlHooks::serve:
+  /// the responder loop has checked the path and method).
+  void Serve(responders::HttpRequest req, HttpRouteId route, responders::HttpRespond respond);
   /// One reload for `batch`, then ResponderLoop::ReloadFinished (ControlHooks::reload).
   void RunReload(ReloadPacer::Batch batch);
 
@@ -72,10 +74,9 @@ class ControlLoop {
   void ServeScrapes();
   // RouteControl, with an exception turned into a 500.
   responders::HttpResponse RouteControlGuarded(const responders::HttpRequest& req,
-                                               const std::string& path);
-  // /metrics (not GET), /podnet/info, /-/ready when not ready.
-  responders::HttpResponse RouteControl(const responders::HttpRequest& req,
-                                        const std::string& path);
+                                               HttpRouteId route);
+  // /podnet/info, /-/ready while not ready.
+  responders::HttpResponse RouteControl(HttpRouteId route);
   // One paced reload for `batch`.
   void ReloadBatch(ReloadPacer::Batch batch);
   // "" when ready, else why not (for /-/ready's body): "starting", or the Kubernetes

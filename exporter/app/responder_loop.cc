@@ -29,12 +29,6 @@ constexpr std::size_t kMaxReloadWaiting = 16;
 // cheap (one pass over the known probe Pods).
 constexpr auto kProberPublishInterval = std::chrono::seconds(15);
 
-// What stays plain HTTP and open with a web configuration: the peers' latency target (its RTT
-// must not include a TLS handshake or a bcrypt check) and the kubelet's probes.
-bool OpenPath(const std::string& path) {
-  return path == "/echo" || path == "/-/healthy" || path == "/-/ready";
-}
-
 // 75 bytes, like the reference run's echo server: small enough that a request's latency is the
 // network's and the server's, not the transfer's.
 constexpr char kEchoBody[] =
@@ -226,9 +220,10 @@ void ResponderLoop::ReloadFinished() {
 
 void ResponderLoop::Route(responders::HttpRequest req, responders::HttpRespond respond) {
   PODNET_DCHECK_LOOP(kResponder);
-  std::string path = req.target.substr(0, req.target.find('?'));
-  if (!OpenPath(path)) {
-    if (tls_ && !req.tls) {  // as Go's net/http answers plain HTTP on a TLS port
+  const HttpRoute* route =
+      FindHttpRoute(std::string_view(req.target).substr(0, req.target.find('?')));
+  if (route == nullptr || !route->open) {  // an unknown path is answered 404 only past the gate
+    if (tls_ && !req.tls) {                // as Go's net/http answers plain HTTP on a TLS port
       respond(
           {400, "text/plain; charset=utf-8", "Client sent an HTTP request to an HTTPS server.\n"});
       return;
@@ -236,7 +231,7 @@ void ResponderLoop::Route(responders::HttpRequest req, responders::HttpRespond r
     if (auth_) {
       auto d = auth_->Admit(req.authorization, req.remote, std::chrono::steady_clock::now());
       if (d.verdict == web::AuthGate::Verdict::kCheck) {
-        CheckCredentials(std::move(d), std::move(req), std::move(path), std::move(respond));
+        CheckCredentials(std::move(d), std::move(req), route, std::move(respond));
         return;
       }
       if (d.verdict != web::AuthGate::Verdict::kAllowed) {
@@ -245,29 +240,28 @@ void ResponderLoop::Route(responders::HttpRequest req, responders::HttpRespond r
       }
     }
   }
-  RouteAuthorized(std::move(req), std::move(path), std::move(respond));
+  RouteAuthorized(std::move(req), route, std::move(respond));
 }
 
 void ResponderLoop::CheckCredentials(web::AuthGate::Decision d, responders::HttpRequest req,
-                                     std::string path, responders::HttpRespond respond) {
+                                     const HttpRoute* route, responders::HttpRespond respond) {
   PODNET_DCHECK_LOOP(kResponder);
   bool first = d.first;
-  auto job = [this, d = std::move(d), req = std::move(req), path = std::move(path),
-              respond]() mutable {
+  auto job = [this, d = std::move(d), req = std::move(req), route, respond]() mutable {
     PODNET_DCHECK_NOT_LOOP(kResponder);
     PODNET_DCHECK_NOT_LOOP(kControl);
     bool good = web::BasicAuth::Matches(d.password, d.hash);
-    boost::asio::post(io_, [this, good, key = std::move(d.key), req = std::move(req),
-                            path = std::move(path), respond]() mutable {
-      auth_->Checked(key, good);
-      if (!good) {
-        web::AuthGate::Decision wrong;
-        wrong.verdict = web::AuthGate::Verdict::kCheck;  // a check that failed
-        respond(AuthRefusal(wrong));
-        return;
-      }
-      RouteAuthorized(std::move(req), std::move(path), std::move(respond));
-    });
+    boost::asio::post(
+        io_, [this, good, key = std::move(d.key), req = std::move(req), route, respond]() mutable {
+          auth_->Checked(key, good);
+          if (!good) {
+            web::AuthGate::Decision wrong;
+            wrong.verdict = web::AuthGate::Verdict::kCheck;  // a check that failed
+            respond(AuthRefusal(wrong));
+            return;
+          }
+          RouteAuthorized(std::move(req), route, std::move(respond));
+        });
   };
   // A quiet source's check goes first, in one of the places kept for those (auth_gate.h).
   bool posted = first ? auth_worker_->TryPostFirst(std::move(job), auth_->limits().quiet_pending)
@@ -297,46 +291,53 @@ responders::HttpResponse ResponderLoop::AuthRefusal(const web::AuthGate::Decisio
   return denied;
 }
 
-void ResponderLoop::RouteAuthorized(responders::HttpRequest req, std::string path,
+void ResponderLoop::RouteAuthorized(responders::HttpRequest req, const HttpRoute* route,
                                     responders::HttpRespond respond) {
   PODNET_DCHECK_LOOP(kResponder);
-  bool get = req.method == "GET" || req.method == "HEAD";
-  // What peers and the kubelet time is answered here, from constants and atomics only.
-  if (path == "/echo" && (get || req.method == "POST")) {
-    http_echo_answered_.Increment();
-    probers_.Heard(req.remote, std::chrono::steady_clock::now());
-    responders::HttpResponse echo{200, "text/plain; charset=utf-8", kEchoBody};
-    echo.headers = echo_identity_headers_;
-    respond(std::move(echo));
-    return;
-  }
-  if (path == "/-/healthy" && get) {
-    respond({200, "text/plain; charset=utf-8", "Healthy.\n"});
-    return;
-  }
-  if (path == "/-/ready" && get && ready_) {
-    respond({200, "text/plain; charset=utf-8", "Ready.\n"});
-    return;
-  }  // not ready: why is the control loop's to say (it owns discovery), below
-  if (path == "/" && get) {
-    static const std::string kLanding = LandingPage();
-    respond({200, "text/html; charset=utf-8", kLanding});
-    return;
-  }
-  if (path == "/-/reload" && (req.method == "POST" || req.method == "PUT")) {
-    RequestReload(std::move(respond));
-    return;
-  }
-  if (path == "/-/reload") {
-    respond({405, "text/plain; charset=utf-8", "Only POST or PUT requests allowed.\n"});
-    return;
-  }
-  if (path != "/metrics" && path != "/podnet/info" && !(path == "/-/ready" && get)) {
+  if (route == nullptr) {
     respond({404, "text/plain; charset=utf-8", "404 page not found\n"});
     return;
   }
-  // The rest is built on the control loop and written back here (HttpRespond).
-  control_.serve(std::move(req), std::move(path), std::move(respond));
+  if (!HttpRouteAllows(*route, req.method)) {
+    respond(MethodNotAllowed(*route));
+    return;
+  }
+  if (route->loop == HttpLoop::kControl) {  // built there, written back here (HttpRespond)
+    control_.serve(std::move(req), route->id, std::move(respond));
+    return;
+  }
+  // What peers and the kubelet time is answered here, from constants and atomics only.
+  switch (route->id) {
+    case HttpRouteId::kEcho: {
+      http_echo_answered_.Increment();
+      probers_.Heard(req.remote, std::chrono::steady_clock::now());
+      responders::HttpResponse echo{200, "text/plain; charset=utf-8", kEchoBody};
+      echo.headers = echo_identity_headers_;
+      respond(std::move(echo));
+      return;
+    }
+    case HttpRouteId::kHealthy:
+      respond({200, "text/plain; charset=utf-8", "Healthy.\n"});
+      return;
+    case HttpRouteId::kLanding: {
+      static const std::string kLanding = LandingPage();
+      respond({200, "text/html; charset=utf-8", kLanding});
+      return;
+    }
+    case HttpRouteId::kReload:
+      RequestReload(std::move(respond));
+      return;
+    case HttpRouteId::kReady:
+      if (ready_) {
+        respond({200, "text/plain; charset=utf-8", "Ready.\n"});
+      } else {  // why not is the control loop's to say (it owns discovery)
+        control_.serve(std::move(req), route->id, std::move(respond));
+      }
+      return;
+    case HttpRouteId::kMetrics:
+    case HttpRouteId::kInfo:
+      break;  // HttpLoop::kControl, above
+  }
 }
 
 void ResponderLoop::RequestReload(responders::HttpRespond respond) {

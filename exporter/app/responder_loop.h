@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "exporter/app/http_routes.h"
 #include "exporter/app/loop_thread.h"
 #include "exporter/app/reload_pacer.h"
 #include "exporter/config/config.h"
@@ -41,9 +42,9 @@ class ResponderLoop {
  public:
   /// How the responder loop hands work to the control loop; each call posts there.
   struct ControlHooks {
-    /// /metrics, /podnet/info and /-/ready when not ready: `req` for `path` (its target
-    /// without the query), answered through `respond`.
-    std::function<void(responders::HttpRequest req, std::string path,
+    /// /metrics, /podnet/info and /-/ready when not ready: `req`, whose path is `route`'s and
+    /// whose method it takes, answered through `respond`.
+    std::function<void(responders::HttpRequest req, HttpRouteId route,
                        responders::HttpRespond respond)>
         serve;
     /// One reload for the requests of `batch`; ReloadFinished() when it is over.
@@ -81,16 +82,19 @@ class ResponderLoop {
   void SetReady(bool ready) { ready_ = ready; }
 
  private:
-  // Answers /echo, health and / at once; posts the rest to the control loop.
+  // Finds the request's route (http_routes.h); past the TLS and basic auth checks unless the
+  // route is open, RouteAuthorized.
   void Route(responders::HttpRequest req, responders::HttpRespond respond);
   // A bcrypt check for `d` (AuthGate::Verdict::kCheck) on auth_worker_, then RouteAuthorized
-  // or 401 back on this loop.
-  void CheckCredentials(web::AuthGate::Decision d, responders::HttpRequest req, std::string path,
-                        responders::HttpRespond respond);
+  // or 401 back on this loop. `route`: null for a path that has none (404 once admitted).
+  void CheckCredentials(web::AuthGate::Decision d, responders::HttpRequest req,
+                        const HttpRoute* route, responders::HttpRespond respond);
   // The 401 or 429 for a request basic auth refused (`d`), counted.
   responders::HttpResponse AuthRefusal(const web::AuthGate::Decision& d);
-  // Route's part after the TLS and basic auth checks.
-  void RouteAuthorized(responders::HttpRequest req, std::string path,
+  // Route's part after the TLS and basic auth checks: 404 without a route, 405 for a method
+  // it does not take; answers /echo, health, / and /-/reload here, posts the rest to the
+  // control loop.
+  void RouteAuthorized(responders::HttpRequest req, const HttpRoute* route,
                        responders::HttpRespond respond);
   // What the UDP echo and gRPC health responders call for each request served: probers_.Heard.
   responders::HeardHook ProberHeardHook();

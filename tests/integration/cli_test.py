@@ -1373,6 +1373,22 @@ def main():
         check(code == 200 and 60 <= len(echo) <= 90, "/echo: a small fixed body (%d bytes)"
               % len(echo))
         check(get(base + "/-/reload")[0] == 405, "GET /-/reload is refused (405)")
+        # One route table (exporter/app/http_routes.cc): a known path with a method it does not
+        # take is 405 with its Allow field, whichever loop answers it; an unknown path 404.
+        for method, path, allow in (("PUT", "/echo", "GET, HEAD, POST"),
+                                    ("POST", "/metrics", "GET, HEAD"),
+                                    ("DELETE", "/-/healthy", "GET, HEAD"),
+                                    ("POST", "/podnet/info", "GET, HEAD")):
+            req = urllib.request.Request(base + path, method=method)
+            try:
+                with urllib.request.urlopen(req, timeout=5) as r:
+                    code, got_allow = r.status, r.headers.get("Allow")
+            except urllib.error.HTTPError as e:
+                code, got_allow = e.code, e.headers.get("Allow")
+            check(code == 405 and got_allow == allow, "%s %s: 405, Allow: %s (got %s, %s)"
+                  % (method, path, allow, code, got_allow))
+        check(get(base + "/echo/")[0] == 404 and get(base + "/nothing")[0] == 404,
+              "a path without a route: 404")
         time.sleep(2.5)
         code, metrics = get(base + "/metrics")
         check('podnet_rtt_packets_received_total{path_class="same_zone",peer="lo"' in metrics
