@@ -44,28 +44,36 @@ import alerting  # noqa: E402
 def markdown(rows, overall, confusion, phases, meta):
     out = ["Proving ground, %(nodes)d nodes in %(zones)d zones, rules x1/%(rule_scale)d, "
            "probes x1/%(probe_scale)d, seed %(seed)s, %(minutes).0f min, %(commit)s" % meta, "",
-           "| fault class | trials | top-1 | top-3 | detection median / max (lab s) | "
-           "= shipped (min) | missed | notifications per incident (median / max) |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| fault class | trials | void (host steal) | top-1 | top-3 | detection median / max "
+           "(lab s) | = shipped (min) | missed | notifications per incident (median / max) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+
+    def pct(x):
+        return "%.0f %%" % (100 * x) if x is not None else "-"
     for r in rows:
         det = ("%.0f / %.0f" % (r["detect_median_s"], r["detect_max_s"])
                if r["detect_median_s"] is not None else "-")
         shipped = ("%.0f / %.0f" % (r["detect_median_s"] * meta["rule_scale"] / 60,
                                     r["detect_max_s"] * meta["rule_scale"] / 60)
                    if r["detect_median_s"] is not None else "-")
-        out.append("| %s | %d | %.0f %% | %.0f %% | %s | %s | %d | %d / %d |"
-                   % (r["kind"], r["trials"], 100 * r["top1"], 100 * r["top3"], det, shipped,
-                      r["missed"], r["pages_median"], r["pages_max"]))
-    if overall["trials"]:
-        out.append("| **all** | %d | %.0f %% | %.0f %% | | | | max %s |"
-                   % (overall["trials"], 100 * overall["top1"], 100 * overall["top3"],
-                      overall["pages_max"]))
-    out += ["", "| no-fault phase | lab s | node-hours (shipped timing) | false notifications |"
-            " alerts |", "|---|---|---|---|---|"]
+        pages = ("%d / %d" % (r["pages_median"], r["pages_max"])
+                 if r["pages_max"] is not None else "-")
+        out.append("| %s | %d | %d | %s | %s | %s | %s | %d | %s |"
+                   % (r["kind"], r["trials"], r.get("void", 0), pct(r["top1"]), pct(r["top3"]),
+                      det, shipped, r["missed"], pages))
+    if overall["trials"] or overall.get("void"):
+        out.append("| **all** | %d | %d | %s | %s | | | | max %s |"
+                   % (overall["trials"], overall.get("void", 0), pct(overall["top1"]),
+                      pct(overall["top3"]),
+                      overall["pages_max"] if overall["pages_max"] is not None else "-"))
+    out += ["", "| no-fault phase | lab s | node-hours (shipped timing) | host steal | false "
+            "notifications | alerts |", "|---|---|---|---|---|---|"]
     for p in phases:
-        out.append("| %s | %.0f | %.1f | %d | %s |" % (p["phase"], p["lab_s"], p["node_hours"],
-                                                  p["false_notifications"],
-                                                  ", ".join(p["alerts"]) or "-"))
+        steal = ("%.0f %%%s" % (100 * p["host_steal"], " (void)" if p.get("void") else "")
+                 if "host_steal" in p else "-")
+        out.append("| %s | %.0f | %.1f | %s | %d | %s |"
+                   % (p["phase"], p["lab_s"], p["node_hours"], steal, p["false_notifications"],
+                      ", ".join(p["alerts"]) or "-"))
     cols = sorted({c for row in confusion.values() for c in row})
     if cols:
         out += ["", "Confusion (rows: injected class; columns: the first notification's alert)",

@@ -31,6 +31,12 @@ OFFSET_SENSITIVE = {"node_latency", "zone_pair_latency", "dns_slow", "dns_amplif
 ROUND_BEFORE_VERDICT_S = {"path_mtu_blackhole": 2 * 600}
 NO_FAULT_PHASES = ("quiet", "rollout", "churn", "prometheus_restart")
 TARGETS = {"top1": 0.95, "top1_class": 0.90, "pages": 2, "false": 0}
+# A trial or phase during which the hypervisor took more than this share of the machine's CPU
+# (steal, /proc/stat) measured the host, not the rules: the fleet needs nearly all of 2 cores
+# at 24 nodes (idle 0-10 % here on 2026-12-06), and a trial of that day under 20-70 % steal had
+# scrapes time out and HTTP p99 rise before the fault's own alert. It is kept in the JSON,
+# marked void, and left out of the scores; the tables count it.
+HOST_STEAL_VOID = 0.10
 
 
 class Campaign:
@@ -82,6 +88,7 @@ class Campaign:
                                    if k not in ("__name__", "alertstate")}, sort_keys=True)
                        for a in fl.firing()}
         t0 = time.time()
+        cpu0 = K.cpu_times()
         fault = fl.inject(kind, target, **({"rng": self.rng} if "rng" in
                                             F.FAULTS[kind].__code__.co_varnames else {}))
         detect_deadline = (t0 + self.args.detect_timeout
@@ -107,13 +114,16 @@ class Campaign:
         # Alertmanager sends the resolved notifications group_interval after the alert clears.
         time.sleep(max(1.0, self._group_interval_s()))
         rec = self.score(kind, fault, t0, t_clear, time.time(), first_right)
+        steal = K.steal_share(cpu0, K.cpu_times())
         rec.update({"target": str(getattr(target, "name", target)), "settled_before_s": settled,
-                    "resolved_after_s": None if resolved is None else t_end - t_clear})
+                    "resolved_after_s": None if resolved is None else t_end - t_clear,
+                    "host_steal": steal, "void": steal > HOST_STEAL_VOID})
         self.trials.append(rec)
-        self.progress("trial %d/%d %-19s %-22s first=%-30s %s top1=%s pages=%d%s"
+        self.progress("trial %d/%d %-19s %-22s first=%-30s %s top1=%s pages=%d steal=%.0f%%%s%s"
                       % (index, total, kind, rec["truth"], rec["first_alert"] or "-",
                          "+%.1fs" % rec["detect_s"] if rec["detect_s"] is not None else "",
-                         "yes" if rec["top1"] else "NO", rec["pages"],
+                         "yes" if rec["top1"] else "NO", rec["pages"], 100 * steal,
+                         " VOID" if rec["void"] else "",
                          " (" + fault.detail + ")" if fault.detail else ""))
 
     def _group_interval_s(self):
@@ -174,6 +184,7 @@ class Campaign:
         self.before = set()
         self.progress("phase %s begins" % name)
         t0 = time.time()
+        cpu0 = K.cpu_times()
         detail = ""
         if name == "quiet":
             time.sleep(self.args.quiet)
@@ -199,7 +210,9 @@ class Campaign:
         t1 = time.time()
         firing = self.pages(t0, t1)
         hours = (t1 - t0) / 3600.0 * fl.rule_scale  # the shipped timing's hours
+        steal = K.steal_share(cpu0, K.cpu_times())
         rec = {"phase": name, "detail": detail, "t0": t0, "t1": t1, "lab_s": t1 - t0,
+               "host_steal": steal, "void": steal > HOST_STEAL_VOID,
                "node_hours": len(fl.live()) * hours,
                "false_notifications": len(firing),
                "alerts": sorted({a["alertname"] for _, alerts in firing for a in alerts}),
@@ -224,8 +237,9 @@ class Campaign:
                                              rec["new_peer_values"] or "none",
                                              rec["probe_errors"] or "none"))
         self.phases.append(rec)
-        self.progress("phase %-18s %5.0f s, %d false notifications %s %s"
-                      % (name, t1 - t0, len(firing), rec["alerts"], detail))
+        self.progress("phase %-18s %5.0f s, %d false notifications %s steal=%.0f%%%s %s"
+                      % (name, t1 - t0, len(firing), rec["alerts"], 100 * steal,
+                         " VOID" if rec["void"] else "", detail))
 
 
 def exact_increase(fl, metric, t0, t1, by=None, grace_scrapes=0):
@@ -344,32 +358,39 @@ def _brief(labels):
 
 
 def summarize(trials, phases):
+    """The scores of the trials and phases that are not void (HOST_STEAL_VOID), per fault class
+    and overall, and the confusion matrix; each row and `overall` count the void ones."""
     by = collections.OrderedDict()
     for t in trials:
         by.setdefault(t["kind"], []).append(t)
     rows = []
-    for kind, ts in by.items():
+    for kind, every in by.items():
+        ts = [t for t in every if not t.get("void")]
         det = sorted(t["detect_s"] for t in ts if t["detect_s"] is not None)
+        pages = sorted(t["pages"] for t in ts)
         rows.append({
-            "kind": kind, "trials": len(ts),
-            "top1": sum(t["top1"] for t in ts) / len(ts),
-            "top3": sum(t["top3"] for t in ts) / len(ts),
+            "kind": kind, "trials": len(ts), "void": len(every) - len(ts),
+            "top1": sum(t["top1"] for t in ts) / len(ts) if ts else None,
+            "top3": sum(t["top3"] for t in ts) / len(ts) if ts else None,
             "detect_median_s": det[len(det) // 2] if det else None,
             "detect_max_s": det[-1] if det else None,
             "missed": sum(1 for t in ts if t["detect_s"] is None),
-            "pages_max": max(t["pages"] for t in ts),
-            "pages_median": sorted(t["pages"] for t in ts)[len(ts) // 2],
+            "pages_max": pages[-1] if pages else None,
+            "pages_median": pages[len(pages) // 2] if pages else None,
         })
-    n = len(trials)
-    overall = {"trials": n, "top1": sum(t["top1"] for t in trials) / n if n else None,
-               "top3": sum(t["top3"] for t in trials) / n if n else None,
-               "pages_max": max((t["pages"] for t in trials), default=None)}
-    node_hours = sum(p["node_hours"] for p in phases)
-    false = sum(p["false_notifications"] for p in phases)
+    valid = [t for t in trials if not t.get("void")]
+    n = len(valid)
+    overall = {"trials": n, "void": len(trials) - n,
+               "top1": sum(t["top1"] for t in valid) / n if n else None,
+               "top3": sum(t["top3"] for t in valid) / n if n else None,
+               "pages_max": max((t["pages"] for t in valid), default=None)}
+    judged = [p for p in phases if not p.get("void")]
+    node_hours = sum(p["node_hours"] for p in judged)
+    false = sum(p["false_notifications"] for p in judged)
     overall["false_per_node_hour"] = false / node_hours if node_hours else None
     overall["false_notifications"] = false
     confusion = collections.OrderedDict()
-    for t in trials:
+    for t in valid:
         row = confusion.setdefault(t["kind"], collections.Counter())
         row[t["first_alert"] or "(none)"] += 1
     return rows, overall, confusion
@@ -384,13 +405,17 @@ def verdicts(rows, overall, phases):
         line(overall["top1"] >= TARGETS["top1"], "top-1 overall %.0f %% (target >= 95 %%)"
              % (100 * overall["top1"]))
         for r in rows:
-            line(r["top1"] >= TARGETS["top1_class"], "top-1 %s %.0f %% (target >= 90 %%)"
-                 % (r["kind"], 100 * r["top1"]))
+            if r["trials"]:
+                line(r["top1"] >= TARGETS["top1_class"], "top-1 %s %.0f %% (target >= 90 %%)"
+                     % (r["kind"], 100 * r["top1"]))
         line(overall["pages_max"] <= TARGETS["pages"], "at most %d notifications per incident "
              "(max %d)" % (TARGETS["pages"], overall["pages_max"]))
     for p in phases:
-        line(p["false_notifications"] == 0, "no-fault phase %s: %d false notifications"
-             % (p["phase"], p["false_notifications"]))
+        if not p.get("void"):
+            line(p["false_notifications"] == 0, "no-fault phase %s: %d false notifications"
+                 % (p["phase"], p["false_notifications"]))
+    void = overall.get("void", 0) + sum(1 for p in phases if p.get("void"))
+    if void:
+        lines.append("VOID %d trials or phases: the host took more than %.0f %% of the CPU "
+                     "(steal) during them; not scored" % (void, 100 * HOST_STEAL_VOID))
     return lines
-
-

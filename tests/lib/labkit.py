@@ -120,6 +120,24 @@ def pod_namespaces(prefix):
     return {k: "%s-%s" % (prefix, k) for k in ("client", "same", "zone", "cross")}
 
 
+def cpu_times(path="/proc/stat"):
+    """(steal, total): the jiffies of all CPUs since boot that the hypervisor took from this
+    guest (steal) and in all, from the first line of /proc/stat (proc(5): user nice system idle
+    iowait irq softirq steal; guest time is already counted in user)."""
+    with open(path) as f:
+        fields = f.readline().split()
+    v = [int(x) for x in fields[1:9]]
+    v += [0] * (8 - len(v))  # kernels before 2.6.11 had no steal column
+    return v[7], sum(v)
+
+
+def steal_share(before, after):
+    """The share (0..1) of CPU time the hypervisor took between two cpu_times() readings; 0
+    when no time passed."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0
+
+
 def log(msg=""):
     print(msg, flush=True)
 

@@ -259,6 +259,30 @@ class SkipInCi(unittest.TestCase):
                 self.assertIn(want_text, r.stdout)
 
 
+class CpuSteal(unittest.TestCase):
+    def write(self, line):
+        f = tempfile.NamedTemporaryFile("w", suffix=".stat", delete=False)
+        self.addCleanup(os.unlink, f.name)
+        f.write(line + "\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+        f.close()
+        return f.name
+
+    def test_steal_and_total_of_all_cpus(self):
+        path = self.write("cpu  100 10 50 800 5 0 15 20 0 0")
+        self.assertEqual(labkit.cpu_times(path), (20, 1000))
+
+    def test_share_between_two_readings(self):
+        a = labkit.cpu_times(self.write("cpu  100 0 0 880 0 0 0 20 0 0"))
+        b = labkit.cpu_times(self.write("cpu  150 0 0 1030 0 0 0 120 0 0"))
+        self.assertAlmostEqual(labkit.steal_share(a, b), 100 / 300)
+        self.assertEqual(labkit.steal_share(a, a), 0.0)
+
+    def test_this_machine(self):
+        steal, total = labkit.cpu_times()
+        self.assertGreater(total, 0)
+        self.assertLessEqual(steal, total)
+
+
 if __name__ == "__main__":
     if "--exporter" in sys.argv:
         i = sys.argv.index("--exporter")
