@@ -60,6 +60,16 @@ CASES = [
         # another node's exporter is another fault
         ("PodnetResponderDropping", {"node": "n2", "instance": "10.0.0.2:9479"}, False),
     ]),
+    ("a starved exporter's responders drop: its rounds skipped, per kind, are the same trouble", [
+        ("PodnetResponderDropping", {"node": "n4", "instance": "10.0.0.4:9479"}, False),
+        ("PodnetProbeRoundsSkipped", {"node": "n4", "instance": "10.0.0.4:9479", "probe": "rtt"},
+         True),
+        ("PodnetProbeRoundsSkipped", {"node": "n4", "instance": "10.0.0.4:9479", "probe": "grpc"},
+         True),
+        # another exporter's skipped rounds are its own
+        ("PodnetProbeRoundsSkipped", {"node": "n5", "instance": "10.0.0.5:9479", "probe": "rtt"},
+         False),
+    ]),
     ("a node at fault holds back its exporter's health and its zone's HTTP p99", [
         ("PodnetPeerNodeFault", {"node": "n3", "peer_node": "n3", "peer_zone": "b"}, False),
         ("PodnetExporterDown", {"node": "n3", "instance": "10.0.0.3:9479"}, True),
