@@ -2,6 +2,7 @@
 
 #include <array>
 #include <string>
+#include <utility>
 
 namespace podnet::app {
 namespace {
@@ -9,16 +10,28 @@ namespace {
 using enum HttpRouteId;
 using enum HttpLoop;
 
-// path, id, loop, open, methods, Allow
+// path, id, loop, open, methods
 constexpr std::array<HttpRoute, 7> kRoutes{{
-    {"/", kLanding, kResponder, false, kMethodGet, "GET, HEAD"},
-    {"/echo", kEcho, kResponder, true, kMethodGet | kMethodPost, "GET, HEAD, POST"},
-    {"/-/healthy", kHealthy, kResponder, true, kMethodGet, "GET, HEAD"},
-    {"/-/ready", kReady, kResponder, true, kMethodGet, "GET, HEAD"},
-    {"/-/reload", kReload, kResponder, false, kMethodPost | kMethodPut, "POST, PUT"},
-    {"/metrics", kMetrics, kControl, false, kMethodGet, "GET, HEAD"},
-    {"/podnet/info", kInfo, kControl, false, kMethodGet, "GET, HEAD"},
+    {"/", kLanding, kResponder, false, kMethodGet},
+    {"/echo", kEcho, kResponder, true, kMethodGet | kMethodPost},
+    {"/-/healthy", kHealthy, kResponder, true, kMethodGet},
+    {"/-/ready", kReady, kResponder, true, kMethodGet},
+    {"/-/reload", kReload, kResponder, false, kMethodPost | kMethodPut},
+    {"/metrics", kMetrics, kControl, false, kMethodGet},
+    {"/podnet/info", kInfo, kControl, false, kMethodGet},
 }};
+
+// The Allow field value of `methods` (kMethod* bits).
+std::string Allow(unsigned methods) {
+  std::string out;
+  for (auto [bit, names] : {std::pair{kMethodGet, "GET, HEAD"}, std::pair{kMethodPost, "POST"},
+                            std::pair{kMethodPut, "PUT"}}) {
+    if ((methods & bit) == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += names;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -38,9 +51,10 @@ bool HttpRouteAllows(const HttpRoute& route, std::string_view method) {
 }
 
 responders::HttpResponse MethodNotAllowed(const HttpRoute& route) {
+  std::string allow = Allow(route.methods);
   responders::HttpResponse r{405, "text/plain; charset=utf-8",
-                             "Only " + std::string(route.allow) + " requests allowed.\n"};
-  r.headers.emplace_back("Allow", std::string(route.allow));
+                             "Only " + allow + " requests allowed.\n"};
+  r.headers.emplace_back("Allow", std::move(allow));
   return r;
 }
 

@@ -30,8 +30,7 @@ struct HttpRoute {
   /// Plain HTTP and no credentials even with --web.config.file: the peers' latency target (its
   /// RTT must not include a TLS handshake or a password check) and the kubelet's probes.
   bool open;
-  unsigned methods;        // kMethod* bits
-  std::string_view allow;  // the same methods as an Allow field value (RFC 9110 §10.2.1)
+  unsigned methods;  // kMethod* bits
 };
 
 /// The route of `path` (a request target without its query); nullptr when there is none (404).
@@ -40,7 +39,8 @@ const HttpRoute* FindHttpRoute(std::string_view path);
 /// Whether `route` takes `method` ("GET", "POST", ...; HEAD arrives as GET).
 bool HttpRouteAllows(const HttpRoute& route, std::string_view method);
 
-/// 405 for a method `route` does not take, with its Allow field (RFC 9110 §15.5.6).
+/// 405 for a method `route` does not take, with its Allow field (RFC 9110 §15.5.6, §10.2.1:
+/// its methods, "GET, HEAD, POST" order).
 responders::HttpResponse MethodNotAllowed(const HttpRoute& route);
 
 }  // namespace podnet::app
