@@ -121,8 +121,8 @@ struct LoadResult {
 /// duplicate keys, wrong types and out-of-range values are errors. Never throws.
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
-/// The probe kinds `c` turns on, in the order the README's table lists them: rtt, http, grpc,
-/// burst, dns, service, mtu.
+/// The names of the probe kinds `c` turns on, in config.cc's fixed order (the kinds themselves:
+/// the one table in exporter/probes/registry.cc).
 std::vector<std::string> EnabledProbes(const Config& c);
 
 /// One line for --config.check: who this is, every peer source (static count, the Kubernetes

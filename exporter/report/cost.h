@@ -91,7 +91,7 @@ struct CostInputs {
   std::optional<std::size_t> series_per_pod;
 };
 
-/// Peers this Pod probes, by kind ("rtt", "http", "grpc", "burst") then path class.
+/// Peers this Pod probes, by probe kind name (exporter/probes/registry.cc) then path class.
 using PeersByClass = std::map<std::string, std::map<std::string, int>>;
 
 /// DNS questions one lookup sends, by (name, form, resolver), as the report's DNS section
@@ -147,7 +147,7 @@ inline constexpr double kBurstWireFactor = 1.06;
 
 /// One line of the section: a probe kind (or "all") towards one path class.
 struct CostLine {
-  std::string probe;  // rtt, http, grpc, dns, burst, all
+  std::string probe;  // a probe kind's name (exporter/probes/registry.cc), or "all"
   std::string path_class;
   std::optional<int> peers;  // this Pod's peers of the kind in the class (not for bursts' pairs)
   double pod_bytes_per_hour = 0;       // one Pod; coordinated bursts: the cluster's / N
@@ -156,7 +156,7 @@ struct CostLine {
 };
 
 struct ClusterCost {
-  std::vector<CostLine> lines;  // by kind (rtt, http, grpc, dns, burst), then "all" by class
+  std::vector<CostLine> lines;  // by probe kind, then "all" by class
   double cross_zone_bytes_per_month = 0;
   double cross_zone_usd_per_month = 0;
   std::vector<std::string> arithmetic;  // how each kind's bytes were computed, with numbers

@@ -70,7 +70,7 @@ struct Section {
 
 /// A (probe kind, target) pair that failed: no answer at all, or no round ran.
 struct Failure {
-  std::string probe;   // rtt, http, grpc, burst, dns
+  std::string probe;   // a probe kind's name (the kinds: exporter/probes/registry.cc)
   std::string target;  // peer name, or the DNS target (name/form/resolver)
   std::string reason;  // e.g. "100% loss (20 of 20 packets)"
 };

@@ -37,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 namespace iperf3 = proto::iperf3;
 
 // Every step's deadline, from what a real client needs: stock iperf3 3.12 and our own client
-// (podnet-burst), measured on loopback by bench/iperf3_step_times.py (docs/design.md has the
+// (podnet-burst), measured on loopback by bench/iperf3_step_times.py (bench/README.md has the
 // figures), and a wide margin for a slow cross-zone path: each step is one round trip for the
 // client (the state byte there, its answer back), so a 100 ms RTT (~200x the reference's
 // cross-zone 0.5 ms) leaves each of these at least 10x what it needs.
