@@ -67,6 +67,16 @@ REFUSED_PORTS = ((9479, "http"), (9480, "grpc"))
 # data unread, a segment for a connection that is gone) carry a sequence number of the
 # connection. u32: the TCP header's offset from the IP header's length, then its word 4..7.
 REFUSAL_MATCH = "--tcp-flags RST,ACK RST,ACK -m u32 --u32 0>>22&0x3C@4=0"
+# Alert settings this host cannot judge at their shipped values. HTTP p99: the exporters (nice
+# 10, beside the delay lines and Prometheus on 2 saturated cores) time requests in user space,
+# and a quiet fleet's zone-pair p99 swung 1.5-235 ms (medians 34-128 ms; 18 pairs over 300 s,
+# 2026-12-06) against the shipped floor of +1 ms: PodnetHTTPLatencyRegression fired into zones
+# no fault touched. A floor over the probes' 200 ms timeout: the proving ground does not judge
+# HTTP latency (bench/README.md, "Proving ground").
+HOST_SETTINGS = [
+    (r"(record: podnet:config:http_regression_min_increase_seconds\n\s+expr: "
+     r"podnet:config:clusters \+ )0\.001\b", r"\g<1>0.25"),
+]
 DNS_NAMES = ["kubernetes.default", "sts.ap-northeast-2.amazonaws.com"]
 RESOLV = ("search podnet.svc.cluster.local svc.cluster.local cluster.local\n"
           "nameserver %s\noptions ndots:5 timeout:1 attempts:2\n" % KUBE_DNS_VIP)
@@ -503,8 +513,7 @@ class Fleet:
         probes["http"].setdefault("timeout", alerting.duration(1.0 / self.probe_scale))
         # The HTTP rounds are scaled too (1 s -> 200 ms). Left at 1 s they saturated the 2 cores
         # at 24 nodes (exporters 3 -> 6 % of a core each, RTT rounds skipped on 10 nodes); scaled,
-        # a zone pair's p99 over a 15 s window rests on a few requests, so
-        # PodnetHTTPLatencyRegression is noisy here (bench/README.md, "Proving ground").
+        # the HTTP p99 is this host's, not the network's (HOST_SETTINGS).
         probes["dns"]["resolv_conf"] = self.resolv_path(n)
         probes["dns"]["names"] = list(DNS_NAMES)
         probes["service"] = {"interval": alerting.duration(30 / self.probe_scale),
@@ -548,7 +557,7 @@ class Fleet:
         self.targets_file = os.path.join(self.tmp, "targets.json")
         self._write_targets()
         self.rule_files = alerting.scaled_rules(
-            self.tmp, alerting.uniform_scale(self.rule_scale, self.offsets))
+            self.tmp, alerting.uniform_scale(self.rule_scale, self.offsets) + HOST_SETTINGS)
         self.prom_port = labkit.free_port(self.ctl)
         self.prom_cfg = os.path.join(self.tmp, "prometheus.yml")
         with open(self.prom_cfg, "w") as f:
