@@ -98,11 +98,9 @@ SCALE = [
     (r"offset 1d\b", "offset 40s"),
     (r"offset 1w\b", "offset 45s"),
     (r"for: \d+m\b", "for: 5s"),
-    (r"(record: podnet:config:fault_min_probers\n\s+expr: podnet:config:clusters \+ )3", r"\g<1>2"),
-    (r"(record: podnet:config:cross_zone_rtt_high_seconds\n\s+expr: podnet:config:clusters "
-     r"\+ )0\.002\b", r"\g<1>0.01"),
-    (r"(record: podnet:config:rtt_regression_min_increase_seconds\n\s+expr: "
-     r"podnet:config:clusters \+ )0\.0001\b", r"\g<1>0.002"),
+    alerting.setting("fault_min_probers", "3", "2"),
+    alerting.setting("cross_zone_rtt_high_seconds", "0.002", "0.01"),
+    alerting.setting("rtt_regression_min_increase_seconds", "0.0001", "0.002"),
 ]
 OFFSET_1W_S = 45
 WINDOW_S = 10

@@ -66,6 +66,14 @@ def scaled_rules(tmp, scale):
     return out
 
 
+def setting(name, shipped, value):
+    """A scale entry that sets the alert setting `podnet:config:NAME` (a recording rule shipped
+    as `podnet:config:clusters + SHIPPED`) to `value` (strings, as written in the file). Where
+    the shipped value is another, it matches nothing and scaled_rules raises."""
+    return (r"(record: podnet:config:%s\n\s+expr: podnet:config:clusters \+ )%s\b"
+            % (name, re.escape(shipped)), r"\g<1>" + value)
+
+
 def uniform_scale(factor, offsets):
     """A rule scale that divides every range window ([5m]) and every `for:` by `factor` (whole
     seconds, at least 1 s) and replaces `offset 1d` / `offset 1w` with `offsets` (a dict

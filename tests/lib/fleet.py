@@ -73,10 +73,7 @@ REFUSAL_MATCH = "--tcp-flags RST,ACK RST,ACK -m u32 --u32 0>>22&0x3C@4=0"
 # 2026-12-06) against the shipped floor of +1 ms: PodnetHTTPLatencyRegression fired into zones
 # no fault touched. A floor over the probes' 200 ms timeout: the proving ground does not judge
 # HTTP latency (bench/README.md, "Proving ground").
-HOST_SETTINGS = [
-    (r"(record: podnet:config:http_regression_min_increase_seconds\n\s+expr: "
-     r"podnet:config:clusters \+ )0\.001\b", r"\g<1>0.25"),
-]
+HOST_SETTINGS = [alerting.setting("http_regression_min_increase_seconds", "0.001", "0.25")]
 DNS_NAMES = ["kubernetes.default", "sts.ap-northeast-2.amazonaws.com"]
 RESOLV = ("search podnet.svc.cluster.local svc.cluster.local cluster.local\n"
           "nameserver %s\noptions ndots:5 timeout:1 attempts:2\n" % KUBE_DNS_VIP)
