@@ -1,4 +1,4 @@
-// The HTTP probe's response framing (exporter/probes/http_client/response_framing.h): whatever a
+// The HTTP probe's response framing (exporter/net/response_framing.h): whatever a
 // peer answers, the header section is found within kMaxHeaderBytes or not at all, a normalized one
 // has CRLF line ends only, and the rest read as a chunked body is decoded the same whether it
 // comes in one piece or byte by byte (the probe reads it in pieces as they arrive).
@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "exporter/probes/http_client/response_framing.h"
+#include "exporter/net/response_framing.h"
 
-namespace http = podnet::probes::http_client;
+namespace http = podnet::net::http_client;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "exporter/proto/iperf3.h"
+#include "exporter/wire/iperf3.h"
 
-namespace iperf3 = podnet::proto::iperf3;
+namespace iperf3 = podnet::wire::iperf3;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size > iperf3::kMaxJsonSize) return -1;  // the responder reads no larger document

@@ -6,10 +6,10 @@
 #include <span>
 #include <vector>
 
-#include "exporter/proto/echo.h"
 #include "exporter/responders/echo_limiter.h"
+#include "exporter/wire/echo.h"
 
-namespace echo = podnet::proto::echo;
+namespace echo = podnet::wire::echo;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::uint8_t> in(data, size);

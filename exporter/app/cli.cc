@@ -10,8 +10,11 @@
 
 namespace podnet::app {
 
-std::string Usage() {
-  return R"(usage: podnet-exporter --config.file=PATH [flags]
+namespace {
+
+// The usage text: synopsis and the daemon's flags; then each command's paragraph; then the
+// daemon's exit codes.
+constexpr const char* kUsageFlags = R"(usage: podnet-exporter --config.file=PATH [flags]
        podnet-exporter --config.file=PATH --config.check
        podnet-exporter dns-explain NAME [--resolv-conf=PATH] [--resolver=glibc|musl]
        podnet-exporter report [--config.file=PATH] [--duration=60s]
@@ -41,14 +44,18 @@ flags:
   --version                      print the version and exit
   -h, --help                     print this help and exit
 
-dns-explain: performs one lookup of NAME the way each C library would (glibc and musl, or the
+)";
+constexpr const char* kUsageDnsExplain =
+    R"(dns-explain: performs one lookup of NAME the way each C library would (glibc and musl, or the
 one --resolver names) under the resolv.conf (default /etc/resolv.conf) and prints every question
 it sends with the rule that sent it (dots vs ndots, the search list, retries), its answer and
 timing, the result, and what a trailing dot or a lower ndots would cost in questions; with both,
 a side-by-side summary. Exit codes: 0 the name was found, 1 it was not (by either C library:
 NXDOMAIN, NODATA, SERVFAIL, timeout, refused, or a name it refuses to send), 2 bad flags.
 
-report: one bounded run of every configured probe kind towards the configured (or discovered)
+)";
+constexpr const char* kUsageReport =
+    R"(report: one bounded run of every configured probe kind towards the configured (or discovered)
 peers, then the tables: RTT per path class, HTTP keep-alive vs new connection, gRPC, bursts
 with 1 and N streams, DNS questions per lookup, cross-zone bytes and cost. Probe rounds start
 within --duration (default 60s; each kind's interval is capped at it, so every kind runs at
@@ -67,9 +74,16 @@ of probing (with --baseline: compares two saved reports). --config.file defaults
 3), 2 bad flags, configuration or baseline, 3 --fail-on-change and a change beyond the spread,
 4 --fail-on-change and an incomplete comparison (after 3).
 
-exit codes: 0 ok, 1 a listener cannot be bound, 2 bad flags or bad configuration.
+)";
+constexpr const char* kUsageExit =
+    R"(exit codes: 0 ok, 1 a listener cannot be bound, 2 bad flags or bad configuration.
 SIGHUP or POST /-/reload reloads the configuration; a bad file keeps the running one.
 )";
+
+}  // namespace
+
+std::string Usage() {
+  return std::string(kUsageFlags) + kUsageDnsExplain + kUsageReport + kUsageExit;
 }
 
 namespace {
@@ -166,6 +180,50 @@ std::optional<Options> ParseDnsExplain(const std::vector<std::string>& args, std
   return o;
 }
 
+// One of `report`'s own flags (--duration, --format, --baseline, --input, --price-per-gb) or a
+// shared one into `o`; false and *error on a bad value.
+bool SetReportFlag(const std::string& name, const std::string& value, Options& o,
+                   std::string* error) {
+  if (auto shared = SetSharedFlag(name, value, o, error); shared != Shared::kOther) {
+    return shared == Shared::kSet;
+  }
+  if (name == "--duration") {
+    auto d = config::ParseDuration(value);
+    if (!d || *d < std::chrono::seconds(1) || *d > std::chrono::hours(1)) {
+      *error = "--duration must be a duration from 1s to 1h (e.g. 60s), got \"" + value + "\"";
+      return false;
+    }
+    o.report.duration = *d;
+  } else if (name == "--format") {
+    using Format = Options::Report::Format;
+    static const std::map<std::string, Format> kFormats = {
+        {"markdown", Format::kMarkdown}, {"json", Format::kJson}, {"html", Format::kHtml}};
+    auto it = kFormats.find(value);
+    if (it == kFormats.end()) {
+      *error = "--format must be markdown, json or html, got \"" + value + "\"";
+      return false;
+    }
+    o.report.format = it->second;
+  } else if (name == "--baseline" || name == "--input") {
+    // An empty name would read as "no flag": --input= would probe live, --baseline= compare
+    // with nothing, both silently.
+    if (value.empty()) {
+      *error = name + ": empty file name";
+      return false;
+    }
+    (name == "--baseline" ? o.report.baseline : o.report.input) = value;
+  } else {  // --price-per-gb
+    char* end = nullptr;
+    double price = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !(price >= 0) || price > 1e6) {
+      *error = "--price-per-gb must be a number of dollars >= 0, got \"" + value + "\"";
+      return false;
+    }
+    o.report.price_per_gb = price;
+  }
+  return true;
+}
+
 // report [flags] (args[0] is "report").
 std::optional<Options> ParseReport(const std::vector<std::string>& args, std::string* error) {
   Options o;
@@ -187,42 +245,7 @@ std::optional<Options> ParseReport(const std::vector<std::string>& args, std::st
                   "report: ", &name, &value, error)) {
       return std::nullopt;
     }
-    if (auto shared = SetSharedFlag(name, value, o, error); shared != Shared::kOther) {
-      if (shared == Shared::kBad) return std::nullopt;
-    } else if (name == "--duration") {
-      auto d = config::ParseDuration(value);
-      if (!d || *d < std::chrono::seconds(1) || *d > std::chrono::hours(1)) {
-        *error = "--duration must be a duration from 1s to 1h (e.g. 60s), got \"" + value + "\"";
-        return std::nullopt;
-      }
-      o.report.duration = *d;
-    } else if (name == "--format") {
-      using Format = Options::Report::Format;
-      static const std::map<std::string, Format> kFormats = {
-          {"markdown", Format::kMarkdown}, {"json", Format::kJson}, {"html", Format::kHtml}};
-      auto it = kFormats.find(value);
-      if (it == kFormats.end()) {
-        *error = "--format must be markdown, json or html, got \"" + value + "\"";
-        return std::nullopt;
-      }
-      o.report.format = it->second;
-    } else if (name == "--baseline" || name == "--input") {
-      // An empty name would read as "no flag": --input= would probe live, --baseline= compare
-      // with nothing, both silently.
-      if (value.empty()) {
-        *error = name + ": empty file name";
-        return std::nullopt;
-      }
-      (name == "--baseline" ? o.report.baseline : o.report.input) = value;
-    } else {  // --price-per-gb
-      char* end = nullptr;
-      double price = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(price >= 0) || price > 1e6) {
-        *error = "--price-per-gb must be a number of dollars >= 0, got \"" + value + "\"";
-        return std::nullopt;
-      }
-      o.report.price_per_gb = price;
-    }
+    if (!SetReportFlag(name, value, o, error)) return std::nullopt;
   }
   if (o.report.fail_on_change && o.report.baseline.empty()) {
     *error = "--fail-on-change needs --baseline=FILE.json (a change against what?)";
@@ -230,6 +253,47 @@ std::optional<Options> ParseReport(const std::vector<std::string>& args, std::st
   }
   if (o.config_file.empty()) o.config_file = "/etc/podnet-exporter/podnet.yaml";
   return o;
+}
+
+// One of the daemon's own flags (--web.config.file, --config.auto-reload-interval,
+// --shutdown.drain-period, --web.listen-address) or a shared one into `o`; false and *error on
+// a bad value.
+bool SetDaemonFlag(const std::string& name, const std::string& value, Options& o,
+                   std::string* error) {
+  if (auto shared = SetSharedFlag(name, value, o, error); shared != Shared::kOther) {
+    return shared == Shared::kSet;
+  }
+  if (name == "--web.config.file") {
+    o.web_config_file = value;
+  } else if (name == "--config.auto-reload-interval") {
+    auto d = config::ParseDuration(value);
+    // At least 1 s, as Prometheus's own --config.auto-reload-interval: each read is up to
+    // 512 KiB, and "30ms" for "30s" would spend a core on it.
+    if (!d || (*d > std::chrono::nanoseconds(0) && *d < std::chrono::seconds(1))) {
+      *error =
+          "--config.auto-reload-interval must be 0s (off) or a duration of 1s or more, "
+          "such as 30s, got \"" +
+          value + "\"";
+      return false;
+    }
+    o.config_auto_reload_interval = *d;
+  } else if (name == "--shutdown.drain-period") {
+    auto d = config::ParseDuration(value);
+    if (!d) {
+      *error =
+          "--shutdown.drain-period must be a duration such as 10s or 0s, got \"" + value + "\"";
+      return false;
+    }
+    o.shutdown_drain_period = *d;
+  } else {
+    std::string err;
+    o.listen_address = net::ParseHostPort(value, &err);
+    if (!o.listen_address) {
+      *error = "--web.listen-address: " + err;
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -261,38 +325,7 @@ std::optional<Options> ParseCommandLine(const std::vector<std::string>& args, st
                   "", &name, &value, error)) {
       return std::nullopt;
     }
-    if (auto shared = SetSharedFlag(name, value, o, error); shared != Shared::kOther) {
-      if (shared == Shared::kBad) return std::nullopt;
-    } else if (name == "--web.config.file") {
-      o.web_config_file = value;
-    } else if (name == "--config.auto-reload-interval") {
-      auto d = config::ParseDuration(value);
-      // At least 1 s, as Prometheus's own --config.auto-reload-interval: each read is up to
-      // 512 KiB, and "30ms" for "30s" would spend a core on it.
-      if (!d || (*d > std::chrono::nanoseconds(0) && *d < std::chrono::seconds(1))) {
-        *error =
-            "--config.auto-reload-interval must be 0s (off) or a duration of 1s or more, "
-            "such as 30s, got \"" +
-            value + "\"";
-        return std::nullopt;
-      }
-      o.config_auto_reload_interval = *d;
-    } else if (name == "--shutdown.drain-period") {
-      auto d = config::ParseDuration(value);
-      if (!d) {
-        *error =
-            "--shutdown.drain-period must be a duration such as 10s or 0s, got \"" + value + "\"";
-        return std::nullopt;
-      }
-      o.shutdown_drain_period = *d;
-    } else {
-      std::string err;
-      o.listen_address = net::ParseHostPort(value, &err);
-      if (!o.listen_address) {
-        *error = "--web.listen-address: " + err;
-        return std::nullopt;
-      }
-    }
+    if (!SetDaemonFlag(name, value, o, error)) return std::nullopt;
   }
   if (o.config_file.empty()) {
     *error = "--config.file is required (see --help)";

@@ -144,6 +144,20 @@ void KubernetesWatches::ReplaceDnsWatch(const std::optional<k8s::DiscoveryOption
   dns_->Start();
 }
 
+void KubernetesWatches::OnPeersSnapshot(const k8s::Snapshot& snap) {
+  if (keeping_ && !snap.synced) return;  // the last source's peers until this one has synced
+  keeping_ = false;
+  unsynced_ = !snap.synced;
+  on_sync_change_();
+  if (snap.self_zone.empty() && !carried_zone_.empty()) {
+    k8s::Snapshot with_zone = snap;
+    with_zone.self_zone = carried_zone_;
+    probe_.Discovered(std::move(with_zone));
+  } else {
+    probe_.Discovered(snap);
+  }
+}
+
 void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
                                           const std::optional<k8s::DnsDiscoveryOptions>& dns,
                                           std::unique_ptr<k8s::ApiClient> client) {
@@ -180,19 +194,7 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
   peers_dns_ = dns;
   keeping_ = keep;
   // Stop() ends the calls, so a stopped watch never posts after the snapshot that replaced it.
-  auto on_change = [this](const k8s::Snapshot& snap) {
-    if (keeping_ && !snap.synced) return;  // the last source's peers until this one has synced
-    keeping_ = false;
-    unsynced_ = !snap.synced;
-    on_sync_change_();
-    if (snap.self_zone.empty() && !carried_zone_.empty()) {
-      k8s::Snapshot with_zone = snap;
-      with_zone.self_zone = carried_zone_;
-      probe_.Discovered(std::move(with_zone));
-    } else {
-      probe_.Discovered(snap);
-    }
-  };
+  auto on_change = [this](const k8s::Snapshot& snap) { OnPeersSnapshot(snap); };
   if (dns) {
     if (!dns_metrics_) dns_metrics_ = std::make_unique<k8s::DnsDiscoveryMetrics>(registry_);
     // Kept peers seed the new DNS discovery: an NXDOMAIN or empty first answer (every Pod out

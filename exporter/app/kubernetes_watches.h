@@ -67,6 +67,9 @@ class KubernetesWatches {
   void ReplacePeersWatch(const discovery::kubernetes::DiscoveryOptions& options,
                          const std::optional<discovery::kubernetes::DnsDiscoveryOptions>& dns,
                          std::unique_ptr<discovery::kubernetes::ApiClient> client);
+  // A snapshot of the peer discovery: to the probe loop (with the carried zone while the new
+  // discovery has not read its own), unless the kept peers wait for its first synced one.
+  void OnPeersSnapshot(const discovery::kubernetes::Snapshot& snap);
   // Stops the cluster DNS watch (if any) and empties the DNS server list.
   void StopDnsWatch();
   // Polls what the service probe's Kubernetes Services ask for while a target names one.

@@ -7,13 +7,12 @@
 #include <ctime>
 #include <iostream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "exporter/app/app.h"
-#include "exporter/app/series_check.h"
+#include "exporter/app/cost_inputs.h"
 #include "exporter/config/read_file.h"
 #include "exporter/report/report.h"
 #include "exporter/report/report_html.h"
@@ -241,10 +240,9 @@ std::optional<report::Report> ReadReport(const std::string& path, std::ostream& 
   return r;
 }
 
-// Runs every configured probe of `config` for --duration (an App that binds no listener) and
-// builds *rep from what they recorded; the App's exit code when it is not 0.
-int ProbeForReport(const Options& options, const config::Config& config, report::Report* rep) {
-  const auto& o = options.report;
+// What the run is, before it starts: who probes, which build, when, for how long, and the kinds
+// configured.
+report::RunInfo RunInfoOf(const Options::Report& o, const config::Config& config) {
   report::RunInfo run;
   run.self_name = config.self.name;
   run.self_node = config.self.node;
@@ -254,25 +252,37 @@ int ProbeForReport(const Options& options, const config::Config& config, report:
   run.duration_seconds = std::chrono::duration<double>(o.duration).count();
   run.price_usd_per_gb = o.price_per_gb;
   run.configured = config::EnabledProbes(config);
-  // Every kind's interval capped at --duration in the configuration itself, so that what a
-  // kind derives from it (the burst kind's start jitter, a tenth of it) scales down too; the
-  // daemon's intervals are kept for the cost projection.
-  auto capped = std::make_shared<config::Config>(config);
+  return run;
+}
+
+// Every kind's interval capped at `duration` in the configuration itself, so that what a kind
+// derives from it (the burst kind's start jitter, a tenth of it) scales down too; the daemon's
+// intervals go to run.interval_seconds for the cost projection.
+void CapIntervals(config::Config& capped, config::Duration duration, report::RunInfo& run) {
   auto cap = [&](const char* kind, auto& options) {
     if (!options) return;
     run.interval_seconds[kind] = std::chrono::duration<double>(options->interval).count();
-    options->interval = std::min(options->interval, o.duration);
+    options->interval = std::min(options->interval, duration);
   };
-  cap("rtt", capped->rtt);
-  cap("http", capped->http);
-  cap("grpc", capped->grpc);
-  cap("burst", capped->burst);
-  cap("dns", capped->dns);
-  cap("mtu", capped->mtu);
+  cap("rtt", capped.rtt);
+  cap("http", capped.http);
+  cap("grpc", capped.grpc);
+  cap("burst", capped.burst);
+  cap("dns", capped.dns);
+  cap("mtu", capped.mtu);
   // The report measures the amplification itself, wherever it runs: the DNS sample is for the
   // daemons (a report's Pod is not one of them, so it would never be drawn). The cost
-  // projection reads the sample from `config`.
-  if (capped->dns) capped->dns->sample.reset();
+  // projection reads the sample from the configuration as given.
+  if (capped.dns) capped.dns->sample.reset();
+}
+
+// Runs every configured probe of `config` for --duration (an App that binds no listener) and
+// builds *rep from what they recorded; the App's exit code when it is not 0.
+int ProbeForReport(const Options& options, const config::Config& config, report::Report* rep) {
+  const auto& o = options.report;
+  report::RunInfo run = RunInfoOf(o, config);
+  auto capped = std::make_shared<config::Config>(config);
+  CapIntervals(*capped, o.duration, run);
   App app(options, capped);
   // A burst round's bound: per stream count, its start jitter (a tenth of the capped
   // interval), its data phase and one step timeout.
@@ -308,76 +318,6 @@ int ProbeForReport(const Options& options, const config::Config& config, report:
 }
 
 }  // namespace
-
-report::CostConfig CostConfigOf(const config::Config& c) {
-  auto seconds = [](config::Duration d) { return std::chrono::duration<double>(d).count(); };
-  report::CostConfig out;
-  if (c.rtt) {
-    out.rtt = {c.rtt->protocol == probes::rtt::RttProtocol::kUdp, seconds(c.rtt->interval),
-               c.rtt->count, c.rtt->size};
-  }
-  if (c.http) {
-    const auto& h = *c.http;
-    out.http = {seconds(h.interval), seconds(h.duration), h.qps, h.connections,
-                h.keepalive,         h.new_connection,    h.path};
-  }
-  if (c.grpc) out.grpc = {seconds(c.grpc->interval), c.grpc->count};
-  if (c.mtu) out.mtu = {seconds(c.mtu->interval), c.mtu->max_size};
-  if (c.dns) {
-    out.dns = report::CostConfig::Dns{seconds(c.dns->interval),
-                                      c.dns->names,
-                                      {},
-                                      c.dns->sample ? c.dns->sample->pods_per_zone : 0,
-                                      c.dns->sample ? c.dns->sample->replica_pods_per_zone : 0};
-    for (auto l : c.dns->resolvers) out.dns->resolvers.emplace_back(probes::dns::LibcName(l));
-  }
-  if (c.burst) {
-    const auto& b = *c.burst;
-    out.burst = {seconds(b.interval),
-                 static_cast<int>(b.streams.size()),
-                 static_cast<double>(b.max_bytes_per_hour),
-                 c.kubernetes.has_value(),
-                 seconds(b.coordinated.period),
-                 static_cast<double>(b.coordinated.max_bytes_per_burst)};
-  }
-  return out;
-}
-
-report::CostInputs CostInputsOf(const config::Config& c,
-                                const std::vector<topology::Peer>* discovered,
-                                double price_usd_per_gb) {
-  report::CostInputs in;
-  in.config = CostConfigOf(c);
-  in.price_usd_per_gb = price_usd_per_gb;
-  // The probe Pods: the discovered ones (a report Pod the Service does not select is not one of
-  // them), else the static peers and this Pod. Zones: the distinct known ones, at least one.
-  std::vector<std::pair<std::string, std::string>> pods;  // (node, zone)
-  if (c.kubernetes && discovered) {
-    for (const auto& p : *discovered) pods.emplace_back(p.node, p.zone);
-    in.source = "Kubernetes discovery";
-  } else {
-    pods.emplace_back(c.self.node, c.self.zone);
-    for (const auto& p : c.static_peers) pods.emplace_back(p.node, p.zone);
-    in.source = c.kubernetes ? "Kubernetes discovery had not listed: static peers and this Pod"
-                             : "static peers and this Pod";
-  }
-  std::set<std::string> zones;
-  std::size_t node_bytes = 0, zone_bytes = 0;
-  for (const auto& [node, zone] : pods) {
-    if (!zone.empty()) zones.insert(zone);
-    node_bytes += node.size();
-    zone_bytes += zone.size();
-  }
-  in.pods = static_cast<int>(pods.size());
-  in.zones = std::max<int>(1, static_cast<int>(zones.size()));
-  // The /echo answers carry the peers' node and zone names: their mean length.
-  in.node_name_bytes = pods.empty() ? 0 : node_bytes / pods.size();
-  in.zone_name_bytes = pods.empty() ? 0 : zone_bytes / pods.size();
-  // Series one probe Pod exports: --config.check's arithmetic (peers_per_zone x 3 zones with
-  // Kubernetes discovery, whatever this cluster's zones).
-  in.series_per_pod = SeriesPerPod(c);
-  return in;
-}
 
 int RunReport(const Options& options, std::shared_ptr<const config::Config> config,
               std::ostream& out, std::ostream& err) {

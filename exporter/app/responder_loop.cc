@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "exporter/proto/echo.h"
 #include "exporter/responders/responder_metrics.h"
+#include "exporter/wire/echo.h"
 #include "podnet/version.h"
 
 namespace podnet::app {
@@ -189,8 +189,8 @@ void ResponderLoop::Shutdown() {
 
 void ResponderLoop::SetIdentity(const topology::Self& self) {
   boost::asio::post(io_, [this, self] {
-    echo_identity_headers_ = {{std::string(proto::echo::kNodeHeader), self.node},
-                              {std::string(proto::echo::kZoneHeader), self.zone}};
+    echo_identity_headers_ = {{std::string(wire::echo::kNodeHeader), self.node},
+                              {std::string(wire::echo::kZoneHeader), self.zone}};
     if (udp_echo_) udp_echo_->SetIdentity(self.node, self.zone, self.name);
     probers_.SetSelf(self.node, self.zone);
   });

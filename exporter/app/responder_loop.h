@@ -68,7 +68,7 @@ class ResponderLoop {
   /// answered by a half-torn-down server).
   void Shutdown();
 
-  /// Thread-safe, posted: who answers, in every /echo response (proto/echo.h: kNodeHeader,
+  /// Thread-safe, posted: who answers, in every /echo response (wire/echo.h: kNodeHeader,
   /// kZoneHeader: node and zone) and UDP echo reply (node, zone and Pod name).
   void SetIdentity(const topology::Self& self);
   /// Thread-safe, posted: the probe Pods from now on: the sources the burst responder admits

@@ -69,4 +69,46 @@ std::optional<YAML::Node> LoadYaml(const std::string& text, const std::string& f
   }
 }
 
+bool RequiredStrings(Decoder& d, const YAML::Node& n, const std::string& base,
+                     std::initializer_list<std::pair<const char*, std::string*>> fields) {
+  bool ok = true;
+  for (auto [key, out] : fields) {
+    const std::string path = base + "." + key;
+    const YAML::Node v = n[key];
+    if (!v.IsDefined() || v.IsNull()) {
+      d.Fail(n, path, "required");
+      ok = false;
+    } else if (auto s = d.String(v, path); !s) {
+      ok = false;
+    } else if (s->empty()) {
+      d.Fail(v, path, "must not be empty");
+      ok = false;
+    } else {
+      *out = *s;
+    }
+  }
+  return ok;
+}
+
+void OptionalDurations(Decoder& d, const YAML::Node& n, const std::string& base,
+                       std::initializer_list<std::pair<const char*, Duration*>> fields) {
+  for (auto [key, out] : fields) {
+    if (const YAML::Node v = n[key]; v.IsDefined()) {
+      if (auto dur = d.PositiveDuration(v, base + "." + key)) *out = *dur;
+    }
+  }
+}
+
+std::optional<std::uint64_t> PositiveSize(Decoder& d, const YAML::Node& v,
+                                          const std::string& path) {
+  auto s = d.String(v, path);
+  if (!s) return std::nullopt;
+  auto size = ParseSize(*s);
+  if (!size || *size == 0) {
+    d.Fail(v, path, "must be a positive size (examples: 500MB, 20GB, 1GiB), got " + Quote(*s));
+    return std::nullopt;
+  }
+  return size;
+}
+
 }  // namespace podnet::config

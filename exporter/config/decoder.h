@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "exporter/config/config.h"
@@ -233,6 +235,31 @@ class Decoder {
   std::size_t not_shown_ = 0;
   std::set<std::string>* known_keys_ = nullptr;
 };
+
+/// Keys of the mapping `n` (at `base`) that must be present, non-empty strings; each one found is
+/// stored in its field. False when any is missing, empty or not a string (each one reported in
+/// `d`).
+bool RequiredStrings(Decoder& d, const YAML::Node& n, const std::string& base,
+                     std::initializer_list<std::pair<const char*, std::string*>> fields);
+
+/// Optional duration keys of a section at `base`: each one present is decoded into its field
+/// (Decoder::PositiveDuration); a bad one is reported in `d` and leaves its field as it was.
+void OptionalDurations(Decoder& d, const YAML::Node& n, const std::string& base,
+                       std::initializer_list<std::pair<const char*, Duration*>> fields);
+
+/// An optional integer key of a section at `base`: when present and in [min, max], stored in
+/// *out; otherwise reported in `d`, *out left as it was.
+template <typename T>
+void OptionalInteger(Decoder& d, const YAML::Node& n, const std::string& base, const char* key,
+                     long long min, long long max, T* out) {
+  if (const YAML::Node v = n[key]; v.IsDefined()) {
+    if (auto i = d.Integer(v, base + "." + key, min, max)) *out = static_cast<T>(*i);
+  }
+}
+
+/// A positive byte size at `v` (e.g. 500MB, 20GB, 1GiB; units.h, ParseSize), in bytes;
+/// std::nullopt, reported in `d`, when it is not one.
+std::optional<std::uint64_t> PositiveSize(Decoder& d, const YAML::Node& v, const std::string& path);
 
 /// config::Parse, also adding to `*known_keys` every key the parser accepts in each mapping it
 /// reached in `text`, as a dotted path with list indices written [] ("peers.static[].port",

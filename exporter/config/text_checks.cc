@@ -43,81 +43,115 @@ std::optional<TextPlace> FindInvalidUtf8(std::string_view text) {
   return std::nullopt;
 }
 
-Nesting ScanNesting(std::string_view text, int max_depth) {
-  Nesting out;
-  std::vector<TextPlace> flow;  // open [ and { (outside quotes and comments)
-  std::vector<int> block;       // indentation of the open block levels
-  char quote = 0;               // inside '…' or "…"
-  auto deeper = [&](int depth, TextPlace at) {
-    if (depth > out.depth) out.depth = depth;
-    if (depth > max_depth && !out.too_deep) out.too_deep = at;
-  };
-  int line = 1;
-  std::size_t i = 0;
-  while (i < text.size() && !out.too_deep) {
-    std::size_t end = text.find('\n', i);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view l = text.substr(i, end - i);
-    std::size_t col = 0;
-    // Block structure: lines outside flow collections and quotes, not blank, not comments.
-    if (flow.empty() && quote == 0) {
-      std::size_t indent = l.find_first_not_of(' ');
-      if (indent != std::string_view::npos && l[indent] != '#') {
-        while (!block.empty() && block.back() > static_cast<int>(indent)) block.pop_back();
-        if (block.empty() || block.back() < static_cast<int>(indent)) {
-          block.push_back(static_cast<int>(indent));
-        }
-        // Compact nesting: "- - - a" opens one level per "- ".
-        int extra = 0;
-        std::size_t k = indent;
-        while (k + 1 < l.size() && l[k] == '-' && l[k + 1] == ' ') {
-          ++extra;
-          k = l.find_first_not_of(' ', k + 1);
-          if (k == std::string_view::npos) break;
-        }
-        deeper(static_cast<int>(block.size()) + extra + static_cast<int>(flow.size()),
-               {line, static_cast<int>(indent) + 1});
-      }
+namespace {
+
+// ScanNesting's state from line to line: the open flow collections ([ and {, outside quotes and
+// comments), the indentation of the open block levels, and an open quoted scalar.
+class NestingScanner {
+ public:
+  explicit NestingScanner(int max_depth) : max_depth_(max_depth) {}
+
+  bool done() const { return out_.too_deep.has_value(); }
+
+  // Line number `line` (from 1), without its newline.
+  void Line(std::string_view l, int line) {
+    if (flow_.empty() && quote_ == 0) Block(l, line);
+    Flow(l, line);
+  }
+
+  Nesting Finish() {
+    if (!flow_.empty() && !out_.too_deep) out_.unclosed = flow_.back();
+    return out_;
+  }
+
+ private:
+  void Deeper(int depth, TextPlace at) {
+    if (depth > out_.depth) out_.depth = depth;
+    if (depth > max_depth_ && !out_.too_deep) out_.too_deep = at;
+  }
+
+  // Block structure: lines outside flow collections and quotes, not blank, not comments.
+  void Block(std::string_view l, int line) {
+    std::size_t indent = l.find_first_not_of(' ');
+    if (indent == std::string_view::npos || l[indent] == '#') return;
+    while (!block_.empty() && block_.back() > static_cast<int>(indent)) block_.pop_back();
+    if (block_.empty() || block_.back() < static_cast<int>(indent)) {
+      block_.push_back(static_cast<int>(indent));
     }
-    char prev = ' ';  // the last non-space character before this one on the line
-    for (; col < l.size() && !out.too_deep; ++col) {
-      char c = l[col];
-      if (quote == '\'') {
-        if (c == '\'') {
-          if (col + 1 < l.size() && l[col + 1] == '\'') {
-            ++col;  // '' is an escaped quote
-          } else {
-            quote = 0;
-          }
-        }
-        continue;
+    // Compact nesting: "- - - a" opens one level per "- ".
+    int extra = 0;
+    std::size_t k = indent;
+    while (k + 1 < l.size() && l[k] == '-' && l[k + 1] == ' ') {
+      ++extra;
+      k = l.find_first_not_of(' ', k + 1);
+      if (k == std::string_view::npos) break;
+    }
+    Deeper(static_cast<int>(block_.size()) + extra + static_cast<int>(flow_.size()),
+           {line, static_cast<int>(indent) + 1});
+  }
+
+  // Inside a quoted scalar at column `*col`: moves past an escape; closes the quote at its end.
+  void Quoted(std::string_view l, std::size_t* col) {
+    char c = l[*col];
+    if (quote_ == '\'') {
+      if (c != '\'') return;
+      if (*col + 1 < l.size() && l[*col + 1] == '\'') {
+        ++*col;  // '' is an escaped quote
+      } else {
+        quote_ = 0;
       }
-      if (quote == '"') {
-        if (c == '\\') {
-          ++col;
-        } else if (c == '"') {
-          quote = 0;
-        }
+    } else if (c == '\\') {
+      ++*col;
+    } else if (c == '"') {
+      quote_ = 0;
+    }
+  }
+
+  // Quotes, comments and flow collections, character by character.
+  void Flow(std::string_view l, int line) {
+    char prev = ' ';  // the last non-space character before this one on the line
+    for (std::size_t col = 0; col < l.size() && !done(); ++col) {
+      char c = l[col];
+      if (quote_ != 0) {
+        Quoted(l, &col);
         continue;
       }
       if (c == '#' && (col == 0 || l[col - 1] == ' ' || l[col - 1] == '\t')) break;  // comment
       // A quote opens a quoted scalar only where a scalar starts (not the ' in "don't").
       if ((c == '\'' || c == '"') && (prev == ' ' || prev == ':' || prev == '[' || prev == '{' ||
                                       prev == ',' || prev == '-')) {
-        quote = c;
+        quote_ = c;
       } else if (c == '[' || c == '{') {
-        flow.push_back({line, static_cast<int>(col) + 1});
-        deeper(static_cast<int>(block.size() + flow.size()), flow.back());
-      } else if ((c == ']' || c == '}') && !flow.empty()) {
-        flow.pop_back();
+        flow_.push_back({line, static_cast<int>(col) + 1});
+        Deeper(static_cast<int>(block_.size() + flow_.size()), flow_.back());
+      } else if ((c == ']' || c == '}') && !flow_.empty()) {
+        flow_.pop_back();
       }
       if (c != ' ' && c != '\t') prev = c;
     }
+  }
+
+  int max_depth_;
+  Nesting out_;
+  std::vector<TextPlace> flow_;
+  std::vector<int> block_;
+  char quote_ = 0;  // inside '…' or "…"
+};
+
+}  // namespace
+
+Nesting ScanNesting(std::string_view text, int max_depth) {
+  NestingScanner scanner(max_depth);
+  int line = 1;
+  std::size_t i = 0;
+  while (i < text.size() && !scanner.done()) {
+    std::size_t end = text.find('\n', i);
+    if (end == std::string_view::npos) end = text.size();
+    scanner.Line(text.substr(i, end - i), line);
     ++line;
     i = end + 1;
   }
-  if (!flow.empty() && !out.too_deep) out.unclosed = flow.back();
-  return out;
+  return scanner.Finish();
 }
 
 std::optional<std::pair<std::string, std::size_t>> FindControlCharacter(std::string_view text) {

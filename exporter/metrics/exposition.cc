@@ -170,6 +170,25 @@ void TextWriter::CountAndSum(const prometheus::MetricFamily& f, const prometheus
   Tail(m);
 }
 
+void TextWriter::Histogram(const prometheus::MetricFamily& f, const prometheus::ClientMetric& m,
+                           std::string& extra) {
+  CountAndSum(f, m, m.histogram.sample_count, m.histogram.sample_sum);
+  double last = -std::numeric_limits<double>::infinity();
+  for (const auto& b : m.histogram.bucket) {
+    extra.clear();
+    AppendLe(b.upper_bound, extra);
+    Head(f, m, "_bucket", "le", extra);
+    last = b.upper_bound;
+    Count(b.cumulative_count);
+    Tail(m);
+  }
+  if (last != std::numeric_limits<double>::infinity()) {
+    Head(f, m, "_bucket", "le", "+Inf");
+    Count(m.histogram.sample_count);
+    Tail(m);
+  }
+}
+
 void TextWriter::Family(const prometheus::MetricFamily& f) {
   if (!f.help.empty()) {
     buf_ += "# HELP ";
@@ -211,24 +230,9 @@ void TextWriter::Family(const prometheus::MetricFamily& f) {
           Tail(m);
         }
         break;
-      case prometheus::MetricType::Histogram: {
-        CountAndSum(f, m, m.histogram.sample_count, m.histogram.sample_sum);
-        double last = -std::numeric_limits<double>::infinity();
-        for (const auto& b : m.histogram.bucket) {
-          extra.clear();
-          AppendLe(b.upper_bound, extra);
-          Head(f, m, "_bucket", "le", extra);
-          last = b.upper_bound;
-          Count(b.cumulative_count);
-          Tail(m);
-        }
-        if (last != std::numeric_limits<double>::infinity()) {
-          Head(f, m, "_bucket", "le", "+Inf");
-          Count(m.histogram.sample_count);
-          Tail(m);
-        }
+      case prometheus::MetricType::Histogram:
+        Histogram(f, m, extra);
         break;
-      }
       default:
         break;
     }

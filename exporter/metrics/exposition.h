@@ -35,6 +35,10 @@ class TextWriter {
 
  private:
   void Family(const prometheus::MetricFamily& f);
+  // One histogram's _count, _sum and _bucket lines (+Inf added when the buckets lack it);
+  // `extra`: scratch for the le value.
+  void Histogram(const prometheus::MetricFamily& f, const prometheus::ClientMetric& m,
+                 std::string& extra);
   void Head(const prometheus::MetricFamily& f, const prometheus::ClientMetric& m,
             std::string_view suffix, std::string_view extra_name = {},
             std::string_view extra_value = {});

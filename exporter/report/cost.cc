@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string_view>
+#include <utility>
 
 #include "podnet/version.h"
 
@@ -141,71 +142,45 @@ double DnsRoundQuestions(const CostConfig::Dns& dns, const QuestionsPerLookup& q
   return total;
 }
 
-ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
-                               const QuestionsPerLookup& questions) {
-  ClusterCost out;
-  const CostConfig& c = in.config;
-  const double n = std::max(0, in.pods), z = std::max(0, in.zones);
-  auto add = [&](const std::string& kind, const std::string& path, std::optional<int> count,
-                 double pod_per_hour, double cluster_per_month) {
-    double usd = path == "cross_zone" ? cluster_per_month / 1e9 * in.price_usd_per_gb : 0;
-    out.lines.push_back({kind, path, count, pod_per_hour, cluster_per_month, usd});
-  };
-  // The kinds that probe every selected peer at their interval: per peer the same round.
-  auto per_peer = [&](const std::string& kind, double round_bytes, double interval,
-                      const std::string& how) {
+namespace {
+
+// One ComputeClusterCost's state: the cluster (N Pods, Z zones), the lines and the arithmetic
+// so far. Each kind adds its lines; Finish() adds the totals by class.
+class CostSheet {
+ public:
+  CostSheet(const CostInputs& in, const PeersByClass& peers)
+      : in_(in), peers_(peers), n_(std::max(0, in.pods)), z_(std::max(0, in.zones)) {}
+
+  // A kind that probes every selected peer at its interval: per peer the same round of
+  // `round_bytes`; `how` is the round's arithmetic.
+  void PerPeer(const std::string& kind, double round_bytes, double interval,
+               const std::string& how) {
     double per_peer_hour = PerHour(round_bytes, interval);
-    auto it = peers.find(kind);
-    if (it == peers.end()) return;
+    auto it = peers_.find(kind);
+    if (it == peers_.end()) return;
     for (const auto& [path, count] : it->second) {
       double pod = count * per_peer_hour;
-      add(kind, path, count, pod, n * pod * kHoursPerMonth);
+      Add(kind, path, count, pod, n_ * pod * kHoursPerMonth);
     }
-    out.arithmetic.push_back(kind + ": " + how + " = " + Num("%.0f", round_bytes) +
-                             " bytes a round per peer, every " + Num("%g", interval) +
-                             " s: " + Num("%.3f", per_peer_hour / 1e6) + " MB an hour per peer");
-  };
-  if (c.rtt) {
-    per_peer("rtt", RttRoundBytes(*c.rtt), c.rtt->interval_seconds,
-             Num("%.0f", c.rtt->count) + " × 2 × (20 + 8 + " + Num("%.0f", c.rtt->size) + ")");
+    out_.arithmetic.push_back(kind + ": " + how + " = " + Num("%.0f", round_bytes) +
+                              " bytes a round per peer, every " + Num("%g", interval) +
+                              " s: " + Num("%.3f", per_peer_hour / 1e6) + " MB an hour per peer");
   }
-  if (c.http) {
-    const auto& h = *c.http;
-    per_peer("http", HttpRoundBytes(h, in.node_name_bytes, in.zone_name_bytes), h.interval_seconds,
-             Num("%g", h.qps) + " qps × " + Num("%g", h.duration_seconds) + " s per mode, " +
-                 "requests of " + Num("%.0f", HttpRequestBytes(h, false)) + " / answers of " +
-                 Num("%.0f", HttpResponseBytes(false, in.node_name_bytes, in.zone_name_bytes)) +
-                 " bytes (keep-alive) plus TCP headers, handshakes and closes");
-  }
-  if (c.grpc) {
-    per_peer(
-        "grpc", GrpcRoundBytes(*c.grpc), c.grpc->interval_seconds,
-        Num("%.0f", c.grpc->count) + " calls × " + Num("%.0f", GrpcRoundBytes({0, 1})) + " bytes");
-  }
-  if (c.mtu) {
-    per_peer("mtu", MtuRoundBytes(*c.mtu), c.mtu->interval_seconds,
-             "a healthy path: " + Num("%.0f", c.mtu->max_size) +
-                 " B forward with a 52 B acknowledgement, then " + Num("%.0f", c.mtu->max_size) +
-                 " B there and back (a bound: the interface MTU when smaller)");
-  }
-  if (c.dns) {
-    const auto& d = *c.dns;
+
+  // DNS: one line (its class unknown), run by every Pod or by the sample's.
+  void Dns(const CostConfig::Dns& d, const QuestionsPerLookup& questions) {
     double round = DnsRoundBytes(d, questions);
-    // The Pods a per-zone draw of `per_zone` holds (probes.dns.sample); 0: every Pod.
-    auto drawn = [&](int per_zone) {
-      return per_zone > 0 ? std::min(n, std::max(z, 1.0) * per_zone) : n;
-    };
-    double sampled = drawn(d.sample_pods_per_zone);
+    double sampled = Drawn(d.sample_pods_per_zone);
     double month = sampled * PerHour(round, d.interval_seconds) * kHoursPerMonth;
-    add("dns", "unknown", std::nullopt, n > 0 ? month / kHoursPerMonth / n : 0, month);
+    Add("dns", "unknown", std::nullopt, n_ > 0 ? month / kHoursPerMonth / n_ : 0, month);
     double qps =
         d.interval_seconds > 0 ? sampled * DnsRoundQuestions(d, questions) / d.interval_seconds : 0;
     std::string who = d.sample_pods_per_zone > 0
-                          ? Num("%.0f", sampled) + " of " + Num("%.0f", n) +
+                          ? Num("%.0f", sampled) + " of " + Num("%.0f", n_) +
                                 " Pods (probes.dns.sample: " + Num("%.0f", d.sample_pods_per_zone) +
                                 " a zone)"
-                          : "every Pod (" + Num("%.0f", n) + ")";
-    out.arithmetic.push_back(
+                          : "every Pod (" + Num("%.0f", n_) + ")";
+    out_.arithmetic.push_back(
         "dns: " + Num("%.0f", static_cast<double>(d.names.size())) + " names × 2 forms × " +
         Num("%.0f", static_cast<double>(d.resolvers.size())) +
         " resolvers, questions per lookup as the DNS table measured them (2 where a lookup "
@@ -217,62 +192,125 @@ ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
         " questions/s at the cluster DNS, besides one a round from every Pod to each "
         "resolv.conf nameserver and from " +
         (d.replica_sample_pods_per_zone > 0
-             ? Num("%.0f", drawn(d.replica_sample_pods_per_zone)) + " Pods (" +
+             ? Num("%.0f", Drawn(d.replica_sample_pods_per_zone)) + " Pods (" +
                    Num("%.0f", d.replica_sample_pods_per_zone) + " a zone)"
              : std::string("every Pod")) +
         " to each cluster DNS replica");
   }
+
+  // Coordinated bursts: one prober per ordered zone pair a period, whatever N.
+  void CoordinatedBursts(const CostConfig::Burst& b) {
+    double periods = b.period_seconds > 0 ? kHoursPerMonth * 3600 / b.period_seconds : 0;
+    double burst = b.max_bytes_per_burst * kBurstWireFactor;
+    for (auto [path, pairs] : {std::pair<const char*, double>{"same_zone", z_},
+                               std::pair<const char*, double>{"cross_zone", z_ * (z_ - 1)}}) {
+      double month = pairs * b.stream_counts * periods * burst;
+      Add("burst", path, std::nullopt, n_ > 0 ? month / kHoursPerMonth / n_ : 0, month);
+    }
+    out_.arithmetic.push_back(
+        "burst (coordinated, a bound for any N and link speed): " + Num("%.0f", z_ * (z_ - 1)) +
+        " ordered cross-zone pairs (" + Num("%.0f", z_) + " same-zone) × " +
+        Num("%.0f", b.stream_counts) + " stream counts × " + Num("%.1f", periods) +
+        " periods a month × " + Num("%.0f", b.max_bytes_per_burst / 1e6) + " MB × " +
+        Num("%.2f", kBurstWireFactor) + " on the wire; per Pod: the cluster's / N");
+  }
+
+  // Bursts per peer: each Pod's max_bytes_per_hour, shared by the classes as the peers are.
+  void PerPeerBursts(const CostConfig::Burst& b) {
+    auto it = peers_.find("burst");
+    double total = 0;
+    if (it != peers_.end()) {
+      for (const auto& [path, count] : it->second) total += count;
+    }
+    double pod = b.max_bytes_per_hour * kBurstWireFactor;
+    if (it != peers_.end() && total > 0) {
+      for (const auto& [path, count] : it->second) {
+        double share = pod * count / total;
+        Add("burst", path, count, share, n_ * share * kHoursPerMonth);
+      }
+    }
+    out_.arithmetic.push_back("burst (per peer, a bound): max_bytes_per_hour " +
+                              Num("%.0f", b.max_bytes_per_hour / 1e6) + " MB × " +
+                              Num("%.2f", kBurstWireFactor) +
+                              " on the wire per Pod, shared by the classes as the peers are");
+  }
+
+  // The kinds' lines, then their totals by class (probe "all") and the cross-zone figures.
+  ClusterCost Finish() {
+    std::map<std::string, CostLine> all;
+    for (const auto& l : out_.lines) {
+      auto& t = all[l.path_class];
+      t.probe = "all";
+      t.path_class = l.path_class;
+      t.pod_bytes_per_hour += l.pod_bytes_per_hour;
+      t.cluster_bytes_per_month += l.cluster_bytes_per_month;
+      t.cluster_usd_per_month += l.cluster_usd_per_month;
+    }
+    for (auto& [path, t] : all) out_.lines.push_back(t);
+    if (auto it = all.find("cross_zone"); it != all.end()) {
+      out_.cross_zone_bytes_per_month = it->second.cluster_bytes_per_month;
+      out_.cross_zone_usd_per_month = it->second.cluster_usd_per_month;
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void Add(const std::string& kind, const std::string& path, std::optional<int> count,
+           double pod_per_hour, double cluster_per_month) {
+    double usd = path == "cross_zone" ? cluster_per_month / 1e9 * in_.price_usd_per_gb : 0;
+    out_.lines.push_back({kind, path, count, pod_per_hour, cluster_per_month, usd});
+  }
+  // The Pods a per-zone draw of `per_zone` holds (probes.dns.sample); 0: every Pod.
+  double Drawn(int per_zone) const {
+    return per_zone > 0 ? std::min(n_, std::max(z_, 1.0) * per_zone) : n_;
+  }
+
+  const CostInputs& in_;
+  const PeersByClass& peers_;
+  const double n_, z_;
+  ClusterCost out_;
+};
+
+}  // namespace
+
+ClusterCost ComputeClusterCost(const CostInputs& in, const PeersByClass& peers,
+                               const QuestionsPerLookup& questions) {
+  const CostConfig& c = in.config;
+  CostSheet sheet(in, peers);
+  if (c.rtt) {
+    sheet.PerPeer("rtt", RttRoundBytes(*c.rtt), c.rtt->interval_seconds,
+                  Num("%.0f", c.rtt->count) + " × 2 × (20 + 8 + " + Num("%.0f", c.rtt->size) + ")");
+  }
+  if (c.http) {
+    const auto& h = *c.http;
+    sheet.PerPeer(
+        "http", HttpRoundBytes(h, in.node_name_bytes, in.zone_name_bytes), h.interval_seconds,
+        Num("%g", h.qps) + " qps × " + Num("%g", h.duration_seconds) + " s per mode, " +
+            "requests of " + Num("%.0f", HttpRequestBytes(h, false)) + " / answers of " +
+            Num("%.0f", HttpResponseBytes(false, in.node_name_bytes, in.zone_name_bytes)) +
+            " bytes (keep-alive) plus TCP headers, handshakes and closes");
+  }
+  if (c.grpc) {
+    sheet.PerPeer(
+        "grpc", GrpcRoundBytes(*c.grpc), c.grpc->interval_seconds,
+        Num("%.0f", c.grpc->count) + " calls × " + Num("%.0f", GrpcRoundBytes({0, 1})) + " bytes");
+  }
+  if (c.mtu) {
+    sheet.PerPeer("mtu", MtuRoundBytes(*c.mtu), c.mtu->interval_seconds,
+                  "a healthy path: " + Num("%.0f", c.mtu->max_size) +
+                      " B forward with a 52 B acknowledgement, then " +
+                      Num("%.0f", c.mtu->max_size) +
+                      " B there and back (a bound: the interface MTU when smaller)");
+  }
+  if (c.dns) sheet.Dns(*c.dns, questions);
   if (c.burst) {
-    const auto& b = *c.burst;
-    if (b.coordinated) {
-      double periods = b.period_seconds > 0 ? kHoursPerMonth * 3600 / b.period_seconds : 0;
-      double burst = b.max_bytes_per_burst * kBurstWireFactor;
-      for (auto [path, pairs] : {std::pair<const char*, double>{"same_zone", z},
-                                 std::pair<const char*, double>{"cross_zone", z * (z - 1)}}) {
-        double month = pairs * b.stream_counts * periods * burst;
-        add("burst", path, std::nullopt, n > 0 ? month / kHoursPerMonth / n : 0, month);
-      }
-      out.arithmetic.push_back(
-          "burst (coordinated, a bound for any N and link speed): " + Num("%.0f", z * (z - 1)) +
-          " ordered cross-zone pairs (" + Num("%.0f", z) + " same-zone) × " +
-          Num("%.0f", b.stream_counts) + " stream counts × " + Num("%.1f", periods) +
-          " periods a month × " + Num("%.0f", b.max_bytes_per_burst / 1e6) + " MB × " +
-          Num("%.2f", kBurstWireFactor) + " on the wire; per Pod: the cluster's / N");
+    if (c.burst->coordinated) {
+      sheet.CoordinatedBursts(*c.burst);
     } else {
-      auto it = peers.find("burst");
-      double total = 0;
-      if (it != peers.end()) {
-        for (const auto& [path, count] : it->second) total += count;
-      }
-      double pod = b.max_bytes_per_hour * kBurstWireFactor;
-      if (it != peers.end() && total > 0) {
-        for (const auto& [path, count] : it->second) {
-          double share = pod * count / total;
-          add("burst", path, count, share, n * share * kHoursPerMonth);
-        }
-      }
-      out.arithmetic.push_back("burst (per peer, a bound): max_bytes_per_hour " +
-                               Num("%.0f", b.max_bytes_per_hour / 1e6) + " MB × " +
-                               Num("%.2f", kBurstWireFactor) +
-                               " on the wire per Pod, shared by the classes as the peers are");
+      sheet.PerPeerBursts(*c.burst);
     }
   }
-  // Totals by class, after the kinds.
-  std::map<std::string, CostLine> all;
-  for (const auto& l : out.lines) {
-    auto& t = all[l.path_class];
-    t.probe = "all";
-    t.path_class = l.path_class;
-    t.pod_bytes_per_hour += l.pod_bytes_per_hour;
-    t.cluster_bytes_per_month += l.cluster_bytes_per_month;
-    t.cluster_usd_per_month += l.cluster_usd_per_month;
-  }
-  for (auto& [path, t] : all) out.lines.push_back(t);
-  if (auto it = all.find("cross_zone"); it != all.end()) {
-    out.cross_zone_bytes_per_month = it->second.cluster_bytes_per_month;
-    out.cross_zone_usd_per_month = it->second.cluster_usd_per_month;
-  }
-  return out;
+  return sheet.Finish();
 }
 
 }  // namespace podnet::report

@@ -288,8 +288,10 @@ std::string HtmlEscape(const std::string& s) {
   return out;
 }
 
-std::string ToHtml(const Report& r) {
-  std::ostringstream out;
+namespace {
+
+// The page's head, the verdict (after Compare()) and the line on the prober and the run.
+void WriteHead(std::ostringstream& out, const Report& r) {
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
          "style-src 'unsafe-inline'\">"
@@ -318,7 +320,12 @@ std::string ToHtml(const Report& r) {
         << ": each cell shows the change; <b>!</b> (shaded) marks a change larger than the "
            "spread of either run.";
   }
-  out << "</p>\n<h2>Latency ladder</h2>\n";
+  out << "</p>\n";
+}
+
+// The latency ladder and the zone matrix: the figures the tables below hold, drawn.
+void WriteFigures(std::ostringstream& out, const Report& r) {
+  out << "<h2>Latency ladder</h2>\n";
   bool any = false;
   for (const auto& s : r.sections) {
     if ((s.id == "rtt" || s.id == "http" || s.id == "grpc") && s.configured && !s.rows.empty()) {
@@ -337,6 +344,10 @@ std::string ToHtml(const Report& r) {
   } else {
     out << "<p>No RTT by zone pair in this report.</p>\n";
   }
+}
+
+// Each section's table and notes, then the failures.
+void WriteSections(std::ostringstream& out, const Report& r) {
   for (const auto& s : r.sections) {
     out << "<h2>" << HtmlEscape(s.title) << "</h2>\n";
     if (!s.configured) {
@@ -361,6 +372,15 @@ std::string ToHtml(const Report& r) {
     }
     out << "</ul>\n";
   }
+}
+
+}  // namespace
+
+std::string ToHtml(const Report& r) {
+  std::ostringstream out;
+  WriteHead(out, r);
+  WriteFigures(out, r);
+  WriteSections(out, r);
   out << "</body></html>\n";
   return out.str();
 }

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "exporter/proto/echo.h"
 #include "exporter/responders/echo_limiter.h"
 #include "exporter/responders/responder_metrics.h"
 #include "exporter/runtime/loop_role.h"
+#include "exporter/wire/echo.h"
 
 namespace podnet::responders {
 
@@ -60,7 +60,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
     socket_.close(ec);
   }
   std::uint16_t port() const { return socket_.local_endpoint().port(); }
-  void SetIdentity(proto::echo::Identity identity) { identity_ = std::move(identity); }
+  void SetIdentity(wire::echo::Identity identity) { identity_ = std::move(identity); }
   void SetHeardHook(HeardHook heard) { heard_ = std::move(heard); }
 
  private:
@@ -74,58 +74,73 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
                        });
   }
 
+  // Whether the limiter lets `from` have an answer to a request of `n` bytes (charged with the
+  // request's bytes, at least the reply's); a refusal is counted by its reason.
+  bool Admitted(const boost::asio::ip::udp::endpoint& from, std::size_t n) {
+    switch (limiter_.Admit(from.address(), n, std::chrono::steady_clock::now())) {
+      case EchoLimiter::Verdict::kAnswer:
+        return true;
+      case EchoLimiter::Verdict::kTooLarge:
+        too_large_.Count();
+        return false;
+      case EchoLimiter::Verdict::kSourceLimited:
+        source_limited_.Count();
+        return false;
+      case EchoLimiter::Verdict::kRateLimited:
+        rate_limited_.Count();
+        return false;
+    }
+    return false;
+  }
+
+  // Sends the reply `data` (of a request of `n` bytes) to `from`; a path-MTU kReturn answer
+  // with the don't-fragment bit, or, refused as too big, the small answer saying so.
+  boost::system::error_code SendReply(std::span<std::uint8_t> data, std::size_t n,
+                                      std::optional<wire::echo::MtuRecord> mtu,
+                                      const boost::asio::ip::udp::endpoint& from) {
+    boost::system::error_code ec;
+    if (mtu && mtu->mode == wire::echo::MtuMode::kReturn) {
+      // Sent with the don't-fragment bit (IP_PMTUDISC_DO: the kernel refuses with EMSGSIZE
+      // what exceeds the path MTU it knows, learned from an ICMP error, or the interface's);
+      // refused, the small answer says kMtuTooBig instead: this direction's ICMP works.
+      SetDontFragment(true);
+      socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
+      SetDontFragment(false);
+      if (ec == boost::asio::error::message_size) {
+        mtu->flags |= wire::echo::kMtuTooBig;
+        data = data.first(wire::echo::MakeMtuAnswer(data, n, *mtu));
+        socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
+      }
+    } else {
+      socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
+    }
+    return ec;
+  }
+
   void Drain() {
     PODNET_DCHECK_LOOP(kResponder);
     for (int i = 0; i < 256; ++i) {
       boost::asio::ip::udp::endpoint from;
-      boost::system::error_code ec;
       std::size_t n = 0;
       if (!Receive(from, n)) return;  // would_block: drained
       std::span<std::uint8_t> data(buffer_.data(), n);
-      bool discovery = proto::echo::IsDiscoveryAsk(data);  // not a prober: no coverage
-      if (!proto::echo::MakeReply(data, identity_ ? &*identity_ : nullptr)) {
+      bool discovery = wire::echo::IsDiscoveryAsk(data);  // not a prober: no coverage
+      if (!wire::echo::MakeReply(data, identity_ ? &*identity_ : nullptr)) {
         malformed_.Count();
         continue;
       }
       // The path-MTU record: kAck cuts the reply to 24 bytes, kReturn to the size it names
       // (never more than the request: MakeMtuAnswer refuses that, counted too_large).
-      auto mtu = proto::echo::ReadMtuAsk(data);
+      auto mtu = wire::echo::ReadMtuAsk(data);
       if (mtu) {
-        data = data.first(proto::echo::MakeMtuAnswer(data, n, *mtu));
+        data = data.first(wire::echo::MakeMtuAnswer(data, n, *mtu));
         if (data.empty()) {
           too_large_.Count();
           continue;
         }
       }
-      // Charged with the request's bytes, at least the reply's.
-      switch (limiter_.Admit(from.address(), n, std::chrono::steady_clock::now())) {
-        case EchoLimiter::Verdict::kAnswer:
-          break;
-        case EchoLimiter::Verdict::kTooLarge:
-          too_large_.Count();
-          continue;
-        case EchoLimiter::Verdict::kSourceLimited:
-          source_limited_.Count();
-          continue;
-        case EchoLimiter::Verdict::kRateLimited:
-          rate_limited_.Count();
-          continue;
-      }
-      if (mtu && mtu->mode == proto::echo::MtuMode::kReturn) {
-        // Sent with the don't-fragment bit (IP_PMTUDISC_DO: the kernel refuses with EMSGSIZE
-        // what exceeds the path MTU it knows, learned from an ICMP error, or the interface's);
-        // refused, the small answer says kMtuTooBig instead: this direction's ICMP works.
-        SetDontFragment(true);
-        socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
-        SetDontFragment(false);
-        if (ec == boost::asio::error::message_size) {
-          mtu->flags |= proto::echo::kMtuTooBig;
-          data = data.first(proto::echo::MakeMtuAnswer(data, n, *mtu));
-          socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
-        }
-      } else {
-        socket_.send_to(boost::asio::buffer(data.data(), data.size()), from, 0, ec);
-      }
+      if (!Admitted(from, n)) continue;
+      boost::system::error_code ec = SendReply(data, n, mtu, from);
       if (ec) {
         // Admitted, yet the kernel took no reply: a destination it refuses (port 0, a broadcast
         // source), a full send buffer, no route. Not answered: counted as a drop.
@@ -193,7 +208,7 @@ class UdpEchoResponder::Impl : public std::enable_shared_from_this<Impl> {
   int pmtudisc_v6_ = IPV6_PMTUDISC_WANT;
   std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(65536);
   EchoLimiter limiter_;
-  std::optional<proto::echo::Identity> identity_;
+  std::optional<wire::echo::Identity> identity_;
   HeardHook heard_;
   prometheus::Counter* answered_;
   ResponderDrop malformed_;  // not a podnet request: result "ignored", reason "malformed"

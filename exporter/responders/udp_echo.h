@@ -13,15 +13,15 @@
 namespace podnet::responders {
 
 /// The UDP echo responder that peers' `protocol: udp` RTT probes aim at. It answers only
-/// podnet probe requests (proto/echo.h: magic, version, kind = request) by sending the
+/// podnet probe requests (wire/echo.h: magic, version, kind = request) by sending the
 /// datagram back with kind = reply, so it reflects nothing else and two responders cannot
-/// ping-pong. A request that asks who answers (proto/echo.h: AskIdentity) gets this responder's
+/// ping-pong. A request that asks who answers (wire/echo.h: AskIdentity) gets this responder's
 /// node and zone (SetIdentity) in the reply's padding when they fit; the reply is never larger
 /// than the request. Bounded: one fixed receive buffer, at most 256 datagrams per wake-up so the
 /// responder loop stays responsive, and an EchoLimiter (echo_limiter.h): requests over 9000 bytes
 /// are not answered, one source address gets at most 1/16 of the reply and byte budgets, and
 /// all sources together at most 20,000 replies and 20 MB per second (defaults of EchoLimits).
-/// The path-MTU record (proto/echo.h MtuMode): a request asking kAck is answered by its first
+/// The path-MTU record (wire/echo.h MtuMode): a request asking kAck is answered by its first
 /// 24 bytes (a large request acknowledged small); a request asking kReturn is sent back whole
 /// with the don't-fragment bit (IP_PMTUDISC_DO / IPV6_PMTUDISC_DO for that send only), or, when
 /// the kernel refuses it (EMSGSIZE), as the small answer flagged kMtuTooBig. No reply is larger
@@ -50,11 +50,11 @@ class UdpEchoResponder {
 
   /// Who this responder is, for the identity record of its replies (the effective
   /// topology::Self: node, the zone configured or read from the Node, and the Pod name, sent
-  /// when the request leaves room: proto/echo.h). Until it is called, replies carry no
+  /// when the request leaves room: wire/echo.h). Until it is called, replies carry no
   /// identity. On the responder's loop, or before it runs.
   void SetIdentity(std::string node, std::string zone, std::string pod = {});
   /// Called with the source of every request answered (ProberTally) but discovery's identity
-  /// asks (proto::echo::kDiscoveryAsk: every Pod asks every Pod, and is a prober of none);
+  /// asks (wire::echo::kDiscoveryAsk: every Pod asks every Pod, and is a prober of none);
   /// none by default. On the responder's loop, or before it runs.
   void SetHeardHook(HeardHook heard);
 

@@ -152,6 +152,32 @@ std::vector<std::size_t> Duty(std::string_view self_key, const std::vector<RingM
 
 }  // namespace
 
+namespace {
+
+// The candidates of the nodes this prober has the duty to probe in `zone` (a node's Pods
+// together), sorted; *duty_nodes: how many nodes. `own`: the ring of this prober's zone.
+std::vector<std::size_t> DutyCandidates(const Rings& rings, const std::vector<RingMember>& own,
+                                        std::string_view self_key, std::string_view self_zone,
+                                        const std::string& zone, std::size_t per_zone,
+                                        std::size_t* duty_nodes) {
+  std::vector<std::size_t> duty;
+  const std::vector<RingMember>& targets = rings.find(zone)->second;
+  const std::size_t replicas = Replicas(rings, self_zone, zone, per_zone);
+  // A prober's load bound: 1.25 × its fair share of the replicas, never above peers_per_zone.
+  const double share = static_cast<double>(replicas) * static_cast<double>(targets.size()) /
+                       static_cast<double>(own.size());
+  const std::size_t cap =
+      std::min(per_zone, std::max(replicas, static_cast<std::size_t>(std::ceil(1.25 * share))));
+  for (std::size_t t : Duty(self_key, own, targets, replicas, cap)) {
+    duty.insert(duty.end(), targets[t].candidates.begin(), targets[t].candidates.end());
+    ++*duty_nodes;
+  }
+  std::sort(duty.begin(), duty.end());
+  return duty;
+}
+
+}  // namespace
+
 std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer>& candidates,
                               int peers_per_zone, bool self_listed) {
   const std::size_t per_zone = static_cast<std::size_t>(std::max(peers_per_zone, 1));
@@ -176,22 +202,11 @@ std::vector<Peer> SelectPeers(const topology::Self& self, const std::vector<Peer
   for (auto& [zone, ring] : rings) RingSort(ring);
   const auto own = rings.find(self.zone);
   for (auto& [zone, group] : zones) {
-    std::vector<std::size_t> duty;  // candidates of the duty targets (a node's Pods together)
     std::size_t duty_nodes = 0;
-    if (self_listed) {
-      const std::vector<RingMember>& targets = rings[zone];
-      const std::size_t replicas = Replicas(rings, self.zone, zone, per_zone);
-      // A prober's load bound: 1.25 × its fair share of the replicas, never above peers_per_zone.
-      const double share = static_cast<double>(replicas) * static_cast<double>(targets.size()) /
-                           static_cast<double>(own->second.size());
-      const std::size_t cap =
-          std::min(per_zone, std::max(replicas, static_cast<std::size_t>(std::ceil(1.25 * share))));
-      for (std::size_t t : Duty(self_key, own->second, targets, replicas, cap)) {
-        duty.insert(duty.end(), targets[t].candidates.begin(), targets[t].candidates.end());
-        ++duty_nodes;
-      }
-    }
-    std::sort(duty.begin(), duty.end());
+    std::vector<std::size_t> duty =
+        self_listed
+            ? DutyCandidates(rings, own->second, self_key, self.zone, zone, per_zone, &duty_nodes)
+            : std::vector<std::size_t>{};
     for (std::size_t i : duty) chosen.push_back(candidates[i]);
     // The rest of peers_per_zone: highest weight first, the name breaking (astronomically rare)
     // ties so that the order is total.

@@ -23,6 +23,29 @@ std::optional<std::string> Read(const std::string& what, const std::string& path
 // RequestClientCert and RequireAnyClientCert ask for a certificate without verifying it.
 int AcceptAny(int, X509_STORE_CTX*) { return 1; }
 
+// Whether and how a client's certificate is asked for and verified (client_auth_type, as Go's
+// tls.ClientAuthType).
+void SetClientVerify(ssl::context& ctx, ClientAuth auth) {
+  SSL_CTX* native = ctx.native_handle();
+  switch (auth) {
+    case ClientAuth::kNoClientCert:
+      ctx.set_verify_mode(ssl::verify_none);
+      break;
+    case ClientAuth::kRequestClientCert:
+      SSL_CTX_set_verify(native, SSL_VERIFY_PEER, AcceptAny);
+      break;
+    case ClientAuth::kRequireAnyClientCert:
+      SSL_CTX_set_verify(native, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, AcceptAny);
+      break;
+    case ClientAuth::kVerifyClientCertIfGiven:
+      ctx.set_verify_mode(ssl::verify_peer);
+      break;
+    case ClientAuth::kRequireAndVerifyClientCert:
+      ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+      break;
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<ssl::context> LoadTlsContext(const TlsServerConfig& tls, std::string* error) {
@@ -72,23 +95,7 @@ std::shared_ptr<ssl::context> LoadTlsContext(const TlsServerConfig& tls, std::st
       SSL_CTX_set_client_CA_list(native, names);
     }
   }
-  switch (tls.client_auth) {
-    case ClientAuth::kNoClientCert:
-      ctx->set_verify_mode(ssl::verify_none);
-      break;
-    case ClientAuth::kRequestClientCert:
-      SSL_CTX_set_verify(native, SSL_VERIFY_PEER, AcceptAny);
-      break;
-    case ClientAuth::kRequireAnyClientCert:
-      SSL_CTX_set_verify(native, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, AcceptAny);
-      break;
-    case ClientAuth::kVerifyClientCertIfGiven:
-      ctx->set_verify_mode(ssl::verify_peer);
-      break;
-    case ClientAuth::kRequireAndVerifyClientCert:
-      ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
-      break;
-  }
+  SetClientVerify(*ctx, tls.client_auth);
   return ctx;
 }
 

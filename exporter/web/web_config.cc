@@ -92,25 +92,10 @@ std::string Resolve(const std::string& dir, const std::string& path) {
   return (std::filesystem::path(dir) / path).lexically_normal().string();
 }
 
-void DecodeTls(Decoder& d, const YAML::Node& n, const std::string& dir, WebConfig& c) {
-  const std::string base = "tls_server_config";
-  if (n.IsNull()) return;  // an empty section: plain HTTP, as exporter-toolkit does
-  if (!d.CheckMap(n, base,
-                  {"cert_file", "key_file", "client_auth_type", "client_ca_file", "cipher_suites",
-                   "min_version", "max_version", "prefer_server_cipher_suites"})) {
-    return;
-  }
-  auto tls = std::make_shared<TlsServerConfig>();
-  auto file = [&](const char* key, std::string* out) {
-    if (const YAML::Node v = n[key]; v.IsDefined()) {
-      if (auto s = Raw(d, v, base + "." + key)) *out = Resolve(dir, *s);
-    }
-  };
-  file("cert_file", &tls->cert_file);
-  file("key_file", &tls->key_file);
-  file("client_ca_file", &tls->client_ca_file);
-  if (tls->cert_file.empty()) d.Fail(n, base + ".cert_file", "missing (a PEM certificate file)");
-  if (tls->key_file.empty()) d.Fail(n, base + ".key_file", "missing (a PEM private key file)");
+// tls_server_config.client_auth_type into tls->client_auth, and whether client_ca_file agrees
+// with it (a verifying type needs one; NoClientCert takes none).
+void DecodeClientAuth(Decoder& d, const YAML::Node& n, const std::string& base,
+                      TlsServerConfig* tls) {
   const YAML::Node auth = n["client_auth_type"];
   if (auth.IsDefined()) {
     static const std::map<std::string, ClientAuth, std::less<>> types = {
@@ -142,6 +127,50 @@ void DecodeTls(Decoder& d, const YAML::Node& n, const std::string& dir, WebConfi
            "a client CA is given but client_auth_type is NoClientCert (set it, e.g. to "
            "RequireAndVerifyClientCert)");
   }
+}
+
+// tls_server_config.cipher_suites (Go's names) as OpenSSL's cipher list in tls->cipher_list.
+void DecodeCipherSuites(Decoder& d, const YAML::Node& v, const std::string& base,
+                        TlsServerConfig* tls) {
+  if (!v.IsSequence()) {
+    d.Fail(v, base + ".cipher_suites", "must be a list of cipher suite names");
+  } else {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::string path = base + ".cipher_suites[" + std::to_string(i) + "]";
+      auto s = Raw(d, v[i], path);
+      if (!s) continue;
+      auto it = CipherNames().find(*s);
+      if (it == CipherNames().end()) {
+        d.Fail(v[i], path,
+               "unknown TLS 1.2 cipher suite " + config::Quote(*s) +
+                   " (Go's names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)");
+        continue;
+      }
+      tls->cipher_list += (tls->cipher_list.empty() ? "" : ":") + it->second;
+    }
+  }
+}
+
+void DecodeTls(Decoder& d, const YAML::Node& n, const std::string& dir, WebConfig& c) {
+  const std::string base = "tls_server_config";
+  if (n.IsNull()) return;  // an empty section: plain HTTP, as exporter-toolkit does
+  if (!d.CheckMap(n, base,
+                  {"cert_file", "key_file", "client_auth_type", "client_ca_file", "cipher_suites",
+                   "min_version", "max_version", "prefer_server_cipher_suites"})) {
+    return;
+  }
+  auto tls = std::make_shared<TlsServerConfig>();
+  auto file = [&](const char* key, std::string* out) {
+    if (const YAML::Node v = n[key]; v.IsDefined()) {
+      if (auto s = Raw(d, v, base + "." + key)) *out = Resolve(dir, *s);
+    }
+  };
+  file("cert_file", &tls->cert_file);
+  file("key_file", &tls->key_file);
+  file("client_ca_file", &tls->client_ca_file);
+  if (tls->cert_file.empty()) d.Fail(n, base + ".cert_file", "missing (a PEM certificate file)");
+  if (tls->key_file.empty()) d.Fail(n, base + ".key_file", "missing (a PEM private key file)");
+  DecodeClientAuth(d, n, base, tls.get());
   tls->min_version = TLS1_2_VERSION;
   if (const YAML::Node v = n["min_version"]; v.IsDefined()) {
     if (auto ver = TlsVersion(d, v, base + ".min_version")) tls->min_version = *ver;
@@ -153,23 +182,7 @@ void DecodeTls(Decoder& d, const YAML::Node& n, const std::string& dir, WebConfi
     }
   }
   if (const YAML::Node v = n["cipher_suites"]; v.IsDefined()) {
-    if (!v.IsSequence()) {
-      d.Fail(v, base + ".cipher_suites", "must be a list of cipher suite names");
-    } else {
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        std::string path = base + ".cipher_suites[" + std::to_string(i) + "]";
-        auto s = Raw(d, v[i], path);
-        if (!s) continue;
-        auto it = CipherNames().find(*s);
-        if (it == CipherNames().end()) {
-          d.Fail(v[i], path,
-                 "unknown TLS 1.2 cipher suite " + config::Quote(*s) +
-                     " (Go's names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)");
-          continue;
-        }
-        tls->cipher_list += (tls->cipher_list.empty() ? "" : ":") + it->second;
-      }
-    }
+    DecodeCipherSuites(d, v, base, tls.get());
   }
   if (const YAML::Node v = n["prefer_server_cipher_suites"]; v.IsDefined()) {
     if (auto b = d.Bool(v, base + ".prefer_server_cipher_suites")) {

@@ -439,7 +439,7 @@ def drain_on_sigterm(exe, tmp):
         echo = get(base + "/echo")[0]
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
             u.settimeout(1)
-            # A UDP echo request (exporter/proto/echo.h: magic "PNET", version 1, a request).
+            # A UDP echo request (exporter/wire/echo.h: magic "PNET", version 1, a request).
             u.sendto(struct.pack("!IBBHQ", 0x504E4554, 1, 1, 7, 0xF100D) + b"\0" * 48,
                      ("127.0.0.1", port))
             try:

@@ -7,8 +7,9 @@ edge the map does not have fails to compile: CMakeLists.txt links the modules fr
 and a module linked by hand past the map, or a header reachable without linking, fails here.
 
 Inside the probes module, one rule the build cannot see: a probe kind's folder (exporter/probes/X/
-holding X_probe.h) never includes another kind's folder; what two kinds share lives in a folder
-of its own (exporter/probes/http_client/). So a kind can be read, changed or removed alone.
+holding X_probe.h) never includes another kind's folder; what two kinds share lives outside the
+kinds' folders (the HTTP client: exporter/net/http_client.h). So a kind can be read, changed or
+removed alone.
 
 Usage: module_boundaries.py --cxx C++ --map exporter/modules.json --source-dir DIR
                             --module NAME=DIR:DIR... (one per module)

@@ -198,6 +198,59 @@ std::optional<ApiConfig> InClusterConfig(const std::string& sa_dir, const config
   return c;
 }
 
+namespace {
+
+// A kubeconfig cluster (`what`: "clusters[NAME]") into *c: its server, TLS verification and CA;
+// false and *error for a bad server, a proxy, or a CA that cannot be read.
+bool ReadCluster(const YAML::Node& cluster, const std::string& what, const std::string& base_dir,
+                 ApiConfig* c, std::string* error) {
+  if (!ParseServer(Scalar(cluster, "server"), c, error)) {
+    *error = what + "." + *error;
+    return false;
+  }
+  if (Scalar(cluster, "proxy-url") != "") {
+    *error = what + ".proxy-url: proxies are not supported";
+    return false;
+  }
+  c->insecure_skip_tls_verify = Scalar(cluster, "insecure-skip-tls-verify") == "true";
+  auto ca = DataOrFile(cluster, "certificate-authority-data", "certificate-authority", base_dir,
+                       what, error);
+  if (!ca) return false;
+  c->ca_pem = *ca;
+  return true;
+}
+
+// A kubeconfig user's credentials (`what`: "users[NAME]") into *c: a token, a token file or a
+// client certificate and key; false and *error for a credential plugin (exec, auth-provider),
+// a certificate without its key, or a file that cannot be read.
+bool ReadUser(const YAML::Node& user, const std::string& what, const std::string& base_dir,
+              ApiConfig* c, std::string* error) {
+  if (Has(user, "exec") || Has(user, "auth-provider")) {
+    *error = what +
+             ": exec and auth-provider credential plugins are not supported; use a "
+             "token, tokenFile or client certificate (e.g. a ServiceAccount token)";
+    return false;
+  }
+  c->token = TrimSpace(Scalar(user, "token"));
+  if (std::string f = Scalar(user, "tokenFile"); !f.empty()) {
+    c->token_file = JoinPath(base_dir, f);
+  }
+  auto cert =
+      DataOrFile(user, "client-certificate-data", "client-certificate", base_dir, what, error);
+  if (!cert) return false;
+  auto key = DataOrFile(user, "client-key-data", "client-key", base_dir, what, error);
+  if (!key) return false;
+  if (cert->empty() != key->empty()) {
+    *error = what + ": a client certificate needs its key and a key its certificate";
+    return false;
+  }
+  c->client_cert_pem = *cert;
+  c->client_key_pem = *key;
+  return true;
+}
+
+}  // namespace
+
 std::optional<ApiConfig> ParseKubeconfig(const std::string& text, const std::string& base_dir,
                                          const std::string& context, std::string* error) {
   YAML::Node root;
@@ -232,19 +285,7 @@ std::optional<ApiConfig> ParseKubeconfig(const std::string& text, const std::str
     }
     ApiConfig c;
     std::string what = "clusters[" + cluster_name + "]";
-    if (!ParseServer(Scalar(cluster, "server"), &c, error)) {
-      *error = what + "." + *error;
-      return std::nullopt;
-    }
-    if (Scalar(cluster, "proxy-url") != "") {
-      *error = what + ".proxy-url: proxies are not supported";
-      return std::nullopt;
-    }
-    c.insecure_skip_tls_verify = Scalar(cluster, "insecure-skip-tls-verify") == "true";
-    auto ca = DataOrFile(cluster, "certificate-authority-data", "certificate-authority", base_dir,
-                         what, error);
-    if (!ca) return std::nullopt;
-    c.ca_pem = *ca;
+    if (!ReadCluster(cluster, what, base_dir, &c, error)) return std::nullopt;
     if (!user_name.empty()) {
       YAML::Node user = FindNamed(croot["users"], user_name, "user");
       what = "users[" + user_name + "]";
@@ -252,29 +293,8 @@ std::optional<ApiConfig> ParseKubeconfig(const std::string& text, const std::str
         *error = "context \"" + ctx_name + "\": user \"" + user_name + "\" not found";
         return std::nullopt;
       }
-      if (IsMap(user)) {  // `user: {}` or `user:` alone: no credentials
-        if (Has(user, "exec") || Has(user, "auth-provider")) {
-          *error = what +
-                   ": exec and auth-provider credential plugins are not supported; use a "
-                   "token, tokenFile or client certificate (e.g. a ServiceAccount token)";
-          return std::nullopt;
-        }
-        c.token = TrimSpace(Scalar(user, "token"));
-        if (std::string f = Scalar(user, "tokenFile"); !f.empty()) {
-          c.token_file = JoinPath(base_dir, f);
-        }
-        auto cert = DataOrFile(user, "client-certificate-data", "client-certificate", base_dir,
-                               what, error);
-        if (!cert) return std::nullopt;
-        auto key = DataOrFile(user, "client-key-data", "client-key", base_dir, what, error);
-        if (!key) return std::nullopt;
-        if (cert->empty() != key->empty()) {
-          *error = what + ": a client certificate needs its key and a key its certificate";
-          return std::nullopt;
-        }
-        c.client_cert_pem = *cert;
-        c.client_key_pem = *key;
-      }
+      // `user: {}` or `user:` alone: no credentials
+      if (IsMap(user) && !ReadUser(user, what, base_dir, &c, error)) return std::nullopt;
     }
     c.source = "context " + ctx_name;
     return c;

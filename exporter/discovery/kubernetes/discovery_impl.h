@@ -108,6 +108,51 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
                      [self = this->shared_from_this()](ApiResponse r) { self->OnList(r); });
   }
 
+  // What a list's body holds: its slices' ready endpoints and Service UIDs by slice name (the
+  // EndpointSlice controller's only; others counted as Unmanaged) and its resourceVersion.
+  struct Listed {
+    std::map<std::string, std::vector<Endpoint>> slices;
+    std::map<std::string, std::string> uids;
+    std::string rv;
+  };
+  // Reads a list's body into *out; "" or the failure reason ("bad_response") with *detail.
+  std::string ReadList(const std::string& body, Listed* out, std::string* detail,
+                       topology::TextRepairs* repairs) {
+    std::string reason;
+    json list = json::parse(body, nullptr, false);
+    if (list.is_discarded() || !list.is_object()) {
+      reason = "bad_response";
+      *detail = "the list is not a JSON object";
+    } else {
+      out->rv = ResourceVersion(list, repairs);
+      const json* items = FieldAt(list, "items");
+      if (out->rv.empty() || (items && !items->is_array() && !items->is_null())) {
+        reason = "bad_response";
+        *detail = "no metadata.resourceVersion or items is not an array";
+      } else if (items && items->is_array()) {
+        for (const auto& item : *items) {
+          std::string err;
+          auto eps = ReadyEndpoints(item, &err, repairs);
+          if (!eps) {
+            reason = "bad_response";
+            *detail = err;
+            break;
+          }
+          // After its shape: the API server validates a slice's shape on every write, so a
+          // forged one is well-shaped; a badly shaped answer is the server's, as before.
+          if (!ControllerManaged(item)) {
+            Unmanaged(item, repairs);
+            continue;
+          }
+          std::string name = ObjectName(item, repairs);
+          out->slices[name] = std::move(*eps);
+          out->uids[name] = ServiceUid(item, repairs);
+        }
+      }
+    }
+    return reason;
+  }
+
   void OnList(const ApiResponse& r) {
     slices_call_.reset();
     if (stopped_) return;
@@ -122,43 +167,9 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
     }
     std::string reason = FailureReason(r);
     std::string detail = r.detail;
-    std::map<std::string, std::vector<Endpoint>> slices;
-    std::map<std::string, std::string> uids;
-    std::string rv;
+    Listed listed;
     topology::TextRepairs repairs;
-    if (reason.empty()) {
-      json list = json::parse(r.body, nullptr, false);
-      if (list.is_discarded() || !list.is_object()) {
-        reason = "bad_response";
-        detail = "the list is not a JSON object";
-      } else {
-        rv = ResourceVersion(list, &repairs);
-        const json* items = FieldAt(list, "items");
-        if (rv.empty() || (items && !items->is_array() && !items->is_null())) {
-          reason = "bad_response";
-          detail = "no metadata.resourceVersion or items is not an array";
-        } else if (items && items->is_array()) {
-          for (const auto& item : *items) {
-            std::string err;
-            auto eps = ReadyEndpoints(item, &err, &repairs);
-            if (!eps) {
-              reason = "bad_response";
-              detail = err;
-              break;
-            }
-            // After its shape: the API server validates a slice's shape on every write, so a
-            // forged one is well-shaped; a badly shaped answer is the server's, as before.
-            if (!ControllerManaged(item)) {
-              Unmanaged(item, &repairs);
-              continue;
-            }
-            std::string name = ObjectName(item, &repairs);
-            slices[name] = std::move(*eps);
-            uids[name] = ServiceUid(item, &repairs);
-          }
-        }
-      }
-    }
+    if (reason.empty()) reason = ReadList(r.body, &listed, &detail, &repairs);
     metrics_.Sanitized(options_.resource, repairs);
     if (!reason.empty()) {
       metrics_.Error(options_.resource, reason);
@@ -167,16 +178,17 @@ class BasicKubernetesDiscovery<Clock>::Impl : public std::enable_shared_from_thi
           "list: " + Failure(reason, r, detail == r.detail ? Describe(r) : detail));
       return;
     }
-    slices_ = std::move(slices);
-    slice_uids_ = std::move(uids);
-    resource_version_ = rv;
+    slices_ = std::move(listed.slices);
+    slice_uids_ = std::move(listed.uids);
+    resource_version_ = listed.rv;
     list_version_gone_ = false;
     metrics_.lists(options_.resource).Increment();
     // The backoff is reset by a watch that delivers, not by the list: a server that lists fine
     // but fails every watch at once must not get a tight list-watch loop.
     bool first = !snapshot_.synced;
     snapshot_.synced = true;
-    spdlog::debug("kubernetes: listed {} EndpointSlices at resourceVersion {}", slices_.size(), rv);
+    spdlog::debug("kubernetes: listed {} EndpointSlices at resourceVersion {}", slices_.size(),
+                  resource_version_);
     Publish(first);
     Watch();
   }

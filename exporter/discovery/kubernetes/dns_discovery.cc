@@ -14,157 +14,16 @@
 
 #include "exporter/net/address.h"
 #include "exporter/net/ares_channel.h"
-#include "exporter/proto/echo.h"
 #include "exporter/topology/safe_text.h"
+#include "exporter/wire/echo.h"
 
 namespace podnet::discovery::kubernetes {
 
 namespace asio = boost::asio;
-namespace wire = proto::echo;
+namespace echo = wire::echo;
 using boost::asio::ip::address;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// --- PeerIdentities -------------------------------------------------------------------------
-
-std::size_t PeerIdentities::Answered(const std::vector<address>& addresses, TimePoint now) {
-  std::set<address> seen;
-  std::size_t left_out = 0;
-  for (const address& a : addresses) {
-    if (!seen.insert(a).second) continue;
-    auto it = entries_.find(a);
-    if (it == entries_.end()) {
-      if (entries_.size() >= options_.max_addresses) {
-        ++left_out;
-        continue;
-      }
-      entries_[a].due = now;
-      continue;
-    }
-    Entry& e = it->second;
-    if (e.absent_since) {
-      // Back after missing from an answer: perhaps another Pod with the same IP now.
-      e.absent_since.reset();
-      if (!e.deadline) e.due = now;
-    }
-  }
-  // An answer with records is the Service's ready Pods: one missing from it went unready or
-  // away (the watch drops it at once too). An answer with none, during a rollout, is more likely
-  // a moment with no Pod ready than a fleet gone: the last ones stay for the grace.
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    Entry& e = it->second;
-    if (!seen.count(it->first)) {
-      if (!e.absent_since) e.absent_since = now;
-      if (!addresses.empty() || now - *e.absent_since >= options_.absent_grace) {
-        it = entries_.erase(it);
-        continue;
-      }
-    }
-    ++it;
-  }
-  return left_out;
-}
-
-std::vector<address> PeerIdentities::Due(TimePoint now, std::size_t max) {
-  std::vector<std::pair<TimePoint, address>> due;
-  for (const auto& [a, e] : entries_) {
-    if (!e.deadline && !e.absent_since && e.due <= now) due.emplace_back(e.due, a);
-  }
-  std::size_t n = std::min(max, due.size());
-  std::partial_sort(due.begin(), due.begin() + static_cast<long>(n), due.end());
-  std::vector<address> out;
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    entries_[due[i].second].deadline = now + options_.ask_timeout;
-    out.push_back(due[i].second);
-  }
-  return out;
-}
-
-PeerIdentities::HeardResult PeerIdentities::Heard(const address& a, const Endpoint& identity,
-                                                  TimePoint now) {
-  auto it = entries_.find(a);
-  if (it == entries_.end() || !it->second.deadline) return HeardResult::kIgnored;
-  Entry& e = it->second;
-  e.deadline.reset();
-  e.settled = true;
-  if (identity.zone.empty()) {
-    RetrySoon(e, now);  // a Pod answers before its own Node GET told it its zone
-  } else {
-    e.tries = 0;
-    e.due = now + options_.reask;
-  }
-  if (e.identity == identity) return HeardResult::kSame;
-  e.identity = identity;
-  return HeardResult::kChanged;
-}
-
-bool PeerIdentities::Lost(const address& a, TimePoint now) {
-  auto it = entries_.find(a);
-  if (it == entries_.end() || !it->second.deadline) return false;
-  Entry& e = it->second;
-  e.deadline.reset();
-  e.settled = true;
-  RetrySoon(e, now);
-  return true;
-}
-
-void PeerIdentities::RetrySoon(Entry& e, TimePoint now) const {
-  auto wait = options_.ask_timeout * (1LL << std::min(e.tries, 20));
-  e.due = now + std::min<Clock::duration>(wait, options_.reask);
-  ++e.tries;
-}
-
-std::size_t PeerIdentities::Expire(TimePoint now) {
-  std::vector<address> late;
-  for (const auto& [a, e] : entries_) {
-    if (e.deadline && *e.deadline <= now) late.push_back(a);
-  }
-  for (const address& a : late) Lost(a, now);
-  return late.size();
-}
-
-std::vector<Endpoint> PeerIdentities::Endpoints() const {
-  std::vector<Endpoint> out;
-  for (const auto& [a, e] : entries_) {
-    if (e.identity) out.push_back(*e.identity);
-  }
-  return out;
-}
-
-void PeerIdentities::Seed(const std::vector<Endpoint>& known, TimePoint now) {
-  for (const Endpoint& e : known) {
-    if (entries_.size() >= options_.max_addresses) return;
-    auto [it, added] = entries_.try_emplace(e.address);
-    if (!added) continue;
-    it->second.identity = e;
-    it->second.settled = true;
-    it->second.due = now + options_.reask;
-  }
-}
-
-bool PeerIdentities::AllAskedOnce() const {
-  return std::all_of(entries_.begin(), entries_.end(),
-                     [](const auto& kv) { return kv.second.settled || kv.second.absent_since; });
-}
-
-std::size_t PeerIdentities::NodeConflicts() const {
-  std::map<std::string_view, int> claims;
-  for (const auto& [a, e] : entries_) {
-    if (e.identity && !e.identity->node.empty()) ++claims[e.identity->node];
-  }
-  return static_cast<std::size_t>(
-      std::count_if(claims.begin(), claims.end(), [](const auto& kv) { return kv.second > 1; }));
-}
-
-std::optional<PeerIdentities::TimePoint> PeerIdentities::NextDue() const {
-  std::optional<TimePoint> next;
-  for (const auto& [a, e] : entries_) {
-    TimePoint t = e.deadline ? *e.deadline : e.due;
-    if (!next || t < *next) next = t;
-  }
-  return next;
-}
 
 // --- DNS answers ----------------------------------------------------------------------------
 
@@ -455,8 +314,8 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
   void Send(const address& a) {
     auto& s = SocketFor(a);
     auto payload =
-        wire::EncodePayload({wire::Kind::kRequest, ++seq_, token_}, wire::kIdentityPodPayloadSize);
-    wire::AskIdentity(payload, /*discovery=*/true);
+        echo::EncodePayload({echo::Kind::kRequest, ++seq_, token_}, echo::kIdentityPodPayloadSize);
+    echo::AskIdentity(payload, /*discovery=*/true);
     boost::system::error_code ec;
     if (s.is_open()) s.send_to(asio::buffer(payload), {a, options_.port}, 0, ec);
     // A send that fails is an ask that times out: counted there, retried with backoff.
@@ -478,8 +337,8 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
   }
 
   void OnReply(const asio::ip::udp::endpoint& from, std::span<const std::uint8_t> data) {
-    auto h = wire::DecodePayload(data);
-    if (from.port() != options_.port || !h || h->kind != wire::Kind::kReply || h->token != token_) {
+    auto h = echo::DecodePayload(data);
+    if (from.port() != options_.port || !h || h->kind != echo::Kind::kReply || h->token != token_) {
       return;  // not an answer to one of this Pod's asks
     }
     address a = from.address();
@@ -487,9 +346,9 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
       a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
     }
     auto now = Clock::now();
-    wire::Identity id;
-    switch (wire::ReadIdentity(data, &id)) {
-      case wire::IdentityRead::kPresent: {
+    echo::Identity id;
+    switch (echo::ReadIdentity(data, &id)) {
+      case echo::IdentityRead::kPresent: {
         Endpoint e;
         e.name = id.pod.empty() ? a.to_string() : id.pod;
         e.address = a;
@@ -501,13 +360,13 @@ class DnsDiscovery::Impl : public std::enable_shared_from_this<DnsDiscovery::Imp
         dirty_ = true;  // published by the next Tick, at most kAskTick later
         return;
       }
-      case wire::IdentityRead::kAbsent:
+      case echo::IdentityRead::kAbsent:
         if (identities_.Lost(a, now)) {
           dns_metrics_.Ask("no_identity");
           dirty_ = true;
         }
         return;
-      case wire::IdentityRead::kMalformed:
+      case echo::IdentityRead::kMalformed:
         if (identities_.Lost(a, now)) {
           dns_metrics_.Ask("malformed");
           dirty_ = true;

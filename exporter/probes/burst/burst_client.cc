@@ -17,11 +17,11 @@
 #include <random>
 
 #include "exporter/net/tcp_info.h"
-#include "exporter/proto/iperf3.h"
+#include "exporter/wire/iperf3.h"
 
 namespace podnet::probes::burst {
 
-namespace iperf3 = proto::iperf3;
+namespace iperf3 = wire::iperf3;
 namespace {
 
 using boost::asio::ip::tcp;
@@ -363,6 +363,65 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
     Finish(std::move(reason), std::move(detail));
   }
 
+  // The wire bytes of `sock` into r's totals, from the kernel's own counters, read before the
+  // socket closes (`fallback_sent` when the kernel has none); `hdr`: TCP/IP header bytes.
+  static void AddWireBytes(tcp::socket& sock, std::uint64_t fallback_sent, std::uint64_t hdr,
+                           BurstResult& r) {
+    if (!sock.is_open()) return;
+    auto ti = net::ReadTcpInfo(sock.native_handle());
+    if (!ti) return;
+    // Bytes still queued in the send buffer go out before the graceful close: count them,
+    // with one header per MSS they will need, or the bill runs short of what we wrote.
+    std::uint64_t sent = ti->bytes_sent > 0 ? ti->bytes_sent + ti->notsent_bytes : fallback_sent;
+    std::uint64_t segs = ti->segs_out;
+    if (ti->snd_mss > 0) segs += (ti->notsent_bytes + ti->snd_mss - 1) / ti->snd_mss;
+    r.wire_bytes_sent += sent + segs * hdr;
+    r.wire_bytes_received += ti->bytes_received + std::uint64_t{ti->segs_in} * hdr;
+  }
+
+  // The mean RTT of the intervals, and each stream's summary and wire bytes into r.
+  void AddStreams(std::uint64_t hdr, BurstResult& r) {
+    double rtt_sum = 0;
+    int rtt_n = 0;
+    for (const auto& iv : r.intervals) {
+      if (iv.rtt_seconds > 0) {
+        rtt_sum += iv.rtt_seconds;
+        ++rtt_n;
+      }
+    }
+    r.rtt_seconds = rtt_n > 0 ? rtt_sum / rtt_n : 0;
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+      Stream& s = *streams_[i];
+      AddWireBytes(s.socket, s.bytes, hdr, r);
+      StreamSummary ss;
+      ss.bytes_sent = s.bytes;
+      ss.retransmits =
+          s.last.total_retrans >= s.retrans_start ? s.last.total_retrans - s.retrans_start : 0;
+      ss.rtt_seconds = s.last.rtt_us * 1e-6;
+      ss.max_snd_cwnd_bytes = s.max_cwnd;
+      ss.pmtu = s.last.pmtu;
+      r.retransmits += ss.retransmits;
+      r.snd_cwnd_bytes += ss.max_snd_cwnd_bytes;
+      r.pmtu = std::max(r.pmtu, ss.pmtu);
+      r.streams.push_back(ss);
+    }
+  }
+
+  // What the server said it received (its results), per stream, and the throughput from it.
+  void AddServerResults(BurstResult& r) const {
+    if (!server_results_) return;
+    r.server_sender_has_retransmits = server_results_->sender_has_retransmits;
+    for (const auto& sr : server_results_->streams) {
+      r.bytes_received += sr.bytes;
+      for (std::size_t i = 0; i < streams_.size(); ++i) {
+        if (iperf3::StreamId(static_cast<int>(i)) == sr.id) r.streams[i].bytes_received = sr.bytes;
+      }
+    }
+    if (r.seconds > 0) {
+      r.throughput_bytes_per_second = static_cast<double>(r.bytes_received) / r.seconds;
+    }
+  }
+
   void Finish(std::string error, std::string detail) {
     if (finished_) return;
     finished_ = true;
@@ -380,58 +439,10 @@ class Client : public BurstClient, public std::enable_shared_from_this<Client> {
     r.cpu_user_seconds = cpu_.user;
     r.cpu_system_seconds = cpu_.system;
     r.intervals = std::move(intervals_);
-    bool v6 = req_.server.address().is_v6();
-    std::uint64_t hdr = net::TcpIpHeaderBytes(v6);
-    // Wire bytes from the kernel's own counters, read before the sockets close.
-    auto add_wire = [&](tcp::socket& sock, std::uint64_t fallback_sent) {
-      if (!sock.is_open()) return;
-      auto ti = net::ReadTcpInfo(sock.native_handle());
-      if (!ti) return;
-      // Bytes still queued in the send buffer go out before the graceful close: count them,
-      // with one header per MSS they will need, or the bill runs short of what we wrote.
-      std::uint64_t sent = ti->bytes_sent > 0 ? ti->bytes_sent + ti->notsent_bytes : fallback_sent;
-      std::uint64_t segs = ti->segs_out;
-      if (ti->snd_mss > 0) segs += (ti->notsent_bytes + ti->snd_mss - 1) / ti->snd_mss;
-      r.wire_bytes_sent += sent + segs * hdr;
-      r.wire_bytes_received += ti->bytes_received + std::uint64_t{ti->segs_in} * hdr;
-    };
-    add_wire(control_, control_bytes_);
-    double rtt_sum = 0;
-    int rtt_n = 0;
-    for (const auto& iv : r.intervals) {
-      if (iv.rtt_seconds > 0) {
-        rtt_sum += iv.rtt_seconds;
-        ++rtt_n;
-      }
-    }
-    r.rtt_seconds = rtt_n > 0 ? rtt_sum / rtt_n : 0;
-    for (std::size_t i = 0; i < streams_.size(); ++i) {
-      Stream& s = *streams_[i];
-      add_wire(s.socket, s.bytes);
-      StreamSummary ss;
-      ss.bytes_sent = s.bytes;
-      ss.retransmits =
-          s.last.total_retrans >= s.retrans_start ? s.last.total_retrans - s.retrans_start : 0;
-      ss.rtt_seconds = s.last.rtt_us * 1e-6;
-      ss.max_snd_cwnd_bytes = s.max_cwnd;
-      ss.pmtu = s.last.pmtu;
-      r.retransmits += ss.retransmits;
-      r.snd_cwnd_bytes += ss.max_snd_cwnd_bytes;
-      r.pmtu = std::max(r.pmtu, ss.pmtu);
-      r.streams.push_back(ss);
-    }
-    if (server_results_) {
-      r.server_sender_has_retransmits = server_results_->sender_has_retransmits;
-      for (const auto& sr : server_results_->streams) {
-        r.bytes_received += sr.bytes;
-        for (std::size_t i = 0; i < streams_.size(); ++i) {
-          if (iperf3::StreamId(static_cast<int>(i)) == sr.id)
-            r.streams[i].bytes_received = sr.bytes;
-        }
-      }
-      if (r.seconds > 0)
-        r.throughput_bytes_per_second = static_cast<double>(r.bytes_received) / r.seconds;
-    }
+    std::uint64_t hdr = net::TcpIpHeaderBytes(req_.server.address().is_v6());
+    AddWireBytes(control_, control_bytes_, hdr, r);
+    AddStreams(hdr, r);
+    AddServerResults(r);
     ErrorCode ignored;
     deadline_.cancel();
     end_timer_.cancel();

@@ -274,9 +274,12 @@ std::string SearchOrigin(const std::string& text, Libc libc, const config::EnvLo
   return last == "domain" ? "the domain line" : "";
 }
 
-ExplainedWalk ExplainWalk(boost::asio::io_context& io, const ResolvConf& conf, Libc libc,
-                          const std::string& name, const std::string& source,
-                          const std::string& search_origin, std::ostream& out, bool readable) {
+namespace {
+
+// The resolv.conf as `libc` reads it: nameservers, search list (and where it came from), the
+// options the walk depends on.
+void PrintConf(std::ostream& out, const ResolvConf& conf, Libc libc, const std::string& source,
+               const std::string& search_origin, bool readable) {
   std::vector<std::string> servers;
   for (const auto& ns : conf.nameservers)
     servers.push_back(net::FormatHostPort(ns.address, ns.port));
@@ -299,9 +302,13 @@ ExplainedWalk ExplainWalk(boost::asio::io_context& io, const ResolvConf& conf, L
     for (const auto& f : flags) out << " " << f;
   }
   out << "\n\n";
+}
 
-  ExplainedWalk e;
-  LookupOutcome& outcome = e.outcome;
+// Runs the real lookup of `name` on `io` (c-ares, the model of `libc`): its outcome, or one
+// whose error says it did not complete within the model's longest walk + 2 s.
+LookupOutcome RunLookup(boost::asio::io_context& io, const ResolvConf& conf, Libc libc,
+                        const std::string& name) {
+  LookupOutcome outcome;
   auto pool = std::make_shared<ChannelPool>(io);
   bool got = false;
   auto lookup = Lookup::Start(io, pool, conf, libc, name, [&](LookupOutcome o) {
@@ -322,8 +329,13 @@ ExplainedWalk ExplainWalk(boost::asio::io_context& io, const ResolvConf& conf, L
     }
     if (!got) outcome.error = "lookup did not complete";
   }
-  e.rules = Rules(conf, libc, name, outcome, search_origin);
+  return outcome;
+}
 
+// One line per question (when, type, name, server, answer) with the rule that sent it, the
+// candidates the libc skipped, and its note.
+void PrintQuestions(std::ostream& out, const ResolvConf& conf, Libc libc, const std::string& name,
+                    const LookupOutcome& outcome, const std::vector<std::string>& rules) {
   if (!outcome.note.empty() && outcome.queries.empty()) {
     // The libc ends the lookup before any question: its reason, and no table.
     out << outcome.note << "\n";  // names the libc and its source
@@ -351,12 +363,16 @@ ExplainedWalk ExplainWalk(boost::asio::io_context& io, const ResolvConf& conf, L
       out << fmt::format("{:>10.3f}  {:<5} {:<56} {:<18} {}\n", Ms(q.sent_at - t0),
                          QTypeName(q.query.qtype), Printable(q.query.name),
                          q.server + (q.query.tcp ? "/tcp" : ""), answer);
-      out << fmt::format("{:>10}  why: {}\n", "", e.rules[i]);
+      out << fmt::format("{:>10}  why: {}\n", "", rules[i]);
     }
     for (const auto& s : Skipped(conf, libc, name, outcome)) out << s << "\n";
     // A candidate the libc refused on the way (the walk went on): its reason, with its source.
     if (!outcome.note.empty()) out << "(" << outcome.note << ")\n";
   }
+}
+
+// The walk's result: questions, NXDOMAIN and NODATA answers, time; questions never sent.
+void PrintResult(std::ostream& out, const LookupOutcome& outcome) {
   int nxdomain = 0, nodata = 0;
   for (const auto& q : outcome.queries) {
     if (q.reply && q.reply->kind == Reply::Kind::kAnswer) {
@@ -377,8 +393,13 @@ ExplainedWalk ExplainWalk(boost::asio::io_context& io, const ResolvConf& conf, L
       "\nresult {}: {} ({} NXDOMAIN, {} NODATA) in {:.3f} ms ({:.3f} ms of it on the wire)\n",
       ResultName(outcome.result), Count(static_cast<long>(outcome.queries.size()), "question"),
       nxdomain, nodata, Ms(outcome.duration), Ms(outcome.duration - t0));
+}
 
-  // The alternatives, priced by the same model with the nameservers' answers of this walk.
+// The alternatives, priced by the same model with the nameservers' answers of this walk: a
+// trailing dot, and an ndots as low as the name's dots; stored in `e`.
+void PrintAlternatives(std::ostream& out, const ResolvConf& conf, Libc libc,
+                       const std::string& name, ExplainedWalk& e) {
+  const LookupOutcome& outcome = e.outcome;
   NameParts p = Parts(conf, name);
   const std::size_t asked = outcome.queries.size();
   auto assumed = [&](const ReplayedWalk& w, const std::string& what) {
@@ -407,6 +428,58 @@ ExplainedWalk ExplainWalk(boost::asio::io_context& io, const ResolvConf& conf, L
           Count(p.dots, "dot"), conf.ndots);
     }
   }
+}
+
+// Side by side: the same name under each libc (result, questions, time, the alternatives).
+void PrintSideBySide(std::ostream& out, const std::string& name,
+                     const std::vector<std::pair<Libc, ExplainedWalk>>& walks) {
+  const std::size_t width = std::max<std::size_t>(24, name.size() + 2);
+  auto line = [&](std::string text) {
+    text.erase(text.find_last_not_of(' ') + 1);
+    out << text << "\n";
+  };
+  std::string head = fmt::format("\n{:<{}}", Printable(name), width);
+  for (const auto& w : walks) head += fmt::format("{:<28}", LibcName(w.first));
+  line(head);
+  auto row = [&](const std::string& label, auto cell) {
+    std::string text = fmt::format("{:<{}}", label, width);
+    for (const auto& w : walks) text += fmt::format("{:<28}", cell(w.second));
+    line(text);
+  };
+  row("result", [](const ExplainedWalk& w) { return std::string(ResultName(w.outcome.result)); });
+  row("questions", [](const ExplainedWalk& w) {
+    return Count(static_cast<long>(w.outcome.queries.size()), "question");
+  });
+  row("time",
+      [](const ExplainedWalk& w) { return fmt::format("{:.3f} ms", Ms(w.outcome.duration)); });
+  row("with a trailing dot", [](const ExplainedWalk& w) {
+    return w.trailing_dot.questions < 0
+               ? std::string("(absolute already)")
+               : fmt::format("{}, {}", Count(w.trailing_dot.questions, "question"),
+                             ResultName(w.trailing_dot.result));
+  });
+  const int ndots = walks.front().second.lower_ndots;
+  row(ndots < 0 ? std::string("with a lower ndots") : fmt::format("with ndots:{}", ndots),
+      [](const ExplainedWalk& w) {
+        return w.lower_ndots < 0
+                   ? std::string("(no change)")
+                   : fmt::format("{}, {}", Count(w.with_lower_ndots.questions, "question"),
+                                 ResultName(w.with_lower_ndots.result));
+      });
+}
+
+}  // namespace
+
+ExplainedWalk ExplainWalk(boost::asio::io_context& io, const ResolvConf& conf, Libc libc,
+                          const std::string& name, const std::string& source,
+                          const std::string& search_origin, std::ostream& out, bool readable) {
+  PrintConf(out, conf, libc, source, search_origin, readable);
+  ExplainedWalk e;
+  e.outcome = RunLookup(io, conf, libc, name);
+  e.rules = Rules(conf, libc, name, e.outcome, search_origin);
+  PrintQuestions(out, conf, libc, name, e.outcome, e.rules);
+  PrintResult(out, e.outcome);
+  PrintAlternatives(out, conf, libc, name, e);
   return e;
 }
 
@@ -433,42 +506,7 @@ int ExplainLookup(const std::string& name, const std::string& resolv_conf_path,
         libc, ExplainWalk(io, conf, libc, name, resolv_conf_path,
                           SearchOrigin(text, libc, config::ProcessEnv()), out, text_readable));
   }
-  if (walks.size() > 1) {
-    // Side by side: the same name under each libc.
-    const std::size_t width = std::max<std::size_t>(24, name.size() + 2);
-    auto line = [&](std::string text) {
-      text.erase(text.find_last_not_of(' ') + 1);
-      out << text << "\n";
-    };
-    std::string head = fmt::format("\n{:<{}}", Printable(name), width);
-    for (const auto& w : walks) head += fmt::format("{:<28}", LibcName(w.first));
-    line(head);
-    auto row = [&](const std::string& label, auto cell) {
-      std::string text = fmt::format("{:<{}}", label, width);
-      for (const auto& w : walks) text += fmt::format("{:<28}", cell(w.second));
-      line(text);
-    };
-    row("result", [](const ExplainedWalk& w) { return std::string(ResultName(w.outcome.result)); });
-    row("questions", [](const ExplainedWalk& w) {
-      return Count(static_cast<long>(w.outcome.queries.size()), "question");
-    });
-    row("time",
-        [](const ExplainedWalk& w) { return fmt::format("{:.3f} ms", Ms(w.outcome.duration)); });
-    row("with a trailing dot", [](const ExplainedWalk& w) {
-      return w.trailing_dot.questions < 0
-                 ? std::string("(absolute already)")
-                 : fmt::format("{}, {}", Count(w.trailing_dot.questions, "question"),
-                               ResultName(w.trailing_dot.result));
-    });
-    const int ndots = walks.front().second.lower_ndots;
-    row(ndots < 0 ? std::string("with a lower ndots") : fmt::format("with ndots:{}", ndots),
-        [](const ExplainedWalk& w) {
-          return w.lower_ndots < 0
-                     ? std::string("(no change)")
-                     : fmt::format("{}, {}", Count(w.with_lower_ndots.questions, "question"),
-                                   ResultName(w.with_lower_ndots.result));
-        });
-  }
+  if (walks.size() > 1) PrintSideBySide(out, name, walks);
   bool found = !walks.empty() && std::all_of(walks.begin(), walks.end(), [](const auto& w) {
     return w.second.outcome.result == Result::kSuccess;
   });

@@ -75,55 +75,59 @@ std::chrono::nanoseconds Lookup::Now() const { return std::chrono::steady_clock:
 
 void Lookup::Cancel() { Finish(std::nullopt); }
 
+bool Lookup::SendQuery(const WireQuery& q) {
+  const auto& ns = conf_.nameservers.at(static_cast<std::size_t>(q.server));
+  std::string err;
+  // glibc's send_dg connects its UDP socket (ICMP errors come back as ECONNREFUSED); musl's
+  // res_msend.c uses sendto on an unconnected one.
+  net::AresChannel* ch = pool_->Get(conf_, ns, q.tcp, libc_, q.socket, &err);
+  QueryRecord rec;
+  rec.query = q;
+  rec.server = net::FormatHostPort(ns.address, ns.port);
+  rec.sent_at = Now();
+  if (!ch) {
+    outcome_.error = err;
+    Finish(Result::kError);
+    return false;
+  }
+  std::size_t index = outcome_.queries.size();
+  outcome_.queries.push_back(rec);
+  by_id_[q.id] = index;
+  bool edns = libc_ == Libc::kGlibc && conf_.edns0;
+  // A new query gets a new random ID; the libc's retransmission keeps the first one's.
+  auto first = wire_ids_.find(q.same_id_as);
+  std::uint16_t wire_id =
+      first != wire_ids_.end()
+          ? first->second
+          : static_cast<std::uint16_t>(std::uniform_int_distribution<int>(0, 0xffff)(random_));
+  wire_ids_[q.id] = wire_id;
+  auto on_reply = [weak = weak_from_this(), index](int status, const unsigned char* abuf,
+                                                   int alen) {
+    if (auto l = weak.lock()) l->OnReply(index, status, abuf, alen);
+  };
+  auto on_sent = [weak = weak_from_this(), index](std::chrono::steady_clock::time_point at) {
+    auto l = weak.lock();
+    if (!l || l->handed_over_ || index >= l->outcome_.queries.size()) return;
+    l->outcome_.queries[index].on_wire = true;
+    l->outcome_.queries[index].sent_at = at - l->start_;
+  };
+  int len = q.raw.empty() ? ch->Send(q.name, static_cast<std::uint16_t>(q.qtype), edns, on_reply,
+                                     on_sent, wire_id)
+                          : ch->SendMessage(q.raw, on_reply, on_sent, wire_id);
+  if (len < 0) {
+    outcome_.queries.pop_back();
+    outcome_.error = "c-ares cannot encode the name " + q.name;
+    Finish(Result::kError);
+    return false;
+  }
+  outcome_.queries[index].bytes = len;
+  return true;
+}
+
 void Lookup::Apply(Actions a) {
   if (finished_) return;
   for (const WireQuery& q : a.send) {
-    const auto& ns = conf_.nameservers.at(static_cast<std::size_t>(q.server));
-    std::string err;
-    // glibc's send_dg connects its UDP socket (ICMP errors come back as ECONNREFUSED); musl's
-    // res_msend.c uses sendto on an unconnected one.
-    net::AresChannel* ch = pool_->Get(conf_, ns, q.tcp, libc_, q.socket, &err);
-    QueryRecord rec;
-    rec.query = q;
-    rec.server = net::FormatHostPort(ns.address, ns.port);
-    rec.sent_at = Now();
-    if (!ch) {
-      outcome_.error = err;
-      Finish(Result::kError);
-      return;
-    }
-    std::size_t index = outcome_.queries.size();
-    outcome_.queries.push_back(rec);
-    by_id_[q.id] = index;
-    bool edns = libc_ == Libc::kGlibc && conf_.edns0;
-    // A new query gets a new random ID; the libc's retransmission keeps the first one's.
-    auto first = wire_ids_.find(q.same_id_as);
-    std::uint16_t wire_id =
-        first != wire_ids_.end()
-            ? first->second
-            : static_cast<std::uint16_t>(std::uniform_int_distribution<int>(0, 0xffff)(random_));
-    wire_ids_[q.id] = wire_id;
-    auto on_reply = [weak = weak_from_this(), index](int status, const unsigned char* abuf,
-                                                     int alen) {
-      if (auto l = weak.lock()) l->OnReply(index, status, abuf, alen);
-    };
-    auto on_sent = [weak = weak_from_this(), index](std::chrono::steady_clock::time_point at) {
-      auto l = weak.lock();
-      if (!l || l->handed_over_ || index >= l->outcome_.queries.size()) return;
-      l->outcome_.queries[index].on_wire = true;
-      l->outcome_.queries[index].sent_at = at - l->start_;
-    };
-    int len = q.raw.empty() ? ch->Send(q.name, static_cast<std::uint16_t>(q.qtype), edns, on_reply,
-                                       on_sent, wire_id)
-                            : ch->SendMessage(q.raw, on_reply, on_sent, wire_id);
-    if (len < 0) {
-      outcome_.queries.pop_back();
-      outcome_.error = "c-ares cannot encode the name " + q.name;
-      Finish(Result::kError);
-      return;
-    }
-    outcome_.queries[index].bytes = len;
-    if (finished_) return;
+    if (!SendQuery(q) || finished_) return;
   }
   if (a.done) {
     Finish(std::nullopt);

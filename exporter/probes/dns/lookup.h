@@ -88,6 +88,9 @@ class Lookup : public std::enable_shared_from_this<Lookup> {
   Lookup(boost::asio::io_context& io, std::shared_ptr<ChannelPool> pool, const ResolvConf& conf,
          Libc libc, const std::string& name, Done done);
   void Apply(Actions a);
+  // Sends one question of the model's (recorded in outcome_.queries); false when the lookup
+  // ended on it (no channel for its server, or a name c-ares cannot encode).
+  bool SendQuery(const WireQuery& q);
   void OnReply(std::size_t index, int status, const unsigned char* abuf, int alen);
   void Finish(std::optional<Result> forced);
   std::chrono::nanoseconds Now() const;

@@ -14,21 +14,21 @@
 #include "exporter/metrics/buckets.h"
 #include "exporter/metrics/families.h"
 #include "exporter/net/address.h"
-#include "exporter/probes/http_client/http_client.h"
+#include "exporter/net/http_client.h"
 #include "exporter/probes/peer_probe.h"
 
 namespace podnet::probes::http {
 namespace {
 
 using tcp = boost::asio::ip::tcp;
-// The client connection this kind shares with the service kind (probes/http_client/).
-using http_client::Clock;
-using http_client::Exchange;
-using http_client::Failure;
-using http_client::FailureReason;
-using http_client::HttpConnection;
-using http_client::Reconnect;
-using http_client::ReconnectReason;
+// The client connection this kind shares with the service kind (net/http_client.h).
+using net::http_client::Clock;
+using net::http_client::Exchange;
+using net::http_client::Failure;
+using net::http_client::FailureReason;
+using net::http_client::HttpConnection;
+using net::http_client::Reconnect;
+using net::http_client::ReconnectReason;
 
 // Declared in `r` each time the kind is made (prometheus-cpp merges a re-declaration).
 struct HttpFamilies {

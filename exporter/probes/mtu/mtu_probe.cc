@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <boost/asio/ip/udp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cerrno>
@@ -23,11 +24,11 @@
 #include "exporter/net/address.h"
 #include "exporter/probes/mtu/search.h"
 #include "exporter/probes/peer_probe.h"
-#include "exporter/proto/echo.h"
+#include "exporter/wire/echo.h"
 
 namespace podnet::probes::mtu {
 
-namespace wire = proto::echo;
+namespace echo = wire::echo;
 
 int InterfaceMtu(int fd, bool v6) {
   sockaddr_storage local{};
@@ -177,24 +178,9 @@ class MtuPeerProbe : public PeerProbeBase {
            setsockopt(fd, IPPROTO_IP, IP_RECVERR, &on, sizeof on) == 0;
     }
     if (!ok) return false;
-    sockaddr_storage to{};
-    socklen_t to_len = 0;
-    if (v6_) {
-      auto* sin6 = reinterpret_cast<sockaddr_in6*>(&to);
-      sin6->sin6_family = AF_INET6;
-      sin6->sin6_port = htons(peer().port);
-      auto bytes = address_.to_v6().to_bytes();
-      std::memcpy(&sin6->sin6_addr, bytes.data(), bytes.size());
-      sin6->sin6_scope_id = address_.to_v6().scope_id();
-      to_len = sizeof(sockaddr_in6);
-    } else {
-      auto* sin = reinterpret_cast<sockaddr_in*>(&to);
-      sin->sin_family = AF_INET;
-      sin->sin_port = htons(peer().port);
-      sin->sin_addr.s_addr = htonl(address_.to_v4().to_uint());
-      to_len = sizeof(sockaddr_in);
-    }
-    return connect(fd, reinterpret_cast<sockaddr*>(&to), to_len) == 0;
+    // Asio's endpoint is the sockaddr_in / sockaddr_in6 the kernel takes (with the scope id).
+    boost::asio::ip::udp::endpoint to(address_, peer().port);
+    return connect(fd, to.data(), to.size()) == 0;
   }
 
   void Close() {
@@ -215,12 +201,12 @@ class MtuPeerProbe : public PeerProbeBase {
     }
   }
 
-  // Sends one datagram: false when it is on its way (or the round is over), true when the local
-  // kernel refused it at once (settled: send the next).
-  bool SendOne() {
+  // Moves on to the next size to send: the current direction's next, else reverse after
+  // forward. False when there is none (the round finished).
+  bool NextSize() {
     for (;;) {
       bool over = direction_ == Direction::kReverse && old_responder_;
-      if (!over && search().Next()) break;
+      if (!over && search().Next()) return true;
       // Reverse needs a responder that answers: not asked when nothing crossed forward.
       if (over || direction_ == Direction::kReverse || forward_search_->largest() == 0) {
         Finish();
@@ -235,21 +221,27 @@ class MtuPeerProbe : public PeerProbeBase {
       reverse_search_.emplace(std::min(o.min_size, top), top, o.max_datagrams, reverse_hint_,
                               FloorBytes(v6_));
     }
+  }
+
+  // Sends one datagram: false when it is on its way (or the round is over), true when the local
+  // kernel refused it at once (settled: send the next).
+  bool SendOne() {
+    if (!NextSize()) return false;
     int size = *search().Next();
     int header = HeaderBytes(v6_);
-    wire::Header h;
-    h.kind = wire::Kind::kRequest;
+    echo::Header h;
+    h.kind = echo::Kind::kRequest;
     if (++seq_ == 0) ++seq_;  // 0 is "none in flight"
     h.seq = seq_;
     h.token = token_;
     // Both directions send `size`: forward asks for a 24-byte acknowledgement, reverse for the
     // request back whole (its size in the record).
     auto payload = static_cast<std::uint16_t>(size - header);
-    auto data = wire::EncodePayload(h, payload);
+    auto data = echo::EncodePayload(h, payload);
     if (direction_ == Direction::kForward) {
-      wire::AskMtu(data, wire::MtuMode::kAck, 0);
+      echo::AskMtu(data, echo::MtuMode::kAck, 0);
     } else {
-      wire::AskMtu(data, wire::MtuMode::kReturn, payload);
+      echo::AskMtu(data, echo::MtuMode::kReturn, payload);
     }
     sent_[h.seq] = Sent{direction_, size};
     outstanding_ = h.seq;
@@ -341,8 +333,8 @@ class MtuPeerProbe : public PeerProbeBase {
   }
 
   // The datagram this payload belongs to (ours, this round's).
-  const Sent* Match(std::span<const std::uint8_t> payload, wire::Kind kind) {
-    auto h = wire::DecodePayload(payload);
+  const Sent* Match(std::span<const std::uint8_t> payload, echo::Kind kind) {
+    auto h = echo::DecodePayload(payload);
     if (!h || h->kind != kind || h->token != token_) return nullptr;
     auto it = sent_.find(h->seq);
     return it == sent_.end() ? nullptr : &it->second;
@@ -350,16 +342,16 @@ class MtuPeerProbe : public PeerProbeBase {
 
   // True when the reply settles the datagram in flight.
   bool OnReply(std::span<const std::uint8_t> p) {
-    const Sent* s = Match(p, wire::Kind::kReply);
+    const Sent* s = Match(p, echo::Kind::kReply);
     if (s == nullptr) return false;
     received_bytes_->Increment(static_cast<double>(HeaderBytes(v6_) + p.size()));
     round_bytes_ += HeaderBytes(v6_) + p.size();
-    std::uint16_t seq = wire::DecodePayload(p)->seq;
-    auto answer = wire::ReadMtuAnswer(p);
+    std::uint16_t seq = echo::DecodePayload(p)->seq;
+    auto answer = echo::ReadMtuAnswer(p);
     Search& search = SearchOf(s->direction);
-    if (answer && answer->mode == wire::MtuMode::kReturn) {
+    if (answer && answer->mode == echo::MtuMode::kReturn) {
       record_answered_ = true;
-      if ((answer->flags & wire::kMtuTooBig) != 0) {
+      if ((answer->flags & echo::kMtuTooBig) != 0) {
         search.TooBig(s->size, 0);
       } else if (static_cast<int>(p.size()) + HeaderBytes(v6_) == s->size) {
         search.Answered(s->size);
@@ -367,7 +359,7 @@ class MtuPeerProbe : public PeerProbeBase {
     } else if (answer) {
       record_answered_ = true;
       search.Answered(s->size);  // kAck: the request crossed whole
-    } else if (wire::ReadMtuAsk(p)) {
+    } else if (echo::ReadMtuAsk(p)) {
       // Echoed whole: a responder without the MTU record. Forward, the reply crossed both ways
       // at this size; reverse, it tells nothing.
       if (s->direction == Direction::kForward) {
@@ -386,9 +378,9 @@ class MtuPeerProbe : public PeerProbeBase {
                    (ee.ee_origin == SO_EE_ORIGIN_LOCAL && ee.ee_errno == EMSGSIZE);
     if (!too_big) return false;  // another error (port unreachable, ...): the timeout decides
     int mtu = static_cast<int>(ee.ee_info);
-    const Sent* s = Match(quoted, wire::Kind::kRequest);
-    std::uint16_t seq = s != nullptr ? wire::DecodePayload(quoted)->seq : 0;
-    if (s == nullptr && quoted.size() < wire::kHeaderSize && outstanding_ != 0 && mtu > 0) {
+    const Sent* s = Match(quoted, echo::Kind::kRequest);
+    std::uint16_t seq = s != nullptr ? echo::DecodePayload(quoted)->seq : 0;
+    if (s == nullptr && quoted.size() < echo::kHeaderSize && outstanding_ != 0 && mtu > 0) {
       // A router that quotes only what RFC 792 asks (the IP header and 8 bytes: none of the
       // payload; RFC 1812 §4.3.2.3 asks for more, many don't). The kernel took it on the quoted
       // addresses and ports alone (net/ipv4/icmp.c icmp_unreach, net/ipv4/udp.c

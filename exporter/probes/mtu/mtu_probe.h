@@ -27,7 +27,7 @@ namespace podnet::probes::mtu {
 /// smallest MTU (IPv4 68, RFC 791; IPv6 1280, RFC 8200; a named MTU below it is tried at it: the
 /// kernel learns no IPv6 path MTU below 1280):
 ///  - forward: requests of the size searched that ask for a small acknowledgement
-///    (proto/echo.h MtuMode::kAck), so a loss is the forward path's;
+///    (wire/echo.h MtuMode::kAck), so a loss is the forward path's;
 ///  - reverse: requests of the size searched that ask for themselves back, sent with DF
 ///    (MtuMode::kReturn), up to the forward answer: the request crossed forward
 ///    at that size, so a loss is the return path's. No reply is larger than its request (the

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/ip/udp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cerrno>
@@ -24,11 +25,11 @@
 #include "exporter/probes/peer_probe.h"
 #include "exporter/probes/phase_grid.h"
 #include "exporter/probes/rtt/train.h"
-#include "exporter/proto/echo.h"
+#include "exporter/wire/echo.h"
 
 namespace podnet::probes::rtt {
 
-namespace wire = proto::echo;
+namespace echo = wire::echo;
 namespace {
 
 using boost::asio::ip::address;
@@ -407,10 +408,10 @@ std::unique_ptr<EchoSocket> RttKind::Open(bool v6) {
   if (v6) {
     icmp6_filter filter;
     ICMP6_FILTER_SETBLOCKALL(&filter);
-    ICMP6_FILTER_SETPASS(wire::kIcmp6EchoReply, &filter);
+    ICMP6_FILTER_SETPASS(echo::kIcmp6EchoReply, &filter);
     setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof filter);
   } else {
-    icmp_filter filter{~(1u << wire::kIcmpEchoReply)};
+    icmp_filter filter{~(1u << echo::kIcmpEchoReply)};
     setsockopt(fd, SOL_RAW, ICMP_FILTER, &filter, sizeof filter);
   }
   return finish(fd, SocketMode::kIcmpRaw);
@@ -447,33 +448,17 @@ RttKind::SendOutcome RttKind::Send(const std::shared_ptr<RttPeerProbe>& probe, s
   slot.index = index;
   slot.token = rng_();
 
-  wire::Header h;
+  echo::Header h;
   h.seq = seq;
   h.token = slot.token;
-  wire::EchoKind kind = s->mode() == SocketMode::kUdp ? wire::EchoKind::kUdp
-                        : v6                          ? wire::EchoKind::kIcmp6
-                                                      : wire::EchoKind::kIcmp4;
-  wire::EncodeRequest(kind, ident_, h, static_cast<std::size_t>(options_.size), tx_buffer_);
-  sockaddr_storage dest{};
-  socklen_t dest_len = 0;
-  std::uint16_t port = s->mode() == SocketMode::kUdp ? peer.port : 0;
-  if (v6) {
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&dest);
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(port);
-    auto bytes = peer.address.to_v6().to_bytes();
-    std::memcpy(&sin6->sin6_addr, bytes.data(), bytes.size());
-    dest_len = sizeof *sin6;
-  } else {
-    auto* sin = reinterpret_cast<sockaddr_in*>(&dest);
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(port);
-    sin->sin_addr.s_addr = htonl(peer.address.to_v4().to_uint());
-    dest_len = sizeof *sin;
-  }
+  echo::EchoKind kind = s->mode() == SocketMode::kUdp ? echo::EchoKind::kUdp
+                        : v6                          ? echo::EchoKind::kIcmp6
+                                                      : echo::EchoKind::kIcmp4;
+  echo::EncodeRequest(kind, ident_, h, static_cast<std::size_t>(options_.size), tx_buffer_);
+  // Asio's endpoint is the sockaddr_in / sockaddr_in6 the kernel takes (ICMP: port 0).
+  boost::asio::ip::udp::endpoint dest(peer.address, s->mode() == SocketMode::kUdp ? peer.port : 0);
   std::int64_t tx_user = net::RealtimeNs();
-  ssize_t n = sendto(s->fd(), tx_buffer_.data(), tx_buffer_.size(), 0,
-                     reinterpret_cast<sockaddr*>(&dest), dest_len);
+  ssize_t n = sendto(s->fd(), tx_buffer_.data(), tx_buffer_.size(), 0, dest.data(), dest.size());
   train.OnSent(index, tx_user);  // a failed send is a lost request, as ping counts it
   if (n < 0) {
     out.error = "send_failed";
@@ -549,16 +534,16 @@ void RttKind::DrainReplies(EchoSocket& s) {
     if (s.mode() == SocketMode::kUdp) {
       payload = data;
     } else {
-      auto echo =
-          wire::ParseIcmpEchoReply(s.v6(), s.mode() == SocketMode::kIcmpRaw && !s.v6(), data);
-      if (!echo) continue;
+      auto reply =
+          echo::ParseIcmpEchoReply(s.v6(), s.mode() == SocketMode::kIcmpRaw && !s.v6(), data);
+      if (!reply) continue;
       // Raw sockets see every echo reply of the host; the kernel demultiplexes ping sockets.
-      if (s.mode() == SocketMode::kIcmpRaw && echo->ident != ident_) continue;
-      payload = echo->payload;
+      if (s.mode() == SocketMode::kIcmpRaw && reply->ident != ident_) continue;
+      payload = reply->payload;
     }
-    auto h = wire::DecodePayload(payload);
+    auto h = echo::DecodePayload(payload);
     if (!h ||
-        h->kind != (s.mode() == SocketMode::kUdp ? wire::Kind::kReply : wire::Kind::kRequest)) {
+        h->kind != (s.mode() == SocketMode::kUdp ? echo::Kind::kReply : echo::Kind::kRequest)) {
       continue;  // ICMP echo data comes back as sent (kind = request); UDP echo flips it
     }
     const Slot& slot = slots_[h->seq];

@@ -20,10 +20,10 @@
 #include "exporter/metrics/buckets.h"
 #include "exporter/metrics/families.h"
 #include "exporter/net/address.h"
+#include "exporter/net/http_client.h"
 #include "exporter/net/timestamping.h"
-#include "exporter/probes/http_client/http_client.h"
 #include "exporter/probes/peer_probe.h"
-#include "exporter/proto/echo.h"
+#include "exporter/wire/echo.h"
 
 namespace podnet::probes::service {
 
@@ -35,7 +35,7 @@ Attribution Attribute(const topology::Self& self, bool identified, std::string_v
 
 namespace {
 
-namespace wire = proto::echo;
+namespace echo = wire::echo;
 using Clock = std::chrono::steady_clock;
 
 // Distinct backend_zone values one target may hold at a time: zones are few; a responder that
@@ -132,8 +132,8 @@ class UdpRequest : public std::enable_shared_from_this<UdpRequest> {
     socket_.connect(to_, ec);
     if (ec) return FinishLater(SocketErrorReason(ec.value()));
     std::vector<std::uint8_t> payload =
-        wire::EncodePayload({wire::Kind::kRequest, seq_, token_}, wire::kIdentityPayloadSize);
-    wire::AskIdentity(payload);
+        echo::EncodePayload({echo::Kind::kRequest, seq_, token_}, echo::kIdentityPayloadSize);
+    echo::AskIdentity(payload);
     user_tx_ns_ = net::RealtimeNs();
     if (::send(socket_.native_handle(), payload.data(), payload.size(), 0) < 0) {
       return FinishLater(SocketErrorReason(errno));
@@ -175,21 +175,21 @@ class UdpRequest : public std::enable_shared_from_this<UdpRequest> {
     }
     received_bytes_ = dg.size + HeaderBytes();
     std::span<const std::uint8_t> data(buffer_.data(), dg.size);
-    auto h = wire::DecodePayload(data);
-    if (!h || h->kind != wire::Kind::kReply || h->seq != seq_ || h->token != token_) {
+    auto h = echo::DecodePayload(data);
+    if (!h || h->kind != echo::Kind::kReply || h->seq != seq_ || h->token != token_) {
       return Finish(Failed("bad_response"));
     }
     Outcome o;
-    wire::Identity id;
-    switch (wire::ReadIdentity(data, &id)) {
-      case wire::IdentityRead::kMalformed:
+    echo::Identity id;
+    switch (echo::ReadIdentity(data, &id)) {
+      case echo::IdentityRead::kMalformed:
         return Finish(Failed("bad_response"));
-      case wire::IdentityRead::kPresent:
+      case echo::IdentityRead::kPresent:
         o.identified = true;
         o.node = std::move(id.node);
         o.zone = std::move(id.zone);
         break;
-      case wire::IdentityRead::kAbsent:
+      case echo::IdentityRead::kAbsent:
         break;
     }
     std::int64_t tx = tx_ns_ != 0 ? tx_ns_ : user_tx_ns_;
@@ -238,28 +238,29 @@ class UdpRequest : public std::enable_shared_from_this<UdpRequest> {
 
 // One GET /echo on a new connection ("Connection: close"), with the HTTP probe's client.
 // Returns the connection (Close ends it: `done` then gets the error, or nothing after Cancel).
-std::shared_ptr<http_client::HttpConnection> HttpRequest(boost::asio::io_context& io,
-                                                         boost::asio::ip::tcp::endpoint to,
-                                                         const std::string& host,
-                                                         Clock::time_point deadline,
-                                                         OutcomeFn done) {
-  auto conn = std::make_shared<http_client::HttpConnection>(io, to, host, "/echo", 65536);
-  conn->Connect(deadline, [conn, deadline, done = std::move(done)](http_client::Failure f,
+std::shared_ptr<net::http_client::HttpConnection> HttpRequest(boost::asio::io_context& io,
+                                                              boost::asio::ip::tcp::endpoint to,
+                                                              const std::string& host,
+                                                              Clock::time_point deadline,
+                                                              OutcomeFn done) {
+  auto conn = std::make_shared<net::http_client::HttpConnection>(io, to, host, "/echo", 65536);
+  conn->Connect(deadline, [conn, deadline, done = std::move(done)](net::http_client::Failure f,
                                                                    Clock::time_point) mutable {
-    if (f != http_client::Failure::kNone) return done(Failed(http_client::FailureReason(f)));
-    conn->Request(false, deadline, [done = std::move(done)](const http_client::Exchange& ex) {
+    if (f != net::http_client::Failure::kNone)
+      return done(Failed(net::http_client::FailureReason(f)));
+    conn->Request(false, deadline, [done = std::move(done)](const net::http_client::Exchange& ex) {
       Outcome o;
       o.sent_bytes = ex.bytes_sent;
       o.received_bytes = ex.bytes_received;
-      if (ex.failure != http_client::Failure::kNone) {
-        o.failure = http_client::FailureReason(ex.failure);
+      if (ex.failure != net::http_client::Failure::kNone) {
+        o.failure = net::http_client::FailureReason(ex.failure);
         return done(std::move(o));
       }
       o.rtt_seconds = std::chrono::duration<double>(ex.first_byte - ex.sent).count();
       o.identified = ex.node.has_value();
       o.node = ex.node.value_or("");
       o.zone = ex.zone.value_or("");
-      if (o.identified && (!wire::ValidIdentityName(o.node) || !wire::ValidIdentityName(o.zone))) {
+      if (o.identified && (!echo::ValidIdentityName(o.node) || !echo::ValidIdentityName(o.zone))) {
         o.failure = "bad_response";
       }
       done(std::move(o));

@@ -18,7 +18,7 @@ namespace podnet::probes::service {
 /// ("Connection: close") — because conntrack pins a flow to the backend the Service's load
 /// balancer (kube-proxy's DNAT rule, an eBPF dataplane) chose for its first packet: requests on
 /// one flow would all land on one backend and the shares would mean nothing. Each answer names
-/// the responder that served it (UDP: the identity record of proto/echo.h, asked for in a
+/// the responder that served it (UDP: the identity record of wire/echo.h, asked for in a
 /// kIdentityPayloadSize-byte request; HTTP: the Podnet-Node and Podnet-Zone response fields),
 /// and is attributed to the path class from this Pod to that backend (Attribute).
 ///

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "exporter/app/report_run.h"
+#include "exporter/app/cost_inputs.h"
 #include "exporter/app/series_check.h"
 #include "exporter/config/config.h"
-#include "exporter/probes/http_client/http_client.h"
+#include "exporter/net/http_client.h"
 #include "exporter/report/report.h"
 #include "podnet/version.h"
 
@@ -241,7 +241,7 @@ TEST(ClusterCostTest, HttpRequestIsTheSizeTheProbeSends) {
   http.path = "/echo";
   for (bool keep_alive : {true, false}) {
     auto conn =
-        std::make_shared<probes::http_client::HttpConnection>(io, endpoint, host, http.path, 65536);
+        std::make_shared<net::http_client::HttpConnection>(io, endpoint, host, http.path, 65536);
     boost::asio::ip::tcp::socket server(io);
     boost::asio::streambuf got;
     const std::string reply = "HTTP/1.1 204 No Content\r\n\r\n";
@@ -258,13 +258,13 @@ TEST(ClusterCostTest, HttpRequestIsTheSizeTheProbeSends) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     std::size_t sent = 0;
     bool done = false;
-    auto failure = probes::http_client::Failure::kNone;
-    conn->Connect(deadline, [&](probes::http_client::Failure f, auto) {
-      if ((failure = f) != probes::http_client::Failure::kNone) {
+    auto failure = net::http_client::Failure::kNone;
+    conn->Connect(deadline, [&](net::http_client::Failure f, auto) {
+      if ((failure = f) != net::http_client::Failure::kNone) {
         done = true;
         return;
       }
-      conn->Request(keep_alive, deadline, [&](const probes::http_client::Exchange& ex) {
+      conn->Request(keep_alive, deadline, [&](const net::http_client::Exchange& ex) {
         sent = ex.bytes_sent;
         failure = ex.failure;
         done = true;
@@ -280,7 +280,7 @@ TEST(ClusterCostTest, HttpRequestIsTheSizeTheProbeSends) {
     io.restart();
     ASSERT_TRUE(done);
     EXPECT_FALSE(server_ec) << server_ec.message();
-    EXPECT_EQ(failure, probes::http_client::Failure::kNone);
+    EXPECT_EQ(failure, net::http_client::Failure::kNone);
     ASSERT_GT(sent, 0u);
     EXPECT_EQ(sent, got.size());
     EXPECT_DOUBLE_EQ(static_cast<double>(sent),

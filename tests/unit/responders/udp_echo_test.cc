@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "exporter/proto/echo.h"
+#include "exporter/wire/echo.h"
 #include "tests/unit/testing/bytes.h"
 #include "tests/unit/testing/ci.h"
 #include "tests/unit/testing/loop.h"
@@ -39,7 +39,7 @@ using podnet::testing::Ipv6LoopbackWorks;
 using podnet::testing::LoopThread;
 using podnet::testing::Truncated;
 using podnet::testing::WithByte;
-namespace wire = proto::echo;
+namespace echo = wire::echo;
 
 constexpr const char* kFamily = "podnet_responder_requests_total";
 
@@ -110,7 +110,7 @@ class Client {
 };
 
 Bytes Request(std::uint16_t seq, std::uint64_t token, std::size_t size = 56) {
-  return wire::EncodePayload({wire::Kind::kRequest, seq, token}, size);
+  return echo::EncodePayload({echo::Kind::kRequest, seq, token}, size);
 }
 
 class UdpEchoTest : public ::testing::Test {
@@ -160,14 +160,14 @@ TEST_F(UdpEchoTest, AnswersRequestsWithReplyKind) {
     auto got = c.Receive();
     ASSERT_TRUE(got.has_value()) << "no reply";
     EXPECT_EQ(got->second, port_) << "the reply must come from the responder's port";
-    auto h = wire::DecodePayload(got->first);
+    auto h = echo::DecodePayload(got->first);
     ASSERT_TRUE(h.has_value());
-    EXPECT_EQ(h->kind, wire::Kind::kReply);
+    EXPECT_EQ(h->kind, echo::Kind::kReply);
     EXPECT_EQ(h->seq, seq);
     EXPECT_EQ(h->token, 0xC0FFEE00 + seq);
     // Everything but the kind byte comes back as sent.
     Bytes want = req;
-    want[5] = static_cast<std::uint8_t>(wire::Kind::kReply);
+    want[5] = static_cast<std::uint8_t>(echo::Kind::kReply);
     EXPECT_EQ(got->first, want);
   }
   EXPECT_TRUE(Eventually([&] { return Count("answered") == 3; })) << Count("answered");
@@ -181,7 +181,7 @@ TEST_F(UdpEchoTest, RepliesCarryTheIdentityWhenAskedAndSetNeverGrowing) {
   ASSERT_TRUE(c.ok());
   auto ask = [&](std::uint16_t seq, std::size_t size) {
     Bytes req = Request(seq, 77, size);
-    wire::AskIdentity(req);
+    echo::AskIdentity(req);
     EXPECT_TRUE(c.SendTo(req, port_));
     auto got = c.Receive();
     EXPECT_TRUE(got.has_value());
@@ -190,25 +190,25 @@ TEST_F(UdpEchoTest, RepliesCarryTheIdentityWhenAskedAndSetNeverGrowing) {
     }
     return got ? got->first : Bytes{};
   };
-  wire::Identity id;
+  echo::Identity id;
   // Before SetIdentity: answered, no identity.
-  EXPECT_EQ(wire::ReadIdentity(ask(1, wire::kIdentityPayloadSize), &id),
-            wire::IdentityRead::kAbsent);
+  EXPECT_EQ(echo::ReadIdentity(ask(1, echo::kIdentityPayloadSize), &id),
+            echo::IdentityRead::kAbsent);
   loop_.Run([&] {
     responder_->SetIdentity("node-b", "zone-2");
     return 0;
   });
-  EXPECT_EQ(wire::ReadIdentity(ask(2, wire::kIdentityPayloadSize), &id),
-            wire::IdentityRead::kPresent);
-  EXPECT_EQ(id, (wire::Identity{"node-b", "zone-2", ""}));
+  EXPECT_EQ(echo::ReadIdentity(ask(2, echo::kIdentityPayloadSize), &id),
+            echo::IdentityRead::kPresent);
+  EXPECT_EQ(id, (echo::Identity{"node-b", "zone-2", ""}));
   // No room: answered as before (RTT probes of size 56 still asking get no record, no growth).
-  EXPECT_EQ(wire::ReadIdentity(ask(3, 24), &id), wire::IdentityRead::kAbsent);
+  EXPECT_EQ(echo::ReadIdentity(ask(3, 24), &id), echo::IdentityRead::kAbsent);
   // The zone changes (read from the Node later): the next reply says so.
   loop_.Run([&] {
     responder_->SetIdentity("node-b", "zone-3");
     return 0;
   });
-  EXPECT_EQ(wire::ReadIdentity(ask(4, 64), &id), wire::IdentityRead::kPresent);
+  EXPECT_EQ(echo::ReadIdentity(ask(4, 64), &id), echo::IdentityRead::kPresent);
   EXPECT_EQ(id.zone, "zone-3");
 }
 
@@ -222,15 +222,15 @@ TEST_F(UdpEchoTest, DiscoveryAsksGetThePodButDoNotCountAsAProber) {
   });
   Client c;
   ASSERT_TRUE(c.ok());
-  Bytes req = Request(1, 77, wire::kIdentityPodPayloadSize);
-  wire::AskIdentity(req, /*discovery=*/true);
-  EXPECT_TRUE(wire::IsDiscoveryAsk(req));
+  Bytes req = Request(1, 77, echo::kIdentityPodPayloadSize);
+  echo::AskIdentity(req, /*discovery=*/true);
+  EXPECT_TRUE(echo::IsDiscoveryAsk(req));
   ASSERT_TRUE(c.SendTo(req, port_));
   auto got = c.Receive();
   ASSERT_TRUE(got.has_value());
-  wire::Identity id;
-  ASSERT_EQ(wire::ReadIdentity(got->first, &id), wire::IdentityRead::kPresent);
-  EXPECT_EQ(id, (wire::Identity{"node-b", "zone-2", "podnet-b"}));
+  echo::Identity id;
+  ASSERT_EQ(echo::ReadIdentity(got->first, &id), echo::IdentityRead::kPresent);
+  EXPECT_EQ(id, (echo::Identity{"node-b", "zone-2", "podnet-b"}));
   EXPECT_EQ(heard.load(), 0);  // every Pod asks every Pod: nobody's coverage
   // A probe's request (identity asked or not) is a prober heard.
   Bytes probe = Request(2, 77, 64);
@@ -258,7 +258,7 @@ TEST_P(UdpEchoIgnoresTest, DoesNotAnswer) {
   ASSERT_TRUE(c.SendTo(Request(77, 0x77), port_));
   auto got = c.Receive();
   ASSERT_TRUE(got.has_value());
-  auto h = wire::DecodePayload(got->first);
+  auto h = echo::DecodePayload(got->first);
   ASSERT_TRUE(h.has_value());
   EXPECT_EQ(h->token, 0x77u) << "the bad datagram was answered";
   // And nothing else arrives.
@@ -274,7 +274,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadDatagram{"garbage", Bytes{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l',
                                      'd', ' ', 'g', 'a', 'r', 'b', 'a', 'g', 'e', '!'}},
-        BadDatagram{"reply_kind", wire::EncodePayload({wire::Kind::kReply, 1, 2}, 56)},
+        BadDatagram{"reply_kind", echo::EncodePayload({echo::Kind::kReply, 1, 2}, 56)},
         BadDatagram{"short", Truncated(Request(1, 2), 15)},
         BadDatagram{"wrong_magic", WithByte(Request(1, 2), 0, 'X')},
         BadDatagram{"wrong_version", WithByte(Request(1, 2), 4, 9)}, BadDatagram{"empty", Bytes{}}),
@@ -303,7 +303,7 @@ TEST_F(UdpEchoTest, RateLimited) {
   ASSERT_TRUE(c.SendTo(Request(500, 500), port_));
   auto got = c.Receive();
   ASSERT_TRUE(got.has_value()) << "not answered after the bucket refilled";
-  EXPECT_EQ(wire::DecodePayload(got->first)->token, 500u);
+  EXPECT_EQ(echo::DecodePayload(got->first)->token, 500u);
 }
 
 // The break test: one sender flooding valid requests made a legitimate prober lose half its
@@ -324,7 +324,7 @@ TEST_F(UdpEchoTest, OneFloodingSourceDoesNotStarveAnother) {
   int answers = 0;
   prober.SetTimeout(500ms);
   while (auto got = prober.Receive()) {
-    if (wire::DecodePayload(got->first)->token >= 7000) ++answers;
+    if (echo::DecodePayload(got->first)->token >= 7000) ++answers;
   }
   EXPECT_EQ(answers, kProbes);
   EXPECT_GT(Count("source_limited"), 0);
@@ -439,7 +439,7 @@ TEST_F(UdpEchoTest, Ipv6WildcardAlsoAnswersIpv4) {
     ASSERT_TRUE(c.SendTo(Request(3, 33), port_));
     auto got = c.Receive();
     ASSERT_TRUE(got.has_value());
-    EXPECT_EQ(wire::DecodePayload(got->first)->kind, wire::Kind::kReply);
+    EXPECT_EQ(echo::DecodePayload(got->first)->kind, echo::Kind::kReply);
   }
 }
 
@@ -499,26 +499,26 @@ TEST_F(UdpEchoTest, MtuRequestsAreAcknowledgedSmallOrSentBackNeverLarger) {
   Client c;
   ASSERT_TRUE(c.ok());
   Bytes big = Request(1, 5, 8973);
-  ASSERT_TRUE(wire::AskMtu(big, wire::MtuMode::kAck, 0));
+  ASSERT_TRUE(echo::AskMtu(big, echo::MtuMode::kAck, 0));
   ASSERT_TRUE(c.SendTo(big, port_));
   auto got = c.Receive();
   ASSERT_TRUE(got.has_value());
-  EXPECT_EQ(got->first.size(), wire::kMtuAckBytes);
-  EXPECT_EQ(wire::ReadMtuAnswer(got->first)->size, 8973);
+  EXPECT_EQ(got->first.size(), echo::kMtuAckBytes);
+  EXPECT_EQ(echo::ReadMtuAnswer(got->first)->size, 8973);
 
   Bytes back = Request(2, 5, 8973);
-  ASSERT_TRUE(wire::AskMtu(back, wire::MtuMode::kReturn, 8973));
+  ASSERT_TRUE(echo::AskMtu(back, echo::MtuMode::kReturn, 8973));
   ASSERT_TRUE(c.SendTo(back, port_));
   got = c.Receive();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->first.size(), 8973u);
-  EXPECT_EQ(wire::DecodePayload(got->first)->seq, 2);
-  EXPECT_EQ(wire::ReadMtuAnswer(got->first)->mode, wire::MtuMode::kReturn);
+  EXPECT_EQ(echo::DecodePayload(got->first)->seq, 2);
+  EXPECT_EQ(echo::ReadMtuAnswer(got->first)->mode, echo::MtuMode::kReturn);
 
   // An amplifier's request: 8,973 bytes asked by 1,122 (the 1/8 an earlier podnet prober sent).
   // Not answered.
   Bytes greedy = Request(3, 5, 1122);
-  ASSERT_TRUE(wire::AskMtu(greedy, wire::MtuMode::kReturn, 8973));
+  ASSERT_TRUE(echo::AskMtu(greedy, echo::MtuMode::kReturn, 8973));
   c.SetTimeout(200ms);
   ASSERT_TRUE(c.SendTo(greedy, port_));
   EXPECT_FALSE(c.Receive().has_value());
@@ -543,9 +543,9 @@ struct MtuCase {
 
 void PrintTo(const MtuCase& c, std::ostream* os) { *os << c.name; }
 
-Bytes MtuRequest(std::size_t size, wire::MtuMode mode, std::uint16_t asked) {
+Bytes MtuRequest(std::size_t size, echo::MtuMode mode, std::uint16_t asked) {
   Bytes b = Request(5, 0x55, size);
-  wire::AskMtu(b, mode, asked);
+  echo::AskMtu(b, mode, asked);
   return b;
 }
 
@@ -561,16 +561,16 @@ TEST_P(UdpEchoMtuRecordTest, NeverAnswersLargerThanTheRequest) {
   auto got = c.Receive();
   ASSERT_TRUE(got.has_value());
   if (m.reply != 0) {
-    EXPECT_EQ(wire::DecodePayload(got->first)->token, 0x55u);
+    EXPECT_EQ(echo::DecodePayload(got->first)->token, 0x55u);
     EXPECT_EQ(got->first.size(), m.reply);
     EXPECT_LE(got->first.size(), m.data.size());
-    if (auto answer = wire::ReadMtuAnswer(got->first)) {
+    if (auto answer = echo::ReadMtuAnswer(got->first)) {
       EXPECT_EQ(answer->flags, 0);
     }
     got = c.Receive();
     ASSERT_TRUE(got.has_value());
   }
-  EXPECT_EQ(wire::DecodePayload(got->first)->token, 0x77u) << "answered when it must not be";
+  EXPECT_EQ(echo::DecodePayload(got->first)->token, 0x77u) << "answered when it must not be";
   c.SetTimeout(150ms);
   EXPECT_FALSE(c.Receive().has_value());
   // Counted once, under its result (the plain request after it: answered).
@@ -584,21 +584,21 @@ TEST_P(UdpEchoMtuRecordTest, NeverAnswersLargerThanTheRequest) {
 INSTANTIATE_TEST_SUITE_P(
     Table, UdpEchoMtuRecordTest,
     ::testing::Values(
-        MtuCase{"return_one_byte_more", MtuRequest(1000, wire::MtuMode::kReturn, 1001), 0,
+        MtuCase{"return_one_byte_more", MtuRequest(1000, echo::MtuMode::kReturn, 1001), 0,
                 "too_large"},
-        MtuCase{"return_8x", MtuRequest(1000, wire::MtuMode::kReturn, 8000), 0, "too_large"},
-        MtuCase{"return_65535", MtuRequest(1000, wire::MtuMode::kReturn, 65535), 0, "too_large"},
-        MtuCase{"return_below_an_ack", MtuRequest(1000, wire::MtuMode::kReturn, 23), 0,
+        MtuCase{"return_8x", MtuRequest(1000, echo::MtuMode::kReturn, 8000), 0, "too_large"},
+        MtuCase{"return_65535", MtuRequest(1000, echo::MtuMode::kReturn, 65535), 0, "too_large"},
+        MtuCase{"return_below_an_ack", MtuRequest(1000, echo::MtuMode::kReturn, 23), 0,
                 "too_large"},
-        MtuCase{"return_less", MtuRequest(1000, wire::MtuMode::kReturn, 24), 24, "answered"},
+        MtuCase{"return_less", MtuRequest(1000, echo::MtuMode::kReturn, 24), 24, "answered"},
         MtuCase{"return_reserved_flags",
-                WithByte(MtuRequest(1000, wire::MtuMode::kReturn, 1000), 21, 0xFF), 1000,
+                WithByte(MtuRequest(1000, echo::MtuMode::kReturn, 1000), 21, 0xFF), 1000,
                 "answered"},
-        MtuCase{"ack_of_its_own_size", MtuRequest(24, wire::MtuMode::kAck, 65535), 24, "answered"},
-        MtuCase{"ack_over_9000_bytes", MtuRequest(9001, wire::MtuMode::kAck, 0), 0, "too_large"},
-        MtuCase{"record_cut_short", Truncated(MtuRequest(1000, wire::MtuMode::kReturn, 9000), 23),
+        MtuCase{"ack_of_its_own_size", MtuRequest(24, echo::MtuMode::kAck, 65535), 24, "answered"},
+        MtuCase{"ack_over_9000_bytes", MtuRequest(9001, echo::MtuMode::kAck, 0), 0, "too_large"},
+        MtuCase{"record_cut_short", Truncated(MtuRequest(1000, echo::MtuMode::kReturn, 9000), 23),
                 23, "answered"},
-        MtuCase{"unknown_mode", WithByte(MtuRequest(100, wire::MtuMode::kReturn, 9000), 20, 3), 100,
+        MtuCase{"unknown_mode", WithByte(MtuRequest(100, echo::MtuMode::kReturn, 9000), 20, 3), 100,
                 "answered"}),
     [](const auto& info) { return info.param.name; });
 
@@ -610,7 +610,7 @@ TEST_F(UdpEchoTest, ReturnRepliesLeaveTheSocketsFragmentationSettingAsItWas) {
   Client c;
   ASSERT_TRUE(c.ok());
   Bytes back = Request(1, 6, 9000);
-  ASSERT_TRUE(wire::AskMtu(back, wire::MtuMode::kReturn, 9000));
+  ASSERT_TRUE(echo::AskMtu(back, echo::MtuMode::kReturn, 9000));
   ASSERT_TRUE(c.SendTo(back, port_));
   auto got = c.Receive();
   ASSERT_TRUE(got.has_value());
@@ -635,7 +635,7 @@ TEST_F(UdpEchoTest, AFloodOfMtuRequestsIsNoAmplifier) {
   for (std::uint16_t seq = 1; seq <= 2000; ++seq) {
     Bytes req = Request(seq, 9, 1125);
     bool greedy = seq % 2 == 0;
-    ASSERT_TRUE(wire::AskMtu(req, seq % 4 == 1 ? wire::MtuMode::kAck : wire::MtuMode::kReturn,
+    ASSERT_TRUE(echo::AskMtu(req, seq % 4 == 1 ? echo::MtuMode::kAck : echo::MtuMode::kReturn,
                              greedy ? 9000 : 1125));
     if (c.SendTo(req, port_)) in += req.size();
     // Paced so that the kernel does not drop them before the responder (its receive buffer).
@@ -648,7 +648,7 @@ TEST_F(UdpEchoTest, AFloodOfMtuRequestsIsNoAmplifier) {
     out += got->first.size();
     ++replies;
     EXPECT_LE(got->first.size(), 1125u);
-    greedy_answered += wire::DecodePayload(got->first)->seq % 2 == 0;
+    greedy_answered += echo::DecodePayload(got->first)->seq % 2 == 0;
   }
   EXPECT_GT(replies, 0u);
   EXPECT_EQ(greedy_answered, 0u);

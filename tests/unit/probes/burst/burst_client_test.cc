@@ -15,13 +15,13 @@
 #include <optional>
 #include <thread>
 
-#include "exporter/proto/iperf3.h"
 #include "exporter/responders/burst_server.h"
+#include "exporter/wire/iperf3.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::probes::burst {
 
-namespace iperf3 = proto::iperf3;
+namespace iperf3 = wire::iperf3;
 namespace {
 
 using namespace std::chrono_literals;

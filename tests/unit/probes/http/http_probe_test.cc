@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "exporter/metrics/metrics.h"
-#include "exporter/probes/http_client/http_client.h"
+#include "exporter/net/http_client.h"
 #include "exporter/responders/http_server.h"
 #include "tests/unit/testing/loop.h"
 
@@ -25,8 +25,8 @@ namespace podnet::probes::http {
 namespace {
 
 using namespace std::chrono_literals;
-using http_client::Classify;
-using http_client::FailureReason;
+using net::http_client::Classify;
+using net::http_client::FailureReason;
 using podnet::testing::CounterValue;
 using podnet::testing::FindSeries;
 using podnet::testing::LoopThread;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "exporter/metrics/metrics.h"
-#include "exporter/proto/echo.h"
 #include "exporter/responders/udp_echo.h"
+#include "exporter/wire/echo.h"
 #include "tests/unit/testing/loop.h"
 #include "tests/unit/testing/peers.h"
 
@@ -29,7 +29,7 @@ using podnet::testing::CounterValue;
 using podnet::testing::FindSeries;
 using podnet::testing::Ipv6LoopbackWorks;
 using podnet::testing::LoopThread;
-namespace wire = proto::echo;
+namespace echo = wire::echo;
 
 const topology::Self kSelf{"probe-a", "node-1", "zone-a"};
 
@@ -74,10 +74,10 @@ class LossyResponder {
           recvfrom(fd_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
       if (n <= 0 || n + 28 > forward_) continue;  // lost on the way there
       std::span<std::uint8_t> data(buf.data(), static_cast<std::size_t>(n));
-      if (!wire::MakeReply(data)) continue;
+      if (!echo::MakeReply(data)) continue;
       std::size_t size = data.size();
-      if (auto ask = wire::ReadMtuAsk(data); ask && !old_) {
-        size = wire::MakeMtuAnswer(buf, data.size(), *ask);
+      if (auto ask = echo::ReadMtuAsk(data); ask && !old_) {
+        size = echo::MakeMtuAnswer(buf, data.size(), *ask);
       }
       if (static_cast<int>(size) + 28 > reverse_) continue;  // lost on the way back
       sendto(fd_, buf.data(), size, 0, reinterpret_cast<sockaddr*>(&from), len);

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "exporter/metrics/metrics.h"
-#include "exporter/proto/echo.h"
 #include "exporter/responders/http_server.h"
 #include "exporter/responders/udp_echo.h"
+#include "exporter/wire/echo.h"
 #include "tests/unit/testing/loop.h"
 
 namespace podnet::probes::service {
@@ -167,7 +167,7 @@ TEST_F(UdpServiceTest, ResponderThatDoesNotIdentifyItselfIsUnknown) {
 // identity `identity(i)`, and records each request's source port.
 class ThreadEchoServer {
  public:
-  ThreadEchoServer(int count, std::function<proto::echo::Identity(int)> identity)
+  ThreadEchoServer(int count, std::function<wire::echo::Identity(int)> identity)
       : socket_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
     thread_ = std::thread([this, count, identity = std::move(identity)] {
       std::vector<std::uint8_t> buf(2048);
@@ -177,8 +177,8 @@ class ThreadEchoServer {
         std::size_t n = socket_.receive_from(boost::asio::buffer(buf), from, 0, ec);
         if (ec) return;  // closed: the test is over
         std::span<std::uint8_t> data(buf.data(), n);
-        proto::echo::Identity self = identity(i);
-        if (!proto::echo::MakeReply(data, &self)) continue;
+        wire::echo::Identity self = identity(i);
+        if (!wire::echo::MakeReply(data, &self)) continue;
         ports_.push_back(from.port());
         socket_.send_to(boost::asio::buffer(data.data(), n), from, 0, ec);
       }
@@ -206,9 +206,7 @@ class ThreadEchoServer {
 // a source port to one backend.
 TEST_F(ServiceProbeTest, EveryUdpRequestComesFromANewSourcePort) {
   constexpr int kCount = 20;
-  ThreadEchoServer server(kCount, [](int) {
-    return proto::echo::Identity{"node-2", "zone-a", ""};
-  });
+  ThreadEchoServer server(kCount, [](int) { return wire::echo::Identity{"node-2", "zone-a", ""}; });
   bool done =
       RunRound({"svc-ports", "127.0.0.1", server.port(), ServiceProtocol::kUdp, "", ""}, kCount);
   std::vector<std::uint16_t> ports = server.Stop();
@@ -226,7 +224,7 @@ TEST_F(ServiceProbeTest, EveryUdpRequestComesFromANewSourcePort) {
 TEST_F(ServiceProbeTest, BackendZonesPerTargetAreBounded) {
   constexpr int kCount = 40;
   ThreadEchoServer server(kCount, [](int i) {
-    return proto::echo::Identity{"node-9", "zone-" + std::to_string(i), ""};
+    return wire::echo::Identity{"node-9", "zone-" + std::to_string(i), ""};
   });
   bool done =
       RunRound({"svc-zones", "127.0.0.1", server.port(), ServiceProtocol::kUdp, "", ""}, kCount);
@@ -248,8 +246,8 @@ TEST_F(ServiceProbeTest, QuietZoneSlotsAreFreedSoARealNewZoneGetsOne) {
   constexpr int kRounds = 32;
   // The first round's answers name 33 made-up zones, every later one "zone-real".
   ThreadEchoServer server(kCount * kRounds, [](int i) {
-    return proto::echo::Identity{"node-9",
-                                 i < kCount ? "made-up-" + std::to_string(i) : "zone-real", ""};
+    return wire::echo::Identity{"node-9", i < kCount ? "made-up-" + std::to_string(i) : "zone-real",
+                                ""};
   });
   ServiceTarget target{"svc-sticky", "127.0.0.1", server.port(), ServiceProtocol::kUdp, "", ""};
   ServiceOptions o;

@@ -1,4 +1,4 @@
-#include "exporter/proto/echo.h"
+#include "exporter/wire/echo.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "tests/unit/testing/bytes.h"
 
-namespace podnet::proto::echo {
+namespace podnet::wire::echo {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
@@ -36,7 +36,7 @@ TEST_P(PayloadTest, EncodesTheDocumentedLayoutAndRoundTrips) {
   const auto& c = GetParam();
   Bytes p = EncodePayload({c.kind, c.seq, c.token}, c.size);
   ASSERT_EQ(p.size(), std::max(c.size, kHeaderSize));
-  // proto/echo.h: magic "PNET" | version | kind | seq | token, network byte order.
+  // wire/echo.h: magic "PNET" | version | kind | seq | token, network byte order.
   EXPECT_EQ(std::string(p.begin(), p.begin() + 4), "PNET");
   EXPECT_EQ(p[4], 1);
   EXPECT_EQ(p[5], static_cast<std::uint8_t>(c.kind));
@@ -329,7 +329,7 @@ TEST(EncodeRequestTest, SameBytesAsPayloadThenIcmpEcho) {
 }
 
 // --------------------------------------------------------------------------------------------
-// The identity record (proto/echo.h: AskIdentity, MakeReply with self, ReadIdentity).
+// The identity record (wire/echo.h: AskIdentity, MakeReply with self, ReadIdentity).
 
 Bytes AskingRequest(std::size_t size) {
   Bytes p = EncodePayload({Kind::kRequest, 7, 0xABCDEF}, size);
@@ -573,4 +573,4 @@ TEST(MtuRecordTest, RequestsWithoutTheRecordAndHostileRecordsAreNotMtuAsks) {
 }
 
 }  // namespace
-}  // namespace podnet::proto::echo
+}  // namespace podnet::wire::echo

@@ -1,11 +1,11 @@
-#include "exporter/probes/http_client/response_framing.h"
+#include "exporter/net/response_framing.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <string_view>
 
-namespace podnet::probes::http_client {
+namespace podnet::net::http_client {
 namespace {
 
 using Verdict = Head::Verdict;
@@ -147,4 +147,4 @@ TEST(ChunkedDecoderTest, RefusesWhatPythonAndGoRefuse) {
 }
 
 }  // namespace
-}  // namespace podnet::probes::http_client
+}  // namespace podnet::net::http_client

@@ -14,7 +14,7 @@
 
 #include "exporter/net/tcp_info.h"
 
-namespace podnet::probes::http_client {
+namespace podnet::net::http_client {
 
 using Clock = std::chrono::steady_clock;
 
@@ -68,7 +68,7 @@ struct Exchange {
   std::size_t bytes_sent = 0;      // TCP payload bytes: request
   std::size_t bytes_received = 0;  // TCP payload bytes: response (as far as read)
   bool keep_alive = false;         // the server keeps the connection open after this response
-  /// The final response's Podnet-Node and Podnet-Zone fields (proto/echo.h: who answered), as
+  /// The final response's Podnet-Node and Podnet-Zone fields (wire/echo.h: who answered), as
   /// sent; nullopt when absent (a server that does not identify itself).
   std::optional<std::string> node;
   std::optional<std::string> zone;
@@ -134,4 +134,4 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   net::WireBytes pending_;  // charged, not yet taken
 };
 
-}  // namespace podnet::probes::http_client
+}  // namespace podnet::net::http_client

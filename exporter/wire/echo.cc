@@ -1,8 +1,8 @@
-#include "exporter/proto/echo.h"
+#include "exporter/wire/echo.h"
 
 #include <algorithm>
 
-namespace podnet::proto::echo {
+namespace podnet::wire::echo {
 namespace {
 
 void Put16(std::uint8_t* p, std::uint16_t v) {
@@ -235,4 +235,4 @@ std::optional<IcmpEcho> ParseIcmpEchoReply(bool v6, bool with_ip_header,
   return e;
 }
 
-}  // namespace podnet::proto::echo
+}  // namespace podnet::wire::echo

@@ -1,4 +1,4 @@
-#include "exporter/proto/iperf3.h"
+#include "exporter/wire/iperf3.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <type_traits>
 
-namespace podnet::proto::iperf3 {
+namespace podnet::wire::iperf3 {
 namespace {
 
 constexpr std::string_view kCookieAlphabet = "abcdefghijklmnopqrstuvwxyz234567";
@@ -251,4 +251,4 @@ std::optional<Results> DecodeResults(const nlohmann::json& doc, std::string* err
   return r;
 }
 
-}  // namespace podnet::proto::iperf3
+}  // namespace podnet::wire::iperf3

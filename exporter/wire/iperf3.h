@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace podnet::proto::iperf3 {
+namespace podnet::wire::iperf3 {
 
 /// Control-connection states (iperf_api.h; unchanged from 3.12 to 3.21).
 enum State : std::int8_t {
@@ -108,4 +108,4 @@ struct Results {
 nlohmann::json EncodeResults(const Results& r);
 std::optional<Results> DecodeResults(const nlohmann::json& doc, std::string* error);
 
-}  // namespace podnet::proto::iperf3
+}  // namespace podnet::wire::iperf3

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace podnet::probes::http_client {
+namespace podnet::net::http_client {
 
 /// How an HTTP/1.1 response's header section and body are delimited, read as curl and python's
 /// http.client read them (docs/probes.md, "Response framing"; RFC 9112 §2.2, §6, §7.1). The
@@ -86,6 +86,14 @@ class ChunkedDecoder {
 
  private:
   enum class State { kSize, kExtension, kData, kDataCr, kDataLf, kTrailer };
+  // One step of the state machine at in[i] (i < in.size()), moving i past what it consumed:
+  // kMore to go on, kDone (the body's last byte was in[i - 1]) or kMalformed (at in[i]).
+  Status Step(std::string_view in, std::size_t& i);
+  // The steps by state, for the byte c = in[i]: a chunk-size line's hex digits, the rest of the
+  // line (a chunk extension, skipped), a byte of the trailer section.
+  Status SizeDigit(char c, std::size_t& i);
+  Status SizeLineEnd(char c, std::size_t& i);
+  Status TrailerByte(char c, std::size_t& i);
   State state_ = State::kSize;
   std::uint64_t size_ = 0;        // the chunk being read: its size, then what is left of it
   bool digits_ = false;           // kSize: a hex digit was read
@@ -96,4 +104,4 @@ class ChunkedDecoder {
   std::uint64_t announced_ = 0;
 };
 
-}  // namespace podnet::probes::http_client
+}  // namespace podnet::net::http_client

@@ -1,4 +1,4 @@
-#include "exporter/probes/http_client/http_client.h"
+#include "exporter/net/http_client.h"
 
 #include <sys/socket.h>
 
@@ -8,11 +8,11 @@
 #include <sstream>
 #include <utility>
 
-#include "exporter/probes/http_client/response_framing.h"
-#include "exporter/proto/echo.h"
+#include "exporter/net/response_framing.h"
+#include "exporter/wire/echo.h"
 #include "podnet/version.h"
 
-namespace podnet::probes::http_client {
+namespace podnet::net::http_client {
 
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
@@ -301,8 +301,8 @@ HttpConnection::Step HttpConnection::Complete(Reading& r) {
   ex.status = status;
   // A body that the close ended leaves no connection to keep.
   ex.keep_alive = res.keep_alive() && !(r.has_body && r.framing == BodyFraming::kUntilClose);
-  for (auto [name, out] : {std::pair{proto::echo::kNodeHeader, &ex.node},
-                           std::pair{proto::echo::kZoneHeader, &ex.zone}}) {
+  for (auto [name, out] : {std::pair{wire::echo::kNodeHeader, &ex.node},
+                           std::pair{wire::echo::kZoneHeader, &ex.zone}}) {
     if (auto it = res.find(beast::string_view(name.data(), name.size())); it != res.end()) {
       *out = std::string(it->value());
     }
@@ -342,4 +342,4 @@ void HttpConnection::Close() {
   stream_.socket().close(ec);
 }
 
-}  // namespace podnet::probes::http_client
+}  // namespace podnet::net::http_client

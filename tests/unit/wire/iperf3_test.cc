@@ -1,8 +1,8 @@
-#include "exporter/proto/iperf3.h"
+#include "exporter/wire/iperf3.h"
 
 #include <gtest/gtest.h>
 
-namespace podnet::proto {
+namespace podnet::wire {
 namespace {
 
 TEST(Iperf3Test, CookieIs36AlphabetCharactersAndANul) {
@@ -148,4 +148,4 @@ TEST(Iperf3Test, ResultsBytesAsFloat) {
 }
 
 }  // namespace
-}  // namespace podnet::proto
+}  // namespace podnet::wire

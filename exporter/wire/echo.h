@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace podnet::proto::echo {
+namespace podnet::wire::echo {
 
 /// The first bytes of every RTT probe payload (ICMP echo data or UDP echo datagram), network
 /// byte order:
@@ -194,4 +194,4 @@ struct IcmpEcho {
 std::optional<IcmpEcho> ParseIcmpEchoReply(bool v6, bool with_ip_header,
                                            std::span<const std::uint8_t> data);
 
-}  // namespace podnet::proto::echo
+}  // namespace podnet::wire::echo
