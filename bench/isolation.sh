@@ -16,4 +16,4 @@ if [[ ! -f $exporter || ! -x $exporter ]]; then
   echo "isolation.sh: no exporter at $exporter (scripts/build.sh, or set PODNET_EXPORTER)" >&2
   exit 2
 fi
-exec python3 "$here/../tests/integration/lab_isolation_test.py" --bench --exporter "$exporter" "$@"
+exec python3 "$here/../tests/lab/lab_isolation_test.py" --bench --exporter "$exporter" "$@"

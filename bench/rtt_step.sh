@@ -11,7 +11,7 @@ root=$(dirname "$(readlink -f "$0")")/..
 build=${BUILD_DIR:-$root/build}
 export PYTHONDONTWRITEBYTECODE=1 PODNET_LAB_RTT_STEP=1
 rc=0
-python3 "$root/tests/integration/lab_rtt_test.py" --exporter "$build/podnet-exporter" \
+python3 "$root/tests/lab/lab_rtt_test.py" --exporter "$build/podnet-exporter" \
   --delayline "$build/tests/podnet-lab-delayline" --lab-script "$root/tests/lab/lab.sh" || rc=$?
 if ((rc == 0)); then echo "rtt_step: PASS"; else echo "rtt_step: MISS (exit $rc)"; fi
 exit "$rc"

@@ -55,7 +55,7 @@ PODMONITOR = os.path.join(B.REPO, "deploy", "kubernetes", "prometheus-operator",
 SELF = {"POD_NAME": "podnet-00000", "NODE_NAME": "node-0", "POD_ZONE": ""}  # Pod 0: zone-a
 # The 2 CoreDNS replicas (kube-system/kube-dns): address -> (node, zone).
 DNS_REPLICAS = {"127.2.0.1": ("node-dns-a", "zone-a"), "127.2.0.2": ("node-dns-b", "zone-b")}
-# An EKS Pod's resolv.conf (the lab's search list, as tests/integration/lab_obs_test.py); its
+# An EKS Pod's resolv.conf (the lab's search list, as tests/lab/lab_obs_test.py); its
 # nameserver is the same-zone replica (in a cluster: the kube-dns ClusterIP, which kube-proxy
 # sends to any replica).
 RESOLV_CONF = ("search podnet.svc.cluster.local svc.cluster.local cluster.local "

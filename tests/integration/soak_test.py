@@ -65,7 +65,7 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.join(HERE, "..", "lib")]
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "lib"), os.path.join(HERE, "..", "attack")]
 import labkit  # noqa: E402  (check, summary, parse_metrics)
 import attack_burst_test  # noqa: E402  (attack_once: a burst client that stalls at one step)
 import attack_grpc_test  # noqa: E402  (flood_connection: HTTP/2 rapid reset on one connection)

@@ -1,5 +1,5 @@
 """One proving-ground campaign's trials, phases and scores (shared by bench/proving_ground.sh
-and its short ctest version, tests/integration/lab_fleet_test.py): a fault at a random target
+and its short ctest version, tests/lab/lab_fleet_test.py): a fault at a random target
 with its truth recorded, held until its first notification (and `hold` s more), cleared, and
 scored on the notifications the receiver logged; a no-fault phase scored on the notifications
 it brought. Scores:

@@ -44,7 +44,7 @@ ones there).
 the Service sent each version after its resourceVersion, a BOOKMARK a minute; no churn. With
 --stats-file the bytes and events sent to watchers, the slice writes and the connections are
 written there (JSON) every second and at the end.
-Run by start() below (tests/integration/*.py, bench/lib/discovery_5000.py,
+Run by start() below (the tests, bench/lib/discovery_5000.py,
 bench/lib/api_watch_cost.py); prints "listening PORT" when ready, and with --log-lists "list T"
 (T: Unix time, s) when a LIST of the Service's slices begins; with --log-requests "GET PATH"
 (path and query) for every request.

@@ -26,7 +26,7 @@ import labkit
 
 import fleet as F
 
-DNS_FAULT_SERVER = os.path.join(F.ROOT, "tests", "integration", "dns_fault_server.py")
+DNS_FAULT_SERVER = os.path.join(F.ROOT, "tests", "lib", "dns_fault_server.py")
 
 
 class Fault:

@@ -1,5 +1,5 @@
 """A simulated fleet for the proving ground (bench/proving_ground.py) and its short ctest version
-(tests/integration/lab_fleet_test.py): N nodes in Z zones, each a network namespace running one
+(tests/lab/lab_fleet_test.py): N nodes in Z zones, each a network namespace running one
 real podnet-exporter that finds its peers through `peers.kubernetes` against the stand-in API
 server, with real unbound DNS replicas behind a kube-dns VIP, a Service VIP, a real Prometheus
 loading the shipped rules (scaled) and a real Alertmanager loading the shipped configuration.

@@ -1,5 +1,5 @@
-"""The one helper library of the integration tests (tests/integration/*.py), the soak and the
-benches (bench/lib/*.py): python3 standard library only.
+"""The one helper library of the Python tests (tests/lab, tests/attack, tests/integration: the
+soak too) and the benches (bench/lib/*.py): python3 standard library only.
 
 Checks are counted here and a test ends with summary(): "N passed, N failed". Processes started
 with start() (or start_exporter()) run in their own session (so a process group can be

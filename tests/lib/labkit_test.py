@@ -236,7 +236,7 @@ def run_as_nobody(env_ci):
     env.pop("CI", None)
     if env_ci is not None:
         env["CI"] = env_ci
-    cmd = [sys.executable, os.path.join(HERE, "..", "integration", "lab_rtt_test.py"),
+    cmd = [sys.executable, os.path.join(HERE, "..", "lab", "lab_rtt_test.py"),
            "--exporter", "/bin/false", "--delayline", "/bin/false", "--lab-script", "/bin/false"]
     if os.geteuid() == 0:
         cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + cmd

@@ -7,7 +7,7 @@
 //    from kind_families.golden, which KindFamiliesTest checks against the kinds; the exporter's
 //    own from a real registry), the catalog's switchable families say their kind and default, and
 //    every family listed is one of those (or one of the few declared where no unit test builds
-//    it). Label names are checked against a real /metrics by tests/integration/lab_obs_test.py.
+//    it). Label names are checked against a real /metrics by tests/lab/lab_obs_test.py.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 

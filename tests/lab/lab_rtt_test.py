@@ -222,7 +222,7 @@ def scenario(args, lab, tmp):
     client_pid = labkit.procs[3].pid
     rss_before = rss_kib(client_pid)
     recv_before = by_label(promql("podnet_rtt_packets_received_total"), "peer")
-    flood = in_ns(NS["same"], sys.executable, os.path.join(os.path.dirname(__file__), "flood.py"),
+    flood = in_ns(NS["same"], sys.executable, os.path.join(os.path.dirname(__file__), "..", "lib", "flood.py"),
                   "--host", ADDR["client"], "--connections", "300", "--seconds", "6",
                   timeout=60)
     log("flood: " + flood.stdout.strip())

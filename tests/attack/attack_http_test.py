@@ -16,7 +16,7 @@ kind 2). One real exporter on loopback; each phase measures what a legitimate cl
    client waited behind the whole backlog (~10 s); now a source that already holds connections
    is refused at once when the server is full, and a source that holds none takes the place of
    a stalled holder within the grace (1 s).
-3. UDP echo, 32 sources (127.0.3.1-32, tests/integration/echo_flood.py) sending 150
+3. UDP echo, 32 sources (127.0.3.1-32, tests/lib/echo_flood.py) sending 150
    requests of 9,000 bytes a second each (over their 1/16 share of the 20 MB/s of replies,
    and together twice it) for ECHO_SECONDS, while a prober from 127.0.0.1 sends 20 requests
    of 9,000 bytes a second and waits 200 ms for each reply. Before the fix the flood used up
@@ -311,7 +311,7 @@ def main():
         base_sent, base_answered = prober(port, 1.5)
         _, echo_before = dropped(port)
         kernel_before = kernel_drops(port)
-        floods = [subprocess.Popen([sys.executable, os.path.join(HERE, "echo_flood.py"),
+        floods = [subprocess.Popen([sys.executable, os.path.join(HERE, "..", "lib", "echo_flood.py"),
                                     "--port", str(port), "--rate", str(ECHO_FLOOD_RATE),
                                     "--seconds", str(ECHO_SECONDS), "--size", str(ECHO_SIZE),
                                     "--sources", str(ECHO_SOURCES)],

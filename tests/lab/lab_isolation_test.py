@@ -252,7 +252,7 @@ def scrape_load(tmp, seconds, path="/metrics"):
     out = os.path.join(tmp, "scrapes.txt")
 
     def start():
-        p = lab.start(NS, [sys.executable, os.path.join(HERE, "scrape_loop.py"), "--port",
+        p = lab.start(NS, [sys.executable, os.path.join(HERE, "..", "lib", "scrape_loop.py"), "--port",
                            str(A_PORT), "--seconds", str(wall_seconds(seconds)), "--path", path],
                       out)
         p.figures_file = out
@@ -276,7 +276,7 @@ def flood_load(tmp, seconds):
     out = os.path.join(tmp, "flood.txt")
 
     def start():
-        return lab.start(NS, [sys.executable, os.path.join(HERE, "echo_flood.py"), "--port",
+        return lab.start(NS, [sys.executable, os.path.join(HERE, "..", "lib", "echo_flood.py"), "--port",
                               str(A_PORT), "--rate", "20000", "--sources", str(FLOOD_SOURCES),
                               "--seconds", str(wall_seconds(seconds))], out)
     return ProcessLoad(start)

@@ -206,7 +206,7 @@ def scenario(args, tmp):
         lab.start(NS[name], [args.exporter, "--config.file=" + cfg],
                   os.path.join(tmp, name + ".log"))
     fault = lab.start(NS["same"], [sys.executable,
-                                   os.path.join(os.path.dirname(__file__), "http_fault_server.py"),
+                                   os.path.join(os.path.dirname(__file__), "..", "lib", "http_fault_server.py"),
                                    "--host", ADDR["same"], "--base-port", str(FAULT_BASE_PORT),
                                    "--seconds", "120"], os.path.join(tmp, "faults.log"))
     client_cfg = os.path.join(tmp, "client.yaml")

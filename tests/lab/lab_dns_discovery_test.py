@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """DNS peer discovery in the lab (peers.kubernetes.discovery: dns; docs/design.md, "Discovery at
 scale"): six real exporters find each other from the headless Service's A records, served by a
-real unbound, and ask each address who it is (the UDP echo identity record, proto/echo.h).
+real unbound, and ask each address who it is (the UDP echo identity record, wire/echo.h).
 
 Topology (every address private to the namespaces made here; nothing leaves them):
 
@@ -251,7 +251,7 @@ print("listening", flush=True)
 while True:
     data, peer = s.recvfrom(65535)
     d = bytearray(data)
-    # a request of proto/echo.h: magic "PNET", version 1, kind 1 (request)
+    # a request of wire/echo.h: magic "PNET", version 1, kind 1 (request)
     if len(d) < 16 or d[:4] != b"PNET" or d[4] != 1 or d[5] != 1:
         continue
     d[5] = 2  # reply

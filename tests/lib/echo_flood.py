@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A bounded flood of well-formed podnet UDP echo requests (proto/echo.h: magic "PNET",
+"""A bounded flood of well-formed podnet UDP echo requests (wire/echo.h: magic "PNET",
 version 1, kind request, seq, token; 56 bytes, or --size bytes with zero padding) at --rate
 per second, paced in 1 ms batches, for
 at most --seconds, at a loopback or lab address, from one unbound socket, or with --sources N
