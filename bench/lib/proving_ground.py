@@ -19,7 +19,7 @@ short keeps what it scored. A campaign too long for one sitting runs in parts (o
 other classes) that are then scored together:
   bench/proving_ground.sh --merge A.json B.json ... [--json FILE] [--markdown FILE]
 which refuses parts whose fleet (nodes, zones, scales) or rules and Alertmanager configuration
-(their SHA-256, "rules_sha256") differ.
+(the SHA-256 of their parsed YAML, "rules_sha256": a comment does not count) differ.
 Exit 0 when it ran (a missed target is a MISS line, not an error); 2 when it could not run.
 """
 import argparse
@@ -30,6 +30,8 @@ import random
 import sys
 import tempfile
 import time
+
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as B  # noqa: E402
@@ -88,15 +90,47 @@ def markdown(rows, overall, confusion, phases, meta):
 SAME_FLEET = ("nodes", "zones", "rule_scale", "probe_scale", "rules_sha256")
 
 
-def rules_sha256():
-    """SHA-256 (hex) of the shipped rule files and Alertmanager configuration the fleet loads,
-    in that order: two parts of a campaign are scored together only under the same rules."""
-    h = hashlib.sha256()
+# How rules_sha256 reads the files: their YAML parsed (a part without this mark hashed the bytes).
+RULES_HASH = "parsed"
+
+
+def rules_sha256(read=None):
+    """SHA-256 (hex) of the shipped rule files and Alertmanager configuration the fleet loads, as
+    parsed (each file's YAML loaded and written back as sorted JSON: comments and layout do not
+    count), in that order: two parts of a campaign are scored together only under the same
+    rules. `read(path)`: a file's text by its path in the repository (default: this checkout's).
+    Raises OSError, or subprocess's and yaml's errors, when a file cannot be read or parsed."""
     paths = [os.path.join(alerting.RULES, n) for n in alerting.RULE_FILES]
+    h = hashlib.sha256()
     for path in paths + [alerting.ALERTMANAGER_CONFIG]:
-        with open(path, "rb") as f:
-            h.update(f.read())
+        rel = os.path.relpath(path, B.REPO)
+        if read:
+            text = read(rel)
+        else:
+            with open(path) as f:
+                text = f.read()
+        h.update(json.dumps(yaml.safe_load(text), sort_keys=True).encode())
     return h.hexdigest()
+
+
+def rehash_old_part(path, part):
+    """A part written before RULES_HASH: its rules_sha256 recomputed from the commit it names
+    (git show), so that a change of comments alone does not split a campaign. Left as it is
+    (and then refused by the comparison) when the commit had uncommitted changes or is gone."""
+    meta = part["meta"]
+    if meta.get("rules_hash") == RULES_HASH:
+        return
+    commit = meta.get("commit", "")
+    if not commit or "+" in commit:
+        return
+    try:
+        meta["rules_sha256"] = rules_sha256(lambda rel: K.run(
+            "git", "-C", B.REPO, "show", "%s:%s" % (commit, rel)).stdout)
+    except Exception as e:  # noqa: BLE001 (any failure: the part keeps its byte hash)
+        B.note("--merge: %s: cannot read the rules of commit %s again: %s" % (path, commit, e))
+        return
+    meta["rules_hash"] = RULES_HASH
+    B.note("--merge: %s: rules hashed again as parsed, from commit %s" % (path, commit))
 
 
 def write_results(args, meta, trials, phases, final):
@@ -132,6 +166,8 @@ def merge(args):
         except (OSError, ValueError) as e:
             B.note("--merge: %s: %s" % (path, e))
             return 2
+    for path, p in parts:
+        rehash_old_part(path, p)
     first_path, first = parts[0]
     for path, p in parts[1:]:
         diff = [k for k in SAME_FLEET if p["meta"].get(k) != first["meta"].get(k)]
@@ -223,7 +259,7 @@ def main():
             plan = C.plan(classes, args.trials, rng)
             meta = {"nodes": args.nodes, "zones": args.zones, "rule_scale": fl.rule_scale,
                     "probe_scale": fl.probe_scale, "seed": args.seed, "minutes": 0,
-                    "commit": commit, "rules_sha256": sha}
+                    "commit": commit, "rules_sha256": sha, "rules_hash": RULES_HASH}
 
             def save(final=False):
                 meta["minutes"] = (time.time() - t_start) / 60
