@@ -241,11 +241,19 @@ def main():
     exe, _version, exe_dir = B.exporter_binary(args.exporter)
     tmp = tempfile.mkdtemp(prefix="podnet-pg-")
     t_start = time.time()
+    phases = [p for p in args.phases.split(",") if p]
+    # Every process of the fleet ends by itself after max_seconds: the longest this campaign
+    # can take (each trial at its every timeout, each phase at 10 minutes, the warm-up), so that
+    # a long campaign is never cut by its own bound (the fleet's default is 2 hours).
+    per_trial = (args.settle_timeout + args.detect_timeout + args.hold + args.resolve_timeout
+                 + 180)
+    max_seconds = int(900 + len(classes) * args.trials * per_trial + len(phases) * 600)
     try:
         # probes.mtu (off at the deploy default) only for the class that needs it: it is
         # the one extra load, and the other classes are judged on the default probe set.
         with F.Fleet(args.prefix, tmp, exe, args.delayline, nodes=args.nodes,
-                     zones=args.zones, mtu="path_mtu_blackhole" in classes) as fl:
+                     zones=args.zones, mtu="path_mtu_blackhole" in classes,
+                     max_seconds=max(7200, max_seconds)) as fl:
             fl.wait_ready(timeout=120)
             c = C.Campaign(fl, args, rng)
             # "A day ago" must reach past the fleet's first minute (probes starting, caches
@@ -255,7 +263,6 @@ def main():
             c.progress("fleet ready; warming up %d s (the day-ago comparison needs data)"
                        % warm)
             time.sleep(warm)
-            phases = [p for p in args.phases.split(",") if p]
             plan = C.plan(classes, args.trials, rng)
             meta = {"nodes": args.nodes, "zones": args.zones, "rule_scale": fl.rule_scale,
                     "probe_scale": fl.probe_scale, "seed": args.seed, "minutes": 0,
