@@ -1,0 +1,385 @@
+"""Rules at scale: the shipped recording and alert rules, evaluated by a real Prometheus over the
+series of a simulated 300- or 3,000-node fleet (issue "Rules for the Prometheus a 3,000-node
+cluster really runs", item 3: cost at scale, before any rule change).
+
+Where the series come from: a small real fleet (tests/lib/fleet.py: 9 nodes in 3 zones, the
+deploy default's probe set, discovery through the stand-in API server) runs for
+--capture-seconds, and each exporter's /metrics is read once. Those expositions are the
+templates, so the label sets are the exporter's own. Every synthetic node takes one: a node
+among the first two of its zone takes one of an exporter that ran DNS lookups (probes.dns.sample
+picks 2 Pods a zone), the others one that did not. In it the template's node, zone and peers
+give way to the synthetic node's own (the same number of peers in each zone, spread so that
+every node has probers), and each counter grows at the template's rate (its value over the
+template exporter's uptime). Gauges keep their values.
+
+One HTTP server of this process, on 127.0.0.1, serves every synthetic node at /metrics/NODE;
+Prometheus scrapes them every --interval (30 s, the Prometheus Operator's default) and evaluates
+deploy/prometheus's two rule files, as shipped, at the same interval, for --minutes. Then, from
+Prometheus' own metrics over the last 5 minutes: each rule group's evaluation time (mean and
+max of prometheus_rule_group_last_duration_seconds) against its interval, the samples it wrote,
+the raw series its rules read (counted by metric name), Prometheus' RSS and head series.
+
+Target (issue 39): every group's evaluation within 25 % of its interval with classic
+histograms (the templates are classic; the 10 % target with native histograms is not measured
+here). A target missed is a MISS line; exit 0 unless the bench itself broke.
+
+Usage (root, after scripts/build.sh --test): bench/rules_at_scale.sh [--nodes 300,3000]
+  [--minutes 12] [--interval 30] [--templates DIR] [--save-templates DIR] [--json FILE]
+"""
+import argparse
+import http.server
+import json
+import os
+import re
+import socketserver
+import sys
+import tempfile
+import threading
+import time
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as B  # noqa: E402
+
+sys.path.insert(0, os.path.join(B.REPO, "tests", "lib"))
+import fleet as F  # noqa: E402
+import labkit as K  # noqa: E402
+
+RULE_FILES = [os.path.join(B.REPO, "deploy", "prometheus", f)
+              for f in ("podnet-recording-rules.yml", "podnet-alert-rules.yml")]
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+TARGET_SHARE = 0.25  # of a group's interval, classic histograms (issue 39)
+
+
+# ---- templates ---------------------------------------------------------------------------
+def capture(args, exe, tmp):
+    """{node name: exposition text} of a 9-node fleet after --capture-seconds, and each
+    exporter's uptime then (s)."""
+    with F.Fleet("ras%d" % (os.getpid() % 1000), tmp, exe, args.delayline, nodes=9,
+                 zones=3, max_seconds=args.capture_seconds + 600) as fl:
+        fl.wait_ready(timeout=120)
+        t0 = time.time()
+        K.log("capturing: a 9-node fleet runs %d s" % args.capture_seconds)
+        time.sleep(args.capture_seconds)
+        out = {}
+        for n in fl.live():
+            code, body = K.http(fl.ctl, "http://%s:9479/metrics" % n.address, timeout=10)
+            if code != 200:
+                raise K.Broken("%s's /metrics answered %d" % (n.name, code))
+            out[n.name] = body
+        return out, time.time() - t0
+
+
+def parse(text):
+    """(family types {name: type}, samples [(name, {labels}, value)]) of an exposition."""
+    types, samples = {}, []
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            types[name] = kind
+        elif line and not line.startswith("#"):
+            m = SAMPLE.match(line)
+            if m:
+                samples.append((m.group(1), dict(LABEL.findall(m.group(2) or "")),
+                                float(m.group(3))))
+    return types, samples
+
+
+def cumulative(name, types):
+    """Whether a sample of `name` only grows (a counter, a histogram's or summary's parts)."""
+    if types.get(name) == "counter":
+        return True
+    for suffix in ("_bucket", "_count", "_sum"):
+        if name.endswith(suffix) and types.get(name[:-len(suffix)]) in ("histogram", "summary"):
+            return True
+    return False
+
+
+class Template:
+    """One captured exposition: its node, zone index, peers by zone index, samples."""
+
+    def __init__(self, node, text, zones):
+        self.node = node
+        self.types, self.samples = parse(text)
+        zone_of = {}
+        for _, labels, _ in self.samples:
+            for a, b in (("source_node", "source_zone"), ("peer_node", "peer_zone")):
+                if labels.get(a) and labels.get(b):
+                    zone_of[labels[a]] = labels[b]
+        self.zone = zone_index(zone_of[node], zones)
+        self.peers = {}  # zone index -> sorted peer node names
+        for name, z in zone_of.items():
+            if name != node:
+                self.peers.setdefault(zone_index(z, zones), []).append(name)
+        for z in self.peers:
+            self.peers[z].sort(key=lambda n: int(n.rsplit("-", 1)[1]))
+        self.dns_lookups = any(n == "podnet_dns_lookups_total" for n, _, _ in self.samples)
+
+
+def zone_index(name, zones):
+    i = ord(name[-1]) - ord("a")
+    if not name.startswith("zone-") or not 0 <= i < zones:
+        raise K.Broken("unexpected zone name %r" % name)
+    return i
+
+
+# ---- the synthetic fleet ------------------------------------------------------------------
+def synthesize(templates, nodes, zones, age):
+    """{node name: [(sample line's name and labels, value at 0, growth per second)]} for
+    `nodes` synthetic nodes in `zones` zones, from the captured templates (no TYPE or HELP
+    lines: the rules need none)."""
+    by_zone = [[i for i in range(nodes) if i % zones == z] for z in range(zones)]
+    with_dns = [t for t in templates if t.dns_lookups]
+    without = [t for t in templates if not t.dns_lookups] or with_dns
+    fleet = {}
+    for i in range(nodes):
+        z = i % zones
+        pos = by_zone[z].index(i)
+        pool = with_dns if pos < 2 and with_dns else without
+        t = pool[i % len(pool)]
+        shift = (z - t.zone) % zones
+        names = {t.node: "node-%d" % i}
+        for tz, peers in t.peers.items():
+            sz = (tz + shift) % zones
+            others = [j for j in by_zone[sz] if j != i]
+            step = max(1, len(others) // (len(peers) + 1))
+            for k, p in enumerate(peers):
+                names[p] = "node-%d" % others[(pos + 1 + k * step) % len(others)]
+        zname = {F.zone_name(a): F.zone_name((a + shift) % zones) for a in range(zones)}
+        rows = []
+        for name, labels, value in t.samples:
+            out = []
+            for k, v in labels.items():
+                if v in names:
+                    v = names[v]
+                elif v.startswith("podnet-node-"):  # a Pod's name: podnet-node-N-gG
+                    node = v[len("podnet-"):v.rindex("-g")]
+                    v = "podnet-%s-g0" % names.get(node, node)
+                elif v in zname:
+                    v = zname[v]
+                out.append('%s="%s"' % (k, v))
+            prefix = "%s{%s}" % (name, ",".join(out)) if out else name
+            grow = value / age if cumulative(name, t.types) and value > 0 else 0.0
+            rows.append((prefix, value, grow))
+        fleet["node-%d" % i] = rows
+    return fleet
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+def serve(fleet):
+    """An HTTP server on 127.0.0.1 (a free port) serving /metrics/NODE; returns it."""
+    t0 = time.time()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            rows = fleet.get(self.path.rsplit("/", 1)[-1])
+            if rows is None or not self.path.startswith("/metrics/"):
+                self.send_error(404)
+                return
+            t = time.time() - t0
+            body = ("".join("%s %r\n" % (p, v + g * t) for p, v, g in rows)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_):
+            pass
+
+    srv = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+# ---- one run ------------------------------------------------------------------------------
+def raw_names(groups):
+    """{group name: sorted raw metric names its rules read} (names without a colon)."""
+    out = {}
+    for g in groups:
+        names = set()
+        for r in g["rules"]:
+            for m in re.findall(r"\b([a-z_][a-z0-9_]*)\s*(?:\{|\[|\)|$|\s)", str(r["expr"])):
+                if m.startswith(("podnet_", "kube_")) or m == "up":
+                    names.add(m)
+        out[g["name"]] = sorted(names)
+    return out
+
+
+def one_run(args, templates, age, nodes, tmp):
+    fleet = synthesize(templates, nodes, args.zones, age)
+    per_node = sum(len(r) for r in fleet.values()) / len(fleet)
+    srv = serve(fleet)
+    port = srv.server_address[1]
+    run_dir = tempfile.mkdtemp(prefix="n%d-" % nodes, dir=tmp)
+    targets = os.path.join(run_dir, "targets.json")
+    with open(targets, "w") as f:
+        json.dump([{"targets": ["127.0.0.1:%d" % port],
+                    "labels": {"__metrics_path__": "/metrics/" + n, "instance": n + ":9479",
+                               "cluster": "scale", "namespace": "podnet", "node": n,
+                               "pod": "podnet-%s-g0" % n}} for n in fleet], f)
+    prom_port = K.free_port()
+    cfg = os.path.join(run_dir, "prometheus.yml")
+    with open(cfg, "w") as f:
+        yaml.safe_dump({
+            "global": {"scrape_interval": "%ds" % args.interval,
+                       "evaluation_interval": "%ds" % args.interval,
+                       "scrape_timeout": "%ds" % min(10, args.interval)},
+            "rule_files": RULE_FILES,
+            "scrape_configs": [
+                {"job_name": "podnet", "file_sd_configs": [{"files": [targets]}]},
+                {"job_name": "prometheus",
+                 "static_configs": [{"targets": ["127.0.0.1:%d" % prom_port]}]}]}, f)
+    K.log("== %d nodes: %.0f series a node, %d in all; Prometheus for %g min, every %d s"
+          % (nodes, per_node, per_node * nodes, args.minutes, args.interval))
+    cpu0 = time.process_time()
+    prom = K.start(None, ["prometheus", "--config.file=" + cfg,
+                          "--storage.tsdb.path=" + os.path.join(run_dir, "tsdb"),
+                          "--web.listen-address=127.0.0.1:%d" % prom_port],
+                   os.path.join(run_dir, "prom.log"), max_seconds=args.minutes * 60 + 600)
+    try:
+        K.wait_for(lambda: K.http(None, "http://127.0.0.1:%d/-/ready" % prom_port)[0] == 200,
+                   120, "prometheus ready")
+        t_end = time.time() + args.minutes * 60
+        while time.time() < t_end:
+            time.sleep(min(60, t_end - time.time()))
+            q = K.promql(None, 'count(up{job="podnet"} == 1)', port=prom_port)
+            K.log("  %4.0f s: %s of %d targets up" % (
+                args.minutes * 60 - (t_end - time.time()),
+                q[0]["value"][1] if q else 0, nodes))
+        return measure(args, prom_port, nodes, per_node, time.process_time() - cpu0)
+    finally:
+        K.stop(prom, grace=30)
+        srv.shutdown()
+
+
+def measure(args, port, nodes, per_node, server_cpu):
+    def q(expr):
+        return K.promql(None, expr, port=port)
+
+    def by_group(expr):
+        return {r["metric"]["rule_group"].rsplit(";", 1)[-1]: float(r["value"][1])
+                for r in q(expr)}
+
+    mean = by_group("avg_over_time(prometheus_rule_group_last_duration_seconds[5m])")
+    worst = by_group("max_over_time(prometheus_rule_group_last_duration_seconds[5m])")
+    interval = by_group("prometheus_rule_group_interval_seconds")
+    samples = by_group("avg_over_time(prometheus_rule_group_last_evaluation_samples[5m])")
+    missed = by_group("increase(prometheus_rule_group_iterations_missed_total[5m])")
+    groups = []
+    for path in RULE_FILES:
+        with open(path) as f:
+            groups += yaml.safe_load(f)["groups"]
+    inputs = {}
+    for name, metrics in raw_names(groups).items():
+        if metrics:
+            r = q('count({__name__=~"%s"})' % "|".join(metrics))
+            inputs[name] = int(float(r[0]["value"][1])) if r else 0
+        else:
+            inputs[name] = 0
+
+    def one(expr):
+        r = q(expr)
+        return float(r[0]["value"][1]) if r else float("nan")
+    rss = one('max_over_time(process_resident_memory_bytes{job="prometheus"}[5m])')
+    head = one("prometheus_tsdb_head_series")
+    scrape = one('max_over_time(max(scrape_duration_seconds{job="podnet"})[5m:30s])')
+    up = one('count(up{job="podnet"} == 1)')
+    rows = []
+    for g in groups:
+        n = g["name"]
+        iv = interval.get(n, args.interval)
+        rows.append({"group": n, "rules": len(g["rules"]), "input_series": inputs.get(n, 0),
+                     "mean_s": mean.get(n), "max_s": worst.get(n), "interval_s": iv,
+                     "share_max": (worst.get(n) or 0) / iv, "samples": samples.get(n),
+                     "missed": missed.get(n, 0)})
+    return {"nodes": nodes, "zones": args.zones, "series_per_node": per_node,
+            "raw_series": per_node * nodes, "head_series": head, "rss_bytes": rss,
+            "scrape_max_s": scrape, "targets_up": up, "server_cpu_s": server_cpu,
+            "minutes": args.minutes, "interval_s": args.interval, "groups": rows}
+
+
+def report(run):
+    K.log("")
+    K.log("%d nodes: %d raw series (%.0f a node), head %d, Prometheus RSS %.0f MiB, slowest "
+          "scrape %.2f s, %d of %d targets up" % (
+              run["nodes"], run["raw_series"], run["series_per_node"], run["head_series"],
+              run["rss_bytes"] / 2**20, run["scrape_max_s"], run["targets_up"], run["nodes"]))
+    rows = [[g["group"], g["rules"], g["input_series"],
+             "%.3f" % (g["mean_s"] or 0), "%.3f" % (g["max_s"] or 0),
+             "%.1f %%" % (100 * g["share_max"]), "%.0f" % (g["samples"] or 0),
+             "%.0f" % g["missed"]] for g in run["groups"]]
+    B.table(["group", "rules", "raw series read", "eval mean s", "eval max s",
+             "max / interval", "samples out", "missed"], rows)
+    for g in run["groups"]:
+        if g["share_max"] > TARGET_SHARE or g["missed"]:
+            K.log("MISS %s: %.1f %% of its %d s interval at worst (target %d %%), %d missed"
+                  % (g["group"], 100 * g["share_max"], g["interval_s"], 100 * TARGET_SHARE,
+                     g["missed"]))
+    worst = max(run["groups"], key=lambda g: g["share_max"])
+    K.log("%s every group within %d %% of its interval at %d nodes (worst: %s, %.1f %%)" % (
+        B.verdict(all(g["share_max"] <= TARGET_SHARE for g in run["groups"])),
+        100 * TARGET_SHARE, run["nodes"], worst["group"], 100 * worst["share_max"]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--exporter", default=os.path.join(B.REPO, "build", "podnet-exporter"))
+    ap.add_argument("--delayline",
+                    default=os.path.join(B.REPO, "build", "tests", "podnet-lab-delayline"))
+    ap.add_argument("--nodes", default="300", help="comma list of fleet sizes")
+    ap.add_argument("--zones", type=int, default=3)
+    ap.add_argument("--minutes", type=float, default=12,
+                    help="Prometheus' run per size (the last 5 minutes are measured)")
+    ap.add_argument("--interval", type=int, default=30, help="scrape and evaluation, s")
+    ap.add_argument("--capture-seconds", type=int, default=150)
+    ap.add_argument("--templates", help="a folder of NODE.prom expositions (no capture)")
+    ap.add_argument("--save-templates", help="write the captured expositions here")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    B.install_signal_handlers()
+    B.require_root()
+    B.require_tools("prometheus", "promtool")
+    tmp = tempfile.mkdtemp(prefix="podnet-bench-rules-")
+    runs = []
+    try:
+        if args.templates:
+            texts = {f[:-5]: open(os.path.join(args.templates, f)).read()
+                     for f in os.listdir(args.templates) if f.endswith(".prom")}
+            age = args.capture_seconds
+        else:
+            exe, _version, _dir = B.exporter_binary(args.exporter)
+            texts, age = capture(args, exe, tmp)
+        if args.save_templates:
+            os.makedirs(args.save_templates, exist_ok=True)
+            for n, t in texts.items():
+                with open(os.path.join(args.save_templates, n + ".prom"), "w") as f:
+                    f.write(t)
+        templates = [Template(n, t, args.zones) for n, t in sorted(texts.items())]
+        K.log("templates: %d exporters, %d with DNS lookups; git %s; %s" % (
+            len(templates), sum(t.dns_lookups for t in templates), B.git_describe(),
+            B.machine_line()))
+        for n in [int(x) for x in args.nodes.split(",") if x]:
+            runs.append(one_run(args, templates, age, n, tmp))
+            report(runs[-1])
+    except K.Broken as e:
+        B.note("could not run: %s" % e)
+        return 2
+    finally:
+        K.stop_all()
+        if not os.environ.get("PODNET_KEEP_TMP"):
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"commit": B.git_describe(), "runs": runs}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
