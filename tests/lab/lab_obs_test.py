@@ -61,6 +61,7 @@ NEEDS_A_DAY = {
     "zone_pair:podnet_rtt_regressed:bool",
     "cluster:podnet_rtt_zone_pairs_regressed:ratio",
     "cluster:podnet_rtt_zone_pairs:count",
+    "zone_pair:podnet_rtt_at_fault:ratio_1d",
 }
 # Recording rules that read the cluster DNS replicas (probes.dns.cluster_dns, which needs
 # peers.kubernetes; this lab's peers are static): no data here, listed and checked against the
