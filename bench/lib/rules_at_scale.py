@@ -2,7 +2,7 @@
 series of a simulated 300- or 3,000-node fleet (issue "Rules for the Prometheus a 3,000-node
 cluster really runs", item 3: cost at scale, before any rule change).
 
-Where the series come from: a small real fleet (tests/lib/fleet.py: 9 nodes in 3 zones, the
+Where the series come from: a small real fleet (tests/lib/fleet.py: 12 nodes in 3 zones, the
 deploy default's probe set, discovery through the stand-in API server) runs for
 --capture-seconds, and each exporter's /metrics is read once. Those expositions are the
 templates, so the label sets are the exporter's own. Every synthetic node takes one: a node
@@ -55,13 +55,14 @@ TARGET_SHARE = 0.25  # of a group's interval, classic histograms (issue 39)
 
 # ---- templates ---------------------------------------------------------------------------
 def capture(args, exe, tmp):
-    """{node name: exposition text} of a 9-node fleet after --capture-seconds, and each
-    exporter's uptime then (s)."""
-    with F.Fleet("ras%d" % (os.getpid() % 1000), tmp, exe, args.delayline, nodes=9,
+    """{node name: exposition text} of a 12-node fleet after --capture-seconds, and each
+    exporter's uptime then (s). 4 nodes a zone: each exporter has the deploy default's 3 peers
+    in its own zone too, as in a big fleet (with 3 a zone it had 2)."""
+    with F.Fleet("ras%d" % (os.getpid() % 1000), tmp, exe, args.delayline, nodes=12,
                  zones=3, max_seconds=args.capture_seconds + 600) as fl:
         fl.wait_ready(timeout=120)
         t0 = time.time()
-        K.log("capturing: a 9-node fleet runs %d s" % args.capture_seconds)
+        K.log("capturing: a 12-node fleet runs %d s" % args.capture_seconds)
         time.sleep(args.capture_seconds)
         out = {}
         for n in fl.live():
