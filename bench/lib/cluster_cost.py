@@ -315,11 +315,6 @@ def start_prometheus(ns, tmp, tag, target_port, scrape_s, max_seconds):
     return p, port
 
 
-def prom_value(ns, port, expr):
-    r = K.promql(ns, expr, port=port)
-    return float(r[0]["value"][1]) if r else float("nan")
-
-
 def family_table(samples, n_peers):
     """{family: (series with a peer label, series without)} of one scrape; a histogram's _bucket,
     _sum and _count are one family."""
@@ -417,12 +412,12 @@ def one_size(args, d, exe, ns, tmp, nodes, dns_file, resolv):
     counters_remove(ns)
 
     # Prometheus's view: wait for one scrape after the window, then read the last one.
-    last = prom_value(ns, prom_port, "timestamp(up{job=\"podnet\"})")
-    K.wait_for(lambda: prom_value(ns, prom_port, "timestamp(up{job=\"podnet\"})") > last,
+    last = K.promql_value(ns, "timestamp(up{job=\"podnet\"})", prom_port)
+    K.wait_for(lambda: K.promql_value(ns, "timestamp(up{job=\"podnet\"})", prom_port) > last,
                args.scrape_every + 15, "one more scrape")
-    samples_scraped = prom_value(ns, prom_port, "scrape_samples_scraped{job=\"podnet\"}")
-    body_bytes = prom_value(ns, prom_port, "scrape_body_size_bytes{job=\"podnet\"}")
-    synthetic = prom_value(ns, prom_port, "count({__name__=~\"up|scrape_.+\"})")
+    samples_scraped = K.promql_value(ns, "scrape_samples_scraped{job=\"podnet\"}", prom_port)
+    body_bytes = K.promql_value(ns, "scrape_body_size_bytes{job=\"podnet\"}", prom_port)
+    synthetic = K.promql_value(ns, "count({__name__=~\"up|scrape_.+\"})", prom_port)
     head = [v for n, _l, v in K.parse_metrics(K.scrape(prom_port, ns, timeout=30))
             if n == "prometheus_tsdb_head_series"]
     head_series = head[0] if head else float("nan")

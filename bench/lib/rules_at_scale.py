@@ -249,10 +249,9 @@ def one_run(args, templates, age, nodes, tmp):
         t_end = time.time() + args.minutes * 60
         while time.time() < t_end:
             time.sleep(min(60, t_end - time.time()))
-            q = K.promql(None, 'count(up{job="podnet"} == 1)', port=prom_port)
-            K.log("  %4.0f s: %s of %d targets up" % (
+            K.log("  %4.0f s: %d of %d targets up" % (
                 args.minutes * 60 - (t_end - time.time()),
-                q[0]["value"][1] if q else 0, nodes))
+                K.promql_value(None, 'count(up{job="podnet"} == 1)', prom_port, 0), nodes))
         return measure(args, prom_port, nodes, per_node, time.process_time() - cpu0)
     finally:
         K.stop(prom, grace=30)
@@ -276,17 +275,11 @@ def measure(args, port, nodes, per_node, server_cpu):
     for path in RULE_FILES:
         with open(path) as f:
             groups += yaml.safe_load(f)["groups"]
-    inputs = {}
-    for name, metrics in raw_names(groups).items():
-        if metrics:
-            r = q('count({__name__=~"%s"})' % "|".join(metrics))
-            inputs[name] = int(float(r[0]["value"][1])) if r else 0
-        else:
-            inputs[name] = 0
 
-    def one(expr):
-        r = q(expr)
-        return float(r[0]["value"][1]) if r else float("nan")
+    def one(expr, empty=float("nan")):
+        return K.promql_value(None, expr, port, empty)
+    inputs = {name: int(one('count({__name__=~"%s"})' % "|".join(metrics), 0)) if metrics else 0
+              for name, metrics in raw_names(groups).items()}
     rss = one('max_over_time(process_resident_memory_bytes{job="prometheus"}[5m])')
     head = one("prometheus_tsdb_head_series")
     scrape = one('max_over_time(max(scrape_duration_seconds{job="podnet"})[5m:30s])')

@@ -381,6 +381,13 @@ def promql(ns, expr, at=None, port=9090):
     return json.loads(body)["data"]["result"]
 
 
+def promql_value(ns, expr, port=9090, empty=float("nan")):
+    """The value of the first series of promql(ns, expr) as a float, or `empty` when the result
+    has none."""
+    r = promql(ns, expr, port=port)
+    return float(r[0]["value"][1]) if r else empty
+
+
 def by_label(result, label):
     return {r["metric"].get(label, ""): float(r["value"][1]) for r in result}
 
