@@ -90,7 +90,12 @@ check(!withNetpol.error, "kubectl kustomize .../networkpolicy renders" +
   (withNetpol.error ? `: ${withNetpol.error}` : ""));
 if (base.error || withPm.error || withTls.error || withDash.error || withReport.error ||
   withNetpol.error) finish();
-const get = (objs, kind) => objs.find((o) => o.kind === kind);
+// The Service canary's objects (base/service-canary.yaml, labelled component: canary) are
+// checked by canaryProblems; `get` and the probe Pods' promises leave them out.
+const isCanary = (o) => ((o.metadata || {}).labels || {})["app.kubernetes.io/component"] === "canary";
+const get = (objs, kind) => objs.find((o) => o.kind === kind && !isCanary(o));
+// The probe Pods' configuration file (podnet.yaml) in the ConfigMap: [key, text].
+const probeConfig = (objs) => Object.entries(get(objs, "ConfigMap").data)[0];
 
 // The shipped Alertmanager configuration (deploy/kubernetes/alertmanager): rendered as the
 // Secret an Alertmanager reads, byte for byte the file the proving ground and lab_fleet run, and
@@ -132,8 +137,7 @@ const netpolOnly = withNetpol.objects.filter((o) => !base.objects.some((q) => de
 // ---------------------------------------------------------------------------------------------
 // The configuration as deployed, checked by the exporter itself.
 if (args.exporter) {  // this mode checks only the configuration
-  const cm = get(withPm.objects, "ConfigMap");
-  const [key, text] = Object.entries(cm.data)[0];
+  const [key, text] = probeConfig(withPm.objects);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "podnet-deploy-"));
   const file = path.join(dir, key);
   fs.writeFileSync(file, text);
@@ -149,6 +153,15 @@ if (args.exporter) {  // this mode checks only the configuration
     { encoding: "utf8", timeout: 30000, env });
   check(bad.status === 2 && /no_such_key/.test(bad.stdout + bad.stderr),
     `--config.check rejects it with an unknown key (exit ${bad.status})`);
+  // The Service canary's configuration: valid, and no probe in it.
+  const canaryCm = withPm.objects.find((o) => o.kind === "ConfigMap" && isCanary(o));
+  const [ckey, ctext] = Object.entries(canaryCm.data)[0];
+  fs.writeFileSync(path.join(dir, ckey), ctext);
+  const canaryCheck = spawnSync(args.exporter, [`--config.file=${path.join(dir, ckey)}`, "--config.check"],
+    { encoding: "utf8", timeout: 30000, env });
+  check(canaryCheck.status === 0 && /probes: none;/.test(canaryCheck.stdout),
+    `podnet-exporter --config.check accepts the canary's ${ckey}, which runs no probe (exit ${canaryCheck.status})` +
+    (canaryCheck.status !== 0 ? `:\n${canaryCheck.stdout}${canaryCheck.stderr}` : ""));
   // The report Job's command line as the exporter parses it (flags first, then --help: exit 0
   // only when every flag before it is good), and a bad --duration refused.
   const job = get(withReport.objects, "Job");
@@ -232,6 +245,7 @@ function tsSource(objects) {
   const typos = { // misspellings of real fields, as a hand edit would make them
     DaemonSet: (o) => { o.spec.template.spec.containers[0].securityContext.readOnlyRootFileSystem = true; },
     Service: (o) => { o.spec.publishNotReadyAdresses = false; },
+    Deployment: (o) => { o.spec.template.spec.topologySpreadConstraint = []; },
     ClusterRole: (o) => { o.rules[0].verb = ["get"]; },
     PodMonitor: (o) => { o.spec.podMetricsEndpoints[0].pathh = "/metrics"; },
     PrometheusRule: (o) => { o.spec.groups[0].rules[0].expresion = "vector(1)"; },
@@ -307,8 +321,42 @@ function bytes(q) {
 const subset = (small, big) => small && big && Object.keys(small).length > 0 &&
   Object.entries(small).every(([k, v]) => big[k] === v);
 
+// What every podnet Pod keeps (the probe DaemonSet's and the Service canary's): it runs as the
+// ServiceAccount with its token, in no host namespace, non-root 65532, seccomp RuntimeDefault, no
+// hostPath; one container with a read-only root filesystem, no privilege or capability, requests
+// and limits. `what` names the Pods in the messages.
+function podSecurity(pod, sa, need, what) {
+  need(pod.serviceAccountName === sa.metadata.name, `${what} run as the ServiceAccount`);
+  need(pod.automountServiceAccountToken !== false && sa.automountServiceAccountToken !== false,
+    `${what}: the service-account token is mounted (in-cluster API client)`);
+  need(!pod.hostNetwork && !pod.hostPID && !pod.hostIPC, `${what}: no host network, PID or IPC namespace`);
+  const psc = pod.securityContext || {};
+  need(psc.runAsNonRoot === true && psc.runAsUser === 65532, `${what} run as non-root uid 65532`);
+  need((psc.seccompProfile || {}).type === "RuntimeDefault", `${what}: seccomp profile RuntimeDefault`);
+  need(!(pod.volumes || []).some((v) => v.hostPath), `${what}: no hostPath volumes`);
+  const containers = [...(pod.initContainers || []), ...(pod.containers || [])];
+  need(pod.containers && pod.containers.length === 1, `${what}: one container`);
+  for (const c of containers) {
+    const sc = c.securityContext || {};
+    const at = `container ${c.name}`;
+    need((sc.runAsNonRoot ?? psc.runAsNonRoot) === true && (sc.runAsUser ?? psc.runAsUser) === 65532,
+      `${at} runs as non-root 65532`);
+    need(sc.readOnlyRootFilesystem === true, `${at} has a read-only root filesystem`);
+    need(sc.allowPrivilegeEscalation === false, `${at} disallows privilege escalation`);
+    need(sc.privileged !== true, `${at} is not privileged`);
+    need(((sc.capabilities || {}).drop || []).includes("ALL"), `${at} drops ALL capabilities`);
+    need(((sc.capabilities || {}).add || []).length === 0, `${at} adds no capability`);
+    need(((sc.seccompProfile || psc.seccompProfile) || {}).type === "RuntimeDefault", `${at} seccomp RuntimeDefault`);
+    const r = c.resources || {};
+    const rq = r.requests || {}; const lim = r.limits || {};
+    need(rq.cpu && rq.memory && lim.cpu && lim.memory, `${at} has cpu and memory requests and limits`);
+    need(cpu(rq.cpu) <= cpu(lim.cpu) && bytes(rq.memory) <= bytes(lim.memory), `${at} requests <= limits`);
+  }
+}
+
 // Returns the list of broken promises (empty: all kept). extraKinds: kinds an overlay may add.
 function problems(objects, extraKinds = []) {
+  objects = objects.filter((o) => !isCanary(o));
   const p = [];
   const need = (cond, what) => { if (!cond) p.push(what); };
   const all = (kind) => objects.filter((o) => o.kind === kind);
@@ -361,10 +409,7 @@ function problems(objects, extraKinds = []) {
   const pod = tpl.spec || {};
   const podLabels = (tpl.metadata || {}).labels || {};
   need(subset(ds.spec.selector.matchLabels, podLabels), "DaemonSet selector matches its Pod labels");
-  need(pod.serviceAccountName === sa.metadata.name, "Pods run as the ServiceAccount");
-  need(pod.automountServiceAccountToken !== false && sa.automountServiceAccountToken !== false,
-    "the service-account token is mounted (in-cluster API client)");
-  need(!pod.hostNetwork && !pod.hostPID && !pod.hostIPC, "no host network, PID or IPC namespace");
+  podSecurity(pod, sa, need, "Pods");
   need((pod.tolerations || []).some((t) => t.operator === "Exists" && !t.key && !t.effect),
     "tolerates every taint (operator Exists, no key, no effect)");
   // The drain (--shutdown.drain-period: not ready, still answering peers) fits the grace period
@@ -381,31 +426,9 @@ function problems(objects, extraKinds = []) {
   need(us.type === "RollingUpdate" && us.rollingUpdate && /^\d+%$/.test(String(us.rollingUpdate.maxUnavailable)) &&
     parseInt(us.rollingUpdate.maxUnavailable, 10) <= 25, "RollingUpdate with maxUnavailable a small percentage");
   const psc = pod.securityContext || {};
-  need(psc.runAsNonRoot === true && psc.runAsUser === 65532, "Pod runs as non-root uid 65532");
-  need((psc.seccompProfile || {}).type === "RuntimeDefault", "Pod seccomp profile RuntimeDefault");
   need((psc.sysctls || []).some((s) => s.name === "net.ipv4.ping_group_range" && s.value === "0 2147483647"),
     "Pod sysctl net.ipv4.ping_group_range = \"0 2147483647\" (ICMP ping sockets, no NET_RAW)");
-  need(!(pod.volumes || []).some((v) => v.hostPath), "no hostPath volumes");
 
-  // Containers.
-  const containers = [...(pod.initContainers || []), ...(pod.containers || [])];
-  need(pod.containers && pod.containers.length === 1, "one container");
-  for (const c of containers) {
-    const sc = c.securityContext || {};
-    const at = `container ${c.name}`;
-    need((sc.runAsNonRoot ?? psc.runAsNonRoot) === true && (sc.runAsUser ?? psc.runAsUser) === 65532,
-      `${at} runs as non-root 65532`);
-    need(sc.readOnlyRootFilesystem === true, `${at} has a read-only root filesystem`);
-    need(sc.allowPrivilegeEscalation === false, `${at} disallows privilege escalation`);
-    need(sc.privileged !== true, `${at} is not privileged`);
-    need(((sc.capabilities || {}).drop || []).includes("ALL"), `${at} drops ALL capabilities`);
-    need(((sc.capabilities || {}).add || []).length === 0, `${at} adds no capability`);
-    need(((sc.seccompProfile || psc.seccompProfile) || {}).type === "RuntimeDefault", `${at} seccomp RuntimeDefault`);
-    const r = c.resources || {};
-    const rq = r.requests || {}; const lim = r.limits || {};
-    need(rq.cpu && rq.memory && lim.cpu && lim.memory, `${at} has cpu and memory requests and limits`);
-    need(cpu(rq.cpu) <= cpu(lim.cpu) && bytes(rq.memory) <= bytes(lim.memory), `${at} requests <= limits`);
-  }
   const c = pod.containers[0];
   need(typeof c.image === "string" && c.image.length > 0, "the container has an image");
   const env = Object.fromEntries((c.env || []).map((e) => [e.name, e]));
@@ -533,6 +556,101 @@ const uncaught = (mutations, objects, problemsOf) => Object.entries(mutations).f
 const missed = uncaught(mutations, withPm.objects, problems);
 check(missed.length === 0, `each of ${Object.keys(mutations).length} broken promises is caught` +
   (missed.length ? `; missed: ${missed.join(", ")}` : ""));
+
+// The Service canary (base/service-canary.yaml): a Service with a virtual IP that asks for
+// zone-local traffic (trafficDistribution: PreferClose) over a Deployment of responders spread
+// over zones, the probe Pods' security, its own ConfigMap that runs no probe and learns the
+// zone through the canary's own endpoints; and the probe Pods' probes.service asks it.
+function canaryProblems(objects) {
+  const p = [];
+  const need = (cond, what) => { if (!cond) p.push(what); };
+  const canary = objects.filter(isCanary);
+  const of = (kind) => {
+    const l = canary.filter((o) => o.kind === kind);
+    need(l.length === 1, `exactly one canary ${kind} (${l.length})`);
+    return l[0];
+  };
+  const svc = of("Service"), dep = of("Deployment"), cm = of("ConfigMap");
+  need(canary.length === 3, `the canary is a Service, a Deployment and a ConfigMap (${canary.map(objName)})`);
+  if (p.length) return p;
+  const ns = get(objects, "Namespace").metadata.name;
+  for (const o of canary) need(o.metadata.namespace === ns, `${objName(o)} is in namespace ${ns}`);
+  const tpl = dep.spec.template, pod = tpl.spec || {}, labels = (tpl.metadata || {}).labels || {};
+  const probeLabels = get(objects, "DaemonSet").spec.template.metadata.labels;
+  need(subset(dep.spec.selector.matchLabels, labels), "the canary's selector matches its Pod labels");
+  need(subset(svc.spec.selector, labels) && !subset(svc.spec.selector, probeLabels),
+    "the canary Service selects the canary's Pods, not the probe Pods");
+  need(svc.spec.clusterIP !== "None" && (svc.spec.type || "ClusterIP") === "ClusterIP",
+    "the canary Service has a virtual IP (type ClusterIP, not headless)");
+  need(svc.spec.trafficDistribution === "PreferClose",
+    "the canary Service asks for zone-local traffic (trafficDistribution: PreferClose)");
+  need(dep.spec.replicas >= 3, `at least 3 canary Pods, one a zone in 3 zones (${dep.spec.replicas})`);
+  need((pod.topologySpreadConstraints || []).some((t) => t.topologyKey === "topology.kubernetes.io/zone" &&
+    t.maxSkew === 1 && subset((t.labelSelector || {}).matchLabels, labels)), "the canary's Pods spread over zones");
+  podSecurity(pod, get(objects, "ServiceAccount"), need, "the canary's Pods");
+  const c = (pod.containers || [])[0] || {};
+  const ports = c.ports || [];
+  for (const proto of ["UDP", "TCP"]) {
+    const sp = (svc.spec.ports || []).find((q) => q.port === 9479 && (q.protocol || "TCP") === proto);
+    const target = sp && ports.find((q) => (q.name === sp.targetPort || q.containerPort === sp.targetPort) &&
+      (q.protocol || "TCP") === proto);
+    need(target && target.containerPort === 9479 && !target.hostPort,
+      `the canary Service's port 9479/${proto} reaches container port 9479/${proto}`);
+  }
+  const ready = (c.readinessProbe || {}).httpGet || {};
+  need(ready.path === "/-/ready", "the canary's readiness probe is GET /-/ready");
+  // Its configuration: the file its --config.file names, in its own ConfigMap, mounted there.
+  const flags = (c.args || []).filter((a) => a.startsWith("--config.file="));
+  const file = flags.length ? flags[flags.length - 1].slice("--config.file=".length) : "";
+  const vol = (pod.volumes || []).find((v) => v.configMap && v.configMap.name === cm.metadata.name);
+  const mount = vol && (c.volumeMounts || []).find((m) => m.name === vol.name);
+  const key = mount ? path.posix.relative(mount.mountPath, file) : "";
+  need(mount && !c.command && key && !key.startsWith("..") && typeof (cm.data || {})[key] === "string",
+    `the canary reads ${file} from its ConfigMap ${cm.metadata.name}`);
+  if (p.length) return p;
+  const cfg = YAML.parse(cm.data[key]) || {};
+  const kube = (cfg.peers || {}).kubernetes || {};
+  need(!cfg.probes, "the canary runs no probe");
+  need(kube.namespace === ns && kube.service === svc.metadata.name,
+    `the canary's peers.kubernetes is its own Service ${ns}/${svc.metadata.name} (it learns its zone)`);
+  need(cfg.self && cfg.self.zone === "${POD_ZONE}" && cfg.self.node === "${NODE_NAME}",
+    "the canary's self is ${NODE_NAME}, ${POD_ZONE}");
+  need(Number(String(((cfg.responders || {}).udp_echo || {}).listen_address || "").split(":").pop()) === 9479,
+    "the canary's UDP echo responder listens on 9479");
+  // The probe Pods ask it: a probes.service target of its name in the cluster's DNS.
+  const probe = YAML.parse(probeConfig(objects)[1]) || {};
+  const targets = (((probe.probes || {}).service || {}).targets) || [];
+  need(targets.some((t) => String(t.address || "").startsWith(`${svc.metadata.name}.${ns}.svc.`) &&
+    (t.port ?? 9479) === 9479 && (t.protocol || "udp") === "udp"),
+  `the probe Pods' probes.service asks ${svc.metadata.name}.${ns}.svc on UDP 9479`);
+  return p;
+}
+{
+  const found = canaryProblems(withPm.objects);
+  check(found.length === 0, "the Service canary keeps every promise" + (found.length ? ":\n  " + found.join("\n  ") : ""));
+  const canaryOf = (o, kind) => o.find((q) => q.kind === kind && isCanary(q));
+  const cctr = (o) => canaryOf(o, "Deployment").spec.template.spec.containers[0];
+  const editConfig = (cm, edit) => { const k = Object.keys(cm.data)[0]; cm.data[k] = edit(cm.data[k]); };
+  const canaryMutations = {
+    "canary Service headless": (o) => { canaryOf(o, "Service").spec.clusterIP = "None"; },
+    "canary without PreferClose": (o) => { delete canaryOf(o, "Service").spec.trafficDistribution; },
+    "canary Service selects the probe Pods": (o) => { canaryOf(o, "Service").spec.selector["app.kubernetes.io/component"] = "probe"; },
+    "canary Service without UDP": (o) => { const sp = canaryOf(o, "Service").spec; sp.ports = sp.ports.filter((q) => q.protocol !== "UDP"); },
+    "one canary Pod": (o) => { canaryOf(o, "Deployment").spec.replicas = 1; },
+    "canary not spread over zones": (o) => { delete canaryOf(o, "Deployment").spec.template.spec.topologySpreadConstraints; },
+    "canary as root": (o) => { cctr(o).securityContext.runAsUser = 0; },
+    "canary with a writable root": (o) => { delete cctr(o).securityContext.readOnlyRootFilesystem; },
+    "canary on the host network": (o) => { canaryOf(o, "Deployment").spec.template.spec.hostNetwork = true; },
+    "canary reads podnet.yaml": (o) => { cctr(o).args = cctr(o).args.filter((a) => !a.startsWith("--config.file")); },
+    "canary runs probes": (o) => editConfig(canaryOf(o, "ConfigMap"), (t) => t + "probes:\n  rtt: {}\n"),
+    "canary learns from another Service": (o) => editConfig(canaryOf(o, "ConfigMap"), (t) => t.replace("service: podnet-canary", "service: podnet")),
+    "probe Pods ask another Service": (o) => editConfig(get(o, "ConfigMap"), (t) => t.replace("podnet-canary.podnet.svc", "other.podnet.svc")),
+    "no canary ConfigMap": (o) => { o.splice(o.indexOf(canaryOf(o, "ConfigMap")), 1); },
+  };
+  const missedCanary = uncaught(canaryMutations, withPm.objects, canaryProblems);
+  check(missedCanary.length === 0, `each of ${Object.keys(canaryMutations).length} broken canary promises is caught` +
+    (missedCanary.length ? `; missed: ${missedCanary.join(", ")}` : ""));
+}
 
 // ---------------------------------------------------------------------------------------------
 // The PrometheusRules of the prometheus-operator overlay are deploy/prometheus's rule files: one
@@ -1005,9 +1123,11 @@ function netpolProblems(objects, { icmp = true } = {}) {
   const p = [];
   const need = (ok, what) => { if (!ok) p.push(what); };
   const own = objects.filter((o) => !base.objects.some((q) => deepEqual(q, o)));
-  const pols = own.filter((o) => o.kind === "NetworkPolicy");
-  need(pols.length === own.length && objects.length === base.objects.length + (icmp ? 2 : 1),
-    `the networkpolicy overlay is the base plus ${icmp ? 2 : 1} NetworkPolicies (${own.map(objName)})`);
+  const canaryPol = own.find((o) => o.kind === "NetworkPolicy" && isCanary(o));
+  const pols = own.filter((o) => o.kind === "NetworkPolicy" && !isCanary(o));
+  need(pols.length + 1 === own.length && canaryPol && objects.length === base.objects.length + (icmp ? 3 : 2),
+    `the networkpolicy overlay is the base plus ${icmp ? 2 : 1} NetworkPolicies of the probe Pods and ` +
+    `one of the Service canary (${own.map(objName)})`);
   const ds = get(objects, "DaemonSet"), svc = get(objects, "Service"), cm = get(objects, "ConfigMap");
   if (!ds || !svc || !cm) return [...p, "no DaemonSet, Service or ConfigMap"];
   const conf = YAML.parse(Object.values(cm.data)[0]);
@@ -1061,7 +1181,27 @@ function netpolProblems(objects, { icmp = true } = {}) {
   const api = eg.filter((r) => !r.to);
   need(api.length === 1 && deepEqual(portSet(api[0].ports), ["TCP/443", "TCP/6443"]),
     "egress to the API server: TCP 443 and 6443 only");
-  need(eg.length === 3 && ing.length === 2, `no other rule (${ing.length} ingress, ${eg.length} egress)`);
+  // The Service canary: its Pods' labels, the ports its Service sends to.
+  const canaryDep = objects.find((o) => o.kind === "Deployment" && isCanary(o));
+  const canarySel = canaryDep ? canaryDep.spec.selector.matchLabels : {};
+  const isCanaryPods = (peer) => deepEqual(Object.keys(peer), ["podSelector"]) &&
+    deepEqual(peer.podSelector, { matchLabels: canarySel });
+  const canaryPorts = ["TCP/9479", "UDP/9479"];
+  const toCanary = eg.filter((r) => r.to && r.to.every(isCanaryPods));
+  need(canaryDep && toCanary.length === 1 && deepEqual(portSet(toCanary[0].ports), canaryPorts),
+    `egress to the Service canary's Pods on exactly ${canaryPorts}`);
+  need(eg.length === 4 && ing.length === 2, `no other rule (${ing.length} ingress, ${eg.length} egress)`);
+  if (canaryPol && canaryDep) {
+    const ci = canaryPol.spec.ingress || [], ce = canaryPol.spec.egress || [];
+    need(deepEqual(canaryPol.spec.podSelector, { matchLabels: canarySel }) &&
+      deepEqual([...(canaryPol.spec.policyTypes || [])].sort(), ["Egress", "Ingress"]),
+    `${objName(canaryPol)} selects the canary's Pods and restricts ingress and egress`);
+    need(ci.length === 1 && (ci[0].from || []).length > 0 && ci[0].from.every(isProbes) &&
+      deepEqual(portSet(ci[0].ports), canaryPorts),
+    `${objName(canaryPol)}: ingress from the probe Pods on exactly ${canaryPorts}`);
+    need(ce.length === 1 && !ce[0].to && deepEqual(portSet(ce[0].ports), ["TCP/443", "TCP/6443"]),
+      `${objName(canaryPol)}: egress to the API server only (TCP 443 and 6443)`);
+  }
   if (icmpPol) {
     need(deepEqual(icmpPol.spec.ingress, [{ from: [{ podSelector: { matchLabels: probeSel } }] }]) &&
       deepEqual(icmpPol.spec.egress, [{ to: [{ podSelector: { matchLabels: probeSel } }] }]),
@@ -1085,6 +1225,10 @@ function netpolProblems(objects, { icmp = true } = {}) {
     "selects other Pods": (o) => { pol(o, "podnet-exporter").spec.podSelector.matchLabels["app.kubernetes.io/component"] = "report"; },
     "ICMP from any Pod of the namespace": (o) => { pol(o, "podnet-exporter-icmp").spec.ingress[0].from[0].podSelector = {}; },
     "no ICMP policy": (o) => { o.splice(o.indexOf(pol(o, "podnet-exporter-icmp")), 1); },
+    "no egress to the canary": (o) => { pol(o, "podnet-exporter").spec.egress.pop(); },
+    "the canary open to every Pod": (o) => { delete pol(o, "podnet-canary").spec.ingress[0].from; },
+    "the canary sends anywhere": (o) => { delete pol(o, "podnet-canary").spec.egress[0].ports; },
+    "no canary policy": (o) => { o.splice(o.indexOf(pol(o, "podnet-canary")), 1); },
   };
   const missed = Object.entries(mutants).filter(([, mutate]) => {
     const objs = clone(withNetpol.objects);
