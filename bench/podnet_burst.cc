@@ -93,7 +93,7 @@ int Client(int argc, char** argv) {
 }
 
 int Server(int argc, char** argv) {
-  podnet::probes::burst::BurstResponderOptions o;
+  podnet::config::kinds::burst::BurstResponderOptions o;
   o.any_client = true;  // a stand-alone server, like iperf3 -s: no discovery to admit by
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];

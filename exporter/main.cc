@@ -37,9 +37,10 @@ std::optional<int> RunWithoutConfig(const Options& options) {
       return 0;
     case Options::Mode::kDnsExplain: {
       // Both C libraries unless --resolver names one.
-      std::vector<podnet::probes::dns::Libc> libcs = {podnet::probes::dns::Libc::kGlibc,
-                                                      podnet::probes::dns::Libc::kMusl};
-      if (!options.resolver.empty()) libcs = {*podnet::probes::dns::ParseLibc(options.resolver)};
+      std::vector<podnet::config::kinds::dns::Libc> libcs = {
+          podnet::config::kinds::dns::Libc::kGlibc, podnet::config::kinds::dns::Libc::kMusl};
+      if (!options.resolver.empty())
+        libcs = {*podnet::config::kinds::dns::ParseLibc(options.resolver)};
       return podnet::probes::dns::ExplainLookup(options.dns_name, options.resolv_conf, libcs,
                                                 std::cout);
     }

@@ -140,7 +140,7 @@ class Deploy:
                 "coordinated": None,
             }
             if "kubernetes:" in self.text:
-                # probes.burst.coordinated, its defaults when absent (probe_options.h).
+                # probes.burst.coordinated, its defaults when absent (exporter/config/kinds/burst.h).
                 period = re.search(r"coordinated: \{[^}]*\bperiod: (\S+?)[,} ]", b + "}")
                 per_burst = re.search(r"max_bytes_per_burst: ([^,} ]+)", b + "}")
                 self.burst["coordinated"] = {

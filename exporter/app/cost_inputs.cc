@@ -14,7 +14,7 @@ report::CostConfig CostConfigOf(const config::Config& c) {
   auto seconds = [](config::Duration d) { return std::chrono::duration<double>(d).count(); };
   report::CostConfig out;
   if (c.rtt) {
-    out.rtt = {c.rtt->protocol == probes::rtt::RttProtocol::kUdp, seconds(c.rtt->interval),
+    out.rtt = {c.rtt->protocol == config::kinds::rtt::RttProtocol::kUdp, seconds(c.rtt->interval),
                c.rtt->count, c.rtt->size};
   }
   if (c.http) {
@@ -30,7 +30,8 @@ report::CostConfig CostConfigOf(const config::Config& c) {
                                       {},
                                       c.dns->sample ? c.dns->sample->pods_per_zone : 0,
                                       c.dns->sample ? c.dns->sample->replica_pods_per_zone : 0};
-    for (auto l : c.dns->resolvers) out.dns->resolvers.emplace_back(probes::dns::LibcName(l));
+    for (auto l : c.dns->resolvers)
+      out.dns->resolvers.emplace_back(config::kinds::dns::LibcName(l));
   }
   if (c.burst) {
     const auto& b = *c.burst;

@@ -33,7 +33,7 @@ std::optional<k8s::DnsDiscoveryOptions> PeersDnsOptions(const config::Config& c)
   k8s::DnsDiscoveryOptions o;
   o.name = k.DnsName();
   auto conf = probes::dns::LoadResolvConf(c.dns ? c.dns->resolv_conf : "/etc/resolv.conf",
-                                          probes::dns::Libc::kGlibc, {});
+                                          config::kinds::dns::Libc::kGlibc, {});
   if (!conf.nameservers.empty()) {
     o.nameserver = conf.nameservers.front().address;
     o.nameserver_port = conf.nameservers.front().port;

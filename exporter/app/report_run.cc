@@ -124,7 +124,8 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 // A probe whose rounds start only while the session lets them, and are counted. A `deferred`
-// kind's rounds (bursts) due in the latency phase start when it ends.
+// kind's rounds (one that loads the path: ProbeKind::loads_path) due in the latency phase start
+// when it ends.
 class GatedProbe : public probes::PeerProbe, public std::enable_shared_from_this<GatedProbe> {
  public:
   GatedProbe(std::shared_ptr<probes::PeerProbe> inner, std::shared_ptr<Session> session,
@@ -195,7 +196,7 @@ class GatedKind : public probes::ProbeKind {
                                           const std::string& target, const std::string& path) {
     if (!p) return p;
     int* rounds = session_->Register(std::string(inner_->name()), target, path);
-    return std::make_shared<GatedProbe>(std::move(p), session_, rounds, inner_->name() == "burst");
+    return std::make_shared<GatedProbe>(std::move(p), session_, rounds, inner_->loads_path());
   }
 
   std::shared_ptr<probes::ProbeKind> inner_;
@@ -259,17 +260,13 @@ report::RunInfo RunInfoOf(const Options::Report& o, const config::Config& config
 // derives from it (the burst kind's start jitter, a tenth of it) scales down too; the daemon's
 // intervals go to run.interval_seconds for the cost projection.
 void CapIntervals(config::Config& capped, config::Duration duration, report::RunInfo& run) {
-  auto cap = [&](const char* kind, auto& options) {
-    if (!options) return;
-    run.interval_seconds[kind] = std::chrono::duration<double>(options->interval).count();
-    options->interval = std::min(options->interval, duration);
-  };
-  cap("rtt", capped.rtt);
-  cap("http", capped.http);
-  cap("grpc", capped.grpc);
-  cap("burst", capped.burst);
-  cap("dns", capped.dns);
-  cap("mtu", capped.mtu);
+  for (const auto& section : config::kProbeSections) {
+    config::Duration* interval = section.interval(capped);
+    if (interval == nullptr) continue;
+    run.interval_seconds[std::string(section.key)] =
+        std::chrono::duration<double>(*interval).count();
+    *interval = std::min(*interval, duration);
+  }
   // The report measures the amplification itself, wherever it runs: the DNS sample is for the
   // daemons (a report's Pod is not one of them, so it would never be drawn). The cost
   // projection reads the sample from the configuration as given.

@@ -43,8 +43,8 @@ probes::SeriesShape AssumedShape(const config::Config& c, std::ostringstream& wh
   }
   if (c.dns) {
     bool readable = false;
-    auto conf =
-        probes::dns::LoadResolvConf(c.dns->resolv_conf, probes::dns::Libc::kGlibc, {}, &readable);
+    auto conf = probes::dns::LoadResolvConf(c.dns->resolv_conf, config::kinds::dns::Libc::kGlibc,
+                                            {}, &readable);
     shape.dns_servers = std::max<std::size_t>(conf.nameservers.size(), 1);
     why << "; " << shape.dns_servers << " nameserver(s) in " << c.dns->resolv_conf
         << (readable ? "" : " (unreadable here: 1 assumed)");

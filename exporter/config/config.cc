@@ -13,14 +13,13 @@
 #include <tuple>
 
 #include "exporter/config/decoder.h"
-#include "exporter/config/kinds/kinds.h"
 #include "exporter/config/names.h"
 #include "exporter/config/read_file.h"
 #include "exporter/config/text_checks.h"
 
 namespace podnet::config {
 
-using probes::burst::BurstResponderOptions;
+using kinds::burst::BurstResponderOptions;
 
 std::string Error::ToString() const {
   std::string out = file;
@@ -101,7 +100,8 @@ void DecodeBurstResponder(Decoder& d, const YAML::Node& n, Config& c) {
 
 void DecodeGrpcResponder(Decoder& d, const YAML::Node& n, Config& c) {
   const std::string base = "responders.grpc";
-  if (!n.IsDefined() || !GrpcBuilt(d, n, base) || !d.CheckMap(n, base, {"listen_address"})) {
+  if (!n.IsDefined() || !kinds::grpc::Built(d, n, base) ||
+      !d.CheckMap(n, base, {"listen_address"})) {
     return;
   }
   c.grpc_listen_address = net::HostPort{boost::asio::ip::address_v4::any(), 9480};
@@ -192,6 +192,25 @@ void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
   if (ok) c.kubernetes = k;
 }
 
+// The kinds' family name prefixes for a message: "podnet_rtt_*, podnet_http_*, ...", each the
+// part its families' names share, up to its last underscore.
+std::string FamilyPrefixes() {
+  std::string out;
+  for (const auto& s : kProbeSections) {
+    auto families = s.families;
+    if (families.empty()) continue;
+    std::string_view prefix = families.front().name;
+    for (const auto& f : families) {
+      std::size_t n = 0;
+      while (n < prefix.size() && n < f.name.size() && prefix[n] == f.name[n]) ++n;
+      prefix = prefix.substr(0, n);
+    }
+    prefix = prefix.substr(0, prefix.rfind('_') + 1);
+    out += (out.empty() ? "" : ", ") + std::string(prefix) + "*";
+  }
+  return out;
+}
+
 // metrics.families: { NAME: true|false } over the defaults (metric_families.h).
 void DecodeMetricFamilies(Decoder& d, const YAML::Node& n, Config& c) {
   if (n.IsNull()) return;
@@ -217,10 +236,10 @@ void DecodeMetricFamilies(Decoder& d, const YAML::Node& n, Config& c) {
     if (std::none_of(families.begin(), families.end(),
                      [&](const MetricFamilyEntry& f) { return f.name == name; })) {
       d.Fail(key, path,
-             "unknown metric family: the names that switch are the probe kinds' families "
-             "(podnet_rtt_*, _http_*, _grpc_*, _dns_*, _burst_*, _service_*, _path_mtu_*; not "
-             "podnet_probe_* "
-             "or podnet_peers), without _bucket, _sum or _count (docs/metrics.md)");
+             "unknown metric family: the names that switch are the probe kinds' families (" +
+                 FamilyPrefixes() +
+                 "; not podnet_probe_* or podnet_peers), without _bucket, _sum or _count "
+                 "(docs/metrics.md)");
       continue;
     }
     if (auto on = d.Bool(value, path)) {
@@ -342,17 +361,16 @@ void DecodePeers(Decoder& d, const YAML::Node& n, Config& c) {
 // `kubernetes`: the file has a peers.kubernetes section (valid or not: its own problems are
 // reported there, not again by the sections that need it).
 void DecodeProbes(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
-  if (!n.IsDefined() ||
-      !d.CheckMap(n, "probes", {"rtt", "dns", "burst", "http", "grpc", "service", "mtu"})) {
-    return;
+  static const std::vector<std::string_view> kKeys = [] {
+    std::vector<std::string_view> keys;
+    for (const auto& s : kProbeSections) keys.push_back(s.key);
+    return keys;
+  }();
+  if (!n.IsDefined() || !d.CheckMap(n, "probes", kKeys)) return;
+  const kinds::SectionContext ctx{.kubernetes = kubernetes};
+  for (const auto& s : kProbeSections) {
+    if (const YAML::Node v = n[std::string(s.key)]; v.IsDefined()) s.decode(d, v, ctx, c);
   }
-  if (const YAML::Node service = n["service"]; service.IsDefined()) DecodeService(d, service, c);
-  if (const YAML::Node rtt = n["rtt"]; rtt.IsDefined()) DecodeRtt(d, rtt, c);
-  if (const YAML::Node dns = n["dns"]; dns.IsDefined()) DecodeDns(d, dns, kubernetes, c);
-  if (const YAML::Node burst = n["burst"]; burst.IsDefined()) DecodeBurst(d, burst, c);
-  if (const YAML::Node http = n["http"]; http.IsDefined()) DecodeHttp(d, http, c);
-  if (const YAML::Node grpc = n["grpc"]; grpc.IsDefined()) DecodeGrpc(d, grpc, c);
-  if (const YAML::Node mtu = n["mtu"]; mtu.IsDefined()) DecodeMtu(d, mtu, c);
 }
 
 }  // namespace
@@ -410,13 +428,9 @@ LoadResult Parse(const std::string& text, const std::string& file, const EnvLook
 
 std::vector<std::string> EnabledProbes(const Config& c) {
   std::vector<std::string> out;
-  if (c.rtt) out.push_back("rtt");
-  if (c.http) out.push_back("http");
-  if (c.grpc) out.push_back("grpc");
-  if (c.burst) out.push_back("burst");
-  if (c.dns) out.push_back("dns");
-  if (c.service) out.push_back("service");
-  if (c.mtu) out.push_back("mtu");
+  for (const auto& s : kProbeSections) {
+    if (s.on(c)) out.emplace_back(s.key);
+  }
   return out;
 }
 

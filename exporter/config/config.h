@@ -8,8 +8,15 @@
 #include <vector>
 
 #include "exporter/config/env.h"
+#include "exporter/config/kinds/burst.h"
+#include "exporter/config/kinds/dns.h"
+#include "exporter/config/kinds/grpc.h"
+#include "exporter/config/kinds/http.h"
+#include "exporter/config/kinds/mtu.h"
+#include "exporter/config/kinds/rtt.h"
+#include "exporter/config/kinds/section.h"
+#include "exporter/config/kinds/service.h"
 #include "exporter/config/metric_families.h"
-#include "exporter/config/probe_options.h"
 #include "exporter/config/units.h"
 #include "exporter/net/address.h"
 #include "exporter/topology/topology.h"
@@ -78,16 +85,44 @@ struct Config {
   /// names and which are off by default). Effective set: the defaults with the file's choices
   /// applied.
   std::set<std::string, std::less<>> families_off = DefaultFamiliesOff();
-  std::optional<probes::rtt::RttOptions> rtt;        // probes.rtt; absent = off
-  std::optional<probes::dns::DnsOptions> dns;        // probes.dns; absent = off
-  std::optional<probes::burst::BurstOptions> burst;  // probes.burst; absent = off
+  std::optional<kinds::rtt::RttOptions> rtt;        // probes.rtt; absent = off
+  std::optional<kinds::dns::DnsOptions> dns;        // probes.dns; absent = off
+  std::optional<kinds::burst::BurstOptions> burst;  // probes.burst; absent = off
   /// responders.burst (iperf3-compatible server); absent = off.
-  std::optional<probes::burst::BurstResponderOptions> burst_responder;
-  std::optional<probes::http::HttpOptions> http;           // probes.http; absent = off
-  std::optional<probes::grpc::GrpcOptions> grpc;           // probes.grpc; absent = off
-  std::optional<net::HostPort> grpc_listen_address;        // responders.grpc; absent = off
-  std::optional<probes::service::ServiceOptions> service;  // probes.service; absent = off
-  std::optional<probes::mtu::MtuOptions> mtu;              // probes.mtu; absent = off
+  std::optional<kinds::burst::BurstResponderOptions> burst_responder;
+  std::optional<kinds::http::HttpOptions> http;           // probes.http; absent = off
+  std::optional<kinds::grpc::GrpcOptions> grpc;           // probes.grpc; absent = off
+  std::optional<net::HostPort> grpc_listen_address;       // responders.grpc; absent = off
+  std::optional<kinds::service::ServiceOptions> service;  // probes.service; absent = off
+  std::optional<kinds::mtu::MtuOptions> mtu;              // probes.mtu; absent = off
+};
+
+namespace kinds {
+
+/// The row of the kind whose options are the Config member `Member` (an std::optional of
+/// options with an `interval`).
+template <auto Member>
+constexpr ProbeSection Section(std::string_view key, decltype(ProbeSection::decode) decode,
+                               std::span<const FamilyDecl> families) {
+  return {key, decode, [](const Config& c) { return (c.*Member).has_value(); },
+          [](Config& c) -> Duration* { return c.*Member ? &(c.*Member)->interval : nullptr; },
+          families};
+}
+
+}  // namespace kinds
+
+/// The probe kinds' sections of the configuration: one row per kind, beside the member above
+/// that it fills, in the order EnabledProbes lists them. The configuration's one list of kinds
+/// (the allowed keys under `probes:`, the decoders, the metric family catalog); the probes'
+/// code for each: exporter/probes/registry.cc.
+inline constexpr kinds::ProbeSection kProbeSections[] = {
+    kinds::Section<&Config::rtt>("rtt", kinds::rtt::Decode, kinds::rtt::kFamilies),
+    kinds::Section<&Config::http>("http", kinds::http::Decode, kinds::http::kFamilies),
+    kinds::Section<&Config::grpc>("grpc", kinds::grpc::Decode, kinds::grpc::kFamilies),
+    kinds::Section<&Config::burst>("burst", kinds::burst::Decode, kinds::burst::kFamilies),
+    kinds::Section<&Config::dns>("dns", kinds::dns::Decode, kinds::dns::kFamilies),
+    kinds::Section<&Config::service>("service", kinds::service::Decode, kinds::service::kFamilies),
+    kinds::Section<&Config::mtu>("mtu", kinds::mtu::Decode, kinds::mtu::kFamilies),
 };
 
 /// One problem found in a configuration file, e.g.
@@ -121,8 +156,7 @@ struct LoadResult {
 /// duplicate keys, wrong types and out-of-range values are errors. Never throws.
 LoadResult Parse(const std::string& text, const std::string& file, const EnvLookup& env);
 
-/// The names of the probe kinds `c` turns on, in config.cc's fixed order (the kinds themselves:
-/// the one table in exporter/probes/registry.cc).
+/// The names of the probe kinds `c` turns on, in kProbeSections' order.
 std::vector<std::string> EnabledProbes(const Config& c);
 
 /// One line for --config.check: who this is, every peer source (static count, the Kubernetes

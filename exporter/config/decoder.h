@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -82,6 +83,10 @@ class Decoder {
   // none repeated. Returns false when it is not a mapping at all.
   bool CheckMap(const YAML::Node& node, const std::string& path,
                 std::initializer_list<std::string_view> known) {
+    return CheckMap(node, path, std::span<const std::string_view>(known.begin(), known.size()));
+  }
+  bool CheckMap(const YAML::Node& node, const std::string& path,
+                std::span<const std::string_view> known) {
     if (known_keys_ != nullptr) {
       for (auto k : known) known_keys_->insert(WithoutIndices(Join(path, std::string(k))));
     }

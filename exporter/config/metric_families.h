@@ -14,11 +14,10 @@ struct MetricFamilyEntry {
   bool on_by_default;
 };
 
-/// Every family the probe kinds declare (metrics::Declare*), sorted by name: the names
-/// `metrics.families` accepts. A family off by default is one few people need and that costs
-/// a histogram per (peer zone, path class): the HTTP probe's time to first byte and connect
-/// time (the request duration already includes both). tests/unit/probes/kind_families_test.cc
-/// checks this list against the families the kinds really declare, both ways.
+/// Every family the probe kinds declare, sorted by name: the rows of each kind's own list
+/// (config/kinds/<kind>.cc, Families()), gathered through config.h's kProbeSections. The names
+/// `metrics.families` accepts. tests/unit/probes/kind_families_test.cc checks them against the
+/// families the kinds' probes really declare (metrics::Declare*), both ways.
 std::span<const MetricFamilyEntry> MetricFamilies();
 
 /// The families off when `metrics.families` says nothing: those of MetricFamilies() that are not

@@ -109,6 +109,11 @@ class ProbeKind {
   /// do not touch them. Empty (the default): one probe per peer.
   virtual std::vector<std::string> Targets() const { return {}; }
   virtual std::shared_ptr<PeerProbe> ForTarget(const std::string& key) { return nullptr; }
+
+  /// Whether a round fills the path it measures (bursts: seconds at line rate), so that latency
+  /// measured beside it would show its queues. The report's run holds such rounds until its
+  /// latency phase ends (tests/lab/README.md: measure latency and throughput separately).
+  virtual bool loads_path() const { return false; }
 };
 
 }  // namespace podnet::probes

@@ -37,14 +37,47 @@ struct SeriesEstimate {
   std::size_t native_total = 0;
 };
 
+/// Counts a Pod's series family by family: what each kind's CountSeries (its row in
+/// probes/registry.cc) adds to, under the configuration's label and histogram settings.
+class SeriesCounter {
+ public:
+  SeriesCounter(const config::Config& c, const SeriesShape& shape);
+
+  const config::Config& config() const { return c_; }
+  const SeriesShape& shape() const { return shape_; }
+  /// Series per peer (per (zone, path class) group under aggregate_peers).
+  std::size_t peers() const { return peers_; }
+  /// (peer zone, path class) groups.
+  std::size_t groups() const { return groups_; }
+  /// Histograms towards peers: one per group unless per_peer_histograms or native_histograms.
+  std::size_t histogram_groups() const { return histograms_; }
+
+  /// `series` sample lines of family `name` (nothing when metrics.families turns it off).
+  void Add(const std::string& name, std::size_t series) { Add(name, series, series); }
+  /// `histograms` histograms of `buckets`: buckets + 3 lines each in text (+Inf, _sum, _count),
+  /// one native series each where Prometheus ingests native histograms (native_histograms).
+  void AddHistograms(const std::string& name, std::size_t histograms,
+                     const std::vector<double>& buckets);
+  void Add(const std::string& name, std::size_t series, std::size_t stored);
+
+  /// The families added so far, sorted by name, and their totals.
+  SeriesEstimate Take();
+
+ private:
+  const config::Config& c_;
+  const SeriesShape& shape_;
+  std::size_t groups_ = 0, peers_ = 0, histograms_ = 0;
+  SeriesEstimate estimate_;
+};
+
 /// The series the probe kinds of `c` export from one Pod of `shape`, once every probe has run a
 /// round and every answer was the healthy one (an error counter, a second HTTP status code or
 /// DNS rcode add series; a peer that goes keeps none). Counts each sample line of the text
 /// exposition: a histogram is its buckets + 3 (+Inf, _sum, _count). Honours aggregate_peers,
 /// per_peer_histograms, native_histograms and metrics.families. Not counted: the families every Pod
 /// has whatever its probes (build info, reload, podnet_peers, process_*, Kubernetes discovery,
-/// responders): kBaseSeries estimates them. Formulas per kind in series_estimate.cc; the lab test
-/// lab_dashboards_rules checks the total against a real exporter's /metrics.
+/// responders): kBaseSeries estimates them. Formulas per kind: each kind's CountSeries; the lab
+/// test lab_dashboards_rules checks the total against a real exporter's /metrics.
 SeriesEstimate EstimateSeries(const config::Config& c, const SeriesShape& shape);
 
 /// Series of a Pod outside the probe kinds' families, with Kubernetes discovery, every responder

@@ -148,7 +148,7 @@ void BurstResponder::Impl::Remove(Test* t, Outcome outcome) {
   Rebalance();
 }
 
-BurstResponder::BurstResponder(const probes::burst::BurstResponderOptions& options,
+BurstResponder::BurstResponder(const config::kinds::burst::BurstResponderOptions& options,
                                prometheus::Registry& registry)
     : impl_(std::make_unique<Impl>(options, registry)) {
   impl_->Start();

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "exporter/config/probe_options.h"
+#include "exporter/config/kinds/burst.h"
 
 namespace podnet::responders {
 
@@ -80,7 +80,7 @@ class BurstResponder {
  public:
   /// Binds and starts serving. Throws boost::system::system_error when the address cannot be
   /// bound (a start-up error, reported by the caller).
-  BurstResponder(const probes::burst::BurstResponderOptions& options,
+  BurstResponder(const config::kinds::burst::BurstResponderOptions& options,
                  prometheus::Registry& registry);
   ~BurstResponder();  // stops the thread; open tests are closed
 

@@ -82,7 +82,7 @@ class BurstResponder::Impl {
   static constexpr std::size_t kReadSize = 256 * 1024;  // per recv(MSG_TRUNC): nothing is copied
 
  public:
-  Impl(const probes::burst::BurstResponderOptions& options, prometheus::Registry& registry)
+  Impl(const config::kinds::burst::BurstResponderOptions& options, prometheus::Registry& registry)
       : options_(options), acceptor_(io_), admission_(Limits(options)) {
     tcp::endpoint ep(options.listen_address.address, options.listen_address.port);
     acceptor_.open(ep.protocol());
@@ -136,7 +136,7 @@ class BurstResponder::Impl {
   using Address = boost::asio::ip::address;
   using Outcome = BurstAdmission::Outcome;
 
-  static BurstAdmissionLimits Limits(const probes::burst::BurstResponderOptions& options) {
+  static BurstAdmissionLimits Limits(const config::kinds::burst::BurstResponderOptions& options) {
     BurstAdmissionLimits l;
     l.slots = options.max_clients;
     l.cooldown = std::chrono::duration_cast<std::chrono::seconds>(kMaxWait);
@@ -253,7 +253,7 @@ class BurstResponder::Impl {
   void Remove(Test* t, Outcome outcome);
 
   boost::asio::io_context io_;
-  probes::burst::BurstResponderOptions options_;
+  config::kinds::burst::BurstResponderOptions options_;
   tcp::acceptor acceptor_;
   std::thread thread_;
   BurstAdmission admission_;

@@ -1,15 +1,15 @@
 // probes.burst: its section of the configuration (the keys: docs/configuration.md).
+#include "exporter/config/kinds/burst.h"
+
 #include <algorithm>
 
-#include "exporter/config/kinds/kinds.h"
+#include "exporter/config/decoder.h"
 
-namespace podnet::config {
-
-using probes::burst::BurstOptions;
+namespace podnet::config::kinds::burst {
 
 namespace {
 
-// probes.burst.coordinated; checked against o.interval, which DecodeBurst read first.
+// probes.burst.coordinated; checked against o.interval, which Decode read first.
 void DecodeCoordinated(Decoder& d, const YAML::Node& n, const std::string& burst, BurstOptions& o) {
   const std::string base = burst + ".coordinated";
   if (!d.CheckMap(n, base, {"period", "max_bytes_per_burst"})) return;
@@ -40,7 +40,7 @@ void DecodeCoordinated(Decoder& d, const YAML::Node& n, const std::string& burst
 
 }  // namespace
 
-void DecodeBurst(Decoder& d, const YAML::Node& n, Config& c) {
+void Decode(Decoder& d, const YAML::Node& n, const SectionContext& ctx, Config& c) {
   const std::string base = "probes.burst";
   if (!d.CheckMap(
           n, base,
@@ -98,4 +98,4 @@ void DecodeBurst(Decoder& d, const YAML::Node& n, Config& c) {
   c.burst = o;
 }
 
-}  // namespace podnet::config
+}  // namespace podnet::config::kinds::burst

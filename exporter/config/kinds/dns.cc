@@ -1,10 +1,20 @@
 // probes.dns: its section of the configuration (the keys: docs/configuration.md).
+#include "exporter/config/kinds/dns.h"
+
 #include <algorithm>
 
-#include "exporter/config/kinds/kinds.h"
+#include "exporter/config/decoder.h"
 #include "exporter/config/names.h"
 
-namespace podnet::config {
+namespace podnet::config::kinds::dns {
+
+const char* LibcName(Libc l) { return l == Libc::kGlibc ? "glibc" : "musl"; }
+
+std::optional<Libc> ParseLibc(std::string_view s) {
+  if (s == "glibc") return Libc::kGlibc;
+  if (s == "musl") return Libc::kMusl;
+  return std::nullopt;
+}
 
 namespace {
 
@@ -28,13 +38,12 @@ bool SectionOn(Decoder& d, const YAML::Node& n, const std::string& path,
 
 // probes.dns.cluster_dns: `false` turns it off, `true` or a mapping (absent keys take their
 // defaults) turns it on. Meaningful only with peers.kubernetes (its API server and credentials).
-void DecodeClusterDns(Decoder& d, const YAML::Node& n, bool kubernetes,
-                      probes::dns::DnsOptions& o) {
+void DecodeClusterDns(Decoder& d, const YAML::Node& n, bool kubernetes, DnsOptions& o) {
   const std::string base = "probes.dns.cluster_dns";
   if (!SectionOn(d, n, base, {"namespace", "service", "port", "max_servers"}, o.cluster_dns)) {
     return;
   }
-  probes::dns::ClusterDnsOptions& cd = *o.cluster_dns;
+  ClusterDnsOptions& cd = *o.cluster_dns;
   if (n.IsMap()) {
     for (auto [key, out] : {std::pair<const char*, std::string*>{"namespace", &cd.namespace_name},
                             std::pair<const char*, std::string*>{"service", &cd.service}}) {
@@ -67,12 +76,12 @@ void DecodeClusterDns(Decoder& d, const YAML::Node& n, bool kubernetes,
 // probes.dns.sample: `false` turns it off (every Pod runs the lookups), `true` or a mapping
 // (absent keys take their defaults) turns it on. Meaningful only with peers.kubernetes (the Pods
 // it draws from).
-void DecodeDnsSample(Decoder& d, const YAML::Node& n, bool kubernetes, probes::dns::DnsOptions& o) {
+void DecodeDnsSample(Decoder& d, const YAML::Node& n, bool kubernetes, DnsOptions& o) {
   const std::string base = "probes.dns.sample";
   if (!SectionOn(d, n, base, {"pods_per_zone", "replica_pods_per_zone", "period"}, o.sample)) {
     return;
   }
-  probes::dns::DnsSampleOptions& sample = *o.sample;
+  DnsSampleOptions& sample = *o.sample;
   if (n.IsMap()) {
     if (const YAML::Node v = n["pods_per_zone"]; v.IsDefined()) {
       if (auto i = d.Integer(v, base + ".pods_per_zone", 1, 1000)) {
@@ -104,8 +113,7 @@ void DecodeDnsSample(Decoder& d, const YAML::Node& n, bool kubernetes, probes::d
 }
 
 // probes.dns.resolvers: a non-empty list of glibc, musl, each once.
-void DecodeResolvers(Decoder& d, const YAML::Node& v, const std::string& base,
-                     probes::dns::DnsOptions& o) {
+void DecodeResolvers(Decoder& d, const YAML::Node& v, const std::string& base, DnsOptions& o) {
   o.resolvers.clear();
   if (!v.IsSequence() || v.size() == 0) {
     d.Fail(v, base + ".resolvers", "must be a non-empty list of glibc, musl");
@@ -115,7 +123,7 @@ void DecodeResolvers(Decoder& d, const YAML::Node& v, const std::string& base,
     std::string path = base + ".resolvers[" + std::to_string(i) + "]";
     auto s = d.String(v[i], path);
     if (!s) continue;
-    auto libc = probes::dns::ParseLibc(*s);
+    auto libc = ParseLibc(*s);
     if (!libc) {
       d.Fail(v[i], path, "must be \"glibc\" or \"musl\", got " + Quote(*s));
     } else if (std::find(o.resolvers.begin(), o.resolvers.end(), *libc) != o.resolvers.end()) {
@@ -127,8 +135,7 @@ void DecodeResolvers(Decoder& d, const YAML::Node& v, const std::string& base,
 }
 
 // probes.dns.names (required): a non-empty list of DNS names, each once; `n` is the section.
-void DecodeNames(Decoder& d, const YAML::Node& n, const std::string& base,
-                 probes::dns::DnsOptions& o) {
+void DecodeNames(Decoder& d, const YAML::Node& n, const std::string& base, DnsOptions& o) {
   const YAML::Node names = n["names"];
   if (!names.IsDefined() || names.IsNull() || !names.IsSequence() || names.size() == 0) {
     d.Fail(names.IsDefined() ? names : n, base + ".names",
@@ -151,13 +158,14 @@ void DecodeNames(Decoder& d, const YAML::Node& n, const std::string& base,
 
 }  // namespace
 
-void DecodeDns(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
+void Decode(Decoder& d, const YAML::Node& n, const SectionContext& ctx, Config& c) {
+  const bool kubernetes = ctx.kubernetes;
   const std::string base = "probes.dns";
   if (!d.CheckMap(n, base,
                   {"interval", "resolv_conf", "resolvers", "names", "cluster_dns", "sample"})) {
     return;
   }
-  probes::dns::DnsOptions o;
+  DnsOptions o;
   if (const YAML::Node v = n["cluster_dns"]; v.IsDefined()) {
     DecodeClusterDns(d, v, kubernetes, o);
   } else if (!kubernetes) {
@@ -189,4 +197,4 @@ void DecodeDns(Decoder& d, const YAML::Node& n, bool kubernetes, Config& c) {
   c.dns = o;
 }
 
-}  // namespace podnet::config
+}  // namespace podnet::config::kinds::dns

@@ -1,11 +1,11 @@
 // probes.grpc: its section of the configuration (the keys: docs/configuration.md).
-#include "exporter/config/kinds/kinds.h"
+#include "exporter/config/kinds/grpc.h"
 
-namespace podnet::config {
+#include "exporter/config/decoder.h"
 
-using probes::grpc::GrpcOptions;
+namespace podnet::config::kinds::grpc {
 
-bool GrpcBuilt(Decoder& d, const YAML::Node& n, const std::string& path) {
+bool Built(Decoder& d, const YAML::Node& n, const std::string& path) {
 #ifdef PODNET_WITH_GRPC
   return true;
 #else
@@ -14,9 +14,9 @@ bool GrpcBuilt(Decoder& d, const YAML::Node& n, const std::string& path) {
 #endif
 }
 
-void DecodeGrpc(Decoder& d, const YAML::Node& n, Config& c) {
+void Decode(Decoder& d, const YAML::Node& n, const SectionContext& ctx, Config& c) {
   const std::string base = "probes.grpc";
-  if (!GrpcBuilt(d, n, base) ||
+  if (!Built(d, n, base) ||
       !d.CheckMap(n, base, {"interval", "count", "spacing", "timeout", "port"})) {
     return;
   }
@@ -36,4 +36,4 @@ void DecodeGrpc(Decoder& d, const YAML::Node& n, Config& c) {
   c.grpc = o;
 }
 
-}  // namespace podnet::config
+}  // namespace podnet::config::kinds::grpc

@@ -1,9 +1,9 @@
 // probes.http: its section of the configuration (the keys: docs/configuration.md).
-#include "exporter/config/kinds/kinds.h"
+#include "exporter/config/kinds/http.h"
 
-namespace podnet::config {
+#include "exporter/config/decoder.h"
 
-using probes::http::HttpOptions;
+namespace podnet::config::kinds::http {
 
 namespace {
 
@@ -33,7 +33,7 @@ void DecodeModes(Decoder& d, const YAML::Node& v, const std::string& base, HttpO
 
 }  // namespace
 
-void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
+void Decode(Decoder& d, const YAML::Node& n, const SectionContext& ctx, Config& c) {
   const std::string base = "probes.http";
   if (!d.CheckMap(n, base,
                   {"interval", "duration", "qps", "connections", "modes", "timeout", "path",
@@ -82,4 +82,4 @@ void DecodeHttp(Decoder& d, const YAML::Node& n, Config& c) {
   c.http = o;
 }
 
-}  // namespace podnet::config
+}  // namespace podnet::config::kinds::http

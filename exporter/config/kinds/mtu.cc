@@ -1,14 +1,16 @@
 // probes.mtu: its section of the configuration (the keys: docs/configuration.md).
-#include "exporter/config/kinds/kinds.h"
+#include "exporter/config/kinds/mtu.h"
 
-namespace podnet::config {
+#include "exporter/config/decoder.h"
 
-void DecodeMtu(Decoder& d, const YAML::Node& n, Config& c) {
+namespace podnet::config::kinds::mtu {
+
+void Decode(Decoder& d, const YAML::Node& n, const SectionContext& ctx, Config& c) {
   const std::string base = "probes.mtu";
   if (!d.CheckMap(n, base, {"interval", "timeout", "min_size", "max_size", "max_datagrams"})) {
     return;
   }
-  probes::mtu::MtuOptions o;
+  MtuOptions o;
   OptionalDurations(d, n, base, {{"interval", &o.interval}, {"timeout", &o.timeout}});
   // 9028: the UDP echo responder answers payloads of at most 9,000 bytes (+ 28 of IPv4 and UDP).
   OptionalInteger(d, n, base, "min_size", 576, 9028, &o.min_size);
@@ -32,4 +34,4 @@ void DecodeMtu(Decoder& d, const YAML::Node& n, Config& c) {
   c.mtu = o;
 }
 
-}  // namespace podnet::config
+}  // namespace podnet::config::kinds::mtu

@@ -1,12 +1,13 @@
 // probes.rtt: its section of the configuration (the keys: docs/configuration.md).
-#include "exporter/config/kinds/kinds.h"
+#include "exporter/config/kinds/rtt.h"
 
-namespace podnet::config {
+#include "exporter/config/decoder.h"
 
-using probes::rtt::RttOptions;
-using probes::rtt::RttProtocol;
+namespace podnet::config::kinds::rtt {
 
-void DecodeRtt(Decoder& d, const YAML::Node& n, Config& c) {
+const char* RttProtocolName(RttProtocol p) { return p == RttProtocol::kIcmp ? "icmp" : "udp"; }
+
+void Decode(Decoder& d, const YAML::Node& n, const SectionContext& ctx, Config& c) {
   const std::string base = "probes.rtt";
   if (!d.CheckMap(n, base, {"protocol", "interval", "count", "spacing", "timeout", "size"})) return;
   RttOptions o;
@@ -54,4 +55,4 @@ void DecodeRtt(Decoder& d, const YAML::Node& n, Config& c) {
   c.rtt = o;
 }
 
-}  // namespace podnet::config
+}  // namespace podnet::config::kinds::rtt

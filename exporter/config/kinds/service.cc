@@ -1,4 +1,6 @@
 // probes.service: its section of the configuration (the keys: docs/configuration.md).
+#include "exporter/config/kinds/service.h"
+
 #include <cctype>
 #include <map>
 #include <optional>
@@ -6,10 +8,14 @@
 #include <utility>
 #include <vector>
 
-#include "exporter/config/kinds/kinds.h"
+#include "exporter/config/decoder.h"
 #include "exporter/config/names.h"
 
-namespace podnet::config {
+namespace podnet::config::kinds::service {
+
+const char* ServiceProtocolName(ServiceProtocol p) {
+  return p == ServiceProtocol::kUdp ? "udp" : "http";
+}
 
 namespace {
 
@@ -33,15 +39,13 @@ std::optional<std::pair<std::string, std::string>> ServiceOfDnsName(std::string 
 }
 
 void DecodeServiceTarget(Decoder& d, const YAML::Node& t, const std::string& path,
-                         std::map<std::string, std::string>& names,
-                         probes::service::ServiceOptions& o) {
-  using probes::service::ServiceProtocol;
+                         std::map<std::string, std::string>& names, ServiceOptions& o) {
   if (!t.IsMap()) {
     d.Fail(t, path, "must be a mapping with name, address, port and protocol");
     return;
   }
   d.CheckMap(t, path, {"name", "address", "port", "protocol", "kubernetes_service"});
-  probes::service::ServiceTarget target;
+  ServiceTarget target;
   bool ok = RequiredStrings(d, t, path, {{"name", &target.name}, {"address", &target.address}});
   if (!target.name.empty()) {
     auto [it, fresh] = names.emplace(target.name, path);
@@ -95,10 +99,10 @@ void DecodeServiceTarget(Decoder& d, const YAML::Node& t, const std::string& pat
 
 }  // namespace
 
-void DecodeService(Decoder& d, const YAML::Node& n, Config& c) {
+void Decode(Decoder& d, const YAML::Node& n, const SectionContext& ctx, Config& c) {
   const std::string base = "probes.service";
   if (!d.CheckMap(n, base, {"interval", "count", "spacing", "timeout", "targets"})) return;
-  probes::service::ServiceOptions o;
+  ServiceOptions o;
   OptionalDurations(d, n, base,
                     {{"interval", &o.interval}, {"spacing", &o.spacing}, {"timeout", &o.timeout}});
   OptionalInteger(d, n, base, "count", 1, 1000, &o.count);
@@ -127,4 +131,4 @@ void DecodeService(Decoder& d, const YAML::Node& n, Config& c) {
   c.service = o;
 }
 
-}  // namespace podnet::config
+}  // namespace podnet::config::kinds::service

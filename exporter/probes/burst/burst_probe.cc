@@ -120,6 +120,7 @@ class BurstKind : public ProbeKind, public std::enable_shared_from_this<BurstKin
     return {};
   }
   std::shared_ptr<PeerProbe> ForTarget(const std::string& key) override;
+  bool loads_path() const override { return true; }  // seconds at line rate
 
   bool coordinated() const { return env_.probe_pods.has_value(); }
   const BurstOptions& options() const { return options_; }
@@ -508,6 +509,26 @@ void BurstKind::FinishJob() {
 
 std::shared_ptr<ProbeKind> MakeBurstKind(const BurstOptions& options, ProbeEnv& env) {
   return std::make_shared<BurstKind>(options, env);
+}
+
+// Per stream count, 4 last-value gauges and 3 counters for each peer it bursts to (with
+// peers.kubernetes: each zone pair this Pod is chosen for, at most one per zone), and the path
+// MTU once per peer.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n) {
+  const std::size_t zones = n.shape().zones;
+  std::size_t targets = c.kubernetes ? zones : n.peers();
+  std::size_t per_stream = targets * c.burst->streams.size();
+  for (const char* f :
+       {"podnet_burst_throughput_bytes_per_second", "podnet_burst_tcp_rtt_seconds",
+        "podnet_burst_snd_cwnd_bytes", "podnet_burst_interval_min_throughput_bytes_per_second",
+        "podnet_burst_sent_bytes_total", "podnet_burst_retransmits_total",
+        "podnet_burst_sender_cpu_seconds_total"}) {
+    n.Add(f, per_stream);
+  }
+  n.Add("podnet_burst_path_mtu_bytes", targets);
+  n.Add("podnet_burst_budget_remaining_bytes", 1);
+  if (c.kubernetes) n.Add("podnet_burst_pairs_skipped_total", 2);
+  return c.kubernetes ? std::min(zones, n.groups()) : n.peers();
 }
 
 }  // namespace podnet::probes::burst

@@ -1,11 +1,17 @@
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
-#include "exporter/config/probe_options.h"
+#include "exporter/config/kinds/burst.h"
 #include "exporter/probes/probe.h"
+#include "exporter/probes/series_estimate.h"
 
 namespace podnet::probes::burst {
+
+// The options this kind reads (its section of the configuration: config/kinds/burst.h).
+using config::kinds::burst::BurstOptions;
+using config::kinds::burst::BurstResponderOptions;
 
 /// The throughput burst probe kind (probes.burst): iperf3-compatible TCP bursts (BurstClient)
 /// to the peers' burst responders, one per entry of `streams` per round.
@@ -29,5 +35,10 @@ namespace podnet::probes::burst {
 /// with reason connect | access_denied | server_error | protocol | timeout | connection_lost |
 /// budget_exhausted. Kind-wide: podnet_burst_budget_remaining_bytes.
 std::shared_ptr<ProbeKind> MakeBurstKind(const BurstOptions& options, ProbeEnv& env);
+
+/// The series this kind exports from one Pod, once every probe has run a round and every answer
+/// was the healthy one: its families into `n` (probes/series_estimate.h); returns how many
+/// podnet_probe_sent_bytes_total series it adds (as many received). `c` turns the kind on.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n);
 
 }  // namespace podnet::probes::burst

@@ -403,4 +403,24 @@ std::shared_ptr<ProbeKind> MakeDnsKind(const DnsOptions& options, ProbeEnv& env)
   return std::make_shared<DnsKind>(options, env);
 }
 
+// One target per (name, form, resolver), 2 forms; responses by rcode: a relative name walks the
+// search list (NXDOMAIN, then NOERROR), an absolute one is asked once; one {probe="dns"} pair of
+// byte counters for all lookups.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n) {
+  const DnsOptions& o = *c.dns;
+  std::size_t per_form = o.names.size() * o.resolvers.size();
+  std::size_t targets = 2 * per_form;
+  n.AddHistograms("podnet_dns_lookup_duration_seconds", targets, metrics::DnsLatencyBuckets());
+  n.Add("podnet_dns_lookups_total", targets);
+  n.Add("podnet_dns_queries_per_lookup", targets);
+  n.Add("podnet_dns_queries_total", 2 * targets);  // A and AAAA
+  n.Add("podnet_dns_responses_total", 2 * per_form + per_form);
+  if (!o.names.empty()) {
+    n.AddHistograms("podnet_dns_server_rtt_seconds", n.shape().dns_servers,
+                    metrics::DnsLatencyBuckets());
+    n.Add("podnet_dns_lookup_sampled", 1);
+  }
+  return 1;
+}
+
 }  // namespace podnet::probes::dns

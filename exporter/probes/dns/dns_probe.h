@@ -1,11 +1,19 @@
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
-#include "exporter/config/probe_options.h"
+#include "exporter/config/kinds/dns.h"
 #include "exporter/probes/probe.h"
+#include "exporter/probes/series_estimate.h"
 
 namespace podnet::probes::dns {
+
+// The options this kind reads (its section of the configuration: config/kinds/dns.h).
+using config::kinds::dns::ClusterDnsOptions;
+using config::kinds::dns::DnsOptions;
+using config::kinds::dns::DnsSampleOptions;
+using config::kinds::dns::Libc;
 
 /// The DNS amplification probe kind (probes.dns). Its targets are not peers: one per
 /// (name, form, resolver) — form "as_written" or "absolute" — plus one "servers" target that
@@ -34,6 +42,11 @@ namespace podnet::probes::dns {
 /// is drawn again). The servers target runs on every Pod and sets podnet_dns_lookup_sampled
 /// (no labels: 1 in the sample or without one, else 0).
 std::shared_ptr<ProbeKind> MakeDnsKind(const DnsOptions& options, ProbeEnv& env);
+
+/// The series this kind exports from one Pod, once every probe has run a round and every answer
+/// was the healthy one: its families into `n` (probes/series_estimate.h); returns how many
+/// podnet_probe_sent_bytes_total series it adds (as many received). `c` turns the kind on.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n);
 
 /// Builds the query name of a form: "absolute" appends a trailing dot when there is none.
 std::string FormName(const std::string& name, bool absolute);

@@ -7,9 +7,14 @@
 #include <vector>
 
 #include "exporter/config/env.h"
-#include "exporter/config/probe_options.h"
+#include "exporter/config/kinds/dns.h"
 
 namespace podnet::probes::dns {
+
+// The options this kind reads (its section of the configuration: config/kinds/dns.h).
+using config::kinds::dns::Libc;
+using config::kinds::dns::LibcName;
+using config::kinds::dns::ParseLibc;
 
 /// Which C library's reading of resolv.conf(5) to apply. Each reads only what it honours.
 

@@ -280,4 +280,11 @@ std::shared_ptr<ProbeKind> MakeGrpcKind(const GrpcOptions& options, ProbeEnv& en
   return std::make_shared<GrpcKind>(options, env);
 }
 
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n) {
+  n.AddHistograms("podnet_grpc_request_duration_seconds", n.histogram_groups(),
+                  metrics::LatencyBuckets());
+  n.Add("podnet_grpc_requests_total", n.peers());  // code="OK"
+  return n.groups();
+}
+
 }  // namespace podnet::probes::grpc

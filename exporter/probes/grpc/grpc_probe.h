@@ -1,15 +1,20 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 
-#include "exporter/config/probe_options.h"
+#include "exporter/config/kinds/grpc.h"
 #include "exporter/probes/probe.h"
+#include "exporter/probes/series_estimate.h"
 
 namespace podnet::probes::grpc {
+
+// The options this kind reads (its section of the configuration: config/kinds/grpc.h).
+using config::kinds::grpc::GrpcOptions;
 
 /// The gRPC health probe kind (probes.grpc): grpc.health.v1.Health/Check (empty service name)
 /// on libgrpc++'s GenericStub, over one insecure HTTP/2 channel per peer that stays open between
@@ -23,6 +28,11 @@ namespace podnet::probes::grpc {
 ///       "unavailable", "unimplemented", other codes in lower case, "not_serving" (an OK
 ///       answer whose status is not SERVING), "malformed_response"
 std::shared_ptr<ProbeKind> MakeGrpcKind(const GrpcOptions& options, ProbeEnv& env);
+
+/// The series this kind exports from one Pod, once every probe has run a round and every answer
+/// was the healthy one: its families into `n` (probes/series_estimate.h); returns how many
+/// podnet_probe_sent_bytes_total series it adds (as many received). `c` turns the kind on.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n);
 
 /// grpc.health.v1.HealthCheckResponse.status from its protobuf encoding, read as protobuf's
 /// runtime reads it (libprotobuf's UnknownFieldSet): field 1 as a varint, the last one if it

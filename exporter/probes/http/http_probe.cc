@@ -414,4 +414,19 @@ std::shared_ptr<ProbeKind> MakeHttpKind(const HttpOptions& options, ProbeEnv& en
   return std::make_shared<HttpKind>(options, env);
 }
 
+// Per mode a request histogram (and TTFB), a requests counter for code 200 and a late counter;
+// one connect histogram.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n) {
+  const HttpOptions& o = *c.http;
+  std::size_t modes = (o.keepalive ? 1 : 0) + (o.new_connection ? 1 : 0);
+  std::size_t h = n.histogram_groups();
+  const auto& b = metrics::LatencyBuckets();
+  n.AddHistograms("podnet_http_request_duration_seconds", modes * h, b);
+  n.AddHistograms("podnet_http_time_to_first_byte_seconds", modes * h, b);
+  n.AddHistograms("podnet_http_connect_duration_seconds", h, b);
+  n.Add("podnet_http_requests_total", modes * n.peers());
+  n.Add("podnet_http_late_requests_total", modes * n.peers());
+  return n.groups();
+}
+
 }  // namespace podnet::probes::http

@@ -1,11 +1,16 @@
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
-#include "exporter/config/probe_options.h"
+#include "exporter/config/kinds/http.h"
 #include "exporter/probes/probe.h"
+#include "exporter/probes/series_estimate.h"
 
 namespace podnet::probes::http {
+
+// The options this kind reads (its section of the configuration: config/kinds/http.h).
+using config::kinds::http::HttpOptions;
 
 /// The HTTP request-latency probe kind (probes.http): HTTP/1.1 GETs of the peers' /echo
 /// responder, on Boost.Beast, in two modes run one after the other each round:
@@ -31,6 +36,11 @@ namespace podnet::probes::http {
 ///   podnet_probe_errors_total{probe="http",reason}  reasons: see FailureReason (http_client.h)
 ///   podnet_probe_{sent,received}_bytes_total{probe="http"}  TCP payload bytes
 std::shared_ptr<ProbeKind> MakeHttpKind(const HttpOptions& options, ProbeEnv& env);
+
+/// The series this kind exports from one Pod, once every probe has run a round and every answer
+/// was the healthy one: its families into `n` (probes/series_estimate.h); returns how many
+/// podnet_probe_sent_bytes_total series it adds (as many received). `c` turns the kind on.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n);
 
 /// A request that starts more than this after its intended start is late.
 inline constexpr std::chrono::milliseconds kLateThreshold{1};

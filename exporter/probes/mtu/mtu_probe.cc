@@ -483,4 +483,13 @@ std::shared_ptr<ProbeKind> MakeMtuKind(const MtuOptions& options, ProbeEnv& env)
   return std::make_shared<MtuKind>(options, env);
 }
 
+// Per peer: both directions' size and black-hole gauges, the interface MTU; the ICMP gauge only
+// once an error named an MTU (a path that needs it), so not counted here.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n) {
+  n.Add("podnet_path_mtu_bytes", 2 * n.peers());
+  n.Add("podnet_path_mtu_black_hole", 2 * n.peers());
+  n.Add("podnet_path_mtu_interface_bytes", n.peers());
+  return n.groups();
+}
+
 }  // namespace podnet::probes::mtu

@@ -1,11 +1,16 @@
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
-#include "exporter/config/probe_options.h"
+#include "exporter/config/kinds/mtu.h"
 #include "exporter/probes/probe.h"
+#include "exporter/probes/series_estimate.h"
 
 namespace podnet::probes::mtu {
+
+// The options this kind reads (its section of the configuration: config/kinds/mtu.h).
+using config::kinds::mtu::MtuOptions;
 
 /// The path-MTU probe kind (probes.mtu): towards each peer's UDP echo responder, the largest IP
 /// packet that crosses the path in each direction, whether an ICMP error says so, and whether
@@ -54,6 +59,11 @@ namespace podnet::probes::mtu {
 /// goes on) | "unreachable" (nothing crossed forward, not even the protocol's smallest size) |
 /// "no_reverse" (the responder answered no reverse request: an older podnet, or its budget).
 std::shared_ptr<ProbeKind> MakeMtuKind(const MtuOptions& options, ProbeEnv& env);
+
+/// The series this kind exports from one Pod, once every probe has run a round and every answer
+/// was the healthy one: its families into `n` (probes/series_estimate.h); returns how many
+/// podnet_probe_sent_bytes_total series it adds (as many received). `c` turns the kind on.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n);
 
 /// The MTU of the interface holding the local address of connected socket `fd` (SIOCGIFMTU),
 /// else the connected socket's IP_MTU / IPV6_MTU; 0 when neither is known.

@@ -563,4 +563,18 @@ std::shared_ptr<ProbeKind> MakeRttKind(const RttOptions& options, ProbeEnv& env)
   return std::make_shared<RttKind>(options, env);
 }
 
+// One protocol; the 5 packet counters at construction, the 2 round gauges after a round with a
+// reply; timestamps {direction} x {source} without peer labels.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n) {
+  n.AddHistograms("podnet_rtt_seconds", n.histogram_groups(), metrics::LatencyBuckets());
+  for (const char* f : {"podnet_rtt_packets_sent_total", "podnet_rtt_packets_received_total",
+                        "podnet_rtt_duplicate_replies_total", "podnet_rtt_reordered_replies_total",
+                        "podnet_rtt_late_replies_total", "podnet_rtt_round_min_seconds",
+                        "podnet_rtt_round_median_seconds"}) {
+    n.Add(f, n.peers());
+  }
+  n.Add("podnet_rtt_timestamps_total", 4);
+  return n.groups();
+}
+
 }  // namespace podnet::probes::rtt

@@ -1,12 +1,19 @@
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
 #include "exporter/config/config.h"
-#include "exporter/config/probe_options.h"
+#include "exporter/config/kinds/rtt.h"
 #include "exporter/probes/probe.h"
+#include "exporter/probes/series_estimate.h"
 
 namespace podnet::probes::rtt {
+
+// The options this kind reads (its section of the configuration: config/kinds/rtt.h).
+using config::kinds::rtt::RttOptions;
+using config::kinds::rtt::RttProtocol;
+using config::kinds::rtt::RttProtocolName;
 
 /// The RTT probe kind (probes.rtt): packet trains of ICMP echo requests (RFC 792 / RFC 4443) or
 /// UDP echo datagrams to the peers' UDP echo responders.
@@ -31,5 +38,10 @@ namespace podnet::probes::rtt {
 /// with reason "socket" | "send_failed" | "tx_timestamping" (after a failed send the kernel would
 /// not restart its TX-stamp keys: that socket's RTTs use user-space TX stamps from then on).
 std::shared_ptr<ProbeKind> MakeRttKind(const RttOptions& options, ProbeEnv& env);
+
+/// The series this kind exports from one Pod, once every probe has run a round and every answer
+/// was the healthy one: its families into `n` (probes/series_estimate.h); returns how many
+/// podnet_probe_sent_bytes_total series it adds (as many received). `c` turns the kind on.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n);
 
 }  // namespace podnet::probes::rtt

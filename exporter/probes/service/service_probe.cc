@@ -501,4 +501,14 @@ std::shared_ptr<ProbeKind> MakeServiceKind(const ServiceOptions& options, ProbeE
   return std::make_shared<ServiceKind>(options, env);
 }
 
+// Per target, for each (backend zone, path class) it answered from — one here, a Service with
+// backends in Z zones has Z — a latency histogram and a requests counter, and the target's own
+// byte counters.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n) {
+  const auto& targets = c.service->targets;
+  n.AddHistograms("podnet_service_rtt_seconds", targets.size(), metrics::LatencyBuckets());
+  n.Add("podnet_service_requests_total", targets.size());
+  return targets.size();
+}
+
 }  // namespace podnet::probes::service

@@ -1,14 +1,22 @@
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include "exporter/config/probe_options.h"
+#include "exporter/config/kinds/service.h"
 #include "exporter/probes/probe.h"
+#include "exporter/probes/series_estimate.h"
 #include "exporter/topology/topology.h"
 
 namespace podnet::probes::service {
+
+// The options this kind reads (its section of the configuration: config/kinds/service.h).
+using config::kinds::service::ServiceOptions;
+using config::kinds::service::ServiceProtocol;
+using config::kinds::service::ServiceProtocolName;
+using config::kinds::service::ServiceTarget;
 
 /// The Service locality probe kind (probes.service): does traffic to a Service stay in the zone?
 /// Its targets are not peers but Service addresses (a ClusterIP, or a DNS name resolved every
@@ -43,6 +51,11 @@ namespace podnet::probes::service {
 ///       headers; HTTP: TCP payload bytes (the HTTP probe's measure)
 /// A target that leaves the configuration takes its series with it.
 std::shared_ptr<ProbeKind> MakeServiceKind(const ServiceOptions& options, ProbeEnv& env);
+
+/// The series this kind exports from one Pod, once every probe has run a round and every answer
+/// was the healthy one: its families into `n` (probes/series_estimate.h); returns how many
+/// podnet_probe_sent_bytes_total series it adds (as many received). `c` turns the kind on.
+std::size_t CountSeries(const config::Config& c, SeriesCounter& n);
 
 /// Where an answer came from, as its labels.
 struct Attribution {

@@ -499,7 +499,7 @@ struct PodResponders {
       port = 0;
       try {
         for (std::size_t i = 0; i < pods; ++i) {
-          probes::burst::BurstResponderOptions o;
+          config::kinds::burst::BurstResponderOptions o;
           o.any_client = true;  // other Pods' responders: the App under test is their client
           o.listen_address = {boost::asio::ip::make_address("127.0.0." + std::to_string(i + 1)),
                               port};

@@ -19,8 +19,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using boost::asio::ip::make_address;
-using probes::rtt::RttOptions;
-using probes::rtt::RttProtocol;
+using config::kinds::rtt::RttOptions;
+using config::kinds::rtt::RttProtocol;
 
 using Vars = std::map<std::string, std::string>;
 
@@ -749,7 +749,7 @@ TEST(ConfigTest, GrpcSectionsParse) {
 }
 
 TEST(ConfigTest, ServiceSectionParses) {
-  using probes::service::ServiceProtocol;
+  using config::kinds::service::ServiceProtocol;
   LoadResult r = Parse(kSelf +
                            "probes:\n"
                            "  service:\n"
@@ -772,15 +772,15 @@ TEST(ConfigTest, ServiceSectionParses) {
   EXPECT_EQ(s.spacing, 20ms);
   EXPECT_EQ(s.timeout, 1s);
   ASSERT_EQ(s.targets.size(), 3u);
-  EXPECT_EQ(s.targets[0], (probes::service::ServiceTarget{"podnet-udp", "10.96.12.34", 9479,
-                                                          ServiceProtocol::kUdp, "", ""}));
+  EXPECT_EQ(s.targets[0], (config::kinds::service::ServiceTarget{"podnet-udp", "10.96.12.34", 9479,
+                                                                 ServiceProtocol::kUdp, "", ""}));
   // A Service DNS name names its Kubernetes Service (NAME.NAMESPACE.svc).
   EXPECT_EQ(s.targets[1],
-            (probes::service::ServiceTarget{"podnet-http", "podnet.podnet.svc", 9479,
-                                            ServiceProtocol::kHttp, "podnet", "podnet"}));
+            (config::kinds::service::ServiceTarget{"podnet-http", "podnet.podnet.svc", 9479,
+                                                   ServiceProtocol::kHttp, "podnet", "podnet"}));
   // Defaults: port 9479, udp.
-  EXPECT_EQ(s.targets[2], (probes::service::ServiceTarget{"default", "fd00::1", 9479,
-                                                          ServiceProtocol::kUdp, "", ""}));
+  EXPECT_EQ(s.targets[2], (config::kinds::service::ServiceTarget{"default", "fd00::1", 9479,
+                                                                 ServiceProtocol::kUdp, "", ""}));
   EXPECT_EQ(EnabledProbes(*r.config), std::vector<std::string>{"service"});
 }
 
@@ -1000,7 +1000,7 @@ TEST(ConfigTest, LoadFileReadsAndNamesTheFile) {
 }
 
 TEST(ConfigTest, DnsSection) {
-  using podnet::probes::dns::Libc;
+  using podnet::config::kinds::dns::Libc;
   LoadResult r =
       Parse(kSelf +
                 "probes:\n  dns:\n    interval: 15s\n    resolv_conf: /tmp/r.conf\n"
@@ -1029,7 +1029,7 @@ TEST(ConfigTest, ClusterDnsDefaultsWithKubernetesOnly) {
   LoadResult on = Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b]}\n", "test.yaml", FakeEnv({}));
   ASSERT_TRUE(on.ok()) << Dump(on.errors);
   ASSERT_TRUE(on.config->dns->cluster_dns.has_value());
-  EXPECT_EQ(*on.config->dns->cluster_dns, probes::dns::ClusterDnsOptions{});
+  EXPECT_EQ(*on.config->dns->cluster_dns, config::kinds::dns::ClusterDnsOptions{});
   EXPECT_EQ(on.config->dns->cluster_dns->namespace_name, "kube-system");
   EXPECT_EQ(on.config->dns->cluster_dns->service, "kube-dns");
   EXPECT_EQ(on.config->dns->cluster_dns->port, 53);
@@ -1076,12 +1076,12 @@ TEST(ConfigTest, DnsSampleDefaultsWithKubernetesOnly) {
       kSelf + k8s + "probes:\n  dns: {names: [a.b], sample: {pods_per_zone: 5, period: 10m}}\n",
       "test.yaml", FakeEnv({}));
   ASSERT_TRUE(set.ok()) << Dump(set.errors);
-  EXPECT_EQ(*set.config->dns->sample, (probes::dns::DnsSampleOptions{5, 10min}));
+  EXPECT_EQ(*set.config->dns->sample, (config::kinds::dns::DnsSampleOptions{5, 10min}));
   LoadResult replicas =
       Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b], sample: {replica_pods_per_zone: 9}}\n",
             "test.yaml", FakeEnv({}));
   ASSERT_TRUE(replicas.ok()) << Dump(replicas.errors);
-  EXPECT_EQ(*replicas.config->dns->sample, (probes::dns::DnsSampleOptions{2, 1h, 9}));
+  EXPECT_EQ(*replicas.config->dns->sample, (config::kinds::dns::DnsSampleOptions{2, 1h, 9}));
   LoadResult none =
       Parse(kSelf + k8s + "probes:\n  dns: {names: [a.b], sample: {replica_pods_per_zone: 0}}\n",
             "test.yaml", FakeEnv({}));

@@ -37,7 +37,7 @@ constexpr std::string_view kGolden =
 config::Config EveryKind() {
   config::Config c;
   c.rtt.emplace();
-  c.rtt->protocol = rtt::RttProtocol::kUdp;
+  c.rtt->protocol = config::kinds::rtt::RttProtocol::kUdp;
   c.dns.emplace();
   c.dns->names = {"kubernetes.default"};
   c.burst.emplace();
@@ -46,9 +46,10 @@ config::Config EveryKind() {
   c.grpc->port = 9;
   c.mtu.emplace();
   c.service.emplace();
-  for (auto protocol : {service::ServiceProtocol::kUdp, service::ServiceProtocol::kHttp}) {
-    service::ServiceTarget t;
-    t.name = std::string("svc-") + service::ServiceProtocolName(protocol);
+  using config::kinds::service::ServiceProtocol;
+  for (auto protocol : {ServiceProtocol::kUdp, ServiceProtocol::kHttp}) {
+    config::kinds::service::ServiceTarget t;
+    t.name = std::string("svc-") + config::kinds::service::ServiceProtocolName(protocol);
     t.address = "127.0.0.1";
     t.port = 9;
     t.protocol = protocol;

@@ -24,6 +24,8 @@ namespace podnet::probes::burst {
 namespace iperf3 = wire::iperf3;
 namespace {
 
+using config::kinds::burst::BurstResponderOptions;
+
 using namespace std::chrono_literals;
 using boost::asio::ip::tcp;
 using podnet::testing::OpenFds;
