@@ -133,6 +133,23 @@ def rehash_old_part(path, part):
     B.note("--merge: %s: rules hashed again as parsed, from commit %s" % (path, commit))
 
 
+def keep_logs(tmp, dest):
+    """Copies the fleet's logs (every *.log under `tmp`: Prometheus, Alertmanager, the
+    exporters, the API server, unbound; not the TSDB) to folder `dest`, for a trial that
+    missed: the temporary folder is deleted at the end of the run. Returns how many files."""
+    import shutil
+    n = 0
+    for root, dirs, files in os.walk(tmp):
+        dirs[:] = [d for d in dirs if not d.startswith("tsdb")]
+        for name in files:
+            if name.endswith(".log"):
+                rel = os.path.relpath(os.path.join(root, name), tmp)
+                os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+                shutil.copy2(os.path.join(root, name), os.path.join(dest, rel))
+                n += 1
+    return n
+
+
 def write_results(args, meta, trials, phases, final):
     """Scores `trials` and `phases`; writes --json (always, "partial" until `final`) and, when
     `final`, --markdown and the tables and PASS/MISS lines to the log."""
@@ -205,6 +222,9 @@ def main():
     ap.add_argument("--hold", type=float, default=15)
     ap.add_argument("--settle-timeout", type=float, default=120)
     ap.add_argument("--resolve-timeout", type=float, default=120)
+    ap.add_argument("--keep-missed", metavar="DIR", default="/tmp/pg/missed",
+                    help="copy the fleet's logs here after each trial whose first notification "
+                         "missed or that paged more than twice ('' to keep none)")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--prefix", default="pg%d" % (os.getpid() % 1000))
@@ -277,6 +297,12 @@ def main():
             for i, kind in enumerate(plan, 1):
                 c.trial(kind, i, len(plan))
                 save()
+                t = c.trials[-1]
+                if args.keep_missed and (not t.get("top1") or t.get("pages", 0) > 2):
+                    dest = os.path.join(args.keep_missed, "seed%s-trial%d-%s"
+                                        % (args.seed, i, kind))
+                    c.progress("trial %d missed: %d log files kept in %s"
+                               % (i, keep_logs(tmp, dest), dest))
             for p in phases:
                 if p != "quiet":
                     c.phase(p)
