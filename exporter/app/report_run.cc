@@ -89,11 +89,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     closed_ = true;
-    if (!held_.empty())
-      spdlog::info("report: latency phase over, {} burst round(s) now", held_.size());
+    const auto held = static_cast<int>(held_.size());
+    if (held > 0) spdlog::info("report: latency phase over, {} burst round(s) now", held);
     for (auto& start : std::exchange(held_, {})) start();
     if (in_flight_ == 0) return Finish();
-    auto grace = std::max<config::Duration>(duration_, std::chrono::seconds(30));
+    // The burst kind runs the held rounds one after another: each adds its bound, or a big
+    // cluster's last rounds would be cut and counted as failed.
+    auto grace =
+        std::max<config::Duration>(duration_, std::chrono::seconds(30)) + held * burst_round_;
     spdlog::info("report: {} round(s) still running, waiting up to {} s", in_flight_,
                  std::chrono::duration_cast<std::chrono::seconds>(grace).count());
     timer_ = std::make_unique<boost::asio::steady_timer>(*io_, grace);
