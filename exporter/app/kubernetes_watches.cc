@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "exporter/discovery/kubernetes/api_config.h"
+#include "exporter/discovery/kubernetes/endpoint_peer.h"
 #include "exporter/probes/dns/resolv_conf.h"
 #include "exporter/runtime/loop_role.h"
+#include "exporter/topology/sample.h"
 
 namespace podnet::app {
 namespace k8s = discovery::kubernetes;
@@ -120,6 +122,7 @@ void KubernetesWatches::Off() {
     peers_->Stop();
     peers_.reset();
     unsynced_ = false;
+    peers_synced_ = false;
     keeping_ = false;
     last_synced_.clear();
     carried_zone_.clear();
@@ -149,6 +152,10 @@ void KubernetesWatches::OnPeersSnapshot(const k8s::Snapshot& snap) {
   keeping_ = false;
   unsynced_ = !snap.synced;
   on_sync_change_();
+  // The duty is drawn over the synced Pods: a Pod on duty polls as soon as its watch has them,
+  // not one interval later.
+  if (snap.synced && !peers_synced_ && service_info_) service_info_->PollNow();
+  peers_synced_ = snap.synced;
   if (snap.self_zone.empty() && !carried_zone_.empty()) {
     k8s::Snapshot with_zone = snap;
     with_zone.self_zone = carried_zone_;
@@ -213,6 +220,7 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
         options.namespace_name, options.service);
   }
   unsynced_ = !keep;
+  peers_synced_ = false;  // the new watch's first synced snapshot polls the Services
   on_sync_change_();
   peers_->Start();
 }
@@ -228,6 +236,7 @@ void KubernetesWatches::StopDnsWatch() {
 
 bool KubernetesWatches::ConfigureServiceInfo(const config::Config& c, std::string* error) {
   PODNET_DCHECK_NOT_LOOP(kResponder);
+  service_info_self_ = c.self;
   std::vector<k8s::ServiceRef> refs;
   if (c.kubernetes && c.service) {
     for (const auto& t : c.service->targets) {
@@ -245,9 +254,22 @@ bool KubernetesWatches::ConfigureServiceInfo(const config::Config& c, std::strin
   if (!client) return false;
   service_info_.reset();  // removes the family before the new poller registers it
   service_info_ = std::make_unique<k8s::ServiceInfoPoller>(
-      io_, std::move(client), std::move(refs), kServiceInfoInterval, registry_, *metrics_);
+      io_, std::move(client), std::move(refs), kServiceInfoInterval, registry_, *metrics_,
+      [this] { return ServiceInfoDuty(); });
   service_info_->Start();
   return true;
+}
+
+bool KubernetesWatches::ServiceInfoDuty() const {
+  if (!peers_ || !peers_->synced()) return false;
+  topology::Self self = service_info_self_;
+  if (self.zone.empty()) self.zone = self_zone();
+  const k8s::Snapshot& snap = peers_->snapshot();
+  // Only the Pods' names and zones count here: the ports are not read.
+  std::vector<topology::Peer> pods = k8s::ProbePeersOf(self, snap.endpoints, 0, 0);
+  return topology::InZoneSample(
+      "service info", topology::PeriodNumber(std::chrono::system_clock::now(), kServiceInfoPeriod),
+      self, pods, kServiceInfoPodsPerZone, snap.service_uid);
 }
 
 std::unique_ptr<k8s::ApiClient> KubernetesWatches::MakeApiClient(std::string* error) {

@@ -28,7 +28,8 @@ namespace podnet::app {
 ///  - the cluster DNS Service's watch (probes.dns.cluster_dns): its endpoints to
 ///    ProbeLoop::DnsEndpoints. Its failures are counted and logged only: peers and /-/ready
 ///    never wait for it;
-///  - the poller of what the service probe's Services ask for (podnet_service_info).
+///  - the poller of what the service probe's Services ask for (podnet_service_info), on duty in
+///    kServiceInfoPodsPerZone Pods of each zone (ServiceInfoDuty).
 /// They share one DiscoveryMetrics, registered with the first peers.kubernetes and removed
 /// when a reload turns it off: a Pod without Kubernetes discovery exports no
 /// podnet_kubernetes_* series.
@@ -74,6 +75,13 @@ class KubernetesWatches {
   void StopDnsWatch();
   // Polls what the service probe's Kubernetes Services ask for while a target names one.
   bool ConfigureServiceInfo(const config::Config& c, std::string* error);
+  // Whether this Pod polls the probed Services now: one of the kServiceInfoPodsPerZone Pods of
+  // its zone drawn for the duty in this kServiceInfoPeriod (topology::InZoneSample over the
+  // peers' watch's Pods, keyed by its Service's UID, as the DNS sample): the fact is the same
+  // for every Pod and the rule reads the max over Pods, so its API cost (2 requests a minute a
+  // Pod on duty) need not grow with the nodes. False until the peers' watch has synced, and for
+  // a Pod its watch does not list.
+  bool ServiceInfoDuty() const;
   // An API client from the credentials; nullptr and *error when they cannot be read.
   std::unique_ptr<discovery::kubernetes::ApiClient> MakeApiClient(std::string* error);
 
@@ -95,7 +103,11 @@ class KubernetesWatches {
   // What the probed Services ask for; destroyed before metrics_ (it counts there).
   std::unique_ptr<discovery::kubernetes::ServiceInfoPoller> service_info_;
   static constexpr std::chrono::seconds kServiceInfoInterval{60};
-  bool unsynced_ = false;  // the peers' watch runs and has not listed yet
+  static constexpr std::size_t kServiceInfoPodsPerZone = 2;
+  static constexpr std::chrono::hours kServiceInfoPeriod{1};
+  topology::Self service_info_self_;  // the configured self, read by ServiceInfoDuty
+  bool peers_synced_ = false;         // the running peers' watch has sent a synced snapshot
+  bool unsynced_ = false;             // the peers' watch runs and has not listed yet
   // A restarted peers' watch of the same Service: its unsynced snapshots are ignored, and the
   // last one's peers and readiness kept, until its first synced one (ReplacePeersWatch).
   bool keeping_ = false;

@@ -42,8 +42,11 @@ def hostile_endpoints():
                 "conditions": {"ready": True, "serving": True, "terminating": False},
                 "targetRef": {"kind": "Pod", "namespace": "podnet", "name": pod},
                 "nodeName": node, "zone": zone}
+    # The exporter's own Pod is listed too, as a DaemonSet's is: the Pods that poll what a
+    # probed Service asks for (podnet_service_info) are drawn among the listed ones.
     return [endpoint("127.1.9.1", "p" * MB, "node\x00b", "zone\x1b[2J" + "z" * MB),
-            endpoint("127.1.9.2", "podnet-evil\x1b]0;owned\x07", "n" * 300, "zone-a")]
+            endpoint("127.1.9.2", "podnet-evil\x1b]0;owned\x07", "n" * 300, "zone-a"),
+            endpoint("127.0.0.1", "podnet-self", "node-0", "zone-a")]
 
 
 def hostile_service():
@@ -147,7 +150,8 @@ def main():
         candidates = [v for n, _, v in series if n == "podnet_discovery_candidates"]
         forged_labels = sorted({"%s=%s" % (k, v) for _, l, _ in series for k, v in l.items()
                                 if "forged" in v})
-        labkit.check(unmanaged >= 1 and candidates == [2] and not forged_labels,
+        # Candidates: the two hostile endpoints and the exporter's own; not the forged one.
+        labkit.check(unmanaged >= 1 and candidates == [3] and not forged_labels,
                      "a forged EndpointSlice (not the controller's) is ignored and counted: "
                      "unmanaged_slice %g, candidates %s, labels naming it %s"
                      % (unmanaged, candidates, forged_labels or "none"))

@@ -101,6 +101,26 @@ def main():
                   "coverage: %d nodes report it; probe Pods per node min %s, zones min %s"
                   % (len(probers), min(probers.values(), default=None),
                      min((zones.get(n, 0) for n in probers), default=None)))
+            # What the canary Service asks for (podnet_service_info) comes from the 2 Pods of
+            # each zone on that duty (rendezvous over the listed Pods), not from every node: the
+            # API cost of the poll does not grow with the cluster.
+            def info_per_zone():
+                nodes = {r["metric"].get("node") for r in fl.promql("podnet_service_info")}
+                per_zone = {}
+                for n in fl.nodes:
+                    if n.name in nodes:
+                        per_zone[n.zone] = per_zone.get(n.zone, 0) + 1
+                return per_zone, len(nodes)
+            want = {n.zone: 2 for n in fl.nodes}
+            try:
+                labkit.wait_for(lambda: info_per_zone()[0] == want, 120,
+                                "podnet_service_info from 2 Pods of each zone", step=2)
+            except labkit.Broken:
+                pass  # the check below says what was seen
+            per_zone, exporting = info_per_zone()
+            check(per_zone == want and exporting == sum(want.values()),
+                  "podnet_service_info from %d Pods, by zone %s (2 of each zone wanted)"
+                  % (exporting, per_zone))
             for kind in ("node_blackhole", "zone_cut"):
                 c.trial(kind, len(c.trials) + 1, 2)
                 t = c.trials[-1]

@@ -51,12 +51,13 @@ class ServiceInfoPoller::Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(boost::asio::io_context& io, std::unique_ptr<ApiClient> client, std::vector<ServiceRef> refs,
        std::chrono::milliseconds interval, prometheus::Registry& registry,
-       DiscoveryMetrics& metrics)
+       DiscoveryMetrics& metrics, std::function<bool()> on_duty)
       : client_(std::move(client)),
         refs_(std::move(refs)),
         interval_(std::max(interval, std::chrono::milliseconds(1))),
         registry_(registry),
         metrics_(metrics),
+        on_duty_(std::move(on_duty)),
         timer_(io),
         state_(refs_.size()) {
     family_ = &prometheus::BuildGauge()
@@ -74,6 +75,10 @@ class ServiceInfoPoller::Impl : public std::enable_shared_from_this<Impl> {
   void Start() {
     stopped_ = false;
     Poll();
+  }
+
+  void PollNow() {
+    if (!stopped_) Poll();  // re-arming the timer cancels its pending wait
   }
 
   void Stop() {
@@ -95,8 +100,13 @@ class ServiceInfoPoller::Impl : public std::enable_shared_from_this<Impl> {
   };
 
   void Poll() {
+    duty_ = !on_duty_ || on_duty_();
     for (std::size_t i = 0; i < refs_.size(); ++i) {
-      if (!state_[i].call) GetService(i);  // a request still in flight is not doubled
+      if (!duty_) {
+        Set(i, std::nullopt);  // other Pods export it now; an answer in flight is dropped
+      } else if (!state_[i].call) {
+        GetService(i);  // a request still in flight is not doubled
+      }
     }
     timer_.expires_after(interval_);
     timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -113,7 +123,7 @@ class ServiceInfoPoller::Impl : public std::enable_shared_from_this<Impl> {
 
   void OnService(std::size_t i, const ApiResponse& r) {
     state_[i].call.reset();
-    if (stopped_) return;
+    if (stopped_ || !duty_) return;
     const ServiceRef& ref = refs_[i];
     std::string reason = FailureReason(r);
     std::string detail;
@@ -142,7 +152,7 @@ class ServiceInfoPoller::Impl : public std::enable_shared_from_this<Impl> {
 
   void OnSlices(std::size_t i, ServiceLocality locality, const ApiResponse& r) {
     state_[i].call.reset();
-    if (stopped_) return;
+    if (stopped_ || !duty_) return;
     std::string reason = FailureReason(r);
     json list;
     if (reason.empty()) {
@@ -188,18 +198,21 @@ class ServiceInfoPoller::Impl : public std::enable_shared_from_this<Impl> {
   std::chrono::milliseconds interval_;
   prometheus::Registry& registry_;
   DiscoveryMetrics& metrics_;
+  std::function<bool()> on_duty_;  // nullptr: always on duty
   boost::asio::steady_timer timer_;
   prometheus::Family<prometheus::Gauge>* family_ = nullptr;
   std::vector<State> state_;
   bool stopped_ = true;
+  bool duty_ = true;  // on_duty_'s answer at the last poll
 };
 
 ServiceInfoPoller::ServiceInfoPoller(boost::asio::io_context& io, std::unique_ptr<ApiClient> client,
                                      std::vector<ServiceRef> refs,
                                      std::chrono::milliseconds interval,
-                                     prometheus::Registry& registry, DiscoveryMetrics& metrics)
+                                     prometheus::Registry& registry, DiscoveryMetrics& metrics,
+                                     std::function<bool()> on_duty)
     : impl_(std::make_shared<Impl>(io, std::move(client), std::move(refs), interval, registry,
-                                   metrics)) {}
+                                   metrics, std::move(on_duty))) {}
 
 ServiceInfoPoller::~ServiceInfoPoller() {
   Stop();
@@ -207,6 +220,7 @@ ServiceInfoPoller::~ServiceInfoPoller() {
 }
 
 void ServiceInfoPoller::Start() { impl_->Start(); }
+void ServiceInfoPoller::PollNow() { impl_->PollNow(); }
 void ServiceInfoPoller::Stop() { impl_->Stop(); }
 const std::vector<ServiceRef>& ServiceInfoPoller::refs() const { return impl_->refs(); }
 

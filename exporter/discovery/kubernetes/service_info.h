@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -61,9 +62,11 @@ bool SlicesHaveZoneHints(const nlohmann::json& list);
 ///   podnet_service_info{service, service_namespace, service_name, traffic_distribution,
 ///                       internal_traffic_policy, zone_hints="true"|"false"} 1
 /// so that the rules can compare it with the service probe's answers by zone
-/// (alert PodnetServiceTrafficLeavesZone). Every `interval` it GETs each Service and the
-/// EndpointSlices labelled kubernetes.io/service-name=NAME in its namespace (RBAC: get services,
-/// list endpointslices in that namespace). A failed request counts
+/// (alert PodnetServiceTrafficLeavesZone, which reads the max over Pods). Every `interval`, when
+/// `on_duty` says so (nullptr: always), it GETs each Service and the EndpointSlices labelled
+/// kubernetes.io/service-name=NAME in its namespace (RBAC: get services, list endpointslices in
+/// that namespace); off duty it asks nothing and exports no series, so that a few Pods of a
+/// DaemonSet carry the API cost, not every node. A failed request counts
 /// podnet_kubernetes_api_errors_total{resource="services"|"service_endpointslices", reason} and
 /// keeps the last series; a Service that is gone (404) loses its series. The family is removed by
 /// the destructor. Not thread-safe: use it on its io_context (the control loop).
@@ -71,13 +74,17 @@ class ServiceInfoPoller {
  public:
   ServiceInfoPoller(boost::asio::io_context& io, std::unique_ptr<ApiClient> client,
                     std::vector<ServiceRef> refs, std::chrono::milliseconds interval,
-                    prometheus::Registry& registry, DiscoveryMetrics& metrics);
+                    prometheus::Registry& registry, DiscoveryMetrics& metrics,
+                    std::function<bool()> on_duty = nullptr);
   ~ServiceInfoPoller();  // Stop()s and removes the family
   ServiceInfoPoller(const ServiceInfoPoller&) = delete;
   ServiceInfoPoller& operator=(const ServiceInfoPoller&) = delete;
 
-  /// Polls at once, then every interval.
+  /// Polls at once (when on duty), then every interval.
   void Start();
+  /// Polls now (a request still in flight is not doubled), then every interval from now; a
+  /// no-op when stopped. For a change of duty that should not wait an interval.
+  void PollNow();
   /// Cancels the requests in flight and the timer; no callback runs after it.
   void Stop();
 

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -1230,10 +1231,12 @@ class ServiceInfoPollerTest : public DiscoveryFixture {
     loop_.Run([&] { poller_.reset(); });
     loop_.Stop();
   }
-  void Start(std::uint16_t port, std::vector<ServiceRef> refs) {
+  void Start(std::uint16_t port, std::vector<ServiceRef> refs,
+             std::function<bool()> on_duty = nullptr, std::chrono::milliseconds interval = 20ms) {
     loop_.Run([&] {
-      poller_ = std::make_unique<ServiceInfoPoller>(loop_.io(), Client(loop_.io(), port),
-                                                    std::move(refs), 20ms, registry_, metrics_);
+      poller_ =
+          std::make_unique<ServiceInfoPoller>(loop_.io(), Client(loop_.io(), port), std::move(refs),
+                                              interval, registry_, metrics_, std::move(on_duty));
       poller_->Start();
     });
   }
@@ -1324,6 +1327,52 @@ TEST_F(ServiceInfoPollerTest, ExportsWhatIsAskedAndFollowsChanges) {
   // Destroying the poller removes the family.
   loop_.Run([&] { poller_.reset(); });
   for (const auto& f : registry_.Collect()) EXPECT_NE(f.name, "podnet_service_info");
+}
+
+// Off duty (another Pod of the zone polls), a Pod asks the API nothing and exports no series;
+// back on duty, it asks again.
+TEST_F(ServiceInfoPollerTest, OffDutyAsksNothingAndExportsNothing) {
+  std::atomic<int> requests{0};
+  std::atomic<bool> duty{true};
+  FakeApiServer server([&](const FakeRequest& r) {
+    ++requests;
+    if (r.target == "/api/v1/namespaces/shop/services/api") {
+      return FakeResponse{200, {}, ServiceJson("PreferClose").dump()};
+    }
+    return FakeResponse{200, {}, ListJson("9", {})};
+  });
+  Start(server.port(), {{"api-udp", "shop", "api"}}, [&] { return duty.load(); });
+  ASSERT_TRUE(Eventually([&] { return !Info("api-udp").empty(); }));
+
+  duty = false;
+  ASSERT_TRUE(Eventually([&] { return Info("api-udp").empty(); }));
+  int off = requests.load();
+  std::this_thread::sleep_for(200ms);  // 10 poll intervals
+  EXPECT_LE(requests.load(), off + 2) << "at most the requests in flight when it went off duty";
+  EXPECT_EQ(Info("api-udp"), "");
+
+  duty = true;
+  EXPECT_TRUE(Eventually([&] { return !Info("api-udp").empty(); }));
+  EXPECT_GT(requests.load(), off);
+}
+
+// A Pod that comes on duty between two polls (its peers' watch has just synced) polls at once
+// when asked, not an interval later.
+TEST_F(ServiceInfoPollerTest, PollNowDoesNotWaitForTheInterval) {
+  std::atomic<bool> duty{false};
+  FakeApiServer server([&](const FakeRequest& r) {
+    if (r.target == "/api/v1/namespaces/shop/services/api") {
+      return FakeResponse{200, {}, ServiceJson("PreferClose").dump()};
+    }
+    return FakeResponse{200, {}, ListJson("9", {})};
+  });
+  Start(
+      server.port(), {{"api-udp", "shop", "api"}}, [&] { return duty.load(); }, 1h);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(Info("api-udp"), "");  // off duty at the first poll; the next is an hour away
+  duty = true;
+  loop_.Run([&] { poller_->PollNow(); });
+  EXPECT_TRUE(Eventually([&] { return !Info("api-udp").empty(); }));
 }
 
 }  // namespace
