@@ -159,11 +159,13 @@ def quantile(q_, metric, by, sel, window=RI):
 
 
 def recorded_quantile(q_, rate_rule, by, sel):
-    """The quantile from a recorded bucket rate (path_class_zone:*_bucket:rate5m), or from the
-    raw native histograms over the rule's 5m where there are no buckets."""
-    metric = re.fullmatch(r"path_class_zone:(\w+)_bucket:rate5m", rate_rule).group(1)
-    return native_or("histogram_quantile(%s, sum by (%s, le) (%s{%s}))" % (
-        q_, by, rate_rule, sel), q_, metric, by, sel, "5m")
+    """The quantile from a recorded bucket rate (path_class_zone:*_bucket:rate5m, a stage-1
+    record: summed over the shards here), or from the recorded native histograms
+    (path_class_zone:*:rate5m) where there are no buckets. Both are recorded, so the panel works
+    on a global evaluator that holds only records."""
+    native = rate_rule.replace("_bucket:rate5m", ":rate5m")
+    return "(histogram_quantile(%s, sum by (%s, le) (%s{%s})) >= 0 or histogram_quantile(%s, " \
+        "sum by (%s) (%s{%s})))" % (q_, by, rate_rule, sel, q_, by, native, sel)
 
 
 def row(title, y):
@@ -275,13 +277,17 @@ def path_mtu(y):
     # One row per zone pair and direction: every query has the same labels and no metric name
     # (the table's merge joins rows on them). The interface MTU has no direction: it is repeated
     # for each direction of the pair's path MTU.
+    # The records are stage 1's, one per Prometheus shard: minimums (min by) and counts (sum by)
+    # over the shards.
     by = "sum by (cluster, path_class, source_zone, peer_zone, direction) (%s)"
-    iface = ('path_class_zone:podnet_path_mtu_interface_bytes:min{%s}\n'
+    least = "min by (cluster, path_class, source_zone, peer_zone, direction) (%s)"
+    iface = ('min by (cluster, path_class, source_zone, peer_zone) '
+             '(path_class_zone:podnet_path_mtu_interface_bytes:min{%s})\n'
              '  + on (cluster, path_class, source_zone, peer_zone) group_right\n'
-             '    0 * %s' % (ZONE_SEL, by % mtu))
+             '    0 * %s' % (ZONE_SEL, least % mtu))
     columns = ["path MTU", "interface MTU", "black-holed paths", "paths"]
     table = panel("table", "Path MTU by zone pair and direction (black holes in red)",
-                  [(by % mtu, ""), (iface, ""),
+                  [(least % mtu, ""), (iface, ""),
                    (by % ('path_class_zone:podnet_path_mtu_black_holes:count{%s}' % ZONE_SEL), ""),
                    (by % ('path_class_zone:podnet_path_mtu_paths:count{%s}' % ZONE_SEL), "")],
                   "none", 0, y, 12, 8,
@@ -312,8 +318,9 @@ def path_mtu(y):
     return [
         table,
         panel("timeseries", "Path MTU by zone pair and direction (recorded)",
-              [(mtu, "{{source_zone}} → {{peer_zone}} {{path_class}} {{direction}}"),
-               ('path_class_zone:podnet_path_mtu_interface_bytes:min{%s}' % ZONE_SEL,
+              [(least % mtu, "{{source_zone}} → {{peer_zone}} {{path_class}} {{direction}}"),
+               ('min by (cluster, path_class, source_zone, peer_zone) '
+                '(path_class_zone:podnet_path_mtu_interface_bytes:min{%s})' % ZONE_SEL,
                 "interface {{source_zone}} → {{peer_zone}} {{path_class}}")],
               "none", 12, y, 12, 8,
               "The smallest path MTU (bytes) of each zone pair's paths and the Pods' interface "

@@ -733,6 +733,78 @@ check(foundRules.length === 0, `the PrometheusRules are the rule files (${Object
 }
 
 // ---------------------------------------------------------------------------------------------
+// The prometheus-sharded overlay: the prometheus-operator overlay with its two PrometheusRules
+// replaced by one per stage (deploy/prometheus/stages, written by generate.py, labelled
+// podnet.io/rule-stage), and the PodMonitor's targets labelled podnet_shard by the hash that
+// prometheus-operator shards them by (hashmod of __address__).
+{
+  const sharded = render(path.join(kubeDir, "prometheus-sharded"));
+  check(!sharded.error, "kubectl kustomize .../prometheus-sharded renders" +
+    (sharded.error ? `: ${sharded.error}` : ""));
+  const stageFiles = Object.fromEntries(["shard", "global"].map((stage) => [stage,
+    YAML.parse(fs.readFileSync(path.join(promDir, "stages", `podnet-rules-${stage}.yml`), "utf8"))]));
+  const shardedProblems = (objects) => {
+    const p = [];
+    const need = (cond, what) => { if (!cond) p.push(what); };
+    const ns = (get(objects, "Namespace") || { metadata: {} }).metadata.name;
+    const rules = objects.filter((o) => o.kind === "PrometheusRule");
+    need(rules.length === 2, `two PrometheusRules, one per stage (${rules.length})`);
+    for (const [stage, file] of Object.entries(stageFiles)) {
+      const pr = rules.find((o) => o.metadata.name === `podnet-rules-${stage}`);
+      if (!pr) { p.push(`no PrometheusRule podnet-rules-${stage}`); continue; }
+      need(pr.metadata.namespace === ns, `PrometheusRule podnet-rules-${stage} is in namespace ${ns}`);
+      need((pr.metadata.labels || {})["podnet.io/rule-stage"] === stage,
+        `PrometheusRule podnet-rules-${stage} is labelled podnet.io/rule-stage: ${stage}`);
+      need(canonical(pr.spec) === canonical(file),
+        `PrometheusRule podnet-rules-${stage}'s spec is deploy/prometheus/stages/podnet-rules-${stage}.yml`);
+    }
+    const pm = get(objects, "PodMonitor");
+    const relabel = pm ? pm.spec.podMetricsEndpoints[0].relabelings : [];
+    const last = relabel[relabel.length - 1] || {};
+    need(last.action === "hashmod" && deepEqual(last.sourceLabels, ["__address__"]) &&
+      last.targetLabel === "podnet_shard" && Number.isInteger(last.modulus) && last.modulus >= 1,
+      "the PodMonitor's last relabeling sets podnet_shard to hashmod(__address__, shards)");
+    const rest = (objs) => objs.filter((o) => o.kind !== "PrometheusRule" && o.kind !== "PodMonitor")
+      .map(canonical).sort();
+    need(deepEqual(rest(objects), rest(withPm.objects)),
+      "every other object is the prometheus-operator overlay's");
+    const pmBase = clone(get(withPm.objects, "PodMonitor"));
+    if (pm) pmBase.spec.podMetricsEndpoints[0].relabelings.push(last);
+    need(pm && canonical(pm) === canonical(pmBase),
+      "the PodMonitor is the prometheus-operator overlay's plus that relabeling");
+    return p;
+  };
+  if (!sharded.error) {
+    const found = shardedProblems(sharded.objects);
+    check(found.length === 0, "the prometheus-sharded overlay is one PrometheusRule per stage and a " +
+      "podnet_shard relabeling" + (found.length ? ":\n  " + found.join("\n  ") : ""));
+    for (const o of sharded.objects.filter((q) => !withPm.objects.some((w) => deepEqual(w, q)))) {
+      const err = schemaErrors(o);
+      check(!err, `prometheus-sharded: ${objName(o)} (${o.apiVersion}) validates against its schema` +
+        (err ? `: ${err}` : ""));
+    }
+    const rule = (o, stage) => o.find((q) => q.kind === "PrometheusRule" && q.metadata.name === `podnet-rules-${stage}`);
+    const pmRelabel = (o) => get(o, "PodMonitor").spec.podMetricsEndpoints[0].relabelings;
+    const mutations = {
+      "the stage labels swapped": (o) => {
+        rule(o, "shard").metadata.labels["podnet.io/rule-stage"] = "global";
+        rule(o, "global").metadata.labels["podnet.io/rule-stage"] = "shard";
+      },
+      "a stage-1 rule dropped": (o) => { rule(o, "shard").spec.groups[0].rules.pop(); },
+      "the single-Prometheus rules kept beside them": (o) => {
+        o.push(...withPm.objects.filter((q) => q.kind === "PrometheusRule").map(clone));
+      },
+      "the shard hashed from another label": (o) => { pmRelabel(o).slice(-1)[0].sourceLabels = ["__meta_kubernetes_pod_name"]; },
+      "the relabeling missing": (o) => { pmRelabel(o).pop(); },
+      "a ConfigMap changed": (o) => { const cm = get(o, "ConfigMap"); cm.data[Object.keys(cm.data)[0]] += "#"; },
+    };
+    const missed = uncaught(mutations, sharded.objects, shardedProblems);
+    check(missed.length === 0, `each of ${Object.keys(mutations).length} departures of the sharded overlay is caught` +
+      (missed.length ? `; missed: ${missed.join(", ")}` : ""));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The grafana-dashboards overlay: every dashboards/*.json, as written, in a ConfigMap of its own
 // labelled for Grafana's dashboard sidecar (k8s-sidecar: label grafana_dashboard, value "1"),
 // named without a content hash (a hashed name leaves the old ConfigMap with the same key behind

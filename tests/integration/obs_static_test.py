@@ -37,8 +37,10 @@ import obs_queries as oq  # noqa: E402
 
 check = labkit.check
 SCHEMA_VERSION = 39
-# Fault location needs to know which node a path leads to: these groups may read peer_node.
+# Fault location needs to know which node a path leads to: these groups may read peer_node, and
+# so may the stage-1 records it reads, whose level is a node pair or a peer node.
 FAULT_GROUPS = ("podnet.fault", "podnet.alerts.fault")
+FAULT_LEVELS = ("node_pair:", "peer_node:")
 # Alerts that hold a path (or an exporter) on a node at fault back (unless on (cluster, peer_node)).
 HOLD_BACK_ALERTS = ("PodnetPeerUnreachable", "PodnetPathMTUBlackHole", "PodnetExporterDown")
 
@@ -136,7 +138,8 @@ def check_rules():
     for group, r in oq.rules():
         name = r.get("record") or r.get("alert")
         check(not peer_label.search(r["expr"]), "%s: needs no peer label" % name)
-        if group not in FAULT_GROUPS and name not in HOLD_BACK_ALERTS:
+        if (group not in FAULT_GROUPS and name not in HOLD_BACK_ALERTS
+                and not (group.endswith(".shard") and name.startswith(FAULT_LEVELS))):
             check(not peer_node.search(r["expr"]), "%s: needs no peer_node label" % name)
         if "alert" not in r:
             continue
