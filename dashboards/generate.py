@@ -160,12 +160,15 @@ def quantile(q_, metric, by, sel, window=RI):
 
 def recorded_quantile(q_, rate_rule, by, sel):
     """The quantile from a recorded bucket rate (path_class_zone:*_bucket:rate5m, a stage-1
-    record: summed over the shards here), or from the recorded native histograms
-    (path_class_zone:*:rate5m) where there are no buckets. Both are recorded, so the panel works
-    on a global evaluator that holds only records."""
-    native = rate_rule.replace("_bucket:rate5m", ":rate5m")
-    return "(histogram_quantile(%s, sum by (%s, le) (%s{%s})) >= 0 or histogram_quantile(%s, " \
-        "sum by (%s) (%s{%s})))" % (q_, by, rate_rule, sel, q_, by, native, sel)
+    record: summed over the shards here), else from the recorded native histograms
+    (path_class_zone:*:rate5m), else from the raw native histograms over the rule's 5m (the gaps
+    Prometheus before 2.47 leaves in recorded native histograms: podnet-recording-rules.yml says
+    why). The first two need only records, as a global evaluator holds them."""
+    metric = re.fullmatch(r"path_class_zone:(\w+)_bucket:rate5m", rate_rule).group(1)
+    native = "path_class_zone:%s:rate5m" % metric
+    return native_or("(histogram_quantile(%s, sum by (%s, le) (%s{%s})) >= 0 or "
+                     "histogram_quantile(%s, sum by (%s) (%s{%s})))" % (
+                         q_, by, rate_rule, sel, q_, by, native, sel), q_, metric, by, sel, "5m")
 
 
 def row(title, y):

@@ -124,6 +124,13 @@ def rewrite(test_file, rules_dir, shards, out_dir, edit_global=None):
     return path, [len(seen.get(str(i), ())) for i in range(shards)]
 
 
+def stage_order(rules_dir):
+    """Every group of the two stage files, stage 1's first: the order a test must evaluate them
+    in (promtool orders only the groups a test's group_eval_order lists; the rest at random)."""
+    return [g["name"] for stage in STAGES for g in yaml.safe_load(
+        open(os.path.join(rules_dir, stage), encoding="utf-8"))["groups"]]
+
+
 def run(promtool, path):
     r = subprocess.run([promtool, "test", "rules", path], capture_output=True, text=True,
                        timeout=900, cwd=os.path.dirname(path))
@@ -139,6 +146,14 @@ def main():
                     help="also run once with a stage-2 rule that reads one shard's share only")
     args = ap.parse_args()
     failed = 0
+    order = stage_order(args.rules_dir)
+    for test_file in TESTS:
+        doc = yaml.safe_load(open(os.path.join(args.rules_dir, test_file), encoding="utf-8"))
+        if len(doc.get("rule_files", [])) > 1:  # both stages loaded: the order matters
+            ok = doc.get("group_eval_order") == order
+            print("%s: %s's group_eval_order is every group in stage order%s"
+                  % ("PASS" if ok else "FAIL", test_file, "" if ok else ": want %s" % order))
+            failed += not ok
     with tempfile.TemporaryDirectory(prefix="podnet-sharded-rules-") as tmp:
         for shards in [int(n) for n in args.shards.split(",")]:
             for test_file in TESTS:

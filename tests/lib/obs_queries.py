@@ -107,6 +107,15 @@ def replica_rules():
     return dependent_rules(r'server_zone\s*!=\s*""')
 
 
+def native_rules():
+    """Recording rules whose only input is native histograms (the rate of a raw histogram
+    family, without `_bucket` or `_count`, as stage 1 records them): with classic histograms
+    they have no data."""
+    return {r["record"] for _, r in rules() if "record" in r
+            and re.search(r"\brate\(podnet_\w+_seconds(\{[^}]*\})?\[", r["expr"])
+            and not re.search(r"_(bucket|count)\b", r["expr"])}
+
+
 def without_offsets(expr):
     """expr read at the evaluation time: every `offset` modifier removed."""
     return re.sub(r"\s+offset\s+\w+", "", expr)
