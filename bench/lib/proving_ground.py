@@ -87,7 +87,7 @@ def markdown(rows, overall, confusion, phases, meta):
 
 
 # What a part of a campaign must share with the others to be scored with them.
-SAME_FLEET = ("nodes", "zones", "rule_scale", "probe_scale", "rules_sha256")
+SAME_FLEET = ("nodes", "zones", "rule_scale", "probe_scale", "rules_sha256", "shards")
 
 
 # How rules_sha256 reads the files: their YAML parsed (a part without this mark hashed the bytes).
@@ -187,7 +187,10 @@ def merge(args):
         rehash_old_part(path, p)
     first_path, first = parts[0]
     for path, p in parts[1:]:
-        diff = [k for k in SAME_FLEET if p["meta"].get(k) != first["meta"].get(k)]
+        # A part from before --shards ran one Prometheus.
+        diff = [k for k in SAME_FLEET
+                if p["meta"].get(k, 0 if k == "shards" else None)
+                != first["meta"].get(k, 0 if k == "shards" else None)]
         if diff:
             B.note("--merge: %s differs from %s in %s: not one campaign"
                    % (path, first_path, ", ".join(diff)))
@@ -225,6 +228,10 @@ def main():
     ap.add_argument("--keep-missed", metavar="DIR", default="/tmp/pg/missed",
                     help="copy the fleet's logs here after each trial whose first notification "
                          "missed or that paged more than twice ('' to keep none)")
+    ap.add_argument("--shards", type=int, default=0,
+                    help="N >= 2: N Prometheus shards (stage 1 of the rules) and a global one "
+                         "federating them (stage 2), as docs/deploy.md's sharded Prometheus; "
+                         "0: one Prometheus")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--prefix", default="pg%d" % (os.getpid() % 1000))
@@ -273,7 +280,7 @@ def main():
         # the one extra load, and the other classes are judged on the default probe set.
         with F.Fleet(args.prefix, tmp, exe, args.delayline, nodes=args.nodes,
                      zones=args.zones, mtu="path_mtu_blackhole" in classes,
-                     max_seconds=max(7200, max_seconds)) as fl:
+                     max_seconds=max(7200, max_seconds), shards=args.shards) as fl:
             fl.wait_ready(timeout=120)
             c = C.Campaign(fl, args, rng)
             # "A day ago" must reach past the fleet's first minute (probes starting, caches
@@ -286,6 +293,7 @@ def main():
             plan = C.plan(classes, args.trials, rng)
             meta = {"nodes": args.nodes, "zones": args.zones, "rule_scale": fl.rule_scale,
                     "probe_scale": fl.probe_scale, "seed": args.seed, "minutes": 0,
+                    "shards": fl.shards,
                     "commit": commit, "rules_sha256": sha, "rules_hash": RULES_HASH}
 
             def save(final=False):

@@ -43,19 +43,25 @@ def duration(s):
     return "%ds" % (ms // 1000) if ms % 1000 == 0 else "%dms" % ms
 
 
-def scaled_rules(tmp, scale):
-    """Temporary copies (in folder `tmp`) of the shipped rule files with `scale` applied: a list
-    of (regex, replacement or function of the match). Returns the two paths. Raises
-    labkit.Broken if a pattern matched nothing in both files together."""
+# The same rules split by stage (deploy/prometheus/stages, docs/deploy.md "A sharded
+# Prometheus"): stage 1 for each shard, stage 2 for the global evaluator.
+STAGE_FILES = ("stages/podnet-rules-shard.yml", "stages/podnet-rules-global.yml")
+
+
+def scaled_rules(tmp, scale, files=RULE_FILES):
+    """Temporary copies (in folder `tmp`) of the shipped rule files (`files`, paths under
+    deploy/prometheus) with `scale` applied: a list of (regex, replacement or function of the
+    match). Returns their paths, in order. Raises labkit.Broken if a pattern matched nothing in
+    the files together."""
     hits = {p: 0 for p, _ in scale}
     out = []
-    for name in RULE_FILES:
+    for name in files:
         with open(os.path.join(RULES, name)) as f:
             text = f.read()
         for pattern, repl in scale:
             text, n = re.subn(pattern, repl, text)
             hits[pattern] += n
-        path = os.path.join(tmp, name)
+        path = os.path.join(tmp, os.path.basename(name))
         with open(path, "w") as f:
             f.write(text)
         out.append(path)

@@ -31,6 +31,7 @@ tests/lib/faults.py. Every wait is bounded; close() stops everything and deletes
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -126,12 +127,18 @@ class Fleet:
     alerting.uniform_scale; `am_scale`: the shipped Alertmanager timings are divided by it.
     `mtu`: probes.mtu on, as deploy/kubernetes/base/podnet.yaml's commented line has it, its
     rounds divided by `rule_scale` (10 min -> 30 s), not `probe_scale`: PodnetPathMTUBlackHole's
-    `for:` (25 min, the verdict of three rounds) is divided by it, and the two keep their ratio."""
+    `for:` (25 min, the verdict of three rounds) is divided by it, and the two keep their ratio.
+    `shards`: 0 or 1, one Prometheus loading both rule files; N >= 2, the rules in two stages
+    (docs/deploy.md, "A sharded Prometheus"): N Prometheus shards, each scraping the exporters
+    whose hashmod(__address__, N) is its number (labelled podnet_shard, as the
+    prometheus-sharded overlay labels them) and evaluating stage 1, and a global Prometheus that
+    federates every shard's records (`{__name__=~".+:.+"}`, honor_labels) and evaluates stage 2;
+    all of them send alerts to the one Alertmanager."""
 
     def __init__(self, prefix, tmp, exporter, delayline, nodes=24, zones=3, pair_delay_us=250, dns_replicas=2, backends_per_zone=2, probe_scale=5,
                  rule_scale=20, offsets=None, am_scale=20, max_seconds=7200,
                  prometheus="prometheus", alertmanager="prometheus-alertmanager",
-                 extra_probes=None, mtu=False):
+                 extra_probes=None, mtu=False, shards=0):
         if zones < 2 or zones > 8 or nodes < zones or nodes > 200:
             raise ValueError("2..8 zones, zones..200 nodes")
         self.prefix, self.tmp, self.exe, self.delayline = prefix, tmp, exporter, delayline
@@ -149,10 +156,12 @@ class Fleet:
         self.prometheus_bin, self.alertmanager_bin = prometheus, alertmanager
         self.extra_probes = extra_probes or {}
         self.mtu = mtu
+        self.shards = shards if shards >= 2 else 0
         self.delaylines = {}  # name -> (ns, process, delay file, log, base delay)
         self.detours = {}  # host name -> (zone namespace, interface tag): see detour()
         self.prom = None
         self.prom_port = self.am_port = self.hook_port = None
+        self.servers = []  # [(name, config file, port, process)]: the Prometheus servers
         self.receiver = None
         self.ctl = prefix + "-ctl"
         self.namespaces = []
@@ -553,46 +562,88 @@ class Fleet:
     def _prometheus(self):
         self.targets_file = os.path.join(self.tmp, "targets.json")
         self._write_targets()
-        self.rule_files = alerting.scaled_rules(
-            self.tmp, alerting.uniform_scale(self.rule_scale, self.offsets) + HOST_SETTINGS)
-        self.prom_port = labkit.free_port(self.ctl)
-        self.prom_cfg = os.path.join(self.tmp, "prometheus.yml")
-        with open(self.prom_cfg, "w") as f:
-            # Every 2 s, with a 2 s timeout: at 1 s / 1 s a busy machine (another job beside the
-            # fleet) timed scrapes out and PodnetExporterDown went pending for exporters that
-            # were fine; the rules' windows (15 s) still hold 7 scrapes.
-            f.write("global: { scrape_interval: %ds, evaluation_interval: %ds,"
-                    " external_labels: {} }\n" % (SCRAPE_S, SCRAPE_S) +
-                    "rule_files: [%s]\n"
-                    "alerting:\n  alertmanagers:\n"
-                    "    - static_configs: [ { targets: ['127.0.0.1:%d'] } ]\n"
-                    "scrape_configs:\n  - job_name: podnet\n    scrape_timeout: 2s\n"
-                    "    file_sd_configs: [ { files: ['%s'], refresh_interval: 5s } ]\n"
-                    "    relabel_configs:\n"
-                    "      - { target_label: cluster, replacement: %s }\n"
-                    % (", ".join("'%s'" % p for p in self.rule_files), self.am_port,
-                       self.targets_file, CLUSTER))
-        r = labkit.run("promtool", "check", "config", self.prom_cfg, check_rc=False)
-        if r.returncode != 0:
-            raise Broken("promtool check config: %s" % (r.stdout + r.stderr)[-500:])
+        scale = alerting.uniform_scale(self.rule_scale, self.offsets) + HOST_SETTINGS
+        alerting_cfg = ("alerting:\n  alertmanagers:\n"
+                        "    - static_configs: [ { targets: ['127.0.0.1:%d'] } ]\n" % self.am_port)
+        # Every 2 s, with a 2 s timeout: at 1 s / 1 s a busy machine (another job beside the
+        # fleet) timed scrapes out and PodnetExporterDown went pending for exporters that were
+        # fine; the rules' windows (15 s) still hold 7 scrapes.
+        head = ("global: { scrape_interval: %ds, evaluation_interval: %ds, external_labels: {} }\n"
+                % (SCRAPE_S, SCRAPE_S))
+        podnet_job = ("  - job_name: podnet\n    scrape_timeout: 2s\n"
+                      "    file_sd_configs: [ { files: ['%s'], refresh_interval: 5s } ]\n"
+                      "    relabel_configs:\n"
+                      "      - { target_label: cluster, replacement: %s }\n"
+                      % (self.targets_file, CLUSTER))
+        if not self.shards:
+            self.rule_files = alerting.scaled_rules(self.tmp, scale)
+            self._server("prom", head + "rule_files: [%s]\n" % ", ".join(
+                "'%s'" % p for p in self.rule_files) + alerting_cfg + "scrape_configs:\n"
+                + podnet_job)
+        else:
+            self.rule_files = alerting.scaled_rules(self.tmp, scale, alerting.STAGE_FILES)
+            for k in range(self.shards):
+                # As prometheus-operator shards (hashmod of __address__, keep its own number)
+                # and as the prometheus-sharded overlay labels the targets.
+                self._server("shard%d" % k, head + "rule_files: ['%s']\n" % self.rule_files[0]
+                             + alerting_cfg + "scrape_configs:\n" + podnet_job
+                             + "      - { source_labels: [__address__], modulus: %d,"
+                               " target_label: podnet_shard, action: hashmod }\n"
+                               "      - { source_labels: [podnet_shard], regex: '%d',"
+                               " action: keep }\n" % (self.shards, k))
+            self._server("global", head + "rule_files: ['%s']\n" % self.rule_files[1]
+                         + alerting_cfg + "scrape_configs:\n"
+                         "  - job_name: federate\n    metrics_path: /federate\n"
+                         "    honor_labels: true\n    scrape_timeout: 2s\n"
+                         "    params: { 'match[]': ['{__name__=~\".+:.+\"}'] }\n"
+                         "    static_configs: [ { targets: [%s] } ]\n" % ", ".join(
+                             "'127.0.0.1:%d'" % port for _, _, port, _ in self.servers))
+        # The Prometheus that holds the alerts' inputs: the only one, or the global one.
+        self.prom_port = self.servers[-1][2]
         self.start_prometheus()
 
+    def _server(self, name, config):
+        path = os.path.join(self.tmp, name + ".yml")
+        with open(path, "w") as f:
+            f.write(config)
+        r = labkit.run("promtool", "check", "config", path, check_rc=False)
+        if r.returncode != 0:
+            raise Broken("promtool check config %s: %s" % (name, (r.stdout + r.stderr)[-500:]))
+        self.servers.append([name, path, labkit.free_port(self.ctl), None])
+
     def start_prometheus(self):
-        self.prom = labkit.start(self.ctl, [
-            self.prometheus_bin, "--config.file=" + self.prom_cfg,
-            "--storage.tsdb.path=" + os.path.join(self.tmp, "tsdb"),
-            "--web.listen-address=127.0.0.1:%d" % self.prom_port],
-            os.path.join(self.tmp, "prom.log"), max_seconds=self.max_seconds)
-        labkit.wait_for(lambda: labkit.http(self.ctl, "http://127.0.0.1:%d/-/ready"
-                                            % self.prom_port)[0] == 200, 120,
-                        "prometheus ready")
+        for server in self.servers:
+            name, path, port, _ = server
+            server[3] = labkit.start(self.ctl, [
+                self.prometheus_bin, "--config.file=" + path,
+                "--storage.tsdb.path=" + os.path.join(self.tmp, "tsdb-" + name),
+                "--web.listen-address=127.0.0.1:%d" % port],
+                os.path.join(self.tmp, "%s.log" % name), max_seconds=self.max_seconds)
+        for name, _, port, _ in self.servers:
+            labkit.wait_for(lambda port=port: labkit.http(
+                self.ctl, "http://127.0.0.1:%d/-/ready" % port)[0] == 200, 120,
+                "prometheus %s ready" % name)
+        self.prom = self.servers[-1][3]
 
     def restart_prometheus(self):
-        labkit.stop(self.prom, grace=30)
+        for server in self.servers:
+            labkit.stop(server[3], grace=30)
         self.start_prometheus()
 
     def promql(self, expr, at=None):
-        return labkit.promql(self.ctl, expr, at=at, port=self.prom_port)
+        """An instant query's result list. With shards: an expression that reads raw series
+        (podnet_*, up) asks every shard and joins their results, ALERTS asks every server,
+        anything else (records) the global Prometheus."""
+        if not self.shards:
+            return labkit.promql(self.ctl, expr, at=at, port=self.prom_port)
+        names = set(re.findall(r"\b(?:podnet_[a-z_]+|up|ALERTS)\b(?![:(])",
+                               re.sub(r"\{[^}]*\}|\"[^\"]*\"", "", expr)))
+        if not names:
+            return labkit.promql(self.ctl, expr, at=at, port=self.prom_port)
+        ports = [port for _, _, port, _ in self.servers]
+        if "ALERTS" not in names:
+            ports = ports[:-1]
+        return [r for port in ports for r in labkit.promql(self.ctl, expr, at=at, port=port)]
 
     def firing(self):
         """Alerts firing in Prometheus now: a list of label dicts."""
