@@ -37,8 +37,8 @@ STAGES = ["stages/podnet-rules-shard.yml", "stages/podnet-rules-global.yml"]
 TARGET_KEYS = ["instance", "source_node", "node", "peer_node"]
 
 
-def shard_of(value, shards):
-    return str(zlib.crc32(value.encode()) % shards)
+def shard_of(value, shards, salt=0):
+    return str(zlib.crc32(("%d/%s" % (salt, value)).encode()) % shards)
 
 
 def target_of(labels):
@@ -49,14 +49,31 @@ def target_of(labels):
     return ""
 
 
-def shard_series(series, shards, seen=None):
+def parse_series(series):
+    m = re.fullmatch(r"\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(\{.*\})?\s*", series)
+    return m.group(1), (m.group(2) or "{}")
+
+
+def split_salt(test, shards):
+    """The hash salt that spreads this test's targets over at least 2 shards (the first of 64
+    that does; 0 when it has fewer than 2 targets)."""
+    targets = {target_of(parse_series(s["series"])[1]) for s in test.get("input_series", [])
+               if ":" not in parse_series(s["series"])[0]}
+    if len(targets) < 2:
+        return 0
+    for salt in range(64):
+        if len({shard_of(t, shards, salt) for t in targets}) >= 2:
+            return salt
+    return 0
+
+
+def shard_series(series, shards, seen=None, salt=0):
     """'metric{labels}' of a raw series -> the same with podnet_shard; records unchanged.
     seen: a dict {shard: set of targets} to fill."""
-    m = re.fullmatch(r"\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*(\{.*\})?\s*", series)
-    name, labels = m.group(1), (m.group(2) or "{}")
+    name, labels = parse_series(series)
     if ":" in name:
         return series
-    shard = shard_of(target_of(labels), shards)
+    shard = shard_of(target_of(labels), shards, salt)
     if seen is not None:
         seen.setdefault(shard, set()).add(target_of(labels))
     inner = labels[1:-1].strip()
@@ -69,11 +86,11 @@ def shard_series(series, shards, seen=None):
 TARGET_ALERTS = {"PodnetPeerUnreachable"}
 
 
-def shard_alert(alertname, labels, shards):
+def shard_alert(alertname, labels, shards, salt=0):
     """Expected labels of an alert: a target's alert gains that target's podnet_shard."""
     if "instance" in labels or alertname in TARGET_ALERTS:
         key = ",".join('%s="%s"' % kv for kv in labels.items())
-        return dict(labels, podnet_shard=shard_of(target_of(key), shards))
+        return dict(labels, podnet_shard=shard_of(target_of(key), shards, salt))
     return labels
 
 
@@ -115,11 +132,14 @@ def rewrite(test_file, rules_dir, shards, out_dir, edit_global=None, only_alert=
     stage1 = stage1_records(rules_dir)
     seen = {}
     for test in doc["tests"]:
+        # Each test's own targets spread over at least 2 shards, not just the file's.
+        salt = split_salt(test, shards)
         for s in test.get("input_series", []):
-            s["series"] = shard_series(s["series"], shards, seen)
+            s["series"] = shard_series(s["series"], shards, seen, salt)
         for a in test.get("alert_rule_test", []):
             for e in a.get("exp_alerts") or []:
-                e["exp_labels"] = shard_alert(a["alertname"], e.get("exp_labels", {}), shards)
+                e["exp_labels"] = shard_alert(a["alertname"], e.get("exp_labels", {}), shards,
+                                              salt)
         for q in test.get("promql_expr_test", []):
             shard_expr(q, stage1)
     path = os.path.join(out_dir, "sharded-%d-%s" % (shards, test_file))
@@ -133,6 +153,58 @@ def stage_order(rules_dir):
     in (promtool orders only the groups a test's group_eval_order lists; the rest at random)."""
     return [g["name"] for stage in STAGES for g in yaml.safe_load(
         open(os.path.join(rules_dir, stage), encoding="utf-8"))["groups"]]
+
+
+# Departures from the stage split that generate.py's check must refuse: (what, group, the
+# change to its first rule's expression or annotations).
+GENERATOR_MUTATIONS = [
+    ("stage 2 reads a raw bucket beside its recorded rate", "podnet.rtt",
+     lambda r: r.update(expr=r["expr"] + " or sum(rate(podnet_rtt_seconds_bucket[5m]))")),
+    ("stage 2 reads `up` (a substring of a record it reads)", "podnet.dns",
+     lambda r: r.update(expr=r["expr"] + " or count(up)")),
+    ("stage 2 reads a raw series by {__name__=...}", "podnet.rtt",
+     lambda r: r.update(expr=r["expr"] + ' or count({__name__="podnet_build_info"})')),
+    ("stage 2 reads a raw series after a # comment with a quote", "podnet.rtt",
+     lambda r: r.update(expr="# it's\n" + r["expr"] + " or podnet_build_info")),
+    ("stage 2 reads a record no rule writes", "podnet.rtt",
+     lambda r: r.update(expr="path_class_zone:podnet_rtt_secs_bucket:rate5m")),
+    ("a stage-1 sum drops podnet_shard", "podnet.rtt.shard",
+     lambda r: r.update(expr="sum by (cluster, path_class, le) (rate(podnet_rtt_seconds_bucket[5m]))")),
+    ("stage 1 reads stage 2's record", "podnet.rtt.shard",
+     lambda r: r.update(expr=r["expr"] + " * on (cluster) group_left max by (cluster) "
+                                         "(podnet:config:fault_share)")),
+    ("a stage-1 alert reads a stage-2 alert", "podnet.alerts.exporter.shard",
+     lambda r: r.update(expr=r["expr"] + ' unless on () ALERTS{alertname="PodnetProberFault"}')),
+    ("a stage-2 alert's annotation queries a raw series", "podnet.alerts.fault",
+     lambda r: r["annotations"].update(summary='{{ "podnet_build_info" | query }}')),
+]
+
+
+def check_generator(rules_dir):
+    """generate.py's stage check passes the shipped files and refuses each mutation. Returns
+    the number of failures."""
+    import copy
+    import importlib.util
+    path = os.path.join(rules_dir, "..", "kubernetes", "prometheus-operator", "generate.py")
+    spec = importlib.util.spec_from_file_location("podnet_rules_generate", path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    files = {f: yaml.safe_load(open(os.path.join(rules_dir, f), encoding="utf-8"))
+             for f in gen.SOURCES}
+    failed = 0
+    shipped = gen.check_stages(files)
+    print("%s: generate.py's stage check passes the shipped rules %s"
+          % ("FAIL" if shipped else "PASS", shipped or ""))
+    failed += bool(shipped)
+    for what, group, change in GENERATOR_MUTATIONS:
+        mutated = copy.deepcopy(files)
+        g = next(g for f in mutated.values() for g in f["groups"] if g["name"] == group)
+        change(g["rules"][0])
+        found = gen.check_stages(mutated)
+        print("%s: generate.py refuses it: %s (%s)"
+              % ("PASS" if found else "FAIL", what, found[0] if found else "not seen"))
+        failed += not found
+    return failed
 
 
 def run(promtool, path):
@@ -149,7 +221,7 @@ def main():
     ap.add_argument("--self-check", action="store_true",
                     help="also run once with a stage-2 rule that reads one shard's share only")
     args = ap.parse_args()
-    failed = 0
+    failed = check_generator(args.rules_dir)
     order = stage_order(args.rules_dir)
     for test_file in TESTS:
         doc = yaml.safe_load(open(os.path.join(args.rules_dir, test_file), encoding="utf-8"))

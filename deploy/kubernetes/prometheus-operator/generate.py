@@ -73,15 +73,42 @@ _KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ig
              "group_left", "group_right", "inf", "nan", "atan2", "start", "end"}
 
 
+def _without_comments(expr):
+    """expr with its # comments dropped (a # inside a string stays)."""
+    out, quote, i = [], None, 0
+    while i < len(expr):
+        c = expr[i]
+        if quote:
+            out.append(c)
+            if c == "\\" and i + 1 < len(expr):
+                out.append(expr[i + 1])
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "\"'`":
+            quote = c
+            out.append(c)
+        elif c == "#":
+            while i < len(expr) and expr[i] != "\n":
+                i += 1
+            continue
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def series_read(expr):
     """The series names an expression reads: identifiers that are neither functions (followed by
     "("), keywords, label names inside {...} or a by/on/without/ignoring/group list, nor inside
-    a string. A metric selected by {__name__=...} alone is not seen (no rule does so)."""
-    e = re.sub(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'', '""', expr)
+    a string; and the names a {__name__="..."} matcher gives (a regular expression counts as
+    the name it spells)."""
+    e = _without_comments(expr)
+    names = set(re.findall(r'__name__\s*=~?\s*["\'`]([^"\'`]*)["\'`]', e))
+    e = re.sub(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`', '""', e)
     e = re.sub(r"\{[^{}]*\}", "", e)
     e = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)", "", e)
     e = re.sub(r"\[[^\]]*\]", "", e)  # range and subquery durations
-    names = set()
     for m in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", e):
         word, after = m.group(0), e[m.end():].lstrip()
         if word.lower() in _KEYWORDS or after.startswith("(") or re.fullmatch(r"\d+[smhdwy]", word):
@@ -92,16 +119,43 @@ def series_read(expr):
     return names
 
 
+def annotation_queries(rule):
+    """The queries a rule's annotation and label templates run: `printf "..." | query`,
+    `"..." | query` and `query "..."` (Go template strings, "..." or `...`)."""
+    out = []
+    for text in list(rule.get("annotations", {}).values()) + list(rule.get("labels", {}).values()):
+        text = str(text)
+        for pattern in (r'printf\s+"((?:[^"\\]|\\.)*)"', r"printf\s+`([^`]*)`",
+                        r'"((?:[^"\\]|\\.)*)"\s*\|\s*query', r"`([^`]*)`\s*\|\s*query",
+                        r'\bquery\s+"((?:[^"\\]|\\.)*)"', r"\bquery\s+`([^`]*)`"):
+            out += [q.replace('\\"', '"') for q in re.findall(pattern, text)]
+    return out
+
+
+# The raw histograms stage 2 may read, as the fallback beside their recorded native rates
+# (podnet-recording-rules.yml, "Native histograms"): family -> the record it backs.
+NATIVE_FALLBACK = ("podnet_rtt_seconds", "podnet_http_request_duration_seconds",
+                   "podnet_dns_lookup_duration_seconds", "podnet_dns_server_rtt_seconds",
+                   "podnet_service_rtt_seconds")
+
+
 def stage_of(group):
     return "shard" if group["name"].endswith(".shard") else "global"
 
 
+def _keeps_shard(expr):
+    """Whether every aggregation and join of a stage-1 expression keeps what tells its inputs'
+    targets apart: each by/on list names podnet_shard or instance (without/ignoring keep it)."""
+    return all(re.search(r"\b(podnet_shard|instance)\b", labels)
+               for labels in re.findall(r"\b(?:by|on)\s*\(([^()]*)\)", _without_comments(expr)))
+
+
 def check_stages(files):
     """files: {source: parsed rule file}. Returns the broken promises (empty: all kept). The
-    series read are those of each rule's expression and of the queries its annotations run
-    (`printf "..." | query`)."""
+    series read are those of each rule's expression and of the queries its annotations and
+    labels run (annotation_queries)."""
     problems = []
-    written = {}
+    written, alerts = {}, {}
     for source, rules in files.items():
         seen_global = False
         for g in rules["groups"]:
@@ -113,26 +167,37 @@ def check_stages(files):
             for r in g["rules"]:
                 if "record" in r:
                     if written.get(r["record"], stage) != stage:
-                        problems.append(f"record {r['record']} written by both stages")
+                        problems.append(f"{source}: {g['name']}: record {r['record']} is "
+                                        f"written by both stages")
                     written[r["record"]] = stage
+                else:
+                    alerts[r["alert"]] = stage
     for source, rules in files.items():
         for g in rules["groups"]:
             stage = stage_of(g)
             for r in g["rules"]:
                 name = r.get("record") or r.get("alert")
-                # The expression, and the queries of its annotations' templates.
-                queries = [r["expr"]] + [
-                    q.replace('\\"', '"') for text in r.get("annotations", {}).values()
-                    for q in re.findall(r'printf "((?:[^"\\]|\\.)*)"', text)]
+                where = f"{source}: {g['name']}: {name}"
+                queries = [str(r["expr"])] + annotation_queries(r)
                 read = set().union(*map(series_read, queries))
                 for series in read:
                     raw = ":" not in series and series != "ALERTS"
-                    if raw and any(series in r and r.endswith(":rate5m") for r in read):
-                        raw = False  # a native histogram's fallback (the file says why)
+                    if raw and series in NATIVE_FALLBACK and any(
+                            x.endswith(":%s:rate5m" % series) for x in read):
+                        raw = False  # a native histogram's fallback (the rule file says why)
                     if stage == "global" and raw:
-                        problems.append(f"{source}: {g['name']}: {name} reads raw {series} in stage 2")
+                        problems.append(f"{where} reads raw {series} in stage 2")
                     if stage == "shard" and written.get(series) == "global":
-                        problems.append(f"{source}: {g['name']}: {name} reads stage 2's {series}")
+                        problems.append(f"{where} reads stage 2's {series}")
+                    if ":" in series and series not in written:
+                        problems.append(f"{where} reads {series}, which no rule writes")
+                for alert in re.findall(r'ALERTS\{[^}]*alertname\s*=\s*"(\w+)"', " ".join(queries)):
+                    if alerts.get(alert) not in (None, "shard") and stage == "shard":
+                        problems.append(f"{where} reads the stage-2 alert {alert} in stage 1")
+                if stage == "shard" and "record" in r and not _keeps_shard(str(r["expr"])):
+                    problems.append(f"{where}: an aggregation or join of stage 1 keeps neither "
+                                    f"podnet_shard nor instance (the shards' results would "
+                                    f"collide)")
     return problems
 
 
@@ -151,8 +216,21 @@ def _rule(name, spec, labels):
 def generate():
     """Returns {output path: text} for every file it writes; raises ValueError naming what
     breaks the stage split."""
-    files = {source: yaml.safe_load((RULES / source).read_text(encoding="utf-8"))
-             for source in SOURCES}
+    files = {}
+    for source in SOURCES:
+        try:
+            files[source] = yaml.safe_load((RULES / source).read_text(encoding="utf-8"))
+        except yaml.YAMLError as e:
+            raise ValueError(f"deploy/prometheus/{source}: {e}") from None
+        groups = files[source].get("groups") if isinstance(files[source], dict) else None
+        if not isinstance(groups, list) or not all(
+                isinstance(g, dict) and isinstance(g.get("name"), str)
+                and isinstance(g.get("rules"), list)
+                and all(isinstance(r, dict) and isinstance(r.get("expr"), (str, int, float))
+                        and ("record" in r or "alert" in r) for r in g["rules"])
+                for g in groups):
+            raise ValueError(f"deploy/prometheus/{source}: not a rule file (groups: a list of "
+                             f"{{name, rules: [{{record or alert, expr}}]}})")
     problems = check_stages(files)
     if problems:
         raise ValueError("the stage split is broken:\n  " + "\n  ".join(problems))
