@@ -30,6 +30,7 @@ Usage (root, after scripts/build.sh --test): bench/rules_at_scale.sh [--nodes 30
 """
 import argparse
 import http.server
+import importlib.util
 import json
 import os
 import re
@@ -48,6 +49,7 @@ sys.path.insert(0, os.path.join(B.REPO, "tests", "lib"))
 import fleet as F  # noqa: E402
 import labkit as K  # noqa: E402
 
+GENERATOR = os.path.join(B.REPO, "deploy", "kubernetes", "prometheus-operator", "generate.py")
 RULE_FILES = [os.path.join(B.REPO, "deploy", "prometheus", f)
               for f in ("podnet-recording-rules.yml", "podnet-alert-rules.yml")]
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
@@ -203,16 +205,14 @@ def serve(fleet):
 
 # ---- one run ------------------------------------------------------------------------------
 def raw_names(groups):
-    """{group name: sorted raw metric names its rules read} (names without a colon)."""
-    out = {}
-    for g in groups:
-        names = set()
-        for r in g["rules"]:
-            for m in re.findall(r"\b([a-z_][a-z0-9_]*)\s*(?:\{|\[|\)|$|\s)", str(r["expr"])):
-                if m.startswith(("podnet_", "kube_")) or m == "up":
-                    names.add(m)
-        out[g["name"]] = sorted(names)
-    return out
+    """{group name: sorted raw metric names its rules read} (names without a colon), as the
+    rules' generator reads them (deploy/kubernetes/prometheus-operator/generate.py,
+    series_read)."""
+    spec = importlib.util.spec_from_file_location("podnet_rules_generate", GENERATOR)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return {g["name"]: sorted({n for r in g["rules"] for n in gen.series_read(str(r["expr"]))
+                               if ":" not in n and n != "ALERTS"}) for g in groups}
 
 
 def one_run(args, templates, age, nodes, tmp):
