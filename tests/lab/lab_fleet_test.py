@@ -23,11 +23,13 @@ then, scored by tests/lib/campaign.py on what the webhook receiver logged:
      EndpointSlices of kube-dns: lab_obs_test's lab has none) has data, one series per replica
      where it is per replica; those of native histograms none (the fleet's are classic).
 
-One Prometheus loads both rule files (ctest). --shards 2 runs the rules as docs/deploy.md ("A
-sharded Prometheus") describes instead: two Prometheus shards, each scraping about half of the
-exporters and evaluating stage 1, and a global Prometheus federating their records and
-evaluating stage 2; the checks are the same. It takes ~2x as long on 2 cores (three Prometheus
-servers beside the fleet): bench/README.md, "A sharded Prometheus", has its runs.
+By default one Prometheus loads both rule files. --shards 2 (ctest) runs the rules as
+docs/deploy.md ("A sharded Prometheus") describes instead: two Prometheus shards, each scraping
+about half of the exporters and evaluating stage 1, and a global Prometheus federating their
+records and evaluating stage 2; the checks are the same, and take as long (~280 s either way).
+With the shards' timestamps kept by the federation (the staleness they defeat: docs/deploy.md,
+"Federation"), the zone cut after a node black hole failed (seed 11: 3 notifications, the
+first a PodnetPeerUnreachable to the node that had been black-holed).
 
 Usage: lab_fleet_test.py --exporter BIN --delayline BIN [--nodes 9] [--seed N] [--shards N]. Needs root
 (exit 77 otherwise, a failure with CI=true). Traffic stays in the namespaces it makes; every

@@ -132,7 +132,9 @@ class Fleet:
     (docs/deploy.md, "A sharded Prometheus"): N Prometheus shards, each scraping the exporters
     whose hashmod(__address__, N) is its number (labelled podnet_shard, as the
     prometheus-sharded overlay labels them) and evaluating stage 1, and a global Prometheus that
-    federates every shard's records (`{__name__=~".+:.+"}`, honor_labels) and evaluates stage 2;
+    federates every shard's records (`{__name__=~".+:.+"}`, honor_labels, the shards'
+    timestamps dropped so that a record that stops goes stale: docs/deploy.md, "Federation")
+    and evaluates stage 2;
     all of them send alerts to the one Alertmanager."""
 
     def __init__(self, prefix, tmp, exporter, delayline, nodes=24, zones=3, pair_delay_us=250, dns_replicas=2, backends_per_zone=2, probe_scale=5,
@@ -594,7 +596,8 @@ class Fleet:
             self._server("global", head + "rule_files: ['%s']\n" % self.rule_files[1]
                          + alerting_cfg + "scrape_configs:\n"
                          "  - job_name: federate\n    metrics_path: /federate\n"
-                         "    honor_labels: true\n    scrape_timeout: 2s\n"
+                         "    honor_labels: true\n    honor_timestamps: false\n"
+                         "    scrape_timeout: 2s\n"
                          "    params: { 'match[]': ['{__name__=~\".+:.+\"}'] }\n"
                          "    static_configs: [ { targets: [%s] } ]\n" % ", ".join(
                              "'127.0.0.1:%d'" % port for _, _, port, _ in self.servers))
