@@ -25,8 +25,16 @@ here). And the series stage 1 (the groups *.shard) writes, which is all a global
 stage 2 reads, against the raw series (target: at most 5 %). A target missed is a MISS line;
 exit 0 unless the bench itself broke.
 
+With --split, the two stages run as a sharded Prometheus runs them, one after the other on this
+machine: the first Prometheus evaluates stage 1 alone (deploy/prometheus/stages/, as one shard
+holding every node would; --shards N labels the nodes podnet_shard as N shards' relabelling
+would, so that the per-shard records come N times); at its end its recorded series are read
+once through /federate, and a second Prometheus, alone, scrapes that snapshot as a global
+Prometheus federates and evaluates stage 2 for --global-minutes (global_run).
+
 Usage (root, after scripts/build.sh --test): bench/rules_at_scale.sh [--nodes 300,3000]
-  [--minutes 12] [--interval 30] [--templates DIR] [--save-templates DIR] [--json FILE]
+  [--minutes 12] [--interval 30] [--templates DIR] [--save-templates DIR] [--split
+  [--shards N] [--global-minutes 8]] [--json FILE]
 """
 import argparse
 import http.server
@@ -39,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 import yaml
 
@@ -52,6 +61,9 @@ import labkit as K  # noqa: E402
 GENERATOR = os.path.join(B.REPO, "deploy", "kubernetes", "prometheus-operator", "generate.py")
 RULE_FILES = [os.path.join(B.REPO, "deploy", "prometheus", f)
               for f in ("podnet-recording-rules.yml", "podnet-alert-rules.yml")]
+# The same rules split by stage (generate.py writes them): stage 1 (shards), stage 2 (global).
+STAGE_FILES = [os.path.join(B.REPO, "deploy", "prometheus", "stages", "podnet-rules-%s.yml" % s)
+               for s in ("shard", "global")]
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 TARGET_SHARE = 0.25  # of a group's interval, classic histograms (issue 39)
@@ -216,6 +228,10 @@ def raw_names(groups):
 
 
 def one_run(args, templates, age, nodes, tmp):
+    """The figures of one fleet size: {"nodes", ..., "groups": [...]} (measure), with the
+    rules of RULE_FILES in one Prometheus; with --split, stage 1 alone in that one (as a shard
+    holding every node would), and under "global" the figures of a second Prometheus that
+    evaluates stage 2 alone (global_run)."""
     fleet = synthesize(templates, nodes, args.zones, age)
     per_node = sum(len(r) for r in fleet.values()) / len(fleet)
     srv = serve(fleet)
@@ -224,44 +240,120 @@ def one_run(args, templates, age, nodes, tmp):
     targets = os.path.join(run_dir, "targets.json")
     with open(targets, "w") as f:
         json.dump([{"targets": ["127.0.0.1:%d" % port],
-                    "labels": {"__metrics_path__": "/metrics/" + n, "instance": n + ":9479",
-                               "cluster": "scale", "namespace": "podnet", "node": n,
-                               "pod": "podnet-%s-g0" % n}} for n in fleet], f)
-    prom_port = K.free_port()
-    cfg = os.path.join(run_dir, "prometheus.yml")
-    with open(cfg, "w") as f:
-        yaml.safe_dump({
-            "global": {"scrape_interval": "%ds" % args.interval,
-                       "evaluation_interval": "%ds" % args.interval,
-                       "scrape_timeout": "%ds" % min(10, args.interval)},
-            "rule_files": RULE_FILES,
-            "scrape_configs": [
-                {"job_name": "podnet", "file_sd_configs": [{"files": [targets]}]},
-                {"job_name": "prometheus",
-                 "static_configs": [{"targets": ["127.0.0.1:%d" % prom_port]}]}]}, f)
-    K.log("== %d nodes: %.0f series a node, %d in all; Prometheus for %g min, every %d s"
-          % (nodes, per_node, per_node * nodes, args.minutes, args.interval))
+                    "labels": dict({"__metrics_path__": "/metrics/" + n, "instance": n + ":9479",
+                                    "cluster": "scale", "namespace": "podnet", "node": n,
+                                    "pod": "podnet-%s-g0" % n},
+                                   **({"podnet_shard": str(i % args.shards)} if args.shards
+                                      else {}))}
+                   for i, n in enumerate(fleet)], f)
+    K.log("== %d nodes: %.0f series a node, %d in all; Prometheus for %g min, every %d s%s"
+          % (nodes, per_node, per_node * nodes, args.minutes, args.interval,
+             "; stage 1 only" if args.split else ""))
     cpu0 = time.process_time()
-    prom = K.start(None, ["prometheus", "--config.file=" + cfg,
-                          "--storage.tsdb.path=" + os.path.join(run_dir, "tsdb"),
-                          "--web.listen-address=127.0.0.1:%d" % prom_port],
-                   os.path.join(run_dir, "prom.log"), max_seconds=args.minutes * 60 + 600)
     try:
-        K.wait_for(lambda: K.http(None, "http://127.0.0.1:%d/-/ready" % prom_port)[0] == 200,
-                   120, "prometheus ready")
-        t_end = time.time() + args.minutes * 60
-        while time.time() < t_end:
-            time.sleep(min(60, t_end - time.time()))
-            K.log("  %4.0f s: %d of %d targets up" % (
-                args.minutes * 60 - (t_end - time.time()),
-                K.promql_value(None, 'count(up{job="podnet"} == 1)', prom_port, 0), nodes))
-        return measure(args, prom_port, nodes, per_node, time.process_time() - cpu0)
+        with running_prometheus(args, run_dir, STAGE_FILES[0:1] if args.split else RULE_FILES,
+                                [{"job_name": "podnet",
+                                  "file_sd_configs": [{"files": [targets]}]}]) as prom_port:
+            wait_minutes(args.minutes, prom_port, 'count(up{job="podnet"} == 1)', nodes)
+            run = measure(args, prom_port, nodes, per_node, time.process_time() - cpu0)
+            snapshot = (stage1_snapshot(prom_port) if args.split and args.global_minutes > 0
+                        else None)
     finally:
-        K.stop(prom, grace=30)
+        srv.shutdown()
+    if snapshot is not None:
+        run["global"] = global_run(args, snapshot, nodes, tmp)
+    return run
+
+
+class running_prometheus:
+    """A real Prometheus in RUN_DIR evaluating `rule_files` every --interval, scraping
+    `scrape_configs` and itself (job "prometheus"), as a context: its web port once ready;
+    stopped (30 s grace) on leaving."""
+
+    def __init__(self, args, run_dir, rule_files, scrape_configs):
+        self.args, self.run_dir = args, run_dir
+        self.rule_files, self.scrape_configs = rule_files, scrape_configs
+
+    def __enter__(self):
+        args, port = self.args, K.free_port()
+        cfg = os.path.join(self.run_dir, "prometheus.yml")
+        with open(cfg, "w") as f:
+            yaml.safe_dump({
+                "global": {"scrape_interval": "%ds" % args.interval,
+                           "evaluation_interval": "%ds" % args.interval,
+                           "scrape_timeout": "%ds" % min(10, args.interval)},
+                "rule_files": self.rule_files,
+                "scrape_configs": self.scrape_configs + [
+                    {"job_name": "prometheus",
+                     "static_configs": [{"targets": ["127.0.0.1:%d" % port]}]}]}, f)
+        self.prom = K.start(None, ["prometheus", "--config.file=" + cfg,
+                                   "--storage.tsdb.path=" + os.path.join(self.run_dir, "tsdb"),
+                                   "--web.listen-address=127.0.0.1:%d" % port],
+                            os.path.join(self.run_dir, "prom.log"),
+                            max_seconds=(args.minutes + args.global_minutes) * 60 + 900)
+        try:
+            K.wait_for(lambda: K.http(None, "http://127.0.0.1:%d/-/ready" % port)[0] == 200,
+                       120, "prometheus ready")
+        except BaseException:
+            K.stop(self.prom, grace=30)
+            raise
+        return port
+
+    def __exit__(self, *_):
+        K.stop(self.prom, grace=30)
+
+
+def wait_minutes(minutes, port, up_expr, want):
+    """Sleeps `minutes`, logging once a minute how many of `want` targets `up_expr` counts."""
+    t_end = time.time() + minutes * 60
+    while time.time() < t_end:
+        time.sleep(min(60, t_end - time.time()))
+        K.log("  %4.0f s: %d of %d targets up" % (
+            minutes * 60 - (t_end - time.time()), K.promql_value(None, up_expr, port, 0), want))
+
+
+def stage1_snapshot(port):
+    """What a global evaluator federates from this Prometheus: every recorded series
+    ({__name__=~".+:.+"}, the selector of docs/deploy.md) as [(name and labels, value, 0.0)],
+    read once through /federate (timestamps dropped)."""
+    code, body = K.http(None, "http://127.0.0.1:%d/federate?match[]=%s" % (
+        port, urllib.parse.quote('{__name__=~".+:.+"}')), timeout=300)
+    if code != 200:
+        raise K.Broken("federate answered %d: %s" % (code, body[:200]))
+    rows = []
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            prefix, value, _ts = line.rsplit(" ", 2)
+            rows.append((prefix, float(value), 0.0))
+    K.log("stage 1's output: %d series read through /federate" % len(rows))
+    return rows
+
+
+def global_run(args, snapshot, nodes, tmp):
+    """Stage 2 alone in a fresh Prometheus (the global evaluator), nothing else on the machine:
+    it scrapes stage 1's output read at the end of the first run (stage1_snapshot) every
+    --interval with honor_labels, as federation does, for --global-minutes. The values stay as
+    read: what the rules compute does not move, what they read and how long they take does
+    not depend on it. Returns measure()'s figures for the stage-2 rule file."""
+    srv = serve({"stage1": snapshot})
+    run_dir = tempfile.mkdtemp(prefix="global-%d-" % nodes, dir=tmp)
+    K.log("== the global stage of %d nodes: %d series, Prometheus for %g min"
+          % (nodes, len(snapshot), args.global_minutes))
+    cpu0 = time.process_time()
+    try:
+        with running_prometheus(args, run_dir, STAGE_FILES[1:2], [
+                {"job_name": "federate", "honor_labels": True, "metrics_path": "/metrics/stage1",
+                 "static_configs": [{"targets": ["127.0.0.1:%d" % srv.server_address[1]]}]}]
+                ) as prom_port:
+            wait_minutes(args.global_minutes, prom_port, 'count(up{job="federate"} == 1)', 1)
+            return measure(args, prom_port, nodes, len(snapshot) / nodes,
+                           time.process_time() - cpu0,
+                           STAGE_FILES[1:2], up_job="federate")
+    finally:
         srv.shutdown()
 
 
-def measure(args, port, nodes, per_node, server_cpu):
+def measure(args, port, nodes, per_node, server_cpu, rule_files=None, up_job="podnet"):
     def q(expr):
         return K.promql(None, expr, port=port)
 
@@ -275,7 +367,7 @@ def measure(args, port, nodes, per_node, server_cpu):
     samples = by_group("avg_over_time(prometheus_rule_group_last_evaluation_samples[5m])")
     missed = by_group("increase(prometheus_rule_group_iterations_missed_total[5m])")
     groups = []
-    for path in RULE_FILES:
+    for path in rule_files or (STAGE_FILES[0:1] if args.split else RULE_FILES):
         with open(path) as f:
             groups += yaml.safe_load(f)["groups"]
 
@@ -292,8 +384,8 @@ def measure(args, port, nodes, per_node, server_cpu):
     inputs = {name: count(metrics) for name, metrics in raw_names(groups).items()}
     rss = one('max_over_time(process_resident_memory_bytes{job="prometheus"}[5m])')
     head = one("prometheus_tsdb_head_series")
-    scrape = one('max_over_time(max(scrape_duration_seconds{job="podnet"})[5m:30s])')
-    up = one('count(up{job="podnet"} == 1)')
+    scrape = one('max_over_time(max(scrape_duration_seconds{job="%s"})[5m:30s])' % up_job)
+    up = one('count(up{job="%s"} == 1)' % up_job)
     rows = []
     for g in groups:
         n = g["name"]
@@ -308,12 +400,14 @@ def measure(args, port, nodes, per_node, server_cpu):
             "minutes": args.minutes, "interval_s": args.interval, "groups": rows}
 
 
-def report(run):
+def report(run, stage2_alone=False):
+    """Logs one run's table, its MISS lines and verdicts; with `stage2_alone`, the global
+    Prometheus of --split (its input is stage 1's output)."""
     K.log("")
-    K.log("%d nodes: %d raw series (%.0f a node), head %d, Prometheus RSS %.0f MiB, slowest "
-          "scrape %.2f s, %d of %d targets up" % (
-              run["nodes"], run["raw_series"], run["series_per_node"], run["head_series"],
-              run["rss_bytes"] / 2**20, run["scrape_max_s"], run["targets_up"], run["nodes"]))
+    K.log("%d nodes%s: %d %s series, head %d, Prometheus RSS %.0f MiB, slowest scrape %.2f s"
+          % (run["nodes"], ", stage 2 alone" if stage2_alone else "", run["raw_series"],
+             "input (stage 1's output)" if stage2_alone else "raw", run["head_series"],
+             run["rss_bytes"] / 2**20, run["scrape_max_s"]))
     rows = [[g["group"], g["rules"], "?" if g["input_series"] is None else g["input_series"],
              "%.3f" % (g["mean_s"] or 0), "%.3f" % (g["max_s"] or 0),
              "%.1f %%" % (100 * g["share_max"]), "%.0f" % (g["samples"] or 0),
@@ -325,13 +419,19 @@ def report(run):
             K.log("MISS %s: %.1f %% of its %d s interval at worst (target %d %%), %d missed"
                   % (g["group"], 100 * g["share_max"], g["interval_s"], 100 * TARGET_SHARE,
                      g["missed"]))
-    # What a global evaluator reads (issue 39's target: at most 5 % of the raw series): the
-    # series stage 1 writes, each group's samples per evaluation.
-    stage1 = sum(g["samples"] or 0 for g in run["groups"] if g["group"].endswith(".shard"))
-    share = stage1 / run["raw_series"] if run["raw_series"] else float("nan")
-    K.log("%s stage 2 reads %d series written by stage 1: %.2f %% of the %d raw series "
-          "(target %d %%)" % (B.verdict(share <= STAGE2_INPUT_SHARE), stage1, 100 * share,
-                              run["raw_series"], 100 * STAGE2_INPUT_SHARE))
+    if not stage2_alone:
+        # What a global evaluator reads (issue 39's target: at most 5 % of the raw series): the
+        # series stage 1 writes, each group's samples per evaluation (with --split, counted
+        # once more through /federate).
+        stage1 = sum(g["samples"] or 0 for g in run["groups"] if g["group"].endswith(".shard"))
+        federated = ""
+        if "global" in run:  # the larger of the two counts
+            federated = " (%d through /federate)" % run["global"]["raw_series"]
+            stage1 = max(stage1, run["global"]["raw_series"])
+        share = stage1 / run["raw_series"] if run["raw_series"] else float("nan")
+        K.log("%s stage 2 reads %d series written by stage 1%s: %.2f %% of the %d raw series "
+              "(target %d %%)" % (B.verdict(share <= STAGE2_INPUT_SHARE), stage1, federated,
+                                  100 * share, run["raw_series"], 100 * STAGE2_INPUT_SHARE))
     worst = max(run["groups"], key=lambda g: g["share_max"])
     K.log("%s every group within %d %% of its interval at %d nodes (worst: %s, %.1f %%)" % (
         B.verdict(all(g["share_max"] <= TARGET_SHARE for g in run["groups"])),
@@ -351,6 +451,12 @@ def main():
     ap.add_argument("--capture-seconds", type=int, default=150)
     ap.add_argument("--templates", help="a folder of NODE.prom expositions (no capture)")
     ap.add_argument("--save-templates", help="write the captured expositions here")
+    ap.add_argument("--split", action="store_true",
+                    help="stage 1 and stage 2 in two Prometheus servers, one after the other")
+    ap.add_argument("--shards", type=int, default=0,
+                    help="label the nodes podnet_shard = index mod N, as N shards would")
+    ap.add_argument("--global-minutes", type=float, default=8,
+                    help="with --split: the global Prometheus' run (0: none, stage 1 alone)")
     ap.add_argument("--json")
     args = ap.parse_args()
     B.install_signal_handlers()
@@ -378,6 +484,8 @@ def main():
         for n in [int(x) for x in args.nodes.split(",") if x]:
             runs.append(one_run(args, templates, age, n, tmp))
             report(runs[-1])
+            if "global" in runs[-1]:
+                report(runs[-1]["global"], stage2_alone=True)
     except K.Broken as e:
         B.note("could not run: %s" % e)
         return 2
