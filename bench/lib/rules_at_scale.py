@@ -313,11 +313,11 @@ def wait_minutes(minutes, port, up_expr, want):
 
 
 def stage1_snapshot(port):
-    """What a global evaluator federates from this Prometheus: every recorded series
-    ({__name__=~".+:.+"}, the selector of docs/deploy.md) as [(name and labels, value, 0.0)],
-    read once through /federate (timestamps dropped)."""
+    """What a global evaluator federates from this Prometheus: stage 1's records
+    ({__name__=~F.STAGE1_RECORDS}, docs/deploy.md's selector) as [(name and labels, value,
+    0.0)], read once through /federate (timestamps dropped)."""
     code, body = K.http(None, "http://127.0.0.1:%d/federate?match[]=%s" % (
-        port, urllib.parse.quote('{__name__=~".+:.+"}')), timeout=300)
+        port, urllib.parse.quote('{__name__=~"%s"}' % F.STAGE1_RECORDS)), timeout=300)
     if code != 200:
         raise K.Broken("federate answered %d: %s" % (code, body[:200]))
     rows = []

@@ -175,6 +175,8 @@ GENERATOR_MUTATIONS = [
                                          "(podnet:config:fault_share)")),
     ("a stage-1 alert reads a stage-2 alert", "podnet.alerts.exporter.shard",
      lambda r: r.update(expr=r["expr"] + ' unless on () ALERTS{alertname="PodnetProberFault"}')),
+    ("a stage-1 record outside the federation's selector", "podnet.burst.shard",
+     lambda r: r.update(record="node_path_class:burst_throughput_bytes_per_second:avg")),
     ("a stage-2 alert's annotation queries a raw series", "podnet.alerts.fault",
      lambda r: r["annotations"].update(summary='{{ "podnet_build_info" | query }}')),
 ]

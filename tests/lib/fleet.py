@@ -60,6 +60,9 @@ PROPAGATION_S = 0.5
 DRAIN_S = int(os.environ.get("PODNET_LAB_DRAIN_S", "5"))
 # Prometheus' scrape (and rule evaluation) interval, s: see Fleet._prometheus.
 SCRAPE_S = 2
+# The stage-1 records a global Prometheus federates (docs/deploy.md, "Federation"; generate.py
+# refuses a stage-1 record outside it).
+STAGE1_RECORDS = ".+:podnet_.+"
 # The comments of the counters of TCP resets from the responders' ports (Fleet.responder_resets).
 RESETS = {"refused": "podnet-refused", "other": "podnet-reset"}
 REFUSED_PORTS = ((9479, "http"), (9480, "grpc"))
@@ -132,7 +135,7 @@ class Fleet:
     (docs/deploy.md, "A sharded Prometheus"): N Prometheus shards, each scraping the exporters
     whose hashmod(__address__, N) is its number (labelled podnet_shard, as the
     prometheus-sharded overlay labels them) and evaluating stage 1, and a global Prometheus that
-    federates every shard's records (`{__name__=~".+:.+"}`, honor_labels, the shards'
+    federates every shard's records (`{__name__=~".+:podnet_.+"}`, honor_labels, the shards'
     timestamps dropped so that a record that stops goes stale: docs/deploy.md, "Federation")
     and evaluates stage 2;
     all of them send alerts to the one Alertmanager."""
@@ -598,9 +601,10 @@ class Fleet:
                          "  - job_name: federate\n    metrics_path: /federate\n"
                          "    honor_labels: true\n    honor_timestamps: false\n"
                          "    scrape_timeout: 2s\n"
-                         "    params: { 'match[]': ['{__name__=~\".+:.+\"}'] }\n"
-                         "    static_configs: [ { targets: [%s] } ]\n" % ", ".join(
-                             "'127.0.0.1:%d'" % port for _, _, port, _ in self.servers))
+                         "    params: { 'match[]': ['{__name__=~\"%s\"}'] }\n"
+                         "    static_configs: [ { targets: [%s] } ]\n" % (
+                             STAGE1_RECORDS, ", ".join("'127.0.0.1:%d'" % port
+                                                       for _, _, port, _ in self.servers)))
         # The Prometheus that holds the alerts' inputs: the only one, or the global one.
         self.prom_port = self.servers[-1][2]
         self.start_prometheus()

@@ -150,6 +150,11 @@ def _keeps_shard(expr):
                for labels in re.findall(r"\b(?:by|on)\s*\(([^()]*)\)", _without_comments(expr)))
 
 
+# What a global Prometheus federates or a shard remote-writes (docs/deploy.md, "Federation"):
+# every stage-1 record's name matches it.
+STAGE1_NAME = re.compile(r".+:podnet_.+")
+
+
 def check_stages(files):
     """files: {source: parsed rule file}. Returns the broken promises (empty: all kept). The
     series read are those of each rule's expression and of the queries its annotations and
@@ -194,6 +199,10 @@ def check_stages(files):
                 for alert in re.findall(r'ALERTS\{[^}]*alertname\s*=\s*"(\w+)"', " ".join(queries)):
                     if alerts.get(alert) not in (None, "shard") and stage == "shard":
                         problems.append(f"{where} reads the stage-2 alert {alert} in stage 1")
+                if stage == "shard" and "record" in r and not STAGE1_NAME.fullmatch(r["record"]):
+                    problems.append(f"{where}: a stage-1 record outside the federation's "
+                                    f"selector {STAGE1_NAME.pattern} (docs/deploy.md, "
+                                    f"\"Federation\"): the global stage would not get it")
                 if stage == "shard" and "record" in r and not _keeps_shard(str(r["expr"])):
                     problems.append(f"{where}: an aggregation or join of stage 1 keeps neither "
                                     f"podnet_shard nor instance (the shards' results would "
