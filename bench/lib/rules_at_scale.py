@@ -243,8 +243,11 @@ def one_run(args, templates, age, nodes, tmp):
                     "labels": dict({"__metrics_path__": "/metrics/" + n, "instance": n + ":9479",
                                     "cluster": "scale", "namespace": "podnet", "node": n,
                                     "pod": "podnet-%s-g0" % n},
-                                   **({"podnet_shard": str(i % args.shards)} if args.shards
-                                      else {}))}
+                                   # Not i mod shards: synthesize() gives node i zone
+                                   # i mod zones, and with as many shards as zones each
+                                   # shard would hold one zone.
+                                   **({"podnet_shard": str(i // args.zones % args.shards)}
+                                      if args.shards else {}))}
                    for i, n in enumerate(fleet)], f)
     K.log("== %d nodes: %.0f series a node, %d in all; Prometheus for %g min, every %d s%s"
           % (nodes, per_node, per_node * nodes, args.minutes, args.interval,
@@ -348,12 +351,13 @@ def global_run(args, snapshot, nodes, tmp):
             wait_minutes(args.global_minutes, prom_port, 'count(up{job="federate"} == 1)', 1)
             return measure(args, prom_port, nodes, len(snapshot) / nodes,
                            time.process_time() - cpu0,
-                           STAGE_FILES[1:2], up_job="federate")
+                           STAGE_FILES[1:2], up_job="federate", minutes=args.global_minutes)
     finally:
         srv.shutdown()
 
 
-def measure(args, port, nodes, per_node, server_cpu, rule_files=None, up_job="podnet"):
+def measure(args, port, nodes, per_node, server_cpu, rule_files=None, up_job="podnet",
+            minutes=None):
     def q(expr):
         return K.promql(None, expr, port=port)
 
@@ -397,17 +401,19 @@ def measure(args, port, nodes, per_node, server_cpu, rule_files=None, up_job="po
     return {"nodes": nodes, "zones": args.zones, "series_per_node": per_node,
             "raw_series": per_node * nodes, "head_series": head, "rss_bytes": rss,
             "scrape_max_s": scrape, "targets_up": up, "server_cpu_s": server_cpu,
-            "minutes": args.minutes, "interval_s": args.interval, "groups": rows}
+            "minutes": minutes or args.minutes, "interval_s": args.interval, "groups": rows}
 
 
 def report(run, stage2_alone=False):
     """Logs one run's table, its MISS lines and verdicts; with `stage2_alone`, the global
     Prometheus of --split (its input is stage 1's output)."""
     K.log("")
-    K.log("%d nodes%s: %d %s series, head %d, Prometheus RSS %.0f MiB, slowest scrape %.2f s"
-          % (run["nodes"], ", stage 2 alone" if stage2_alone else "", run["raw_series"],
-             "input (stage 1's output)" if stage2_alone else "raw", run["head_series"],
-             run["rss_bytes"] / 2**20, run["scrape_max_s"]))
+    K.log("%d nodes%s: %d %s series, head %d, Prometheus RSS %.0f MiB, slowest scrape %.2f s, "
+          "%d of %d targets up" % (
+              run["nodes"], ", stage 2 alone" if stage2_alone else "", run["raw_series"],
+              "input (stage 1's output)" if stage2_alone else "raw", run["head_series"],
+              run["rss_bytes"] / 2**20, run["scrape_max_s"], run["targets_up"],
+              1 if stage2_alone else run["nodes"]))
     rows = [[g["group"], g["rules"], "?" if g["input_series"] is None else g["input_series"],
              "%.3f" % (g["mean_s"] or 0), "%.3f" % (g["max_s"] or 0),
              "%.1f %%" % (100 * g["share_max"]), "%.0f" % (g["samples"] or 0),

@@ -26,14 +26,16 @@ then, scored by tests/lib/campaign.py on what the webhook receiver logged:
 By default one Prometheus loads both rule files. --shards 2 (ctest) runs the rules as
 docs/deploy.md ("A sharded Prometheus") describes instead: two Prometheus shards, each scraping
 about half of the exporters and evaluating stage 1, and a global Prometheus federating their
-records and evaluating stage 2; the checks are the same, and take as long (~280 s either way).
+records (--transport remote_write: receiving them by remote write) and evaluating stage 2;
+the checks are the same, and take as long (~280 s either way).
 With the shards' timestamps kept by the federation (the staleness they defeat: docs/deploy.md,
 "Federation"), the zone cut after a node black hole failed (seed 11: 3 notifications, the
 first a PodnetPeerUnreachable to the node that had been black-holed).
 
-Usage: lab_fleet_test.py --exporter BIN --delayline BIN [--nodes 9] [--seed N] [--shards N]. Needs root
-(exit 77 otherwise, a failure with CI=true). Traffic stays in the namespaces it makes; every
-wait is bounded; everything is stopped and the namespaces deleted on exit. ~4 min.
+Usage: lab_fleet_test.py --exporter BIN --delayline BIN [--nodes 9] [--seed N]
+[--shards N [--transport remote_write]]. Needs root (exit 77 otherwise, a failure with
+CI=true). Traffic stays in the namespaces it makes; every wait is bounded; everything is stopped
+and the namespaces deleted on exit. ~4.5 min.
 """
 import argparse
 import os
@@ -67,7 +69,11 @@ def main():
     ap.add_argument("--nodes", type=int, default=9)
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--shards", type=int, default=0)
+    ap.add_argument("--transport", choices=("federate", "remote_write"), default="federate",
+                    help="with --shards: how stage 1's records reach the global Prometheus")
     args = ap.parse_args()
+    if args.transport != "federate" and args.shards < 2:
+        ap.error("--transport goes with --shards 2 or more")
     if not labkit.have_root():
         return labkit.skip(labkit.ROOT_NEEDED)
     missing = F.have_tools("prometheus", "prometheus-alertmanager")
@@ -84,7 +90,8 @@ def main():
     t0 = time.time()
     try:
         with F.Fleet(prefix, tmp, args.exporter, args.delayline, nodes=args.nodes,
-                     zones=3, max_seconds=900, shards=args.shards) as fl:
+                     zones=3, max_seconds=900, shards=args.shards,
+                     transport=args.transport) as fl:
             fl.wait_ready(timeout=60)
             if fl.shards:
                 # Every shard scrapes some exporters (hashmod of the addresses), or the run

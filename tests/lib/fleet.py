@@ -137,13 +137,14 @@ class Fleet:
     prometheus-sharded overlay labels them) and evaluating stage 1, and a global Prometheus that
     federates every shard's records (`{__name__=~".+:podnet_.+"}`, honor_labels, the shards'
     timestamps dropped so that a record that stops goes stale: docs/deploy.md, "Federation")
-    and evaluates stage 2;
+    and evaluates stage 2; with `transport` "remote_write", each shard instead sends those
+    records to the global Prometheus' remote-write receiver (docs/deploy.md, "Remote write");
     all of them send alerts to the one Alertmanager."""
 
     def __init__(self, prefix, tmp, exporter, delayline, nodes=24, zones=3, pair_delay_us=250, dns_replicas=2, backends_per_zone=2, probe_scale=5,
                  rule_scale=20, offsets=None, am_scale=20, max_seconds=7200,
                  prometheus="prometheus", alertmanager="prometheus-alertmanager",
-                 extra_probes=None, mtu=False, shards=0):
+                 extra_probes=None, mtu=False, shards=0, transport="federate"):
         if zones < 2 or zones > 8 or nodes < zones or nodes > 200:
             raise ValueError("2..8 zones, zones..200 nodes")
         self.prefix, self.tmp, self.exe, self.delayline = prefix, tmp, exporter, delayline
@@ -162,6 +163,10 @@ class Fleet:
         self.extra_probes = extra_probes or {}
         self.mtu = mtu
         self.shards = shards if shards >= 2 else 0
+        if transport not in ("federate", "remote_write"):
+            raise ValueError("transport: federate or remote_write")
+        self.transport = transport
+        self.server_flags = {}  # Prometheus server name -> its extra command-line flags
         self.delaylines = {}  # name -> (ns, process, delay file, log, base delay)
         self.detours = {}  # host name -> (zone namespace, interface tag): see detour()
         self.prom = None
@@ -587,36 +592,49 @@ class Fleet:
                 + podnet_job)
         else:
             self.rule_files = alerting.scaled_rules(self.tmp, scale, alerting.STAGE_FILES)
+            global_port = labkit.free_port(self.ctl)
+            remote_write = ""
+            if self.transport == "remote_write":
+                # Batches every second (the default 5 s is a third of a scaled window).
+                remote_write = (
+                    "remote_write:\n  - url: http://127.0.0.1:%d/api/v1/write\n"
+                    "    queue_config: { batch_send_deadline: 1s, min_backoff: 100ms,"
+                    " max_backoff: 1s }\n"
+                    "    write_relabel_configs: [ { source_labels: [__name__], regex: '%s',"
+                    " action: keep } ]\n" % (global_port, STAGE1_RECORDS))
             for k in range(self.shards):
                 # As prometheus-operator shards (hashmod of __address__, keep its own number)
                 # and as the prometheus-sharded overlay labels the targets.
                 self._server("shard%d" % k, head + "rule_files: ['%s']\n" % self.rule_files[0]
-                             + alerting_cfg + "scrape_configs:\n" + podnet_job
+                             + alerting_cfg + remote_write + "scrape_configs:\n" + podnet_job
                              + "      - { source_labels: [__address__], modulus: %d,"
                                " target_label: podnet_shard, action: hashmod }\n"
                                "      - { source_labels: [podnet_shard], regex: '%d',"
                                " action: keep }\n" % (self.shards, k))
+            stage1_input = ("  - job_name: federate\n    metrics_path: /federate\n"
+                            "    honor_labels: true\n    honor_timestamps: false\n"
+                            "    scrape_timeout: 2s\n"
+                            "    params: { 'match[]': ['{__name__=~\"%s\"}'] }\n"
+                            "    static_configs: [ { targets: [%s] } ]\n" % (
+                                STAGE1_RECORDS, ", ".join("'127.0.0.1:%d'" % port
+                                                          for _, _, port, _ in self.servers)))
+            if self.transport == "remote_write":
+                stage1_input = "  []\n"
+                self.server_flags["global"] = ["--web.enable-remote-write-receiver"]
             self._server("global", head + "rule_files: ['%s']\n" % self.rule_files[1]
-                         + alerting_cfg + "scrape_configs:\n"
-                         "  - job_name: federate\n    metrics_path: /federate\n"
-                         "    honor_labels: true\n    honor_timestamps: false\n"
-                         "    scrape_timeout: 2s\n"
-                         "    params: { 'match[]': ['{__name__=~\"%s\"}'] }\n"
-                         "    static_configs: [ { targets: [%s] } ]\n" % (
-                             STAGE1_RECORDS, ", ".join("'127.0.0.1:%d'" % port
-                                                       for _, _, port, _ in self.servers)))
+                         + alerting_cfg + "scrape_configs:\n" + stage1_input, port=global_port)
         # The Prometheus that holds the alerts' inputs: the only one, or the global one.
         self.prom_port = self.servers[-1][2]
         self.start_prometheus()
 
-    def _server(self, name, config):
+    def _server(self, name, config, port=None):
         path = os.path.join(self.tmp, name + ".yml")
         with open(path, "w") as f:
             f.write(config)
         r = labkit.run("promtool", "check", "config", path, check_rc=False)
         if r.returncode != 0:
             raise Broken("promtool check config %s: %s" % (name, (r.stdout + r.stderr)[-500:]))
-        self.servers.append([name, path, labkit.free_port(self.ctl), None])
+        self.servers.append([name, path, port or labkit.free_port(self.ctl), None])
 
     def start_prometheus(self):
         for server in self.servers:
@@ -624,7 +642,7 @@ class Fleet:
             server[3] = labkit.start(self.ctl, [
                 self.prometheus_bin, "--config.file=" + path,
                 "--storage.tsdb.path=" + os.path.join(self.tmp, "tsdb-" + name),
-                "--web.listen-address=127.0.0.1:%d" % port],
+                "--web.listen-address=127.0.0.1:%d" % port, *self.server_flags.get(name, [])],
                 os.path.join(self.tmp, "%s.log" % name), max_seconds=self.max_seconds)
         for name, _, port, _ in self.servers:
             labkit.wait_for(lambda port=port: labkit.http(
