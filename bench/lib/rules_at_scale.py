@@ -252,13 +252,15 @@ def one_run(args, templates, age, nodes, tmp):
     K.log("== %d nodes: %.0f series a node, %d in all; Prometheus for %g min, every %d s%s"
           % (nodes, per_node, per_node * nodes, args.minutes, args.interval,
              "; stage 1 only" if args.split else ""))
+    rule_files = STAGE_FILES[0:1] if args.split else RULE_FILES
     cpu0 = time.process_time()
     try:
-        with running_prometheus(args, run_dir, STAGE_FILES[0:1] if args.split else RULE_FILES,
+        with running_prometheus(args, run_dir, rule_files,
                                 [{"job_name": "podnet",
                                   "file_sd_configs": [{"files": [targets]}]}]) as prom_port:
             wait_minutes(args.minutes, prom_port, 'count(up{job="podnet"} == 1)', nodes)
-            run = measure(args, prom_port, nodes, per_node, time.process_time() - cpu0)
+            run = measure(args, prom_port, nodes, per_node, time.process_time() - cpu0,
+                          rule_files, "podnet", args.minutes)
             snapshot = (stage1_snapshot(prom_port) if args.split and args.global_minutes > 0
                         else None)
     finally:
@@ -351,13 +353,12 @@ def global_run(args, snapshot, nodes, tmp):
             wait_minutes(args.global_minutes, prom_port, 'count(up{job="federate"} == 1)', 1)
             return measure(args, prom_port, nodes, len(snapshot) / nodes,
                            time.process_time() - cpu0,
-                           STAGE_FILES[1:2], up_job="federate", minutes=args.global_minutes)
+                           STAGE_FILES[1:2], "federate", args.global_minutes)
     finally:
         srv.shutdown()
 
 
-def measure(args, port, nodes, per_node, server_cpu, rule_files=None, up_job="podnet",
-            minutes=None):
+def measure(args, port, nodes, per_node, server_cpu, rule_files, up_job, minutes):
     def q(expr):
         return K.promql(None, expr, port=port)
 
@@ -371,7 +372,7 @@ def measure(args, port, nodes, per_node, server_cpu, rule_files=None, up_job="po
     samples = by_group("avg_over_time(prometheus_rule_group_last_evaluation_samples[5m])")
     missed = by_group("increase(prometheus_rule_group_iterations_missed_total[5m])")
     groups = []
-    for path in rule_files or (STAGE_FILES[0:1] if args.split else RULE_FILES):
+    for path in rule_files:
         with open(path) as f:
             groups += yaml.safe_load(f)["groups"]
 
@@ -401,7 +402,7 @@ def measure(args, port, nodes, per_node, server_cpu, rule_files=None, up_job="po
     return {"nodes": nodes, "zones": args.zones, "series_per_node": per_node,
             "raw_series": per_node * nodes, "head_series": head, "rss_bytes": rss,
             "scrape_max_s": scrape, "targets_up": up, "server_cpu_s": server_cpu,
-            "minutes": minutes or args.minutes, "interval_s": args.interval, "groups": rows}
+            "minutes": minutes, "interval_s": args.interval, "groups": rows}
 
 
 def report(run, stage2_alone=False):

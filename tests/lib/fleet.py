@@ -611,16 +611,18 @@ class Fleet:
                                " target_label: podnet_shard, action: hashmod }\n"
                                "      - { source_labels: [podnet_shard], regex: '%d',"
                                " action: keep }\n" % (self.shards, k))
-            stage1_input = ("  - job_name: federate\n    metrics_path: /federate\n"
-                            "    honor_labels: true\n    honor_timestamps: false\n"
-                            "    scrape_timeout: 2s\n"
-                            "    params: { 'match[]': ['{__name__=~\"%s\"}'] }\n"
-                            "    static_configs: [ { targets: [%s] } ]\n" % (
-                                STAGE1_RECORDS, ", ".join("'127.0.0.1:%d'" % port
-                                                          for _, _, port, _ in self.servers)))
             if self.transport == "remote_write":
                 stage1_input = "  []\n"
                 self.server_flags["global"] = ["--web.enable-remote-write-receiver"]
+            else:
+                stage1_input = (
+                    "  - job_name: federate\n    metrics_path: /federate\n"
+                    "    honor_labels: true\n    honor_timestamps: false\n"
+                    "    scrape_timeout: 2s\n"
+                    "    params: { 'match[]': ['{__name__=~\"%s\"}'] }\n"
+                    "    static_configs: [ { targets: [%s] } ]\n" % (
+                        STAGE1_RECORDS, ", ".join("'127.0.0.1:%d'" % port
+                                                  for _, _, port, _ in self.servers)))
             self._server("global", head + "rule_files: ['%s']\n" % self.rule_files[1]
                          + alerting_cfg + "scrape_configs:\n" + stage1_input, port=global_port)
         # The Prometheus that holds the alerts' inputs: the only one, or the global one.
