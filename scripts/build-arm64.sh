@@ -70,9 +70,10 @@ if [[ ! -f "$dir/CMakeCache.txt" ]] && command -v ninja >/dev/null 2>&1; then
   generator=(-G Ninja)
 fi
 werror=(${PODNET_WERROR:+-DPODNET_WERROR="$PODNET_WERROR"})
+debuginfo=(${PODNET_DEBUG_INFO:+-DPODNET_DEBUG_INFO="$PODNET_DEBUG_INFO"})  # as scripts/build.sh
 cmake -S "$repo" -B "$dir" "${generator[@]}" --toolchain "$repo/cmake/aarch64-linux-gnu.cmake" \
   -DPODNET_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPODNET_BUILD_TESTS=OFF \
-  -DPODNET_UNITY=ON -DPODNET_PCH=OFF "${werror[@]}" \
+  -DPODNET_UNITY=ON -DPODNET_PCH=OFF "${werror[@]}" "${debuginfo[@]}" \
   -DCMAKE_CXX_FLAGS=-Wno-subobject-linkage >/dev/null
 nice cmake --build "$dir" --parallel "$jobs" --target podnet-exporter
 echo "build-arm64: $dir/podnet-exporter; sysroot $sysroot_s s, build $((SECONDS - started - \

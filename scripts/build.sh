@@ -18,11 +18,14 @@ werror=(${PODNET_WERROR:+-DPODNET_WERROR="$PODNET_WERROR"})
 # PODNET_FAST_TESTS=ON (environment) compiles the unit tests in unity batches with a PCH:
 # faster from scratch, slower after an edit (CMakeLists.txt; CI sets it).
 fast=(${PODNET_FAST_TESTS:+-DPODNET_FAST_TESTS="$PODNET_FAST_TESTS"})
+# PODNET_DEBUG_INFO=lines (environment) compiles with line tables only (-g1), not full debug
+# information: a quarter less compile time (CMakeLists.txt; CI sets it).
+debuginfo=(${PODNET_DEBUG_INFO:+-DPODNET_DEBUG_INFO="$PODNET_DEBUG_INFO"})
 # PODNET_REVISION (environment) names the revision where there is no git checkout (image builds).
 revision=()
 if [[ -n "${PODNET_REVISION:-}" ]]; then revision=(-DPODNET_REVISION="$PODNET_REVISION"); fi
 cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DPODNET_BUILD_TESTS="$tests" "${werror[@]}" "${fast[@]}" "${revision[@]}" >/dev/null
+  -DPODNET_BUILD_TESTS="$tests" "${werror[@]}" "${fast[@]}" "${debuginfo[@]}" "${revision[@]}" >/dev/null
 if $configure_only; then exit 0; fi
 if [[ $tests == OFF ]]; then
   cmake --build build --parallel "$(nproc)" --target podnet-exporter

@@ -90,7 +90,7 @@ mkdir -p "$root/dev/pts"
 mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
 
 rootenv=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
-         PODNET_WERROR="${PODNET_WERROR:-OFF}")
+         PODNET_WERROR="${PODNET_WERROR:-OFF}" PODNET_DEBUG_INFO="${PODNET_DEBUG_INFO:-full}")
 if [[ -n "${PODNET_CCACHE_DIR:-}" ]]; then
   mkdir -p "$PODNET_CCACHE_DIR" "$root/ccache"
   mount --bind "$PODNET_CCACHE_DIR" "$root/ccache"
