@@ -30,10 +30,12 @@ rc=0
 failed_log=Testing/Temporary/LastTestsFailed.log
 logs=(Testing/Temporary/LastTest.log)
 rm -f "$failed_log"
-if [[ $mode == quick ]]; then
+if [[ $mode == all ]] && (($# > 0)); then
+  ctest --output-on-failure --timeout 900 -j2 "$@" || rc=$?
+else
   ctest --output-on-failure --timeout 900 -j2 -LE lab "$@" || rc=$?
-elif (($# == 0)); then
-  ctest --output-on-failure --timeout 900 -j2 -LE lab || rc=$?
+fi
+if [[ $mode == all ]] && (($# == 0)); then
   cp Testing/Temporary/LastTest.log Testing/Temporary/LastTest.others.log
   logs+=(Testing/Temporary/LastTest.others.log)
   first_failed=$(cat "$failed_log" 2>/dev/null || true)
@@ -43,8 +45,6 @@ elif (($# == 0)); then
   printf '%s\n' "$first_failed" "$(cat "$failed_log" 2>/dev/null || true)" | sed '/^$/d' \
     >"$failed_log.both"
   mv "$failed_log.both" "$failed_log"
-else
-  ctest --output-on-failure --timeout 900 -j2 "$@" || rc=$?
 fi
 # A failed lab or attack test (real namespaces, real timers: labels lab and attack) runs once
 # more, alone, when every failed test is one: their checks bound timings and losses with margin,
