@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/post.hpp>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -26,12 +27,11 @@ k8s::DiscoveryOptions PeersWatchOptions(const config::Config& c) {
   return o;
 }
 
-// DNS discovery, when peers.kubernetes.discovery is dns: the name, resolv.conf's first
+// DNS discovery, when peers.kubernetes.discovery is dns or auto: the name, resolv.conf's first
 // nameserver (the file probes.dns reads, /etc/resolv.conf without it; the libc default
 // 127.0.0.1 when it lists none).
-std::optional<k8s::DnsDiscoveryOptions> PeersDnsOptions(const config::Config& c) {
+k8s::DnsDiscoveryOptions PeersDnsOptions(const config::Config& c) {
   const config::KubernetesPeers& k = *c.kubernetes;
-  if (k.discovery != config::KubernetesPeers::Discovery::kDns) return std::nullopt;
   k8s::DnsDiscoveryOptions o;
   o.name = k.DnsName();
   auto conf = probes::dns::LoadResolvConf(c.dns ? c.dns->resolv_conf : "/etc/resolv.conf",
@@ -88,7 +88,8 @@ KubernetesWatches::KubernetesWatches(boost::asio::io_context& io,
       service_account_dir_(std::move(service_account_dir)),
       registry_(registry),
       probe_(probe),
-      on_sync_change_(std::move(on_sync_change)) {}
+      on_sync_change_(std::move(on_sync_change)),
+      auto_deadline_(io) {}
 
 KubernetesWatches::~KubernetesWatches() = default;
 
@@ -98,10 +99,20 @@ bool KubernetesWatches::Configure(const config::Config& c, std::string* error) {
     Off();
     return true;
   }
+  using Discovery = config::KubernetesPeers::Discovery;
+  const config::KubernetesPeers& k = *c.kubernetes;
   auto peers = PeersWatchOptions(c);
-  auto peers_dns = PeersDnsOptions(c);
+  k8s::DnsDiscoveryOptions dns_side = PeersDnsOptions(c);
+  std::optional<k8s::DnsDiscoveryOptions> peers_dns;
+  if (k.discovery == Discovery::kDns) peers_dns = dns_side;
   auto dns = DnsWatchOptions(c);
-  bool peers_same = peers_ && SameWatch(peers_options_, peers) && SameDns(peers_dns_, peers_dns);
+  const bool want_auto = k.discovery == Discovery::kAuto;
+  const auto dns_from = static_cast<std::size_t>(k.auto_dns_from);
+  // An `auto` discovery whose settings stay keeps running on the source it chose.
+  bool peers_same =
+      peers_ && SameWatch(peers_options_, peers) &&
+      (want_auto ? auto_ && SameDns(auto_->dns, dns_side) && auto_->dns_from == dns_from
+                 : !auto_ && SameDns(peers_dns_, peers_dns));
   bool dns_same = dns ? dns_ && SameWatch(dns_options_, *dns) : !dns_;
   // Credentials first, for each watch that changes: when they cannot be read, the reload fails
   // like a bad file does and the running watches (and their peers) are kept.
@@ -110,12 +121,77 @@ bool KubernetesWatches::Configure(const config::Config& c, std::string* error) {
   if (!peers_same && !(peers_client = MakeApiClient(error))) return false;
   if (!metrics_) metrics_ = std::make_unique<k8s::DiscoveryMetrics>(registry_);
   if (!dns_same) ReplaceDnsWatch(dns, std::move(dns_client));
-  if (!peers_same) ReplacePeersWatch(peers, peers_dns, std::move(peers_client));
+  if (!peers_same && want_auto) {
+    // The DNS records first: one question tells a small cluster's Pod to take the watch.
+    auto_ = Auto{dns_side, dns_from, std::nullopt, std::chrono::steady_clock::now(), false};
+    ReplacePeersWatch(peers, dns_side, std::move(peers_client));
+    auto_deadline_.expires_after(k8s::kAutoFirstAnswerDeadline);
+    auto_deadline_.async_wait([this, generation = auto_generation_](boost::system::error_code ec) {
+      if (ec || generation != auto_generation_ || !auto_ || auto_->decided) return;
+      SwitchAuto(k8s::PeerSource::kWatch,
+                 "the DNS records gave no answer in " +
+                     std::to_string(k8s::kAutoFirstAnswerDeadline.count()) + " s" +
+                     (peers_->last_error().empty() ? "" : " (" + peers_->last_error() + ")"));
+    });
+  } else if (!peers_same) {
+    auto_.reset();
+    ReplacePeersWatch(peers, peers_dns, std::move(peers_client));
+  }
   return ConfigureServiceInfo(c, error);
+}
+
+void KubernetesWatches::JudgeAuto(const k8s::Snapshot& snap) {
+  if (!auto_ || !snap.synced || auto_->switching) return;
+  const auto running = peers_dns_ ? k8s::PeerSource::kDns : k8s::PeerSource::kWatch;
+  const std::size_t pods = snap.endpoints.size();
+  const auto want = k8s::AutoPeerSource(auto_->decided, pods, auto_->dns_from);
+  const auto now = std::chrono::steady_clock::now();
+  const std::string why = std::to_string(pods) + " ready probe Pods (DNS records from " +
+                          std::to_string(auto_->dns_from) + ")";
+  if (want == running) {
+    if (!auto_->decided) {
+      auto_->decided = running;
+      auto_->since = now;
+      auto_deadline_.cancel();
+      spdlog::info("kubernetes discovery: auto keeps the {}: {}", k8s::PeerSourceName(running),
+                   why);
+    }
+    return;
+  }
+  if (auto_->decided && now - auto_->since < k8s::kAutoDwell) return;
+  // Not from inside the discovery's callback: SwitchAuto destroys it.
+  auto_->switching = true;
+  boost::asio::post(io_, [this, generation = auto_generation_, want, why] {
+    if (generation == auto_generation_) SwitchAuto(want, why);
+  });
+}
+
+void KubernetesWatches::SwitchAuto(k8s::PeerSource to, const std::string& why) {
+  if (!auto_ || !peers_) return;
+  std::string error;
+  auto client = MakeApiClient(&error);
+  if (!client) {  // tried again on the next synced snapshot
+    auto_->switching = false;
+    spdlog::warn("kubernetes discovery: auto stays on the {} ({}): {}",
+                 k8s::PeerSourceName(peers_dns_ ? k8s::PeerSource::kDns : k8s::PeerSource::kWatch),
+                 why, error);
+    return;
+  }
+  auto_->decided = to;
+  auto_->since = std::chrono::steady_clock::now();
+  auto_->switching = false;
+  auto_deadline_.cancel();
+  ReplacePeersWatch(peers_options_,
+                    to == k8s::PeerSource::kDns ? std::optional(auto_->dns) : std::nullopt,
+                    std::move(client));
+  spdlog::info("kubernetes discovery: auto takes the {}: {}", k8s::PeerSourceName(to), why);
 }
 
 void KubernetesWatches::Off() {
   service_info_.reset();  // before the metrics it counts its errors in
+  auto_.reset();
+  auto_deadline_.cancel();
+  ++auto_generation_;
   StopDnsWatch();
   if (peers_) {
     spdlog::info("kubernetes discovery: off");
@@ -163,6 +239,7 @@ void KubernetesWatches::OnPeersSnapshot(const k8s::Snapshot& snap) {
   } else {
     probe_.Discovered(snap);
   }
+  JudgeAuto(snap);
 }
 
 void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
@@ -195,6 +272,8 @@ void KubernetesWatches::ReplacePeersWatch(const k8s::DiscoveryOptions& options,
   }
   // The candidates gauge says what is probed: the kept count until the new discovery has
   // synced and sets its own (a stopped watch set it to 0).
+  ++auto_generation_;  // a switch posted for the discovery replaced here does nothing
+  metrics_->SetSource(k8s::PeerSourceName(dns ? k8s::PeerSource::kDns : k8s::PeerSource::kWatch));
   if (keep) metrics_->candidates().Set(static_cast<double>(last_synced_.size()));
   carried_zone_ = zone;
   peers_options_ = options;
@@ -290,6 +369,7 @@ std::unique_ptr<k8s::ApiClient> KubernetesWatches::MakeApiClient(std::string* er
 }
 
 void KubernetesWatches::Stop() {
+  auto_deadline_.cancel();
   if (peers_) peers_->Stop();
   if (dns_) dns_->Stop();
   if (service_info_) service_info_->Stop();

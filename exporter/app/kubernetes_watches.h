@@ -3,7 +3,9 @@
 #include <prometheus/registry.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -13,6 +15,7 @@
 #include "exporter/app/probe_loop.h"
 #include "exporter/config/config.h"
 #include "exporter/discovery/kubernetes/api_client.h"
+#include "exporter/discovery/kubernetes/auto_source.h"
 #include "exporter/discovery/kubernetes/discovery.h"
 #include "exporter/discovery/kubernetes/dns_discovery.h"
 #include "exporter/discovery/kubernetes/service_info.h"
@@ -23,8 +26,10 @@ namespace podnet::app {
 /// or a poll on the control loop that posts what it finds to the probe loop:
 ///  - the peers' watch (the EndpointSlices of peers.kubernetes's Service, and the Node's zone
 ///    when self.zone is empty), or with `discovery: dns` the Service's DNS records
-///    (DnsDiscovery, from resolv.conf's first nameserver as read at each Configure): every
-///    snapshot to ProbeLoop::Discovered;
+///    (DnsDiscovery, from resolv.conf's first nameserver as read at each Configure), or with
+///    `discovery: auto` either, as the ready Pods they count say (AutoPeerSource: it starts
+///    with the DNS records, switches on a synced snapshot, keeping the peers and readiness
+///    through the switch as a reload does): every snapshot to ProbeLoop::Discovered;
 ///  - the cluster DNS Service's watch (probes.dns.cluster_dns): its endpoints to
 ///    ProbeLoop::DnsEndpoints. Its failures are counted and logged only: peers and /-/ready
 ///    never wait for it;
@@ -84,6 +89,11 @@ class KubernetesWatches {
   bool ServiceInfoDuty() const;
   // An API client from the credentials; nullptr and *error when they cannot be read.
   std::unique_ptr<discovery::kubernetes::ApiClient> MakeApiClient(std::string* error);
+  // Judges a synced snapshot of an `auto` discovery; a switch is posted, never made from
+  // inside the discovery's own callback.
+  void JudgeAuto(const discovery::kubernetes::Snapshot& snap);
+  // The running `auto` discovery replaced by one from `to` (the peers kept through it).
+  void SwitchAuto(discovery::kubernetes::PeerSource to, const std::string& why);
 
   boost::asio::io_context& io_;
   std::optional<std::string> kubeconfig_;
@@ -92,6 +102,17 @@ class KubernetesWatches {
   ProbeLoop& probe_;
   std::function<void()> on_sync_change_;
   std::unique_ptr<discovery::kubernetes::DiscoveryMetrics> metrics_;  // outlives the watches
+  // discovery: auto's choice (discovery/kubernetes/auto_source.h) between the watch and dns.
+  struct Auto {
+    discovery::kubernetes::DnsDiscoveryOptions dns;            // what its DNS side asks
+    std::size_t dns_from = 0;                                  // peers.kubernetes.auto_dns_from
+    std::optional<discovery::kubernetes::PeerSource> decided;  // none: the first answer
+    std::chrono::steady_clock::time_point since;               // of the decision
+    bool switching = false;                                    // a switch is posted
+  };
+  std::optional<Auto> auto_;
+  boost::asio::steady_timer auto_deadline_;  // kAutoFirstAnswerDeadline of an undecided one
+  std::uint64_t auto_generation_ = 0;        // a post for an older discovery does nothing
   // DNS discovery's series, while it runs; outlives it.
   std::unique_ptr<discovery::kubernetes::DnsDiscoveryMetrics> dns_metrics_;
   std::unique_ptr<discovery::kubernetes::PeerDiscovery> peers_;

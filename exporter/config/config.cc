@@ -140,11 +140,40 @@ bool DecodePeerPorts(Decoder& d, const YAML::Node& n, const std::string& path, s
   return ok;
 }
 
+// peers.kubernetes.discovery and auto_dns_from into `k`; false when either is bad.
+bool DecodeDiscoveryMode(Decoder& d, const YAML::Node& n, const std::string& base,
+                         KubernetesPeers& k) {
+  bool ok = true;
+  if (const YAML::Node v = n["discovery"]; v.IsDefined()) {
+    auto s = d.String(v, base + ".discovery");
+    if (s && *s == "watch") {
+      k.discovery = KubernetesPeers::Discovery::kWatch;
+    } else if (s && *s == "dns") {
+      k.discovery = KubernetesPeers::Discovery::kDns;
+    } else if (s && *s == "auto") {
+      k.discovery = KubernetesPeers::Discovery::kAuto;
+    } else {
+      if (s) d.Fail(v, base + ".discovery", "must be watch, dns or auto, got \"" + *s + "\"");
+      ok = false;
+    }
+  }
+  if (const YAML::Node v = n["auto_dns_from"]; v.IsDefined()) {
+    // From 4 (below, 3/4 of it rounds to nothing), to below kDnsAnswerRoom (above, a DNS
+    // message may not hold them all: discovery/kubernetes/auto_source.h).
+    if (auto i = d.Integer(v, base + ".auto_dns_from", 4, 3399)) {
+      k.auto_dns_from = static_cast<int>(*i);
+    } else {
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
   const std::string base = "peers.kubernetes";
   if (!d.CheckMap(n, base,
                   {"namespace", "service", "peers_per_zone", "port", "burst_port", "discovery",
-                   "dns_name", "dns_refresh"})) {
+                   "auto_dns_from", "dns_name", "dns_refresh"})) {
     return;
   }
   KubernetesPeers k;
@@ -158,15 +187,7 @@ void DecodeKubernetesPeers(Decoder& d, const YAML::Node& n, Config& c) {
     }
   }
   ok = DecodePeerPorts(d, n, base, &k.port, &k.burst_port) && ok;
-  if (const YAML::Node v = n["discovery"]; v.IsDefined()) {
-    if (auto s = d.String(v, base + ".discovery"); s && (*s == "watch" || *s == "dns")) {
-      k.discovery =
-          *s == "dns" ? KubernetesPeers::Discovery::kDns : KubernetesPeers::Discovery::kWatch;
-    } else {
-      if (s) d.Fail(v, base + ".discovery", "must be watch or dns, got \"" + *s + "\"");
-      ok = false;
-    }
-  }
+  ok = DecodeDiscoveryMode(d, n, base, k) && ok;
   if (const YAML::Node v = n["dns_name"]; v.IsDefined()) {
     auto s = d.String(v, base + ".dns_name");
     if (s && !s->empty() && !ValidDnsName(*s)) {
@@ -443,13 +464,16 @@ std::string Summary(const Config& c) {
   std::vector<std::string> discovery;
   discovery.push_back(std::to_string(c.static_peers.size()) + " static");
   if (c.kubernetes) {
-    discovery.push_back("kubernetes service " + c.kubernetes->namespace_name + "/" +
-                        c.kubernetes->service + " (" +
-                        std::to_string(c.kubernetes->peers_per_zone) + " per zone" +
-                        (c.kubernetes->discovery == KubernetesPeers::Discovery::kDns
-                             ? ", from the DNS records of " + c.kubernetes->DnsName()
-                             : "") +
-                        ")");
+    discovery.push_back(
+        "kubernetes service " + c.kubernetes->namespace_name + "/" + c.kubernetes->service + " (" +
+        std::to_string(c.kubernetes->peers_per_zone) + " per zone" +
+        (c.kubernetes->discovery == KubernetesPeers::Discovery::kDns
+             ? ", from the DNS records of " + c.kubernetes->DnsName()
+         : c.kubernetes->discovery == KubernetesPeers::Discovery::kAuto
+             ? ", from the DNS records of " + c.kubernetes->DnsName() + " from " +
+                   std::to_string(c.kubernetes->auto_dns_from) + " Pods on, else the EndpointSlices"
+             : "") +
+        ")");
   }
   if (c.dns && c.dns->cluster_dns) {
     discovery.push_back("DNS servers of kubernetes service " + c.dns->cluster_dns->namespace_name +

@@ -43,9 +43,13 @@ struct KubernetesPeers {
   std::uint16_t burst_port = 5201;  // burst responder port of every discovered peer
   /// How the probe Pods are found: kWatch lists and watches the Service's EndpointSlices;
   /// kDns asks its DNS records every dns_refresh and each address who it is
-  /// (discovery/kubernetes/dns_discovery.h; docs/design.md, "Discovery at scale").
-  enum class Discovery { kWatch, kDns };
+  /// (discovery/kubernetes/dns_discovery.h); kAuto takes the DNS records from auto_dns_from
+  /// ready probe Pods on and the watch below (discovery/kubernetes/auto_source.h; docs/design.md,
+  /// "Discovery at scale").
+  enum class Discovery { kWatch, kDns, kAuto };
   Discovery discovery = Discovery::kWatch;
+  /// With kAuto: the ready probe Pods (self included) from which the DNS records are taken.
+  int auto_dns_from = 100;
   /// The name asked with kDns; "" = SERVICE.NAMESPACE.svc.cluster.local.
   std::string dns_name;
   Duration dns_refresh = std::chrono::seconds(30);

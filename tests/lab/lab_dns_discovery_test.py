@@ -25,7 +25,10 @@ Checks:
      stay 6, the exporters keep running and answering /metrics, RSS under 200 MiB;
   3. the liar's address in the records: podnet_discovery_identity_node_conflicts == 1 everywhere;
      then the liar out of the records: it leaves at once (6 candidates, 0 conflicts);
-  4. NXDOMAIN: counted, and the last 6 candidates kept for the grace (still 6 ~10 s later).
+  4. NXDOMAIN: counted, and the last 6 candidates kept for the grace (still 6 ~10 s later);
+  5. discovery: auto, the six back in the records: from 4 Pods on, a reloaded exporter keeps
+     the records (candidates{source="dns"} only); from 10, another takes the watch (an
+     EndpointSlice request) and stays ready through the switch.
 
 Usage: lab_dns_discovery_test.py --exporter BIN [--keep-logs DIR] (DIR: the logs, configs and
 zone files, kept). Needs root (exit 77 otherwise, a failure with CI=true), unbound, iptables,
@@ -316,10 +319,13 @@ def ready(n):
 
 def reload_refresh(n, tmp, refresh):
     """Node n's configuration with dns_refresh `refresh` (or, for "watch", discovery: watch;
-    for "watch, zoned", that and self.zone set to n's zone: another watch), reloaded by SIGHUP;
-    returns once applied."""
+    for "watch, zoned", that and self.zone set to n's zone: another watch; for "auto N",
+    discovery: auto with auto_dns_from N), reloaded by SIGHUP; returns once applied."""
     text = exporter_config(n, os.path.join(tmp, "resolv.conf"))
-    if refresh.startswith("watch"):
+    if refresh.startswith("auto"):
+        text = text.replace("discovery: dns,", "discovery: auto, auto_dns_from: %s,"
+                            % refresh.split()[1])
+    elif refresh.startswith("watch"):
         text = text.replace("discovery: dns, dns_refresh: 2s", "discovery: watch")
         if refresh == "watch, zoned":
             text = text.replace('zone: ""', 'zone: "%s"' % n.zone)
@@ -368,7 +374,9 @@ def asks(m, result):
     return value(m, "podnet_discovery_identity_asks_total", result=result)
 
 
-def candidates(m):
+def candidates(m, source=None):
+    if source:
+        return value(m, "podnet_discovery_candidates", source=source)
     return value(m, "podnet_discovery_candidates")
 
 
@@ -631,6 +639,34 @@ def scenario(args, tmp):
           "NXDOMAIN: the peers are still probed: %s" % peers)
     check(all(n.proc.poll() is None for n in NODES) and all(ready(n) for n in NODES),
           "NXDOMAIN: every exporter running and ready")
+
+    # 5. discovery: auto (discovery/kubernetes/auto_source.h), the six back in the records.
+    # Node-1 with auto_dns_from 4: it starts from the records, counts 6 and keeps them (no
+    # EndpointSlice request); node-2 with 10: 6 is too few, it takes the watch, keeping its
+    # peers and readiness through the switch.
+    unbound.serve([m.address for m in NODES])
+    n1, n2 = NODES[1], NODES[2]
+    labkit.wait_for(lambda: candidates(metrics(n1)) == 6 and queries(metrics(n1), "ok") > 0, 15,
+                    "the records back at node-1", step=0.5)
+    slices_before = len([g for g in api_requests(api_log) if "endpointslices" in g])
+    reload_refresh(n1, tmp, "auto 4")
+    reload_refresh(n2, tmp, "auto 10")
+    try:
+        labkit.wait_for(lambda: candidates(metrics(n2), "watch") > 0, 20,
+                        "node-2 on the watch", step=0.5)
+    except Broken as e:
+        log(str(e))
+    m1, m2 = metrics(n1), metrics(n2)
+    slices = [g for g in api_requests(api_log) if "endpointslices" in g][slices_before:]
+    check(candidates(m1, "dns") == 6 and candidates(m1, "watch") == 0
+          and classes(m1).get("cross_zone", 0) == 4,
+          "auto, 6 Pods from 4: node-1 keeps the DNS records (candidates by source %s, peers %s)"
+          % (by_label(m1, "podnet_discovery_candidates", "source"), classes(m1)))
+    check(candidates(m2, "watch") > 0 and candidates(m2, "dns") == 0 and len(slices) >= 1
+          and ready(n2),
+          "auto, 6 Pods from 10: node-2 takes the watch, ready through it (candidates by "
+          "source %s; EndpointSlice requests since: %s)"
+          % (by_label(m2, "podnet_discovery_candidates", "source"), slices))
     log("scenario time %.1f s" % (time.monotonic() - t0))
 
 

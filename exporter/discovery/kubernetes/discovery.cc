@@ -37,10 +37,20 @@ DiscoveryMetrics::DiscoveryMetrics(prometheus::Registry& registry) : registry_(r
   candidates_family_ = &prometheus::BuildGauge()
                             .Name("podnet_discovery_candidates")
                             .Help(
-                                "Ready probe Pods found in the Service's EndpointSlices (this Pod "
-                                "included), before peer selection.")
+                                "Ready probe Pods found in the Service's EndpointSlices or DNS "
+                                "records (this Pod included), before peer selection, by where "
+                                "they were read (source: watch, dns).")
                             .Register(registry);
-  candidates_ = &candidates_family_->Add({});
+  candidates_ = &candidates_family_->Add({{"source", "watch"}});
+}
+
+void DiscoveryMetrics::SetSource(std::string_view source) {
+  std::map<std::string, std::string> labels = {{"source", std::string(source)}};
+  if (candidates_family_->Has(labels)) return;
+  double value = candidates_->Value();
+  candidates_family_->Remove(candidates_);
+  candidates_ = &candidates_family_->Add(labels);
+  candidates_->Set(value);
 }
 
 DiscoveryMetrics::~DiscoveryMetrics() {

@@ -36,8 +36,9 @@ namespace podnet::discovery::kubernetes {
 ///  - podnet_kubernetes_watch_events_total{resource, type}: type ∈ ADDED | MODIFIED | DELETED |
 ///    BOOKMARK | ERROR, resource as above (the EndpointSlice watches only);
 ///  - podnet_kubernetes_lists_total{resource}: successful EndpointSlice lists (1 + relists);
-///  - podnet_discovery_candidates: ready probe Pods in the Service (self included) after the
-///    last list or watch event (the peers' watch only: DiscoveryOptions::count_candidates);
+///  - podnet_discovery_candidates{source}: ready probe Pods in the Service (self included) after
+///    the last list or watch event (the peers' watch only: DiscoveryOptions::count_candidates)
+///    or DNS answer; source ∈ watch | dns, the running discovery's (SetSource);
 ///  - podnet_kubernetes_strings_sanitized_total{resource, reason}: strings of API answers that
 ///    were cut to their bound (reason truncated) or had control characters, NUL or invalid UTF-8
 ///    escaped (reason escaped) before they became labels or log text (resources.h: TextAt).
@@ -55,6 +56,8 @@ class DiscoveryMetrics {
   void Sanitized(std::string_view resource, const topology::TextRepairs& repairs);
   prometheus::Counter& lists(std::string_view resource);
   prometheus::Gauge& candidates() { return *candidates_; }
+  /// podnet_discovery_candidates carries `source` from now on, with the value it had.
+  void SetSource(std::string_view source);
 
  private:
   prometheus::Registry& registry_;

@@ -260,7 +260,7 @@ probes:
   std::string m = metrics();
   EXPECT_EQ(m.find(R"(peer="podnet-self")"), std::string::npos);
   EXPECT_NE(m.find(R"(source_zone="zone-a")"), std::string::npos);
-  EXPECT_NE(m.find("podnet_discovery_candidates 3"), std::string::npos);
+  EXPECT_NE(m.find(R"(podnet_discovery_candidates{source="watch"} 3)"), std::string::npos);
   EXPECT_NE(m.find(R"(podnet_kubernetes_lists_total{resource="endpointslices"} 1)"),
             std::string::npos);
   int status = 0;
@@ -458,7 +458,7 @@ TEST(AppDiscoveryTest, ForbiddenClusterDnsWatchLeavesPeersAndReadinessAlone) {
             std::string::npos)
       << m;
   EXPECT_EQ(m.find(R"(reason="forbidden",resource="endpointslices")"), std::string::npos) << m;
-  EXPECT_NE(m.find("podnet_discovery_candidates 1"), std::string::npos) << m;
+  EXPECT_NE(m.find(R"(podnet_discovery_candidates{source="watch"} 1)"), std::string::npos) << m;
 
   // A reload that turns cluster_dns off stops the watch; its counters stay (the discovery
   // metrics are the peers' too) and no more requests reach kube-system.
@@ -660,7 +660,7 @@ TEST(AppDiscoveryTest, CoordinatedBurstsChooseAmongTheDiscoveredPods) {
     const auto after = rounds();
     EXPECT_TRUE(decided && Eventually([&] { return rounds() > after; }, 3000ms))
         << "rounds " << rounds();
-    auto candidates = FindSeries(registry, "podnet_discovery_candidates", {});
+    auto candidates = FindSeries(registry, "podnet_discovery_candidates", {{"source", "watch"}});
     ASSERT_TRUE(candidates);
     EXPECT_EQ(candidates->gauge.value, static_cast<double>(pods.size()));
     EXPECT_EQ(running.Join(), 0);

@@ -494,7 +494,14 @@ std::vector<InvalidCase> InvalidCases() {
        "test.yaml:5:42: peers.kubernetes.label_selector: ", "unknown key"},
       {"kubernetes_discovery_unknown",
        kSelf + "peers:\n  kubernetes: {namespace: a, service: b, discovery: gossip}\n",
-       "test.yaml:5:53: peers.kubernetes.discovery: ", "must be watch or dns, got \"gossip\""},
+       "test.yaml:5:53: peers.kubernetes.discovery: ",
+       "must be watch, dns or auto, got \"gossip\""},
+      {"kubernetes_auto_dns_from_too_small",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b, auto_dns_from: 3}\n",
+       "test.yaml:5:57: peers.kubernetes.auto_dns_from: ", "must be from 4 to 3399, got 3"},
+      {"kubernetes_auto_dns_from_over_a_message",
+       kSelf + "peers:\n  kubernetes: {namespace: a, service: b, auto_dns_from: 4000}\n",
+       "test.yaml:5:57: peers.kubernetes.auto_dns_from: ", "must be from 4 to 3399, got 4000"},
       {"kubernetes_dns_refresh_too_short",
        kSelf + "peers:\n  kubernetes: {namespace: a, service: b, dns_refresh: 500ms}\n",
        "test.yaml:5:55: peers.kubernetes.dns_refresh: ", "must be from 1s to 1h"},
@@ -879,6 +886,20 @@ TEST(ConfigTest, KubernetesPeersAndAggregation) {
             std::string::npos)
       << Summary(*dns.config);
   EXPECT_EQ(Summary(*r.config).find("DNS records"), std::string::npos) << Summary(*r.config);
+
+  LoadResult automatic = Parse(kSelf +
+                                   "peers:\n  kubernetes: {namespace: podnet, service: probes, "
+                                   "discovery: auto, auto_dns_from: 250}\n",
+                               "test.yaml", FakeEnv({}));
+  ASSERT_TRUE(automatic.ok()) << Dump(automatic.errors);
+  EXPECT_EQ(automatic.config->kubernetes->discovery, KubernetesPeers::Discovery::kAuto);
+  EXPECT_EQ(automatic.config->kubernetes->auto_dns_from, 250);
+  EXPECT_EQ(r.config->kubernetes->auto_dns_from, 100);  // the default
+  EXPECT_NE(Summary(*automatic.config)
+                .find("from the DNS records of probes.podnet.svc.cluster.local from 250 Pods on, "
+                      "else the EndpointSlices"),
+            std::string::npos)
+      << Summary(*automatic.config);
 
   LoadResult plain = Parse(kSelf, "test.yaml", FakeEnv({}));
   ASSERT_TRUE(plain.ok()) << Dump(plain.errors);

@@ -560,7 +560,8 @@ TEST_F(DiscoveryTest, ZoneListAndWatchEvents) {
   EXPECT_EQ(Events("ADDED"), 1);
   EXPECT_EQ(Events("MODIFIED"), 1);
   EXPECT_EQ(Events("DELETED"), 1);
-  auto g = podnet::testing::FindSeries(registry_, "podnet_discovery_candidates", {});
+  auto g =
+      podnet::testing::FindSeries(registry_, "podnet_discovery_candidates", {{"source", "watch"}});
   ASSERT_TRUE(g);
   EXPECT_EQ(g->gauge.value, 1);
 
