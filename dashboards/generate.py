@@ -509,6 +509,29 @@ def throughput_cost():
               [('path_class_zone:podnet_cross_zone_cost_usd:per_hour{%s, source_zone=~"$zone"}'
                 % CL,
                 "{{source_zone}} → {{peer_zone}}")], "currencyUSD", 0, 30, 24, 8),
+        # What finding the peers costs the API server and CoreDNS (docs/design.md, "Discovery
+        # at scale"): which source each exporter runs, the watch's fan-out, DNS discovery's load.
+        row("What discovery costs the API server and CoreDNS", 38),
+        panel("timeseries", "Discovery: exporters by source, and the probe Pods they see",
+              [('count by (source) (podnet_discovery_candidates{%s})' % CL,
+                "{{source}}: exporters"),
+               ('max by (source) (podnet_discovery_candidates{%s})' % CL,
+                "{{source}}: probe Pods seen")], "none", 0, 39, 8, 8,
+              "source watch: the exporter lists and watches the probe Service's EndpointSlices "
+              "(every slice write is sent to it); dns: it reads the Service's DNS records. "
+              "discovery: auto takes dns from 100 probe Pods on."),
+        panel("timeseries", "Discovery: EndpointSlice watch events/s received, by watch and type",
+              [('sum by (resource, type) (rate(podnet_kubernetes_watch_events_total{%s}[%s]))'
+                % (CL, RI), "{{resource}} {{type}}")], "ops", 8, 39, 8, 8,
+              "What the API server sends all exporters together: endpointslices is the probe "
+              "Service (none from exporters on dns), dns_endpointslices the cluster DNS Service."),
+        panel("timeseries", "Discovery from DNS: questions and identity asks/s, by result",
+              [('sum by (result) (rate(podnet_discovery_dns_queries_total{%s}[%s]))' % (CL, RI),
+                "question {{result}}"),
+               ('sum by (result) (rate(podnet_discovery_identity_asks_total{%s}[%s]))'
+                % (CL, RI), "identity ask {{result}}")], "ops", 16, 39, 8, 8,
+              "Exporters on dns: the Service name asked of CoreDNS (truncated: asked again over "
+              "TCP), and each address asked who it is by its UDP echo responder."),
     ]
 
 

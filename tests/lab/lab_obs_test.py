@@ -11,7 +11,8 @@ cluster="lab", and loads deploy/prometheus's recording and alert rules. Then:
     that compare with a day earlier (NEEDS_A_DAY: this Prometheus is minutes old), which must
     have no data yet and evaluate without error; those that read the cluster DNS replicas
     (NEEDS_REPLICAS: probes.dns.cluster_dns needs peers.kubernetes, this lab's peers are
-    static; lab_fleet checks their data), held to the same; and the path-MTU rules and panels
+    static; lab_fleet checks their data), held to the same, as are the panels of Kubernetes
+    discovery (podnet_discovery_*, podnet_kubernetes_*); and the path-MTU rules and panels
     (they read podnet_path_mtu_*), which are held to the same only while the client's /metrics has
     podnet_path_mtu_bytes series: without them (a build without the path-MTU probe, or the
     probe not configured here) they must evaluate and have no data, and the run says so;
@@ -100,6 +101,9 @@ EXEMPT = NEEDS_A_DAY | NEEDS_REPLICAS | NATIVE_ONLY | ONLY_WHILE_WRONG | NEEDS_K
 # The path-MTU probe's families: rules and dashboard queries that read them (podnet.mtu, the
 # Zone matrix's path MTU panels) need its series in the client's /metrics.
 PATH_MTU = "podnet_path_mtu_"
+# Panels of Kubernetes discovery (podnet_discovery_*, podnet_kubernetes_*): this lab's peers are
+# static, so they must evaluate and have no data here; lab_fleet checks their data.
+DISCOVERY = re.compile(r"podnet_(discovery|kubernetes)_")
 SEARCH = "podnet.svc.cluster.local svc.cluster.local cluster.local ap-northeast-2.compute.internal"
 
 
@@ -278,6 +282,10 @@ def scenario(args, lab, tmp):
             res = labkit.promql(ns["client"], oq.substitute(now, subst))
             if not path_mtu and PATH_MTU in expr:
                 check(not res, "%s (%s): no data without path-MTU series (%d series)"
+                      % (where, label, len(res)))
+                continue
+            if DISCOVERY.search(expr):
+                check(not res, "%s (%s): no data without peers.kubernetes (%d series)"
                       % (where, label, len(res)))
                 continue
             lacking = missing_labels(panel, legend, res)
