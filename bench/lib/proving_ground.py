@@ -13,7 +13,12 @@ comparisons. bench/README.md ("Proving ground") has the results.
 
 Usage (root, after scripts/build.sh --test): bench/proving_ground.sh [--nodes 24] [--zones 3]
   [--trials 10] [--classes a,b] [--phases quiet,rollout,churn,prometheus_restart]
-  [--seed N] [--json FILE] [--markdown FILE]
+  [--discovery watch|dns] [--seed N] [--json FILE] [--markdown FILE]
+--discovery dns: every exporter finds its peers from the podnet Service's DNS records
+(peers.kubernetes.discovery: dns; the fleet's unbound replicas serve them as CoreDNS would,
+tests/lib/fleet.py) instead of the EndpointSlice watch; PODNET_LAB_DRAIN_S sets the exporters'
+drain (5 s). The rollout and churn phases also record the HTTP/gRPC probes refused by a stopped
+Pod and, with dns, discovery's questions by result.
 The JSON is rewritten after every trial and phase ("partial": true until the end), so a run cut
 short keeps what it scored. A campaign too long for one sitting runs in parts (other seeds,
 other classes) that are then scored together:
@@ -45,7 +50,9 @@ import alerting  # noqa: E402
 
 def markdown(rows, overall, confusion, phases, meta):
     out = ["Proving ground, %(nodes)d nodes in %(zones)d zones, rules x1/%(rule_scale)d, "
-           "probes x1/%(probe_scale)d, seed %(seed)s, %(minutes).0f min, %(commit)s" % meta, "",
+           "probes x1/%(probe_scale)d, seed %(seed)s, %(minutes).0f min, %(commit)s" % meta
+           + ", discovery %s, drain %s s" % (meta.get("discovery", "watch"),
+                                              meta.get("drain_s", "?")), "",
            "| fault class | trials | void (host steal) | top-1 | top-3 | detection median / max "
            "(lab s) | = shipped (min) | missed | notifications per incident (median / max) |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -86,8 +93,11 @@ def markdown(rows, overall, confusion, phases, meta):
     return "\n".join(out) + "\n"
 
 
-# What a part of a campaign must share with the others to be scored with them.
-SAME_FLEET = ("nodes", "zones", "rule_scale", "probe_scale", "rules_sha256", "shards")
+# What a part of a campaign must share with the others to be scored with them, and the value
+# of those a part written before they were recorded had.
+SAME_FLEET = ("nodes", "zones", "rule_scale", "probe_scale", "rules_sha256", "shards",
+              "discovery")
+BEFORE_RECORDED = {"shards": 0, "discovery": "watch"}
 
 
 # How rules_sha256 reads the files: their YAML parsed (a part without this mark hashed the bytes).
@@ -187,10 +197,10 @@ def merge(args):
         rehash_old_part(path, p)
     first_path, first = parts[0]
     for path, p in parts[1:]:
-        # A part from before --shards ran one Prometheus.
+        # A part from before --shards ran one Prometheus, from before --discovery the watch.
         diff = [k for k in SAME_FLEET
-                if p["meta"].get(k, 0 if k == "shards" else None)
-                != first["meta"].get(k, 0 if k == "shards" else None)]
+                if p["meta"].get(k, BEFORE_RECORDED.get(k))
+                != first["meta"].get(k, BEFORE_RECORDED.get(k))]
         if diff:
             B.note("--merge: %s differs from %s in %s: not one campaign"
                    % (path, first_path, ", ".join(diff)))
@@ -232,6 +242,9 @@ def main():
                     help="N >= 2: N Prometheus shards (stage 1 of the rules) and a global one "
                          "federating them (stage 2), as docs/deploy.md's sharded Prometheus; "
                          "0: one Prometheus")
+    ap.add_argument("--discovery", choices=F.DISCOVERY, default="watch",
+                    help="how the exporters find their peers: watch (the EndpointSlices) or dns "
+                         "(the Service's DNS records, peers.kubernetes.discovery: dns)")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--prefix", default="pg%d" % (os.getpid() % 1000))
@@ -243,7 +256,8 @@ def main():
     B.install_signal_handlers()
     try:
         B.require_root()
-        missing = F.have_tools("prometheus", "prometheus-alertmanager")
+        missing = F.have_tools("prometheus", "prometheus-alertmanager",
+                               *(["unbound-control"] if args.discovery == "dns" else []))
         if missing:
             raise B.BenchBroken("missing tools: %s" % " ".join(missing))
     except B.BenchBroken as e:
@@ -280,7 +294,8 @@ def main():
         # the one extra load, and the other classes are judged on the default probe set.
         with F.Fleet(args.prefix, tmp, exe, args.delayline, nodes=args.nodes,
                      zones=args.zones, mtu="path_mtu_blackhole" in classes,
-                     max_seconds=max(7200, max_seconds), shards=args.shards) as fl:
+                     max_seconds=max(7200, max_seconds), shards=args.shards,
+                     discovery=args.discovery) as fl:
             fl.wait_ready(timeout=120)
             c = C.Campaign(fl, args, rng)
             # "A day ago" must reach past the fleet's first minute (probes starting, caches
@@ -293,7 +308,7 @@ def main():
             plan = C.plan(classes, args.trials, rng)
             meta = {"nodes": args.nodes, "zones": args.zones, "rule_scale": fl.rule_scale,
                     "probe_scale": fl.probe_scale, "seed": args.seed, "minutes": 0,
-                    "shards": fl.shards,
+                    "shards": fl.shards, "discovery": fl.discovery, "drain_s": F.DRAIN_S,
                     "commit": commit, "rules_sha256": sha, "rules_hash": RULES_HASH}
 
             def save(final=False):

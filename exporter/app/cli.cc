@@ -33,7 +33,8 @@ flags:
                                  changed, as SIGHUP does (at least 1s; default 0s: never)
   --shutdown.drain-period=DURATION
                                  after SIGTERM, keep answering peers this long with /-/ready
-                                 failing, then stop (default 0s: stop at once)
+                                 failing, then stop (default 0s: stop at once); with peers
+                                 found from DNS records, at least 1.1 x dns_refresh + 7s
   --web.listen-address=HOST:PORT overrides listen_address of the configuration (default :9479)
   --web.config.file=PATH         TLS, basic auth and headers for the HTTP port (exporter-toolkit's
                                  format; /echo, /-/healthy and /-/ready stay plain and open)

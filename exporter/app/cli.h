@@ -24,7 +24,8 @@ struct Options {
   std::chrono::nanoseconds config_auto_reload_interval{0};
   /// --shutdown.drain-period: after SIGTERM, how long /-/ready says "stopping" while the
   /// responders keep answering peers (their lists drop this Pod meanwhile), before the process
-  /// stops; 0 = stop at once (the default). A second SIGTERM or SIGINT stops at once.
+  /// stops; 0 = stop at once (the default). Not 0 and the peers read from the DNS records: at
+  /// least KubernetesWatches::PeersStaleness. A second SIGTERM or SIGINT stops at once.
   std::chrono::nanoseconds shutdown_drain_period{0};
   spdlog::level::level_enum log_level = spdlog::level::info;
   log::Format log_format = log::Format::kLogfmt;

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <chrono>
@@ -125,14 +126,17 @@ void ControlLoop::WaitForSignal() {
     }
     if (sig == SIGTERM && !draining_ && drain_period_ > std::chrono::nanoseconds(0)) {
       // Kubernetes removes a terminating Pod from the EndpointSlices while it runs; peers
-      // still probing it until their watch drops it get answers, not loss.
+      // still probing it until their watch drops it get answers, not loss. Peers that read
+      // the DNS records drop it later (a refresh and a cached answer): the drain covers that.
+      std::chrono::nanoseconds period =
+          std::max(drain_period_, std::chrono::nanoseconds(watches_.PeersStaleness()));
       spdlog::info(
           "received signal {}, stopping in {} ms: /-/ready fails meanwhile, peers "
           "are still answered",
-          sig, std::chrono::duration_cast<std::chrono::milliseconds>(drain_period_).count());
+          sig, std::chrono::duration_cast<std::chrono::milliseconds>(period).count());
       draining_ = true;
       UpdateReady();
-      drain_.expires_after(drain_period_);
+      drain_.expires_after(period);
       drain_.async_wait([this](boost::system::error_code ec) {
         if (!ec) Stop();
       });

@@ -395,6 +395,11 @@ std::string KubernetesWatches::NotSyncedReason() const {
   return why + "; last error: " + last;
 }
 
+std::chrono::milliseconds KubernetesWatches::PeersStaleness() const {
+  if (!peers_ || !peers_dns_) return std::chrono::milliseconds(0);
+  return peers_dns_->refresh * 11 / 10 + kDnsRecordTtl + std::chrono::seconds(2);
+}
+
 std::string KubernetesWatches::self_zone() const {
   if (!peers_) return "";
   const std::string& zone = peers_->snapshot().self_zone;

@@ -62,6 +62,17 @@ class KubernetesWatches {
   std::string NotSyncedReason() const;
   /// The zone the peers' watch read from the Node; "" without one.
   std::string self_zone() const;
+  /// How long the peers may go on probing this Pod after it left their source: with the DNS
+  /// records running, dns_refresh + 10 % (its jitter) + kDnsRecordTtl + 2 s (discovery's
+  /// publish interval, and the endpoint's removal reaching CoreDNS); with the watch or no
+  /// discovery, 0 (the watch's ~1 s is the drain flag's to cover). This Pod's source stands for
+  /// its peers' (`auto` chooses alike across a fleet). The drain on SIGTERM lasts at least
+  /// this long (ControlLoop).
+  std::chrono::milliseconds PeersStaleness() const;
+  /// What a cached answer of the Service's records may lag behind: CoreDNS's kubernetes
+  /// plugin answers with TTL 5 s by default (its `ttl` option), and the stock Corefile's
+  /// `cache 30` keeps an answer no longer than its TTL.
+  static constexpr std::chrono::seconds kDnsRecordTtl{5};
 
  private:
   // Every watch stopped and the metrics removed (peers.kubernetes is off).

@@ -23,6 +23,23 @@ then, scored by tests/lib/campaign.py on what the webhook receiver logged:
      EndpointSlices of kube-dns: lab_obs_test's lab has none) has data, one series per replica
      where it is per replica; those of native histograms none (the fleet's are classic).
 
+--discovery dns runs every exporter with `peers.kubernetes.discovery: dns` instead of the
+watch (tests/lib/fleet.py: the unbound replicas serve podnet.podnet.svc.cluster.local's A records
+of the ready probe Pods, TTL 5 s, changed through a modelled CoreDNS cache 0-5 s after each
+endpoint change; dns_refresh 30 s / 5 = 6 s). Before the faults it checks that DNS discovery
+works (every exporter has every Pod as a candidate from answers counted `ok`, the API server
+had the Service's GET and no list or watch of the podnet Service's EndpointSlices); the checks
+above are the same. A peer then drops a stopped Pod only once its replica's answer has changed
+and it asked again (up to ~13 s after the SIGTERM: 0.5 + 5 + 6.6 + 1; measured 2.8-10 s, or
+never when no question fell while the address was out): past a 5 s drain, the rollout's
+refused-probe check (3) failed (2026-12-07: 8 refused, http 6, grpc 2; no notification, no RTT
+lost; with a 15 s drain 0 refused), so the exporter now drains at least 1.1 x dns_refresh + 7 s
+when it reads the DNS records (13.6 s here). Here a new Pod keeps its node's address, so a peer
+that never saw it leave the answer probes the new Pod; in a cluster, where a new Pod gets a new
+address, it would probe a dead one.
+Both modes: every query of the dashboards' discovery panels has data (those of DNS discovery
+only with dns), with the labels its legend shows.
+
 By default one Prometheus loads both rule files. --shards 2 (ctest) runs the rules as
 docs/deploy.md ("A sharded Prometheus") describes instead: two Prometheus shards, each scraping
 about half of the exporters and evaluating stage 1, and a global Prometheus federating their
@@ -33,18 +50,20 @@ With the shards' timestamps kept by the federation (the staleness they defeat: d
 first a PodnetPeerUnreachable to the node that had been black-holed).
 
 Usage: lab_fleet_test.py --exporter BIN --delayline BIN [--nodes 9] [--seed N]
-[--shards N [--transport remote_write]]. Needs root (exit 77 otherwise, a failure with
-CI=true). Traffic stays in the namespaces it makes; every wait is bounded; everything is stopped
-and the namespaces deleted on exit. ~4.5 min.
+[--shards N [--transport remote_write]] [--discovery watch|dns]. Needs root (exit 77 otherwise,
+a failure with CI=true). Traffic stays in the namespaces it makes; every wait is bounded;
+everything is stopped and the namespaces deleted on exit. ~4.5 min (~6 with a 15 s drain).
 """
 import argparse
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
 import time
 import traceback
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import alerting  # noqa: E402
@@ -62,6 +81,64 @@ from labkit import check, log  # noqa: E402
 LAB_NOISE = {"PodnetHTTPLatencyRegression", "PodnetProbeRoundsSkipped"}
 
 
+def check_dns_discovery(fl, nodes):
+    """Discovery "dns" at work: every exporter's candidates are every Pod (its own included),
+    from answers counted ok; the stand-in API server had the podnet Service's GET and no list or
+    watch of its EndpointSlices (only the watches of kube-dns and the echo Service)."""
+    def per_node(expr):
+        return {r["metric"].get("node"): float(r["value"][1]) for r in fl.promql(expr)}
+    try:
+        labkit.wait_for(lambda: sorted(per_node("podnet_discovery_candidates").values())
+                        == [nodes] * nodes, 30, "every Pod a candidate of every exporter")
+    except labkit.Broken:
+        pass  # the check below says what was seen
+    cands = per_node("podnet_discovery_candidates")
+    check(len(cands) == nodes and set(cands.values()) == {nodes},
+          "dns discovery: podnet_discovery_candidates == %d on every exporter (%s)"
+          % (nodes, cands))
+    results = {}
+    for r in fl.promql("sum by (node, result) (podnet_discovery_dns_queries_total)"):
+        results.setdefault(r["metric"].get("node"), {})[r["metric"].get("result")] = \
+            int(float(r["value"][1]))
+    check(len(results) == nodes and all(v.get("ok", 0) >= 1 for v in results.values()),
+          "dns discovery: answers ok on every exporter (questions by result: %s)" % results)
+    gets = [(path, urllib.parse.parse_qs(query))
+            for path, _, query in (g.partition("?") for g in fl.api_requests())]
+    slices = [path for path, q in gets if path.endswith("/namespaces/podnet/endpointslices")
+              and q.get("labelSelector") == ["kubernetes.io/service-name=podnet"]]
+    check(not slices, "dns discovery: no list or watch of the podnet Service's EndpointSlices "
+          "(%d of %d requests)" % (len(slices), len(gets)))
+    service = sum(1 for path, _ in gets if path == F.PODNET_SERVICE_PATH)
+    check(service >= nodes, "dns discovery: the Service's GET (%s) %d times (>= %d)"
+          % (F.PODNET_SERVICE_PATH, service, nodes))
+
+
+# Panels of Kubernetes discovery (lab_obs_test has static peers: no data there, so here). Those of
+# DNS discovery have data only with --discovery dns; the others in both modes.
+DISCOVERY_PANEL = re.compile(r"podnet_(discovery|kubernetes)_")
+DNS_DISCOVERY_PANEL = re.compile(r"podnet_discovery_(dns_queries|identity_asks)_total")
+
+
+def check_discovery_panels(fl):
+    """Every dashboard query of discovery's panels has data in this fleet (or, those of DNS
+    discovery in a watching fleet, none), with the labels its legend shows."""
+    for where, expr, panel in obs_queries.panel_queries():
+        if not DISCOVERY_PANEL.search(expr):
+            continue
+        res = [r for r in fl.promql(obs_queries.substitute(expr, {"__rate_interval": "1m"}))
+               if r["value"][1] not in ("NaN", "+Inf", "-Inf")]
+        legend = next(t["legendFormat"] for t in panel["targets"] if t["expr"] == expr)
+        shown = set(re.findall(r"\{\{(\w+)\}\}", legend))
+        if DNS_DISCOVERY_PANEL.search(expr) and fl.discovery != "dns":
+            check(not res, "%s: no data with discovery %s (%d series)"
+                  % (where, fl.discovery, len(res)))
+            continue
+        check(bool(res) and all(shown <= set(r["metric"]) for r in res),
+              "%s: %d series, each with %s (%s)"
+              % (where, len(res), sorted(shown), sorted({tuple(sorted(
+                  (k, v) for k, v in r["metric"].items() if k in shown)) for r in res})[:6]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
@@ -71,12 +148,16 @@ def main():
     ap.add_argument("--shards", type=int, default=0)
     ap.add_argument("--transport", choices=("federate", "remote_write"), default="federate",
                     help="with --shards: how stage 1's records reach the global Prometheus")
+    ap.add_argument("--discovery", choices=F.DISCOVERY, default="watch",
+                    help="how the exporters find their peers: the EndpointSlice watch, or the "
+                         "Service's DNS records")
     args = ap.parse_args()
     if args.transport != "federate" and args.shards < 2:
         ap.error("--transport goes with --shards 2 or more")
     if not labkit.have_root():
         return labkit.skip(labkit.ROOT_NEEDED)
-    missing = F.have_tools("prometheus", "prometheus-alertmanager")
+    missing = F.have_tools("prometheus", "prometheus-alertmanager",
+                           *(["unbound-control"] if args.discovery == "dns" else []))
     if missing:
         log("FAILED: not installed: %s (scripts/install-deps.sh --test)" % " ".join(missing))
         return 1
@@ -84,14 +165,15 @@ def main():
     opts = argparse.Namespace(detect_timeout=90, hold=10, settle_timeout=90,
                               resolve_timeout=90, quiet=30, phase_tail=30)
     rng = random.Random(args.seed)
-    log("seed %d (--seed %d repeats the targets)" % (args.seed, args.seed))
+    log("seed %d (--seed %d repeats the targets); discovery %s, --shutdown.drain-period %d s"
+        % (args.seed, args.seed, args.discovery, F.DRAIN_S))
     prefix = "pgt%d" % (os.getpid() % 1000)
     tmp = tempfile.mkdtemp(prefix="podnet-lab-fleet-")
     t0 = time.time()
     try:
         with F.Fleet(prefix, tmp, args.exporter, args.delayline, nodes=args.nodes,
                      zones=3, max_seconds=900, shards=args.shards,
-                     transport=args.transport) as fl:
+                     transport=args.transport, discovery=args.discovery) as fl:
             fl.wait_ready(timeout=60)
             if fl.shards:
                 # Every shard scrapes some exporters (hashmod of the addresses), or the run
@@ -114,6 +196,8 @@ def main():
                 return (healthy >= args.nodes * 2
                         and healthy >= 0.9 * len(fl.promql("node_pair:podnet_path_bad:bool")))
             labkit.wait_for(judged, 60, "90 % of the probed node pairs judged healthy", step=1)
+            if fl.discovery == "dns":
+                check_dns_discovery(fl, args.nodes)
             # Coverage from each node's own side (podnet_responder_probers): every node reached
             # by >= 3 probe Pods from >= 2 zones.
             def coverage():
@@ -174,9 +258,10 @@ def main():
             # At most 2: a flake guard for a busy CI machine, far below a broken drain.
             check(p["refused_probes"] <= 2,
                   "rollout: %d HTTP/gRPC connections refused by a stopped Pod %s (0 is the aim, "
-                  "at most 2: a stopping Pod answers through its drain, its peers drop it first; "
-                  "other resets %s)" % (p["refused_probes"], p["refused_by_port"],
-                                        p["other_resets"]))
+                  "at most 2: a stopping Pod answers through its drain (%d s), its peers drop it "
+                  "first (discovery %s: up to %.1f s after its SIGTERM); other resets %s)"
+                  % (p["refused_probes"], p["refused_by_port"], fl.drain_s(), fl.discovery,
+                     fl.drop_bound_s(), p["other_resets"]))
             # ICMP is answered by the kernel whether a Pod runs or not: a loss here is the lab's
             # (0 in every run of bench/README.md's rollout table). At most 1 in 10,000: a host
             # that takes the CPU can hold a reply past the timeout (3 of 58,460 here once).
@@ -186,6 +271,10 @@ def main():
             check(not p["new_peer_values"], "rollout: no new peer values (%s)"
                   % (p["new_peer_values"] or "none"))
             log("rollout: probe errors %s" % (p["probe_errors"] or "none"))
+            if fl.discovery == "dns":
+                log("rollout: DNS discovery's questions %s"
+                    % (p.get("discovery_dns_queries") or "none"))
+            check_discovery_panels(fl)
             # (The records of native histograms have none here: the fleet's are classic.)
             for name in sorted(obs_queries.replica_rules() - obs_queries.native_rules()):
                 got = fl.promql(name)

@@ -186,11 +186,12 @@ class Campaign:
         t0 = time.time()
         cpu0 = K.cpu_times()
         detail = ""
+        if name in ("rollout", "churn"):
+            resets_before = fl.responder_resets()
         if name == "quiet":
             time.sleep(self.args.quiet)
         elif name == "rollout":
             peers_before = peer_values(fl, t0)
-            resets_before = fl.responder_resets()
             for n in fl.live():
                 fl.restart_exporter(n)
             detail = "%d Pods replaced one at a time" % len(fl.live())
@@ -217,25 +218,34 @@ class Campaign:
                "false_notifications": len(firing),
                "alerts": sorted({a["alertname"] for _, alerts in firing for a in alerts}),
                "examples": [_brief(a["labels"]) for _, alerts in firing[:5] for a in alerts[:3]]}
-        if name == "rollout":
+        if name in ("rollout", "churn"):
             # What the peers saw: no HTTP or gRPC probe refused by a stopping Pod (its drain
-            # answers until its peers have dropped it), the RTT requests sent and lost as
-            # Prometheus has them, and no `peer` value that was not there before (peers are
-            # named after their nodes). The RTT probe here is ICMP, which the node's kernel
-            # answers whatever the Pod does: its loss can show a network fault, not a Pod's stop.
-            sent, lost = rtt_sent_lost(fl, t0, t1)
+            # answers until its peers have dropped it; a node that leaves has no drain), and in
+            # a rollout the RTT requests sent and lost as Prometheus has them, and no `peer`
+            # value that was not there before (peers are named after their nodes). The RTT
+            # probe here is ICMP, which the node's kernel answers whatever the Pod does: its
+            # loss can show a network fault, not a Pod's stop.
             resets = {kind: {w: v - resets_before[kind][w] for w, v in by_port.items()}
                       for kind, by_port in fl.responder_resets().items()}
             refused = resets["refused"]
             rec.update({"refused_probes": sum(refused.values()), "refused_by_port": refused,
                         "other_resets": resets["other"],
-                        "rtt_sent": sent, "rtt_lost": lost,
-                        "probe_errors": probe_errors(fl, t0, t1),
+                        "probe_errors": probe_errors(fl, t0, t1)})
+            detail += "; probes refused: %s (other resets %s)" % (refused, resets["other"])
+            if getattr(fl, "discovery", "watch") == "dns":
+                # DNS discovery's questions by result (nxdomain, timeout, ...: answers missed)
+                rec["discovery_dns_queries"] = {k[0]: v for k, v in sorted(exact_increase(
+                    fl, "podnet_discovery_dns_queries_total", t0, t1, by=("result",),
+                    grace_scrapes=2).items()) if v}
+                detail += "; DNS discovery's questions %s" % rec["discovery_dns_queries"]
+        if name == "rollout":
+            sent, lost = rtt_sent_lost(fl, t0, t1)
+            rec.update({"rtt_sent": sent, "rtt_lost": lost,
                         "new_peer_values": sorted(peer_values(fl, t1, t1 - t0) - peers_before)})
-            detail += ("; probes refused: %s (other resets %s); RTT: %d sent, %d lost; "
-                       "new peer values: %s; probe errors: %s" % (refused, resets["other"], sent, lost,
-                                             rec["new_peer_values"] or "none",
-                                             rec["probe_errors"] or "none"))
+            detail += ("; RTT: %d sent, %d lost; new peer values: %s"
+                       % (sent, lost, rec["new_peer_values"] or "none"))
+        if name in ("rollout", "churn"):
+            detail += "; probe errors: %s" % (rec["probe_errors"] or "none")
         self.phases.append(rec)
         self.progress("phase %-18s %5.0f s, %d false notifications %s steal=%.0f%%%s %s"
                       % (name, t1 - t0, len(firing), rec["alerts"], 100 * steal,

@@ -15,7 +15,8 @@ Topology (every address private to the namespaces made here; nothing leaves them
       receiver; one link per zone router, no delay (a management network a zone cut spares)
     DNS replica k (ns PREFIX-dnsK, 10.77.K.250) on zone K's bridge as a node is: unbound
       serving tests/lab/unbound-zones.conf (nothing forwarded); the kube-dns VIP 10.96.0.10 is
-      a DNAT in every node, one replica at random per flow, as kube-proxy's iptables mode
+      a DNAT in every node, one replica at random per flow, as kube-proxy's iptables mode; with
+      discovery "dns" it also serves the probe Pods' headless Service (below)
     Service VIP 10.96.0.20:9479/udp: DNAT in every node to the UDP echo of the backend nodes of
       its own zone (topology hints honoured, as kube-proxy does with trafficDistribution
       PreferClose); the fault `service_leaves_zone` sends a zone's nodes to every backend.
@@ -24,6 +25,16 @@ A same-zone path is two veths and a bridge (tens of µs of RTT); a cross-zone pa
 routers and its pair's delay line (pair_delay_us one way). Per-node delay lines on every wire
 were tried first: 29 of them took about a core of the two at 24 nodes (a wake-up per frame),
 and scrapes timed out. Node i is in zone i % Z.
+
+Discovery (`discovery`): "watch" (the default), every exporter lists and watches the podnet
+Service's EndpointSlices from the stand-in API server, as the DaemonSet ships; "dns"
+(peers.kubernetes.discovery: dns, docs/design.md "Discovery at scale"), every exporter asks
+PODNET_DNS_NAME's A records through the kube-dns VIP (its probes.dns resolv.conf's first
+nameserver) every dns_refresh (the 30 s default / probe_scale) and each address's UDP echo
+responder who it is, and GETs only its Node and the Service. The unbound replicas then answer
+that name with the ready probe Pods' addresses (TTL DNS_TTL_S), changed live through unbound's
+remote control (a unix socket, no restart: the DNS probe is not disturbed) as CoreDNS's
+kubernetes plugin and cache would change them (_DnsPublisher: the lag modelled).
 
 Faults (inject(kind, target, **params) -> a Fault whose clear() undoes it) are in
 tests/lib/faults.py. Every wait is bounded; close() stops everything and deletes the namespaces.
@@ -36,6 +47,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import alerting
@@ -57,7 +69,20 @@ PROPAGATION_S = 0.5
 # probes (10 s / 5 = 2 s): 5 s is 5x what the peers take here to drop a Pod (PROPAGATION_S, then
 # at most 1 s of discovery's publish interval, which is not scaled either).
 # PODNET_LAB_DRAIN_S overrides it (0: no drain, the rollout check of lab_fleet then fails).
+# With discovery "dns" the peers drop a Pod later (drop_bound_s: up to ~13 s at probe_scale 5),
+# and the exporter drains longer by itself: 1.1 x dns_refresh + 7 s (13.6 s here).
 DRAIN_S = int(os.environ.get("PODNET_LAB_DRAIN_S", "5"))
+# How the peers find each other: Fleet(discovery=...), see the module's docstring.
+DISCOVERY = ("watch", "dns")
+# Discovery "dns": the name asked (peers.kubernetes.dns_name's default for Service podnet/podnet),
+# the TTL of its records (CoreDNS's kubernetes plugin's default `ttl`), and dns_refresh's
+# default (docs/configuration.md), scaled as the probes are.
+PODNET_DNS_NAME = "podnet.podnet.svc.cluster.local"
+DNS_TTL_S = 5
+DNS_REFRESH_DEFAULT_S = 30
+# The podnet Service object the exporters GET with discovery "dns" (its UID: the bursts' key).
+PODNET_SERVICE_PATH = "/api/v1/namespaces/podnet/services/podnet"
+PODNET_SERVICE_UID = "5e1f0c7a-0000-4000-8000-0000f1ee7d15"
 # Prometheus' scrape (and rule evaluation) interval, s: see Fleet._prometheus.
 SCRAPE_S = 2
 # The stage-1 records a global Prometheus federates (docs/deploy.md, "Federation"; generate.py
@@ -139,14 +164,19 @@ class Fleet:
     timestamps dropped so that a record that stops goes stale: docs/deploy.md, "Federation")
     and evaluates stage 2; with `transport` "remote_write", each shard instead sends those
     records to the global Prometheus' remote-write receiver (docs/deploy.md, "Remote write");
-    all of them send alerts to the one Alertmanager."""
+    all of them send alerts to the one Alertmanager. `discovery`: "watch" or "dns", how the
+    exporters find their peers (the module's docstring)."""
 
     def __init__(self, prefix, tmp, exporter, delayline, nodes=24, zones=3, pair_delay_us=250, dns_replicas=2, backends_per_zone=2, probe_scale=5,
                  rule_scale=20, offsets=None, am_scale=20, max_seconds=7200,
                  prometheus="prometheus", alertmanager="prometheus-alertmanager",
-                 extra_probes=None, mtu=False, shards=0, transport="federate"):
+                 extra_probes=None, mtu=False, shards=0, transport="federate",
+                 discovery="watch"):
         if zones < 2 or zones > 8 or nodes < zones or nodes > 200:
             raise ValueError("2..8 zones, zones..200 nodes")
+        if discovery not in DISCOVERY:
+            raise ValueError("discovery: %s" % " or ".join(DISCOVERY))
+        self.discovery = discovery
         self.prefix, self.tmp, self.exe, self.delayline = prefix, tmp, exporter, delayline
         self.zones = zones
         self.nodes = [Node(i, zones) for i in range(nodes)]
@@ -176,6 +206,8 @@ class Fleet:
         self.ctl = prefix + "-ctl"
         self.namespaces = []
         self.cgroup = "/sys/fs/cgroup/cpu/podnet-%s" % prefix
+        # discovery "dns": CoreDNS's part (the replicas' records of the ready probe Pods)
+        self.dns_publisher = _DnsPublisher(self) if discovery == "dns" else None
 
     # ---- names -------------------------------------------------------------------------
     def ns(self, node):
@@ -413,8 +445,13 @@ class Fleet:
                         "the DNS replicas answer")
         for n in self.nodes:
             self._write_resolv(n, RESOLV)
+        if self.dns_publisher:
+            self.dns_publisher.start()
 
     def _start_unbound(self, d):
+        """Starts replica `d`'s unbound (again, after a dns_servfail fault). With discovery
+        "dns", it also serves the podnet Service's records as the replica has them now
+        (_DnsPublisher) and listens for unbound-control on a unix socket in its folder."""
         folder = os.path.join(self.tmp, "dns%d" % d["k"])
         os.makedirs(folder, exist_ok=True)
         conf = os.path.join(folder, "unbound.conf")
@@ -422,8 +459,11 @@ class Fleet:
         text = text.replace("interface: 127.0.0.1", "interface: " + d["address"])
         text = text.replace("access-control: 127.0.0.0/8 allow",
                             "access-control: 10.77.0.0/16 allow")
+        if self.dns_publisher:
+            text += self.dns_publisher.unbound_conf(d, folder)
         with open(conf, "w") as f:
             f.write(text)
+        d["conf"] = conf
         d["proc"] = labkit.start(d["ns"], ["unbound", "-d", "-c", conf],
                                  os.path.join(folder, "unbound.log"))
 
@@ -472,15 +512,28 @@ class Fleet:
             "spec": {"type": "ClusterIP", "clusterIP": SERVICE_VIP,
                      "trafficDistribution": "PreferClose", "internalTrafficPolicy": "Cluster",
                      "ports": [{"name": "echo", "protocol": "UDP", "port": 9479}]}})
+        args = ["--service-file", self.service_file, "--node-zones", self.node_file,
+                "--churn", "0", "--max-seconds", str(self.max_seconds), "--log-requests",
+                "--extra-service", "kube-system/kube-dns=" + self.dns_file,
+                "--extra-service", "podnet/%s=%s" % (SERVICE, self.echo_file),
+                "--object", "/api/v1/namespaces/podnet/services/%s=%s"
+                % (SERVICE, echo_service)]
+        if self.discovery == "dns":
+            # What DNS discovery GETs besides the Nodes: the headless Service (its UID).
+            podnet_service = os.path.join(folder, "podnet-service.json")
+            self._json(podnet_service, {
+                "kind": "Service", "apiVersion": "v1",
+                "metadata": {"name": "podnet", "namespace": "podnet",
+                             "uid": PODNET_SERVICE_UID, "resourceVersion": "1"},
+                "spec": {"type": "ClusterIP", "clusterIP": "None",
+                         "ports": [{"name": "http", "protocol": "TCP", "port": 9479},
+                                   {"name": "echo", "protocol": "UDP", "port": 9479},
+                                   {"name": "burst", "protocol": "TCP", "port": 5201}]}})
+            args += ["--object", "%s=%s" % (PODNET_SERVICE_PATH, podnet_service)]
+        self.api_log = os.path.join(folder, "apiserver.log")
         self.api, self.kubeconfig = fake_apiserver.start(
             folder, "fleet-token", ns=self.ctl, address=API_ADDRESS,
-            max_seconds=self.max_seconds,
-            args=["--service-file", self.service_file, "--node-zones", self.node_file,
-                  "--churn", "0", "--max-seconds", str(self.max_seconds),
-                  "--extra-service", "kube-system/kube-dns=" + self.dns_file,
-                  "--extra-service", "podnet/%s=%s" % (SERVICE, self.echo_file),
-                  "--object", "/api/v1/namespaces/podnet/services/%s=%s"
-                  % (SERVICE, echo_service)])
+            max_seconds=self.max_seconds, args=args)
         self.hook_port = labkit.free_port(self.ctl)
         self.receiver = alerting.start_receiver(self.ctl, self.tmp, self.hook_port)
         self.am_port = labkit.free_port(self.ctl)
@@ -493,6 +546,11 @@ class Fleet:
     @staticmethod
     def _json(path, doc):
         labkit.write_atomic(path, json.dumps(doc))
+
+    def api_requests(self):
+        """The paths (with their queries) of every GET the stand-in API server has had."""
+        with open(self.api_log, errors="replace") as f:
+            return [line[4:].strip() for line in f if line.startswith("GET ")]
 
     def _write_endpoints(self):
         """The podnet Service's endpoints (ready ones, and a Pod stopping as terminating)."""
@@ -507,6 +565,8 @@ class Fleet:
                 "targetRef": {"kind": "Pod", "namespace": "podnet", "name": n.pod},
                 "nodeName": n.name, "zone": n.zone})
         self._json(self.service_file, eps)
+        if self.dns_publisher:  # Kubernetes DNS: the ready endpoints only
+            self.dns_publisher.want([n.address for n in self.live() if n.ready])
         self._write_targets()
 
     def _write_targets(self):
@@ -541,13 +601,29 @@ class Fleet:
             probes["mtu"] = {"interval": alerting.duration(600 / self.rule_scale),
                              "timeout": alerting.duration(0.5 / self.probe_scale)}
         probes.update(self.extra_probes)
+        # The discovery mode set here whatever the deploy file's (the fleet compares the two).
+        peers = dict(deploy["peers"])
+        peers["kubernetes"] = dict(peers["kubernetes"], discovery=self.discovery)
+        if self.discovery == "dns":
+            # The name is dns_name's default (PODNET_DNS_NAME), asked from the first nameserver
+            # of probes.dns.resolv_conf: the kube-dns VIP, DNATed to a replica.
+            peers["kubernetes"]["dns_refresh"] = alerting.duration(self.dns_refresh_s())
         doc = {"listen_address": "0.0.0.0:9479",
                "self": {"name": n.pod, "node": n.name, "zone": ""},
                "responders": {"udp_echo": {"listen_address": "0.0.0.0:9479"},
                               "grpc": {"listen_address": "0.0.0.0:9480"}},
-               "peers": deploy["peers"], "metrics": deploy.get("metrics", {}),
+               "peers": peers, "metrics": deploy.get("metrics", {}),
                "probes": probes}
         return yaml.safe_dump(doc, sort_keys=False)
+
+    def dns_refresh_s(self):
+        """Discovery "dns"'s dns_refresh: the deploy file's (else the default, 30 s) divided by
+        probe_scale as the probes' durations are, within its bounds (1 s at least)."""
+        import yaml
+        with open(DEPLOY_CONFIG) as f:
+            kube = yaml.safe_load(f)["peers"]["kubernetes"]
+        refresh = alerting.seconds(kube.get("dns_refresh", "%ds" % DNS_REFRESH_DEFAULT_S))
+        return max(1.0, refresh / self.probe_scale)
 
     def _start_exporter(self, n):
         cfg = os.path.join(self.tmp, "%s.yaml" % n.pod)
@@ -694,7 +770,7 @@ class Fleet:
         time.sleep(PROPAGATION_S)
         self._write_endpoints()
         try:  # the drain; a second SIGTERM (stop()'s) would end it at once
-            n.exporter.wait(timeout=DRAIN_S + 10)
+            n.exporter.wait(timeout=self.drain_s() + 10)
         except subprocess.TimeoutExpired:
             pass
         labkit.stop(n.exporter)
@@ -754,7 +830,29 @@ class Fleet:
         x, y = sorted((za, zb))
         return x, y, "pair-%d-%d" % (x, y)
 
+    def drop_bound_s(self):
+        """The longest a peer may go on probing a Pod after its SIGTERM (restart_exporter):
+        PROPAGATION_S, then with "watch" the stand-in API server's 0.2 s to send the slice,
+        with "dns" a replica's answer changing (DNS_TTL_S at most) and the next answer asked
+        (dns_refresh + 10 % jitter), then discovery's publish interval (1 s). The drain
+        (drain_s) must outlast it, or the peers' HTTP and gRPC probes are refused."""
+        if self.discovery == "dns":
+            lag = DNS_TTL_S + 1.1 * self.dns_refresh_s()
+        else:
+            lag = 0.2
+        return PROPAGATION_S + lag + 1.0
+
+    def drain_s(self):
+        """How long an exporter drains after its SIGTERM: --shutdown.drain-period (DRAIN_S), and
+        with "dns" at least 1.1 x dns_refresh + 7 s, which the exporter adds by itself
+        (KubernetesWatches::PeersStaleness), when DRAIN_S is not 0."""
+        if self.discovery == "dns" and DRAIN_S > 0:
+            return max(DRAIN_S, 1.1 * self.dns_refresh_s() + 7)
+        return DRAIN_S
+
     def close(self):
+        if self.dns_publisher:
+            self.dns_publisher.stop()
         for n in self.nodes:
             if n.exporter is not None:
                 labkit.resume(n.exporter)
@@ -765,6 +863,112 @@ class Fleet:
         for ns in reversed(self.namespaces):
             subprocess.run(["ip", "netns", "del", ns], timeout=30, capture_output=True)
         self.namespaces = []
+
+
+class _DnsPublisher:
+    """CoreDNS's part with discovery "dns": the podnet Service's A records (PODNET_DNS_NAME, TTL
+    DNS_TTL_S) on every unbound replica, the addresses of the ready probe Pods (Kubernetes DNS
+    lists a headless Service's ready endpoints only; none: NXDOMAIN, as the `local-zone: "."
+    static` answers a name without data), changed live with unbound-control (remote control on
+    a unix socket in the replica's folder, no certificates): restarting unbound would disturb
+    the DNS probe, which asks the same replicas.
+
+    The lag modelled: CoreDNS's kubernetes plugin hears an endpoint change from its watch as the
+    exporters' watches do (the fleet writes the endpoints when they should hear it:
+    PROPAGATION_S after a SIGTERM), so that part is taken as none; but every answer goes through
+    the default Corefile's `cache 30`, which keeps it for min(TTL, 30 s) = DNS_TTL_S, and the
+    name is asked all the time (every exporter every dns_refresh), so a replica's cached answer
+    is always there and is renewed every DNS_TTL_S s. A replica's answer therefore changes at its
+    first renewal after the endpoint change: 0 to DNS_TTL_S s later (half of it on average), the
+    replicas' renewals spread evenly over the TTL (replica k at k/K of it). A change undone
+    before a renewal is never seen, as with a cache. The exporters' own part comes on top: the
+    next answer they ask for, dns_refresh later at most (+10 % jitter).
+
+    A replica restarted (Fleet._start_unbound, after a dns_servfail fault) starts with the
+    records as they are then (a new CoreDNS has no cache). Removing an address takes two
+    unbound-control calls (local_data_remove of the name, then local_datas of the addresses
+    left): a question between them (a few ms) is answered NXDOMAIN, which discovery counts
+    (result="nxdomain") and survives (it keeps the last peers for 90 s). A failed call (a
+    replica replaced by the dns_servfail fault's server) is retried at the next renewal.
+    """
+
+    def __init__(self, fleet):
+        self.fl = fleet
+        self.lock = threading.Lock()
+        self.wanted = ()  # the ready probe Pods' addresses, sorted
+        self.published = {}  # replica k -> the addresses it serves
+        self.failing = set()  # replicas whose last update failed (logged once a streak)
+        self.updates = 0  # unbound-control updates applied, all replicas together
+        self.stopping = threading.Event()
+        self.thread = None
+
+    def want(self, addresses):
+        """The addresses the replicas should serve from their next renewal on."""
+        with self.lock:
+            self.wanted = tuple(sorted(addresses))
+
+    def unbound_conf(self, d, folder):
+        """The lines replica `d`'s unbound.conf ends with: the records as wanted now (written to
+        a file it includes), and its remote control."""
+        path = os.path.join(folder, "podnet-records.conf")
+        with self.lock:
+            labkit.write_atomic(path, "server:\n" + "".join(
+                '  local-data: "%s. %d IN A %s"\n' % (PODNET_DNS_NAME, DNS_TTL_S, a)
+                for a in self.wanted))
+            self.published[d["k"]] = self.wanted
+        return ('  include: "%s"\nremote-control:\n  control-enable: yes\n'
+                '  control-interface: "%s"\n  control-use-cert: no\n'
+                % (path, os.path.join(folder, "control.sock")))
+
+    def start(self):
+        self.thread = threading.Thread(target=self._run, name="dns-publisher", daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.stopping.set()
+        if self.thread is not None:
+            self.thread.join(timeout=30)
+            self.thread = None
+
+    def _run(self):
+        t0 = time.monotonic()
+        due = {d["k"]: t0 + DNS_TTL_S * (i + 1) / len(self.fl.dns)
+               for i, d in enumerate(self.fl.dns)}
+        while not self.stopping.wait(max(0.0, min(due.values()) - time.monotonic())):
+            now = time.monotonic()
+            for d in self.fl.dns:
+                if due[d["k"]] <= now:
+                    self._renew(d)
+                    while due[d["k"]] <= now:
+                        due[d["k"]] += DNS_TTL_S
+
+    def _control(self, d, *args, stdin=None):
+        return labkit.run("unbound-control", "-c", d["conf"], *args, input=stdin, timeout=10)
+
+    def _renew(self, d):
+        """Replica `d`'s cached answer renewed: it serves the addresses wanted now."""
+        with self.lock:
+            want, had = self.wanted, self.published.get(d["k"], ())
+            if want == had:
+                return
+            try:
+                if set(had) - set(want):
+                    self._control(d, "local_data_remove", PODNET_DNS_NAME + ".")
+                    add = want
+                else:
+                    add = sorted(set(want) - set(had))
+                if add:
+                    self._control(d, "local_datas", stdin="".join(
+                        "%s. %d IN A %s\n" % (PODNET_DNS_NAME, DNS_TTL_S, a) for a in add))
+            except (Broken, subprocess.TimeoutExpired) as e:
+                if d["k"] not in self.failing:
+                    log("dns replica %d: the podnet records not updated (retried every %d s): "
+                        "%s" % (d["k"], DNS_TTL_S, str(e).strip()[-200:]))
+                self.failing.add(d["k"])
+                return
+            self.failing.discard(d["k"])
+            self.published[d["k"]] = want
+            self.updates += 1
 
 
 def have_tools(*extra):

@@ -19,15 +19,10 @@ TEST(AutoPeerSourceTest, TheFirstAnswerAndTheWatchTakeDnsFromTheThreshold) {
     PeerSource want;
   } cases[] = {
       {std::nullopt, 0, kWatch},  // NXDOMAIN: a new DaemonSet, no Pod ready yet
-      {std::nullopt, 99, kWatch},
-      {std::nullopt, 100, kDns},
-      {std::nullopt, 3399, kDns},
+      {std::nullopt, 99, kWatch},   {std::nullopt, 100, kDns}, {std::nullopt, 3399, kDns},
       {std::nullopt, 3400, kWatch},  // too near what one DNS message holds
-      {kWatch, 99, kWatch},
-      {kWatch, 100, kDns},
-      {kWatch, 3399, kDns},
-      {kWatch, 3400, kWatch},
-      {kWatch, 5000, kWatch},
+      {kWatch, 99, kWatch},         {kWatch, 100, kDns},       {kWatch, 3399, kDns},
+      {kWatch, 3400, kWatch},       {kWatch, 5000, kWatch},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(AutoPeerSource(c.decided, c.pods, 100), c.want)
