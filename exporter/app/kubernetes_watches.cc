@@ -89,7 +89,7 @@ KubernetesWatches::KubernetesWatches(boost::asio::io_context& io,
       registry_(registry),
       probe_(probe),
       on_sync_change_(std::move(on_sync_change)),
-      auto_deadline_(io) {}
+      auto_tick_(io) {}
 
 KubernetesWatches::~KubernetesWatches() = default;
 
@@ -123,21 +123,48 @@ bool KubernetesWatches::Configure(const config::Config& c, std::string* error) {
   if (!dns_same) ReplaceDnsWatch(dns, std::move(dns_client));
   if (!peers_same && want_auto) {
     // The DNS records first: one question tells a small cluster's Pod to take the watch.
-    auto_ = Auto{dns_side, dns_from, std::nullopt, std::chrono::steady_clock::now(), false};
+    auto_.emplace();
+    auto_->dns = dns_side;
+    auto_->dns_from = dns_from;
+    auto_->since = std::chrono::steady_clock::now();
     ReplacePeersWatch(peers, dns_side, std::move(peers_client));
-    auto_deadline_.expires_after(k8s::kAutoFirstAnswerDeadline);
-    auto_deadline_.async_wait([this, generation = auto_generation_](boost::system::error_code ec) {
-      if (ec || generation != auto_generation_ || !auto_ || auto_->decided) return;
-      SwitchAuto(k8s::PeerSource::kWatch,
-                 "the DNS records gave no answer in " +
-                     std::to_string(k8s::kAutoFirstAnswerDeadline.count()) + " s" +
-                     (peers_->last_error().empty() ? "" : " (" + peers_->last_error() + ")"));
-    });
+    ArmAutoTick();
   } else if (!peers_same) {
     auto_.reset();
     ReplacePeersWatch(peers, peers_dns, std::move(peers_client));
   }
   return ConfigureServiceInfo(c, error);
+}
+
+void KubernetesWatches::ArmAutoTick() {
+  auto_tick_.expires_after(kAutoTick);
+  auto_tick_.async_wait([this, generation = auto_generation_](boost::system::error_code ec) {
+    if (ec || generation != auto_generation_ || !auto_ || !peers_) return;
+    AutoTick();
+  });
+}
+
+void KubernetesWatches::AutoTick() {
+  const auto running = peers_dns_ ? k8s::PeerSource::kDns : k8s::PeerSource::kWatch;
+  const auto waited = std::chrono::steady_clock::now() - auto_->since;
+  if ((!peers_->synced() || keeping_) && waited >= k8s::kAutoFirstAnswerDeadline &&
+      !auto_->switching) {
+    // The source taken (or the first one) has not synced: back to the other one, which the
+    // kept peers came from (or, first, the watch). Two that never sync alternate once a tick.
+    const auto to =
+        running == k8s::PeerSource::kDns ? k8s::PeerSource::kWatch : k8s::PeerSource::kDns;
+    const std::string& last = peers_->last_error();
+    const auto generation = auto_generation_;
+    SwitchAuto(to, "the " + std::string(k8s::PeerSourceName(running)) + " has not synced in " +
+                       std::to_string(k8s::kAutoFirstAnswerDeadline.count()) + " s" +
+                       (last.empty() ? "" : " (" + last + ")"));
+    if (generation == auto_generation_) ArmAutoTick();  // the switch failed: tried again
+    return;
+  }
+  // A switch the dwell held back, or one a failed switch left to do: judged again here, as the
+  // discovery publishes only when its Pods change.
+  if (peers_->synced() && !keeping_) JudgeAuto(peers_->snapshot());
+  ArmAutoTick();
 }
 
 void KubernetesWatches::JudgeAuto(const k8s::Snapshot& snap) {
@@ -152,13 +179,16 @@ void KubernetesWatches::JudgeAuto(const k8s::Snapshot& snap) {
     if (!auto_->decided) {
       auto_->decided = running;
       auto_->since = now;
-      auto_deadline_.cancel();
       spdlog::info("kubernetes discovery: auto keeps the {}: {}", k8s::PeerSourceName(running),
                    why);
     }
     return;
   }
-  if (auto_->decided && now - auto_->since < k8s::kAutoDwell) return;
+  // Back to the watch at once (the records say too few, or may be cut); to the records only
+  // after the dwell, longer each time they were left within one (auto_source.h).
+  if (want == k8s::PeerSource::kDns && auto_->decided && now - auto_->since < auto_->dns_dwell) {
+    return;
+  }
   // Not from inside the discovery's callback: SwitchAuto destroys it.
   auto_->switching = true;
   boost::asio::post(io_, [this, generation = auto_generation_, want, why] {
@@ -170,27 +200,36 @@ void KubernetesWatches::SwitchAuto(k8s::PeerSource to, const std::string& why) {
   if (!auto_ || !peers_) return;
   std::string error;
   auto client = MakeApiClient(&error);
-  if (!client) {  // tried again on the next synced snapshot
+  if (!client) {  // tried again at the next tick
     auto_->switching = false;
     spdlog::warn("kubernetes discovery: auto stays on the {} ({}): {}",
                  k8s::PeerSourceName(peers_dns_ ? k8s::PeerSource::kDns : k8s::PeerSource::kWatch),
                  why, error);
     return;
   }
+  const auto now = std::chrono::steady_clock::now();
+  if (peers_dns_ && auto_->decided == k8s::PeerSource::kDns) {
+    // Leaving records taken within one dwell: they disagree with the watch (a wrong name, a
+    // DNS that cannot list them); the next try waits twice as long (at most a day).
+    auto_->dns_dwell = now - auto_->since < k8s::kAutoDwell
+                           ? std::min<std::chrono::steady_clock::duration>(auto_->dns_dwell * 2,
+                                                                           k8s::kAutoMaxDwell)
+                           : std::chrono::steady_clock::duration(k8s::kAutoDwell);
+  }
   auto_->decided = to;
-  auto_->since = std::chrono::steady_clock::now();
+  auto_->since = now;
   auto_->switching = false;
-  auto_deadline_.cancel();
   ReplacePeersWatch(peers_options_,
                     to == k8s::PeerSource::kDns ? std::optional(auto_->dns) : std::nullopt,
                     std::move(client));
+  ArmAutoTick();
   spdlog::info("kubernetes discovery: auto takes the {}: {}", k8s::PeerSourceName(to), why);
 }
 
 void KubernetesWatches::Off() {
   service_info_.reset();  // before the metrics it counts its errors in
   auto_.reset();
-  auto_deadline_.cancel();
+  auto_tick_.cancel();
   ++auto_generation_;
   StopDnsWatch();
   if (peers_) {
@@ -369,7 +408,8 @@ std::unique_ptr<k8s::ApiClient> KubernetesWatches::MakeApiClient(std::string* er
 }
 
 void KubernetesWatches::Stop() {
-  auto_deadline_.cancel();
+  ++auto_generation_;
+  auto_tick_.cancel();
   if (peers_) peers_->Stop();
   if (dns_) dns_->Stop();
   if (service_info_) service_info_->Stop();
@@ -396,8 +436,15 @@ std::string KubernetesWatches::NotSyncedReason() const {
 }
 
 std::chrono::milliseconds KubernetesWatches::PeersStaleness() const {
-  if (!peers_ || !peers_dns_) return std::chrono::milliseconds(0);
-  return peers_dns_->refresh * 11 / 10 + kDnsRecordTtl + std::chrono::seconds(2);
+  if (!peers_) return std::chrono::milliseconds(0);
+  const k8s::DnsDiscoveryOptions* dns = peers_dns_ ? &*peers_dns_ : nullptr;
+  // With `auto`, the peers may read the records where this Pod does not (a dwell, its own
+  // node's DNS): the records' staleness from 3/4 of the threshold on.
+  if (!dns && auto_ && peers_->snapshot().endpoints.size() * 4 >= auto_->dns_from * 3) {
+    dns = &auto_->dns;
+  }
+  if (!dns) return std::chrono::milliseconds(0);
+  return dns->refresh * 11 / 10 + kDnsRecordTtl + std::chrono::seconds(2);
 }
 
 std::string KubernetesWatches::self_zone() const {

@@ -100,6 +100,12 @@ class KubernetesWatches {
   bool ServiceInfoDuty() const;
   // An API client from the credentials; nullptr and *error when they cannot be read.
   std::unique_ptr<discovery::kubernetes::ApiClient> MakeApiClient(std::string* error);
+  // `auto`'s timer: every kAutoTick, the running source is judged again (the discoveries
+  // publish only when their Pods change), and one that has not synced within
+  // kAutoFirstAnswerDeadline of its start gives way to the other.
+  void ArmAutoTick();
+  void AutoTick();
+  static constexpr std::chrono::seconds kAutoTick{15};
   // Judges a synced snapshot of an `auto` discovery; a switch is posted, never made from
   // inside the discovery's own callback.
   void JudgeAuto(const discovery::kubernetes::Snapshot& snap);
@@ -118,12 +124,15 @@ class KubernetesWatches {
     discovery::kubernetes::DnsDiscoveryOptions dns;            // what its DNS side asks
     std::size_t dns_from = 0;                                  // peers.kubernetes.auto_dns_from
     std::optional<discovery::kubernetes::PeerSource> decided;  // none: the first answer
-    std::chrono::steady_clock::time_point since;               // of the decision
+    std::chrono::steady_clock::time_point since;               // of the decision, or of the start
     bool switching = false;                                    // a switch is posted
+    // How long the watch is kept before the records are taken (again): kAutoDwell, doubled
+    // each time the records were left within one (up to kAutoMaxDwell).
+    std::chrono::steady_clock::duration dns_dwell = discovery::kubernetes::kAutoDwell;
   };
   std::optional<Auto> auto_;
-  boost::asio::steady_timer auto_deadline_;  // kAutoFirstAnswerDeadline of an undecided one
-  std::uint64_t auto_generation_ = 0;        // a post for an older discovery does nothing
+  boost::asio::steady_timer auto_tick_;  // every kAutoTick while `auto` runs
+  std::uint64_t auto_generation_ = 0;    // a post for an older discovery does nothing
   // DNS discovery's series, while it runs; outlives it.
   std::unique_ptr<discovery::kubernetes::DnsDiscoveryMetrics> dns_metrics_;
   std::unique_ptr<discovery::kubernetes::PeerDiscovery> peers_;

@@ -158,8 +158,9 @@ bool DecodeDiscoveryMode(Decoder& d, const YAML::Node& n, const std::string& bas
     }
   }
   if (const YAML::Node v = n["auto_dns_from"]; v.IsDefined()) {
-    // From 4 (below, 3/4 of it rounds to nothing), to below kDnsAnswerRoom (above, a DNS
-    // message may not hold them all: discovery/kubernetes/auto_source.h).
+    // From 4 (below, the hysteresis band, 3/4 of it up to it, holds no whole count but the
+    // threshold), to below kDnsAnswerRoom (above, a DNS message may not hold them all:
+    // discovery/kubernetes/auto_source.h).
     if (auto i = d.Integer(v, base + ".auto_dns_from", 4, 3399)) {
       k.auto_dns_from = static_cast<int>(*i);
     } else {

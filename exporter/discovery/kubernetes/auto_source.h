@@ -27,14 +27,19 @@ constexpr std::string_view PeerSourceName(PeerSource s) {
 inline constexpr std::size_t kDnsAnswerCeiling = 3800;
 inline constexpr std::size_t kDnsAnswerRoom = 3400;
 
-/// After a Pod has decided, it changes source at most once per kAutoDwell: Pods at the
-/// threshold do not swing with every rollout's dip in ready Pods.
+/// A Pod on the watch takes the records only after kAutoDwell on it (Pods at the threshold do not
+/// swing with every rollout's dip), and after twice as long each time it left records it had
+/// taken within one dwell (they disagree with the watch: a wrong name, a DNS that cannot list
+/// them), up to kAutoMaxDwell. Back to the watch is at once: the records say too few Pods, or
+/// may be cut.
 inline constexpr std::chrono::minutes kAutoDwell{10};
+inline constexpr std::chrono::hours kAutoMaxDwell{24};
 
 /// An `auto` Pod starts with the DNS records (one question; a small cluster's answer sends it to
 /// the watch at once) and takes the watch when they have not synced after this long (no cluster
 /// DNS, a resolv.conf that names none): a Pod must not stay unready for want of DNS when the
-/// API server can list its peers.
+/// API server can list its peers. Any source taken later that has not synced this long after
+/// the switch gives way to the one it replaced.
 inline constexpr std::chrono::seconds kAutoFirstAnswerDeadline{60};
 
 /// The source `auto` wants, given the one it `decided` on (std::nullopt: the first DNS answer,
@@ -42,7 +47,7 @@ inline constexpr std::chrono::seconds kAutoFirstAnswerDeadline{60};
 ///  - undecided, or on the watch: DNS when dns_from <= pods < kDnsAnswerRoom, else the watch;
 ///  - on DNS: the watch when pods < dns_from × 3/4 (hysteresis) or pods >= kDnsAnswerCeiling,
 ///    else DNS.
-/// Pure: the caller applies kAutoDwell and kAutoFirstAnswerDeadline.
+/// Pure: the caller applies the dwell and kAutoFirstAnswerDeadline.
 constexpr PeerSource AutoPeerSource(std::optional<PeerSource> decided, std::size_t pods,
                                     std::size_t dns_from) {
   if (decided == PeerSource::kDns) {
