@@ -22,6 +22,20 @@
 
 namespace podnet::app {
 
+/// `discovery: auto`'s state (KubernetesWatches; the rule: discovery/kubernetes/auto_source.h).
+/// At namespace scope: a nested struct's member initializers are not usable inside the class
+/// that holds it in a std::optional (clang rejects its construction there).
+struct AutoDiscoveryState {
+  discovery::kubernetes::DnsDiscoveryOptions dns;            // what its DNS side asks
+  std::size_t dns_from = 0;                                  // peers.kubernetes.auto_dns_from
+  std::optional<discovery::kubernetes::PeerSource> decided;  // none: the first answer
+  std::chrono::steady_clock::time_point since;               // of the decision, or of the start
+  bool switching = false;                                    // a switch is posted
+  // How long the watch is kept before the records are taken (again): kAutoDwell, doubled
+  // each time the records were left within one (up to kAutoMaxDwell).
+  std::chrono::steady_clock::duration dns_dwell = discovery::kubernetes::kAutoDwell;
+};
+
 /// Control loop only: what peers.kubernetes asks of the Kubernetes API, each a list-then-watch
 /// or a poll on the control loop that posts what it finds to the probe loop:
 ///  - the peers' watch (the EndpointSlices of peers.kubernetes's Service, and the Node's zone
@@ -119,18 +133,7 @@ class KubernetesWatches {
   ProbeLoop& probe_;
   std::function<void()> on_sync_change_;
   std::unique_ptr<discovery::kubernetes::DiscoveryMetrics> metrics_;  // outlives the watches
-  // discovery: auto's choice (discovery/kubernetes/auto_source.h) between the watch and dns.
-  struct Auto {
-    discovery::kubernetes::DnsDiscoveryOptions dns;            // what its DNS side asks
-    std::size_t dns_from = 0;                                  // peers.kubernetes.auto_dns_from
-    std::optional<discovery::kubernetes::PeerSource> decided;  // none: the first answer
-    std::chrono::steady_clock::time_point since;               // of the decision, or of the start
-    bool switching = false;                                    // a switch is posted
-    // How long the watch is kept before the records are taken (again): kAutoDwell, doubled
-    // each time the records were left within one (up to kAutoMaxDwell).
-    std::chrono::steady_clock::duration dns_dwell = discovery::kubernetes::kAutoDwell;
-  };
-  std::optional<Auto> auto_;
+  std::optional<AutoDiscoveryState> auto_;
   boost::asio::steady_timer auto_tick_;  // every kAutoTick while `auto` runs
   std::uint64_t auto_generation_ = 0;    // a post for an older discovery does nothing
   // DNS discovery's series, while it runs; outlives it.
