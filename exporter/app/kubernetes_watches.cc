@@ -136,6 +136,10 @@ bool KubernetesWatches::Configure(const config::Config& c, std::string* error) {
   return ConfigureServiceInfo(c, error);
 }
 
+k8s::PeerSource KubernetesWatches::RunningSource() const {
+  return peers_dns_ ? k8s::PeerSource::kDns : k8s::PeerSource::kWatch;
+}
+
 void KubernetesWatches::ArmAutoTick() {
   auto_tick_.expires_after(kAutoTick);
   auto_tick_.async_wait([this, generation = auto_generation_](boost::system::error_code ec) {
@@ -145,7 +149,7 @@ void KubernetesWatches::ArmAutoTick() {
 }
 
 void KubernetesWatches::AutoTick() {
-  const auto running = peers_dns_ ? k8s::PeerSource::kDns : k8s::PeerSource::kWatch;
+  const auto running = RunningSource();
   const auto waited = std::chrono::steady_clock::now() - auto_->since;
   if ((!peers_->synced() || keeping_) && waited >= k8s::kAutoFirstAnswerDeadline &&
       !auto_->switching) {
@@ -169,7 +173,7 @@ void KubernetesWatches::AutoTick() {
 
 void KubernetesWatches::JudgeAuto(const k8s::Snapshot& snap) {
   if (!auto_ || !snap.synced || auto_->switching) return;
-  const auto running = peers_dns_ ? k8s::PeerSource::kDns : k8s::PeerSource::kWatch;
+  const auto running = RunningSource();
   const std::size_t pods = snap.endpoints.size();
   const auto want = k8s::AutoPeerSource(auto_->decided, pods, auto_->dns_from);
   const auto now = std::chrono::steady_clock::now();
@@ -203,8 +207,7 @@ void KubernetesWatches::SwitchAuto(k8s::PeerSource to, const std::string& why) {
   if (!client) {  // tried again at the next tick
     auto_->switching = false;
     spdlog::warn("kubernetes discovery: auto stays on the {} ({}): {}",
-                 k8s::PeerSourceName(peers_dns_ ? k8s::PeerSource::kDns : k8s::PeerSource::kWatch),
-                 why, error);
+                 k8s::PeerSourceName(RunningSource()), why, error);
     return;
   }
   const auto now = std::chrono::steady_clock::now();

@@ -119,6 +119,8 @@ class KubernetesWatches {
   // kAutoFirstAnswerDeadline of its start gives way to the other.
   void ArmAutoTick();
   void AutoTick();
+  // The source the running peers' discovery reads: the records (peers_dns_) or the watch.
+  discovery::kubernetes::PeerSource RunningSource() const;
   static constexpr std::chrono::seconds kAutoTick{15};
   // Judges a synced snapshot of an `auto` discovery; a switch is posted, never made from
   // inside the discovery's own callback.
